@@ -1,0 +1,17 @@
+//===- Passes.h - KGE conversion passes -------------------------*- C++ -*-===//
+
+#ifndef KGE_CONVERSION_PASSES_H
+#define KGE_CONVERSION_PASSES_H
+
+#include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
+
+namespace mlir {
+namespace kge {
+
+#define GEN_PASS_REGISTRATION
+#include "Conversion/Passes.h.inc"
+
+} // namespace kge
+} // namespace mlir
+
+#endif // KGE_CONVERSION_PASSES_H

@@ -1,0 +1,220 @@
+//===- SignatureAnalysis.cpp - public interface of a bvec.func ------------===//
+
+#include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
+
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::bvec;
+
+std::optional<kge_runtime::DType> mlir::bvec::getDType(Type type) {
+  if (type.isF16())
+    return kge_runtime::DType::F16;
+  if (type.isBF16())
+    return kge_runtime::DType::BF16;
+  if (type.isF32())
+    return kge_runtime::DType::F32;
+  if (type.isF64())
+    return kge_runtime::DType::F64;
+  if (type.isSignlessInteger(32))
+    return kge_runtime::DType::I32;
+  if (type.isSignlessInteger(64))
+    return kge_runtime::DType::I64;
+  return std::nullopt;
+}
+
+namespace {
+/// One dimension of one value: (value, position in the value's full shape).
+using DimSlot = std::pair<Value, unsigned>;
+
+/// The full shape of a table or batched type (batch first).
+SmallVector<int64_t> fullShape(Type type) {
+  if (auto table = dyn_cast<TableType>(type))
+    return SmallVector<int64_t>(table.getShape());
+  auto batched = cast<BatchedType>(type);
+  SmallVector<int64_t> shape{batched.getBatchSize()};
+  llvm::append_range(shape, batched.getItemShape());
+  return shape;
+}
+
+Type elementTypeOf(Type type) {
+  if (auto table = dyn_cast<TableType>(type))
+    return table.getElementType();
+  return cast<BatchedType>(type).getElementType();
+}
+
+/// Union-find over dimension slots, seeded by the operations of a function.
+class DimensionClasses {
+public:
+  explicit DimensionClasses(FuncOp func) : func(func) {}
+
+  LogicalResult build();
+  /// The symbolic dimension of slot (value, pos).
+  kge_runtime::Dim dimOf(Value value, unsigned pos);
+
+private:
+  /// A representative marker for the batch dimension.
+  void unify(DimSlot a, DimSlot b) { classes.unionSets(key(a), key(b)); }
+  void unifyAll(Value a, Value b) {
+    for (unsigned i = 0, e = fullShape(a.getType()).size(); i < e; ++i)
+      unify({a, i}, {b, i});
+  }
+  std::pair<void *, unsigned> key(DimSlot slot) {
+    return {slot.first.getAsOpaquePointer(), slot.second};
+  }
+
+  FuncOp func;
+  llvm::EquivalenceClasses<std::pair<void *, unsigned>> classes;
+  /// Symbol of each class leader.
+  DenseMap<std::pair<void *, unsigned>, std::string> symbols;
+};
+} // namespace
+
+LogicalResult DimensionClasses::build() {
+  // Every batched value shares the batch dimension; table rows are their own.
+  Value batchRepresentative;
+  auto addBatch = [&](Value v) {
+    if (!isa<BatchedType>(v.getType()))
+      return;
+    if (!batchRepresentative)
+      batchRepresentative = v;
+    unify({v, 0}, {batchRepresentative, 0});
+  };
+  for (BlockArgument arg : func.getArguments()) {
+    addBatch(arg);
+    for (unsigned i = 0, e = fullShape(arg.getType()).size(); i < e; ++i)
+      classes.insert(key({arg, i}));
+  }
+
+  func.getBody().walk([&](Operation *op) {
+    for (Value result : op->getResults()) {
+      addBatch(result);
+      for (unsigned i = 0, e = fullShape(result.getType()).size(); i < e; ++i)
+        classes.insert(key({result, i}));
+    }
+    TypeSwitch<Operation *>(op)
+        .Case([&](GatherVecOp g) { unify({g, 1}, {g.getTable(), 1}); })
+        .Case([&](GatherMatOp g) {
+          unify({g, 1}, {g.getTable(), 1});
+          unify({g, 2}, {g.getTable(), 2});
+        })
+        .Case([&](ScalMulVecOp s) { unify({s, 1}, {s.getVec(), 1}); })
+        .Case([&](VecMulVecOp m) { unify({m.getLhs(), 1}, {m.getRhs(), 1}); })
+        .Case([&](VecMulMatOp m) {
+          unify({m.getVec(), 1}, {m.getMat(), 1});
+          unify({m, 1}, {m.getMat(), 2});
+        })
+        .Case([&](VecOuterVecOp m) {
+          unify({m, 1}, {m.getLhs(), 1});
+          unify({m, 2}, {m.getRhs(), 1});
+        })
+        .Default([&](Operation *other) {
+          if (other->hasTrait<OpTrait::SameOperandsAndResultType>())
+            for (Value operand : other->getOperands())
+              unifyAll(operand, other->getResult(0));
+        });
+  });
+
+  // Name the classes: `B` for the batch, then table dimensions in argument
+  // order (`N_<table>` for row counts, `D_<table>_<k>` for item lengths).
+  if (batchRepresentative)
+    symbols[classes.getLeaderValue(key({batchRepresentative, 0}))] = "B";
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    if (!isa<TableType>(arg.getType()))
+      continue;
+    StringRef name = func.getArgName(i);
+    for (unsigned d = 0, e = fullShape(arg.getType()).size(); d < e; ++d) {
+      auto leader = classes.getLeaderValue(key({arg, d}));
+      if (symbols.count(leader))
+        continue;
+      symbols[leader] = d == 0 ? ("N_" + name).str()
+                               : ("D_" + name + "_" + Twine(d)).str();
+    }
+  }
+
+  // A dynamic size that no table or batch determines cannot be computed.
+  WalkResult result = func.getBody().walk([&](Operation *op) {
+    for (Value value : op->getResults()) {
+      SmallVector<int64_t> shape = fullShape(value.getType());
+      for (unsigned d = 0; d < shape.size(); ++d) {
+        if (!ShapedType::isDynamic(shape[d]))
+          continue;
+        if (symbols.count(classes.getLeaderValue(key({value, d}))))
+          continue;
+        op->emitOpError() << "has a dynamic size in dimension " << d
+                          << " that no table dimension determines";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+kge_runtime::Dim DimensionClasses::dimOf(Value value, unsigned pos) {
+  int64_t size = fullShape(value.getType())[pos];
+  if (!ShapedType::isDynamic(size))
+    return kge_runtime::Dim::fixed(size);
+  auto it = symbols.find(classes.getLeaderValue(key({value, pos})));
+  assert(it != symbols.end() && "undetermined dimension survived build()");
+  return kge_runtime::Dim::named(it->second);
+}
+
+FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
+  DimensionClasses dims(func);
+  if (failed(dims.build()))
+    return failure();
+
+  kge_runtime::Signature signature;
+  signature.name = func.getSymName().str();
+  auto makeParam = [&](StringRef name, kge_runtime::ParamRole role, Value value,
+                       Type type) -> FailureOr<kge_runtime::Parameter> {
+    kge_runtime::Parameter param;
+    param.name = name.str();
+    param.role = role;
+    std::optional<kge_runtime::DType> dtype = getDType(elementTypeOf(type));
+    if (!dtype)
+      return func.emitOpError()
+             << "parameter '" << name << "' has element type "
+             << elementTypeOf(type) << " that no runtime supports";
+    param.dtype = *dtype;
+    for (unsigned d = 0, e = fullShape(type).size(); d < e; ++d)
+      param.shape.push_back(dims.dimOf(value, d));
+    return param;
+  };
+
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    auto role = isa<TableType>(arg.getType()) ? kge_runtime::ParamRole::Table
+                                              : kge_runtime::ParamRole::Indices;
+    FailureOr<kge_runtime::Parameter> param =
+        makeParam(func.getArgName(i), role, arg, arg.getType());
+    if (failed(param))
+      return failure();
+    if (role == kge_runtime::ParamRole::Indices) {
+      for (Operation *user : arg.getUsers()) {
+        Value table;
+        if (auto gather = dyn_cast<GatherVecOp>(user))
+          table = gather.getTable();
+        else if (auto gather = dyn_cast<GatherMatOp>(user))
+          table = gather.getTable();
+        if (!table)
+          continue;
+        unsigned tableIndex = cast<BlockArgument>(table).getArgNumber();
+        if (!llvm::is_contained(param->indexedTables, tableIndex))
+          param->indexedTables.push_back(tableIndex);
+      }
+      llvm::sort(param->indexedTables);
+    }
+    signature.params.push_back(std::move(*param));
+  }
+  Operation *ret = func.getReturn();
+  for (auto [i, value] : llvm::enumerate(ret->getOperands())) {
+    FailureOr<kge_runtime::Parameter> param = makeParam(
+        func.getResultName(i), kge_runtime::ParamRole::Result, value, value.getType());
+    if (failed(param))
+      return failure();
+    signature.params.push_back(std::move(*param));
+  }
+  return signature;
+}
