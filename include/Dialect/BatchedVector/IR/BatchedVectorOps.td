@@ -143,7 +143,8 @@ def BatchedVector_ReturnOp : BatchedVector_Op<"return", [
     ```
   }];
   let arguments = (ins Variadic<BatchedVector_AnyFloatValue>:$operands);
-  let assemblyFormat = "$operands attr-dict `:` qualified(type($operands))";
+  let assemblyFormat =
+      "attr-dict ($operands^ `:` qualified(type($operands)))?";
   let hasVerifier = 1;
 }
 
@@ -216,8 +217,9 @@ def BatchedVector_ConstantOp : BatchedVector_Op<"constant",
   let summary = "a batch whose every element is one constant";
   let description = [{
     Every element of every item of the batch equals `value`. The batch size
-    is the function's; the value is written as a floating-point literal and
-    stored with the element type of the result.
+    is the function's; the item dimensions must be static. The value is
+    written as a floating-point literal and stored with the element type of
+    the result.
 
     Example:
 
@@ -232,6 +234,11 @@ def BatchedVector_ConstantOp : BatchedVector_Op<"constant",
   let hasVerifier = 1;
   let hasFolder = 1;
   let builders = [OpBuilder<(ins "::mlir::Type":$type, "double":$value)>];
+  let extraClassDeclaration = [{
+    /// True when `type` can hold a constant: a batched float type whose
+    /// item dimensions are static.
+    static bool isMaterializable(::mlir::Type type);
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -117,23 +117,32 @@ LogicalResult DimensionClasses::build() {
   });
 
   // Name the classes: `B` for the batch, then table dimensions in argument
-  // order (`N_<table>` for row counts, `D_<table>_<k>` for item lengths).
+  // order: `N_<table>` for row counts, `D_<table>` for the length of a table
+  // of vectors, `D1_<table>`/`D2_<table>` for the shape of a table of
+  // matrices.
   if (batchRepresentative)
     symbols[classes.getLeaderValue(key({batchRepresentative, 0}))] = "B";
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-    if (!isa<TableType>(arg.getType()))
+    auto table = dyn_cast<TableType>(arg.getType());
+    if (!table)
       continue;
     StringRef name = func.getArgName(i);
-    for (unsigned d = 0, e = fullShape(arg.getType()).size(); d < e; ++d) {
+    for (unsigned d = 0, e = table.getRank(); d < e; ++d) {
       auto leader = classes.getLeaderValue(key({arg, d}));
       if (symbols.count(leader))
         continue;
-      symbols[leader] = d == 0 ? ("N_" + name).str()
-                               : ("D_" + name + "_" + Twine(d)).str();
+      if (d == 0)
+        symbols[leader] = ("N_" + name).str();
+      else if (table.holdsVectors())
+        symbols[leader] = ("D_" + name).str();
+      else
+        symbols[leader] = ("D" + Twine(d) + "_" + name).str();
     }
   }
 
   // A dynamic size that no table or batch determines cannot be computed.
+  // Every operation of the dialect derives its dynamic sizes from its
+  // operands, so this guards operations added later.
   WalkResult result = func.getBody().walk([&](Operation *op) {
     for (Value value : op->getResults()) {
       SmallVector<int64_t> shape = fullShape(value.getType());

@@ -22,7 +22,7 @@ Operation *BatchedVectorDialect::materializeConstant(OpBuilder &builder,
                                                      Attribute value, Type type,
                                                      Location loc) {
   auto floatValue = dyn_cast<FloatAttr>(value);
-  if (!floatValue || !isa<ScalarType, VecType, MatType>(type))
+  if (!floatValue || !ConstantOp::isMaterializable(type))
     return nullptr;
   if (floatValue.getType() != cast<BatchedType>(type).getElementType())
     return nullptr;

@@ -41,12 +41,17 @@ static FloatAttr getConstant(Value value) {
   return {};
 }
 
+/// A splat constant of `batchedType`, or null when the type cannot be a
+/// constant (its item dimensions are dynamic).
 static FloatAttr floatLike(Type batchedType, double value) {
-  Type elementType = cast<BatchedType>(batchedType).getElementType();
-  return FloatAttr::get(elementType, value);
+  auto type = cast<BatchedType>(batchedType);
+  if (!ConstantOp::isMaterializable(type))
+    return {};
+  return FloatAttr::get(type.getElementType(), value);
 }
 
 /// Applies an exact APFloat binary operation in the element semantics.
+/// Both operands are constants, so the result type is materializable.
 static FloatAttr foldBinary(
     Attribute lhs, Attribute rhs,
     function_ref<APFloat(const APFloat &, const APFloat &)> fn) {
@@ -272,8 +277,9 @@ struct SimplifyScalMulVec : OpRewritePattern<ScalMulVecOp> {
       rewriter.replaceOp(op, op.getVec());
       return success();
     }
-    if ((scalar && scalar.getValue().isZero()) ||
-        (vec && vec.getValue().isZero())) {
+    bool zero = (scalar && scalar.getValue().isZero()) ||
+                (vec && vec.getValue().isZero());
+    if (zero && ConstantOp::isMaterializable(op.getType())) {
       rewriter.replaceOpWithNewOp<ConstantOp>(op, op.getType(),
                                               floatLike(op.getType(), 0.0));
       return success();

@@ -123,6 +123,7 @@ static bool isIdentifier(StringRef name) {
 
 ParseResult FuncOp::parse(OpAsmParser &parser, OperationState &result) {
   Builder &builder = parser.getBuilder();
+  (void)mlir::impl::parseOptionalVisibilityKeyword(parser, result.attributes);
   StringAttr nameAttr;
   if (parser.parseSymbolName(nameAttr, SymbolTable::getSymbolAttrName(),
                              result.attributes))
@@ -130,7 +131,6 @@ ParseResult FuncOp::parse(OpAsmParser &parser, OperationState &result) {
 
   // Arguments: `(%name: type, ...)`; the SSA names are the parameter names.
   SmallVector<OpAsmParser::Argument> args;
-  SMLoc argsLoc = parser.getCurrentLocation();
   if (parser.parseArgumentList(args, OpAsmParser::Delimiter::Paren,
                                /*allowType=*/true, /*allowAttrs=*/false))
     return failure();
@@ -146,12 +146,11 @@ ParseResult FuncOp::parse(OpAsmParser &parser, OperationState &result) {
     argNames.push_back(builder.getStringAttr(name));
     argTypes.push_back(arg.type);
   }
-  (void)argsLoc;
 
   // Results: `-> (name: type, ...)`.
   SmallVector<Attribute> resultNames;
   SmallVector<Type> resultTypes;
-  if (parser.parseArrow() || parser.parseLParen())
+  if (parser.parseArrow())
     return failure();
   auto parseResult = [&]() -> ParseResult {
     std::string name;
@@ -166,7 +165,8 @@ ParseResult FuncOp::parse(OpAsmParser &parser, OperationState &result) {
     resultTypes.push_back(type);
     return success();
   };
-  if (parser.parseCommaSeparatedList(parseResult) || parser.parseRParen())
+  if (parser.parseCommaSeparatedList(OpAsmParser::Delimiter::Paren,
+                                     parseResult))
     return failure();
 
   result.addAttribute(getFunctionTypeAttrName(result.name),
@@ -190,6 +190,8 @@ ParseResult FuncOp::parse(OpAsmParser &parser, OperationState &result) {
 
 void FuncOp::print(OpAsmPrinter &p) {
   p << ' ';
+  if (std::optional<StringRef> visibility = getSymVisibility())
+    p << *visibility << ' ';
   p.printSymbolName(getSymName());
   p << '(';
   llvm::interleaveComma(getArguments(), p, [&](BlockArgument arg) {
@@ -204,7 +206,7 @@ void FuncOp::print(OpAsmPrinter &p) {
   p.printOptionalAttrDictWithKeyword(
       (*this)->getAttrs(),
       {getSymNameAttrName(), getFunctionTypeAttrName(), getArgNamesAttrName(),
-       getResultNamesAttrName()});
+       getResultNamesAttrName(), getSymVisibilityAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/true);
@@ -274,16 +276,7 @@ LogicalResult FuncOp::verify() {
 }
 
 LogicalResult FuncOp::verifyRegions() {
-  Block &entry = getBody().front();
-  ArrayRef<Type> inputs = getArgumentTypes();
-  if (entry.getNumArguments() != inputs.size())
-    return emitOpError() << "entry block must have " << inputs.size()
-                         << " arguments to match the signature";
-  for (auto [arg, type] : llvm::zip(entry.getArguments(), inputs))
-    if (arg.getType() != type)
-      return emitOpError() << "entry block argument type " << arg.getType()
-                           << " does not match the signature type " << type;
-
+  // FunctionOpInterface checks the entry block against the signature.
   // Every batched value computed in the body shares the function's batch.
   int64_t batch = getBatchSize();
   WalkResult walkResult = getBody().walk([&](Operation *op) {
@@ -399,8 +392,18 @@ void ConstantOp::print(OpAsmPrinter &p) {
   p << " : " << getType();
 }
 
+bool ConstantOp::isMaterializable(Type type) {
+  if (!isa<ScalarType, VecType, MatType>(type))
+    return false;
+  return llvm::none_of(cast<BatchedType>(type).getItemShape(),
+                       ShapedType::isDynamic);
+}
+
 LogicalResult ConstantOp::verify() {
-  Type elementType = cast<BatchedType>(getType()).getElementType();
+  auto type = cast<BatchedType>(getType());
+  if (llvm::any_of(type.getItemShape(), ShapedType::isDynamic))
+    return emitOpError() << "needs static item dimensions, got " << getType();
+  Type elementType = type.getElementType();
   if (getValueAttr().getType() != elementType)
     return emitOpError() << "value of type " << getValueAttr().getType()
                          << " does not match the element type " << elementType;

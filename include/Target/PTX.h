@@ -1,0 +1,36 @@
+//===- PTX.h - serialize gpu.modules to PTX ---------------------*- C++ -*-===//
+
+#ifndef KGE_TARGET_PTX_H
+#define KGE_TARGET_PTX_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir {
+namespace kge {
+
+/// Options of the NVVM target attached to gpu.modules that have none.
+struct PTXOptions {
+  std::string chip = "sm_90";
+  std::string features = "+ptx80";
+  int optLevel = 3;
+};
+
+/// One serialized gpu.module.
+struct PTXModule {
+  std::string name;
+  std::string ptx;
+};
+
+/// Serializes every `gpu.module` of `module` (already lowered to the NVVM
+/// and LLVM dialects) to PTX. Modules without a target get one from
+/// `options`. `module` is not modified. Diagnostics go to the context.
+FailureOr<std::vector<PTXModule>>
+serializeToPTX(ModuleOp module, const PTXOptions &options = {});
+
+} // namespace kge
+} // namespace mlir
+
+#endif // KGE_TARGET_PTX_H

@@ -1,0 +1,37 @@
+# -*- Python -*-
+# lit configuration of KGE's CPU test suite (lit + FileCheck).
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "KGE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kge_obj_root, "test")
+# GPU tests run on the GPU machine through their own driver; Python tests
+# run under pytest; unit tests under ctest.
+config.excludes = ["gpu", "python", "unittests", "lit.cfg.py", "lit.site.cfg.py",
+                   "CMakeLists.txt", "Inputs"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%kge_src_root", config.kge_src_root))
+config.substitutions.append(("%examples", os.path.join(config.kge_src_root, "examples")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+# `not` and `count` at the start of a RUN line are found through PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.kge_tools_dir, append_path=True)
+
+tool_dirs = [config.kge_tools_dir, config.llvm_tools_dir]
+tools = ["kge-opt", "kge-translate", "kge-cpu-runner"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# ptxas assembles emitted PTX when the CUDA toolkit is present.
+if config.ptxas and os.path.exists(config.ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas))
