@@ -1,0 +1,25 @@
+"""Shared fixtures of KGE's Python tests: where the tools and examples are."""
+
+import os
+import pathlib
+
+import pytest
+
+SOURCE_ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD_ROOT = pathlib.Path(os.environ.get("KGE_BUILD_DIR", SOURCE_ROOT / "build"))
+
+
+@pytest.fixture(scope="session")
+def tools():
+    """Paths of the KGE command-line tools of the build."""
+    bin_dir = BUILD_ROOT / "bin"
+    paths = {name: bin_dir / name for name in ("kge-opt", "kge-translate", "kge-cpu-runner")}
+    for name, path in paths.items():
+        if not path.exists():
+            pytest.fail(f"{name} is not built at {path}; run scripts/setup.sh")
+    return paths
+
+
+@pytest.fixture(scope="session")
+def examples_dir():
+    return SOURCE_ROOT / "examples" / "bvec"
