@@ -4,6 +4,7 @@
 
 #include "Conversion/Passes.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
+#include "Dialect/BatchedVector/Transforms/Passes.h"
 #include "Transforms/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -74,6 +75,7 @@ void kge::registerAllPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerKGEConversionPasses();
+    bvec::registerBatchedVectorPasses();
     registerPipelines();
     // Upstream passes used by KGE's pipelines and useful beside them.
     registerTransformsPasses();

@@ -5,4 +5,76 @@
 
 include "mlir/Pass/PassBase.td"
 
+def BatchedVectorSpecialize : Pass<"bvec-specialize", "ModuleOp"> {
+  let summary = "Give dynamic sizes of bvec functions static values";
+  let description = [{
+    Replaces the dynamic sizes named in `sizes` by static ones in every
+    `bvec.func`. Sizes are named by the symbols of the function's signature
+    (`kge-translate --bvec-to-signature` prints them): `B` for the batch,
+    `N_<table>` for row counts, `D_<table>` for the length of a table of
+    vectors, `D1_<table>`/`D2_<table>` for matrix shapes. Every dimension of
+    every value in the class of a symbol becomes static, so the function
+    stays well typed. Static lengths let the GPU lowering use 16-byte loads
+    and unroll loops.
+
+    Example: `-bvec-specialize="sizes=D_Eemb=512,D_Remb=256"`.
+  }];
+  let options = [
+    ListOption<"sizes", "sizes", "std::string",
+               "SYMBOL=VALUE pairs, e.g. D_Eemb=512">,
+  ];
+}
+
+def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
+  let summary = "Plan one fused GPU kernel per bvec function";
+  let description = [{
+    Decides how each `bvec.func` becomes a single kernel and records the
+    decisions as attributes that `convert-bvec-to-gpu` implements (cuKE,
+    Section V):
+
+    - *stages*: every operator gets `bvec.stage`, the pass over the
+      embedding length in which it is computed. Operators whose inputs are
+      complete reductions (a scalar from `vec_mul_vec`, `norm`, `reduce`)
+      start a later stage; everything else of a stage runs in one loop over
+      the length, chunk by chunk.
+    - *materialization*: vectors that must be read at arbitrary positions
+      (the input of `vec_mul_mat`, `vec_outer_vec` and `slice`) get
+      `bvec.materialize`: they are kept whole in shared memory for the
+      block's tile of edges.
+    - *layout*: the function gets `bvec.kernel`, a dictionary with the tile
+      (edges per thread block), the warps per block, the vector width of
+      loads, and the edge reordering: edges sorted by the index array of the
+      projection matrices (`reorder_key`) within groups of
+      `reorder_group` tiles (0: the whole batch; 1: no reordering).
+
+    Options left at 0 or empty are chosen by the pass: tiles of 32 edges,
+    8 warps, 16-byte loads when every length is a static multiple of 4, and
+    a whole-batch reordering by the matrix index when the function gathers
+    matrices.
+
+    Example output (TransR):
+
+    ```mlir
+    bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
+        reorder_group = 0 : i64, reorder_key = "r", stages = 2 : i64,
+        tile = 32 : i64, vector_width = 1 : i64, warps = 8 : i64}} {
+      %diff = bvec.sub %head, %tail {bvec.materialize, bvec.stage = 0 : i64} ...
+      %projected = bvec.vec_mul_mat %diff, %proj {bvec.stage = 1 : i64} ...
+    ```
+  }];
+  let options = [
+    Option<"tile", "tile", "int64_t", /*default=*/"0",
+           "edges per thread block (0: choose)">,
+    Option<"warps", "warps", "int64_t", /*default=*/"0",
+           "warps per thread block (0: choose)">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "elements per lane per load: 1 or 4 (0: choose)">,
+    Option<"reorderKey", "reorder-key", "std::string", /*default=*/"\"\"",
+           "index array to sort edges by (empty: choose)">,
+    Option<"reorderGroup", "reorder-group", "int64_t", /*default=*/"-1",
+           "sort within groups of this many tiles; 0: whole batch, 1: none "
+           "(-1: choose)">,
+  ];
+}
+
 #endif // KGE_DIALECT_BATCHEDVECTOR_TRANSFORMS_PASSES_TD

@@ -2,7 +2,6 @@
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 
-#include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -24,12 +23,7 @@ std::optional<kge_runtime::DType> mlir::bvec::getDType(Type type) {
   return std::nullopt;
 }
 
-namespace {
-/// One dimension of one value: (value, position in the value's full shape).
-using DimSlot = std::pair<Value, unsigned>;
-
-/// The full shape of a table or batched type (batch first).
-SmallVector<int64_t> fullShape(Type type) {
+SmallVector<int64_t> mlir::bvec::getFullShape(Type type) {
   if (auto table = dyn_cast<TableType>(type))
     return SmallVector<int64_t>(table.getShape());
   auto batched = cast<BatchedType>(type);
@@ -38,81 +32,72 @@ SmallVector<int64_t> fullShape(Type type) {
   return shape;
 }
 
-Type elementTypeOf(Type type) {
+static Type elementTypeOf(Type type) {
   if (auto table = dyn_cast<TableType>(type))
     return table.getElementType();
   return cast<BatchedType>(type).getElementType();
 }
 
-/// Union-find over dimension slots, seeded by the operations of a function.
-class DimensionClasses {
-public:
-  explicit DimensionClasses(FuncOp func) : func(func) {}
+//===----------------------------------------------------------------------===//
+// DimensionSymbols
+//===----------------------------------------------------------------------===//
 
-  LogicalResult build();
-  /// The symbolic dimension of slot (value, pos).
-  kge_runtime::Dim dimOf(Value value, unsigned pos);
+DimensionSymbols::Slot DimensionSymbols::key(Value value, unsigned pos) {
+  return {value.getAsOpaquePointer(), pos};
+}
 
-private:
-  /// A representative marker for the batch dimension.
-  void unify(DimSlot a, DimSlot b) { classes.unionSets(key(a), key(b)); }
-  void unifyAll(Value a, Value b) {
-    for (unsigned i = 0, e = fullShape(a.getType()).size(); i < e; ++i)
-      unify({a, i}, {b, i});
-  }
-  std::pair<void *, unsigned> key(DimSlot slot) {
-    return {slot.first.getAsOpaquePointer(), slot.second};
-  }
+void DimensionSymbols::unify(Value a, unsigned i, Value b, unsigned j) {
+  classes.unionSets(key(a, i), key(b, j));
+}
 
-  FuncOp func;
-  llvm::EquivalenceClasses<std::pair<void *, unsigned>> classes;
-  /// Symbol of each class leader.
-  DenseMap<std::pair<void *, unsigned>, std::string> symbols;
-};
-} // namespace
+FailureOr<DimensionSymbols> DimensionSymbols::compute(FuncOp func) {
+  DimensionSymbols result;
+  if (failed(result.build(func)))
+    return failure();
+  return result;
+}
 
-LogicalResult DimensionClasses::build() {
+LogicalResult DimensionSymbols::build(FuncOp func) {
   // Every batched value shares the batch dimension; table rows are their own.
   Value batchRepresentative;
-  auto addBatch = [&](Value v) {
+  auto addValue = [&](Value v) {
+    for (unsigned i = 0, e = getFullShape(v.getType()).size(); i < e; ++i)
+      classes.insert(key(v, i));
     if (!isa<BatchedType>(v.getType()))
       return;
     if (!batchRepresentative)
       batchRepresentative = v;
-    unify({v, 0}, {batchRepresentative, 0});
+    unify(v, 0, batchRepresentative, 0);
   };
-  for (BlockArgument arg : func.getArguments()) {
-    addBatch(arg);
-    for (unsigned i = 0, e = fullShape(arg.getType()).size(); i < e; ++i)
-      classes.insert(key({arg, i}));
-  }
+  for (BlockArgument arg : func.getArguments())
+    addValue(arg);
 
   func.getBody().walk([&](Operation *op) {
-    for (Value result : op->getResults()) {
-      addBatch(result);
-      for (unsigned i = 0, e = fullShape(result.getType()).size(); i < e; ++i)
-        classes.insert(key({result, i}));
-    }
+    for (Value result : op->getResults())
+      addValue(result);
     TypeSwitch<Operation *>(op)
-        .Case([&](GatherVecOp g) { unify({g, 1}, {g.getTable(), 1}); })
+        .Case([&](GatherVecOp g) { unify(g, 1, g.getTable(), 1); })
         .Case([&](GatherMatOp g) {
-          unify({g, 1}, {g.getTable(), 1});
-          unify({g, 2}, {g.getTable(), 2});
+          unify(g, 1, g.getTable(), 1);
+          unify(g, 2, g.getTable(), 2);
         })
-        .Case([&](ScalMulVecOp s) { unify({s, 1}, {s.getVec(), 1}); })
-        .Case([&](VecMulVecOp m) { unify({m.getLhs(), 1}, {m.getRhs(), 1}); })
+        .Case([&](ScalMulVecOp s) { unify(s, 1, s.getVec(), 1); })
+        .Case([&](VecMulVecOp m) { unify(m.getLhs(), 1, m.getRhs(), 1); })
         .Case([&](VecMulMatOp m) {
-          unify({m.getVec(), 1}, {m.getMat(), 1});
-          unify({m, 1}, {m.getMat(), 2});
+          unify(m.getVec(), 1, m.getMat(), 1);
+          unify(m, 1, m.getMat(), 2);
         })
         .Case([&](VecOuterVecOp m) {
-          unify({m, 1}, {m.getLhs(), 1});
-          unify({m, 2}, {m.getRhs(), 1});
+          unify(m, 1, m.getLhs(), 1);
+          unify(m, 2, m.getRhs(), 1);
         })
         .Default([&](Operation *other) {
-          if (other->hasTrait<OpTrait::SameOperandsAndResultType>())
-            for (Value operand : other->getOperands())
-              unifyAll(operand, other->getResult(0));
+          if (!other->hasTrait<OpTrait::SameOperandsAndResultType>())
+            return;
+          for (Value operand : other->getOperands())
+            for (unsigned i = 0, e = getFullShape(operand.getType()).size();
+                 i < e; ++i)
+              unify(operand, i, other->getResult(0), i);
         });
   });
 
@@ -121,14 +106,14 @@ LogicalResult DimensionClasses::build() {
   // of vectors, `D1_<table>`/`D2_<table>` for the shape of a table of
   // matrices.
   if (batchRepresentative)
-    symbols[classes.getLeaderValue(key({batchRepresentative, 0}))] = "B";
+    symbols[classes.getLeaderValue(key(batchRepresentative, 0))] = "B";
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto table = dyn_cast<TableType>(arg.getType());
     if (!table)
       continue;
     StringRef name = func.getArgName(i);
     for (unsigned d = 0, e = table.getRank(); d < e; ++d) {
-      auto leader = classes.getLeaderValue(key({arg, d}));
+      Slot leader = classes.getLeaderValue(key(arg, d));
       if (symbols.count(leader))
         continue;
       if (d == 0)
@@ -143,13 +128,12 @@ LogicalResult DimensionClasses::build() {
   // A dynamic size that no table or batch determines cannot be computed.
   // Every operation of the dialect derives its dynamic sizes from its
   // operands, so this guards operations added later.
-  WalkResult result = func.getBody().walk([&](Operation *op) {
+  WalkResult walk = func.getBody().walk([&](Operation *op) {
     for (Value value : op->getResults()) {
-      SmallVector<int64_t> shape = fullShape(value.getType());
+      SmallVector<int64_t> shape = getFullShape(value.getType());
       for (unsigned d = 0; d < shape.size(); ++d) {
-        if (!ShapedType::isDynamic(shape[d]))
-          continue;
-        if (symbols.count(classes.getLeaderValue(key({value, d}))))
+        if (!ShapedType::isDynamic(shape[d]) ||
+            symbols.count(classes.getLeaderValue(key(value, d))))
           continue;
         op->emitOpError() << "has a dynamic size in dimension " << d
                           << " that no table dimension determines";
@@ -158,27 +142,32 @@ LogicalResult DimensionClasses::build() {
     }
     return WalkResult::advance();
   });
-  return failure(result.wasInterrupted());
+  return failure(walk.wasInterrupted());
 }
 
-kge_runtime::Dim DimensionClasses::dimOf(Value value, unsigned pos) {
-  int64_t size = fullShape(value.getType())[pos];
+kge_runtime::Dim DimensionSymbols::dimOf(Value value, unsigned pos) const {
+  int64_t size = getFullShape(value.getType())[pos];
   if (!ShapedType::isDynamic(size))
     return kge_runtime::Dim::fixed(size);
-  auto it = symbols.find(classes.getLeaderValue(key({value, pos})));
+  auto it = symbols.find(classes.getLeaderValue(key(value, pos)));
   assert(it != symbols.end() && "undetermined dimension survived build()");
   return kge_runtime::Dim::named(it->second);
 }
 
+//===----------------------------------------------------------------------===//
+// computeSignature
+//===----------------------------------------------------------------------===//
+
 FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
-  DimensionClasses dims(func);
-  if (failed(dims.build()))
+  FailureOr<DimensionSymbols> dims = DimensionSymbols::compute(func);
+  if (failed(dims))
     return failure();
 
   kge_runtime::Signature signature;
   signature.name = func.getSymName().str();
-  auto makeParam = [&](StringRef name, kge_runtime::ParamRole role, Value value,
-                       Type type) -> FailureOr<kge_runtime::Parameter> {
+  auto makeParam = [&](StringRef name, kge_runtime::ParamRole role,
+                       Value value) -> FailureOr<kge_runtime::Parameter> {
+    Type type = value.getType();
     kge_runtime::Parameter param;
     param.name = name.str();
     param.role = role;
@@ -188,8 +177,8 @@ FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
              << "parameter '" << name << "' has element type "
              << elementTypeOf(type) << " that no runtime supports";
     param.dtype = *dtype;
-    for (unsigned d = 0, e = fullShape(type).size(); d < e; ++d)
-      param.shape.push_back(dims.dimOf(value, d));
+    for (unsigned d = 0, e = getFullShape(type).size(); d < e; ++d)
+      param.shape.push_back(dims->dimOf(value, d));
     return param;
   };
 
@@ -197,7 +186,7 @@ FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
     auto role = isa<TableType>(arg.getType()) ? kge_runtime::ParamRole::Table
                                               : kge_runtime::ParamRole::Indices;
     FailureOr<kge_runtime::Parameter> param =
-        makeParam(func.getArgName(i), role, arg, arg.getType());
+        makeParam(func.getArgName(i), role, arg);
     if (failed(param))
       return failure();
     if (role == kge_runtime::ParamRole::Indices) {
@@ -220,7 +209,7 @@ FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
   Operation *ret = func.getReturn();
   for (auto [i, value] : llvm::enumerate(ret->getOperands())) {
     FailureOr<kge_runtime::Parameter> param = makeParam(
-        func.getResultName(i), kge_runtime::ParamRole::Result, value, value.getType());
+        func.getResultName(i), kge_runtime::ParamRole::Result, value);
     if (failed(param))
       return failure();
     signature.params.push_back(std::move(*param));

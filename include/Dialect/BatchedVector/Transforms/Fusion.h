@@ -1,0 +1,80 @@
+//===- Fusion.h - fusing a bvec function into one kernel --------*- C++ -*-===//
+//
+// The analysis behind `bvec-fuse` and `convert-bvec-to-gpu`: which pass over
+// the embedding length (stage) computes each value, which vectors are kept
+// whole in shared memory, and the kernel layout.
+//
+// Every bvec operator consumes and produces whole batches edge by edge, so a
+// function is evaluated for a tile of edges by one thread block, the
+// embedding length processed chunk by chunk (cuKE, Section V-B). Only two
+// things break a single pass over the length:
+//   - a reduction (`vec_mul_vec`, `norm`, `reduce`) is complete only after
+//     the last chunk, so a vector operator that uses its scalar starts the
+//     next stage;
+//   - `vec_mul_mat`, `vec_outer_vec` and `slice` read their vector input at
+//     arbitrary positions, so that input is materialized (kept whole in
+//     shared memory) in its stage and read from the next.
+// Matrices are never stored: a matrix value is an expression (gathered
+// matrices, outer products, elementwise operations) evaluated where a
+// `vec_mul_mat` or a function result consumes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KGE_DIALECT_BATCHEDVECTOR_TRANSFORMS_FUSION_H
+#define KGE_DIALECT_BATCHEDVECTOR_TRANSFORMS_FUSION_H
+
+#include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <string>
+
+namespace mlir {
+namespace bvec {
+
+/// Stage assignment of a function's values.
+struct FusionStages {
+  /// For vector values: the first stage in which the value can be computed
+  /// in the chunk loop. For scalar values: the stage at whose end the value
+  /// is complete (-1 for constants). For matrix values: the first stage in
+  /// which the matrix expression can be evaluated.
+  DenseMap<Value, int64_t> stage;
+  /// Vectors kept whole in shared memory (written in their stage).
+  SetVector<Value> materialized;
+  /// Number of stages (at least 1).
+  int64_t numStages = 1;
+
+  int64_t of(Value value) const { return stage.lookup(value); }
+};
+
+/// Computes the stages of `func`.
+FusionStages computeFusionStages(FuncOp func);
+
+/// The kernel layout of a fused function, stored as the `bvec.kernel`
+/// dictionary attribute.
+struct KernelLayout {
+  int64_t tile = 32;        ///< Edges per thread block.
+  int64_t warps = 8;        ///< Warps per thread block.
+  int64_t vectorWidth = 1;  ///< Elements per lane per load (1 or 4).
+  std::string reorderKey;   ///< Index array that sorts edges ("" if none).
+  int64_t reorderGroup = 1; ///< Sort groups of this many tiles (0: all).
+  int64_t stages = 1;
+
+  static constexpr llvm::StringLiteral kAttrName = "bvec.kernel";
+
+  DictionaryAttr toAttr(MLIRContext *context) const;
+  /// Reads and checks the `bvec.kernel` attribute of `func`; emits a
+  /// diagnostic naming the bad entry on failure.
+  static FailureOr<KernelLayout> fromFunc(FuncOp func);
+};
+
+/// Chooses the layout of `func` for the given requests (0 / empty / -1:
+/// choose), checking them against the function.
+FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
+                                           int64_t warps, int64_t vectorWidth,
+                                           StringRef reorderKey,
+                                           int64_t reorderGroup);
+
+} // namespace bvec
+} // namespace mlir
+
+#endif // KGE_DIALECT_BATCHEDVECTOR_TRANSFORMS_FUSION_H

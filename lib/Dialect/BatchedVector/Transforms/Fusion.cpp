@@ -1,0 +1,246 @@
+//===- Fusion.cpp - fusing a bvec function into one kernel ----------------===//
+
+#include "Dialect/BatchedVector/Transforms/Fusion.h"
+#include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
+#include "Dialect/BatchedVector/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir {
+namespace bvec {
+#define GEN_PASS_DEF_BATCHEDVECTORFUSE
+#include "Dialect/BatchedVector/Transforms/Passes.h.inc"
+} // namespace bvec
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::bvec;
+
+//===----------------------------------------------------------------------===//
+// Stages
+//===----------------------------------------------------------------------===//
+
+FusionStages mlir::bvec::computeFusionStages(FuncOp func) {
+  FusionStages result;
+  auto stageOf = [&](Value v) { return result.stage.lookup(v); };
+  auto maxOver = [&](ValueRange values) {
+    int64_t s = -1;
+    for (Value v : values)
+      s = std::max(s, stageOf(v));
+    return s;
+  };
+  int64_t last = 0;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    int64_t s = TypeSwitch<Operation *, int64_t>(&op)
+                    .Case<GatherVecOp, GatherMatOp>([](auto) { return 0; })
+                    .Case([](ConstantOp c) -> int64_t {
+                      return isa<ScalarType>(c.getType()) ? -1 : 0;
+                    })
+                    .Case([&](ScalMulVecOp m) {
+                      return std::max(stageOf(m.getVec()),
+                                      stageOf(m.getScalar()) + 1);
+                    })
+                    .Case<VecMulVecOp, NormOp, ReduceOp>(
+                        [&](Operation *r) { return maxOver(r->getOperands()); })
+                    .Case([&](VecMulMatOp m) {
+                      result.materialized.insert(m.getVec());
+                      return std::max(stageOf(m.getVec()) + 1,
+                                      stageOf(m.getMat()));
+                    })
+                    .Case([&](VecOuterVecOp m) {
+                      result.materialized.insert(m.getLhs());
+                      result.materialized.insert(m.getRhs());
+                      return maxOver(m->getOperands()) + 1;
+                    })
+                    .Case([&](SliceOp m) {
+                      result.materialized.insert(m.getInput());
+                      return stageOf(m.getInput()) + 1;
+                    })
+                    .Default([&](Operation *other) {
+                      // Elementwise: computed once all operands are.
+                      int64_t s = maxOver(other->getOperands());
+                      return isa<ScalarType>(other->getResult(0).getType())
+                                 ? s
+                                 : std::max<int64_t>(s, 0);
+                    });
+    result.stage[op.getResult(0)] = s;
+    last = std::max(last, s);
+  }
+  result.numStages = last + 1;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
+  Builder b(context);
+  return b.getDictionaryAttr({
+      b.getNamedAttr("tile", b.getI64IntegerAttr(tile)),
+      b.getNamedAttr("warps", b.getI64IntegerAttr(warps)),
+      b.getNamedAttr("vector_width", b.getI64IntegerAttr(vectorWidth)),
+      b.getNamedAttr("reorder_key", b.getStringAttr(reorderKey)),
+      b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+  });
+}
+
+/// Checks a layout against `func`; emits the first problem.
+static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
+  if (layout.warps < 1 || layout.warps > 32)
+    return func.emitOpError() << "kernel layout: warps must be in [1, 32], got "
+                              << layout.warps;
+  if (layout.tile < 1 || layout.tile > 1024 || layout.tile % layout.warps)
+    return func.emitOpError()
+           << "kernel layout: the tile must be a multiple of the warp count ("
+           << layout.warps << ") in [1, 1024], got " << layout.tile;
+  if (layout.vectorWidth != 1 && layout.vectorWidth != 4)
+    return func.emitOpError()
+           << "kernel layout: vector width must be 1 or 4, got "
+           << layout.vectorWidth;
+  if (layout.vectorWidth == 4) {
+    WalkResult walk = func.getBody().walk([&](Operation *op) {
+      for (Value v : op->getResults()) {
+        auto batched = dyn_cast<BatchedType>(v.getType());
+        if (!batched || batched.getItemShape().empty())
+          continue;
+        int64_t length = batched.getItemShape().back();
+        if (ShapedType::isDynamic(length) || length % 4) {
+          op->emitOpError() << "kernel layout: vector width 4 needs every "
+                               "length to be a static multiple of 4, got "
+                            << v.getType();
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  if (!layout.reorderKey.empty()) {
+    BlockArgument key = func.getArgumentByName(layout.reorderKey);
+    if (!key || !isa<IndicesType>(key.getType()))
+      return func.emitOpError()
+             << "kernel layout: reorder key '" << layout.reorderKey
+             << "' is not an index array of the function";
+  }
+  if (layout.reorderGroup < 0)
+    return func.emitOpError()
+           << "kernel layout: reorder group must not be negative, got "
+           << layout.reorderGroup;
+  if (layout.reorderKey.empty() && layout.reorderGroup != 1)
+    return func.emitOpError()
+           << "kernel layout: reorder group " << layout.reorderGroup
+           << " needs a reorder key";
+  if (layout.reorderGroup > 1 && layout.reorderGroup * layout.tile > 4096)
+    return func.emitOpError()
+           << "kernel layout: groups of " << layout.reorderGroup << " tiles of "
+           << layout.tile
+           << " edges exceed 4096 edges; use 0 to sort the whole batch";
+  if (layout.stages < 1)
+    return func.emitOpError() << "kernel layout: stages must be positive";
+  return success();
+}
+
+FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
+  auto dict = func->getAttrOfType<DictionaryAttr>(kAttrName);
+  if (!dict)
+    return func.emitOpError()
+           << "has no '" << kAttrName << "' layout; run bvec-fuse first";
+  KernelLayout layout;
+  auto readInt = [&](StringRef name, int64_t &out) -> LogicalResult {
+    auto attr = dict.getAs<IntegerAttr>(name);
+    if (!attr)
+      return func.emitOpError() << "kernel layout: missing integer '" << name
+                                << "' in " << dict;
+    out = attr.getInt();
+    return success();
+  };
+  auto key = dict.getAs<StringAttr>("reorder_key");
+  if (!key)
+    return func.emitOpError()
+           << "kernel layout: missing string 'reorder_key' in " << dict;
+  layout.reorderKey = key.getValue().str();
+  if (failed(readInt("tile", layout.tile)) ||
+      failed(readInt("warps", layout.warps)) ||
+      failed(readInt("vector_width", layout.vectorWidth)) ||
+      failed(readInt("reorder_group", layout.reorderGroup)) ||
+      failed(readInt("stages", layout.stages)) ||
+      failed(verifyLayout(func, layout)))
+    return failure();
+  return layout;
+}
+
+FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
+    FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
+    StringRef reorderKey, int64_t reorderGroup) {
+  KernelLayout layout;
+  layout.warps = warps > 0 ? warps : 8;
+  layout.tile = tile > 0 ? tile : 32;
+  if (vectorWidth > 0) {
+    layout.vectorWidth = vectorWidth;
+  } else {
+    // 16-byte loads when every length is a static multiple of 4.
+    layout.vectorWidth = 4;
+    func.getBody().walk([&](Operation *op) {
+      for (Value v : op->getResults())
+        if (auto batched = dyn_cast<BatchedType>(v.getType()))
+          if (!batched.getItemShape().empty()) {
+            int64_t length = batched.getItemShape().back();
+            if (ShapedType::isDynamic(length) || length % 4)
+              layout.vectorWidth = 1;
+          }
+    });
+  }
+  if (!reorderKey.empty()) {
+    layout.reorderKey = reorderKey.str();
+  } else {
+    // Sort by the index array of the projection matrices, so that each
+    // matrix is read once per run of edges that use it.
+    func.getBody().walk([&](GatherMatOp gather) {
+      if (layout.reorderKey.empty())
+        layout.reorderKey =
+            func.getArgName(cast<BlockArgument>(gather.getIndices())
+                                .getArgNumber())
+                .str();
+    });
+  }
+  layout.reorderGroup =
+      reorderGroup >= 0 ? reorderGroup : (layout.reorderKey.empty() ? 1 : 0);
+  layout.stages = computeFusionStages(func).numStages;
+  if (failed(verifyLayout(func, layout)))
+    return failure();
+  return layout;
+}
+
+//===----------------------------------------------------------------------===//
+// bvec-fuse
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct BatchedVectorFusePass
+    : bvec::impl::BatchedVectorFuseBase<BatchedVectorFusePass> {
+  using BatchedVectorFuseBase::BatchedVectorFuseBase;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<FuncOp>()) {
+      FailureOr<KernelLayout> layout = chooseKernelLayout(
+          func, tile, warps, vectorWidth, reorderKey, reorderGroup);
+      if (failed(layout))
+        return signalPassFailure();
+      FusionStages stages = computeFusionStages(func);
+      Builder b(func.getContext());
+      for (Operation &op : func.getBody().front().without_terminator()) {
+        op.setAttr("bvec.stage",
+                   b.getI64IntegerAttr(stages.of(op.getResult(0))));
+        if (stages.materialized.contains(op.getResult(0)))
+          op.setAttr("bvec.materialize", b.getUnitAttr());
+      }
+      func->setAttr(KernelLayout::kAttrName,
+                    layout->toAttr(func.getContext()));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,312 @@
+//===- kge_device.cu - the KGE device library -----------------------------===//
+//
+// cuKE's runtime inspector (per-tile unique indices, buffer slots and
+// frequency ranking) and the kernels of launch plans (edge reordering by
+// key, index range checks). See kge_device.h for the contracts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kge_device.h"
+
+#include <climits>
+
+namespace {
+
+__device__ __forceinline__ int *shared(unsigned long long address) {
+  return static_cast<int *>(__cvta_shared_to_generic(address));
+}
+
+__device__ __forceinline__ long long loadKey(const void *keys, int bits,
+                                             long long i) {
+  return bits == 32 ? static_cast<long long>(static_cast<const int *>(keys)[i])
+                    : static_cast<const long long *>(keys)[i];
+}
+
+__device__ __forceinline__ int nextPow2(int n) {
+  int p = 1;
+  while (p < n)
+    p <<= 1;
+  return p;
+}
+
+/// (key, value) pairs ordered lexicographically.
+__device__ __forceinline__ bool lessPair(int ka, int va, int kb, int vb) {
+  return ka < kb || (ka == kb && va < vb);
+}
+
+/// Sorts (key, value) pairs held one per lane of a warp (32 lanes) in
+/// ascending (key, value) order with a bitonic network of shuffles.
+__device__ __forceinline__ void warpSortPairs(int &key, int &value) {
+  const int lane = threadIdx.x & 31;
+  for (int k = 2; k <= 32; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      int otherKey = __shfl_xor_sync(0xffffffffu, key, j);
+      int otherValue = __shfl_xor_sync(0xffffffffu, value, j);
+      bool ascending = (lane & k) == 0;
+      bool lower = (lane & j) == 0;
+      bool otherSmaller = lessPair(otherKey, otherValue, key, value);
+      // The lower lane keeps the smaller pair in ascending runs.
+      bool take = (lower == ascending) ? otherSmaller : !otherSmaller;
+      if (take) {
+        key = otherKey;
+        value = otherValue;
+      }
+    }
+  }
+}
+
+/// Sorts `n` (a power of two) (key, value) pairs in shared memory,
+/// block-cooperatively.
+__device__ void blockSortPairs(int *keys, int *values, int n) {
+  for (int k = 2; k <= n; k <<= 1) {
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        int partner = i ^ j;
+        if (partner <= i)
+          continue;
+        bool ascending = (i & k) == 0;
+        bool outOfOrder = lessPair(keys[partner], values[partner], keys[i],
+                                   values[i]);
+        if (outOfOrder == ascending) {
+          int tk = keys[i], tv = values[i];
+          keys[i] = keys[partner];
+          values[i] = values[partner];
+          keys[partner] = tk;
+          values[partner] = tv;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+/// Block-wide exclusive prefix sum of `data[0, n)` in place (n <= 1024 *
+/// blockDim.x), returns the total. Needs `partials` of 32 ints.
+__device__ int blockExclusiveScan(int *data, int n, int *partials) {
+  int total = 0;
+  for (int base = 0; base < n; base += blockDim.x) {
+    int i = base + threadIdx.x;
+    int value = i < n ? data[i] : 0;
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int inclusive = value;
+    for (int d = 1; d < 32; d <<= 1) {
+      int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+      if (lane >= d)
+        inclusive += up;
+    }
+    if (lane == 31)
+      partials[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {
+      int warps = (blockDim.x + 31) >> 5;
+      int p = lane < warps ? partials[lane] : 0;
+      for (int d = 1; d < 32; d <<= 1) {
+        int up = __shfl_up_sync(0xffffffffu, p, d);
+        if (lane >= d)
+          p += up;
+      }
+      partials[lane] = p; // inclusive over warps
+    }
+    __syncthreads();
+    int warpOffset = warp == 0 ? 0 : partials[warp - 1];
+    int chunkTotal = partials[((blockDim.x + 31) >> 5) - 1];
+    if (i < n)
+      data[i] = total + warpOffset + inclusive - value;
+    __syncthreads();
+    total += chunkTotal;
+  }
+  return total;
+}
+
+} // namespace
+
+extern "C" __device__ int kge_inspect_unique(unsigned long long keysAddress,
+                                             int count,
+                                             unsigned long long uniqAddress,
+                                             unsigned long long slotAddress,
+                                             unsigned long long orderAddress,
+                                             unsigned long long offsetsAddress,
+                                             unsigned long long scratchAddress) {
+  int *keys = shared(keysAddress), *uniq = shared(uniqAddress);
+  int *slot = shared(slotAddress), *order = shared(orderAddress);
+  int *offsets = shared(offsetsAddress), *scratch = shared(scratchAddress);
+  __shared__ int nuniqShared;
+  if (count <= 0) {
+    if (threadIdx.x == 0)
+      offsets[0] = 0;
+    __syncthreads();
+    return 0;
+  }
+
+  if (count <= 32) {
+    // Fast path: one warp sorts the tile with shuffles, no barriers.
+    if (threadIdx.x < 32) {
+      const int lane = threadIdx.x;
+      bool valid = lane < count;
+      int key = valid ? keys[lane] : INT_MAX;
+      int edge = lane;
+      warpSortPairs(key, edge);
+      int previous = __shfl_up_sync(0xffffffffu, key, 1);
+      bool head = valid && (lane == 0 || key != previous);
+      unsigned heads = __ballot_sync(0xffffffffu, head);
+      int u = __popc(heads & ((2u << lane) - 1u)) - 1;
+      if (valid) {
+        order[lane] = edge;
+        slot[edge] = u;
+        if (head) {
+          uniq[u] = key;
+          offsets[u] = lane;
+        }
+      }
+      if (lane == 0) {
+        nuniqShared = __popc(heads);
+        offsets[__popc(heads)] = count;
+      }
+    }
+    __syncthreads();
+    int result = nuniqShared;
+    __syncthreads();
+    return result;
+  }
+
+  // General path: bitonic sort in shared memory, then a block-wide scan of
+  // the run heads.
+  int padded = nextPow2(count);
+  int *sortedKeys = scratch, *sortedEdges = scratch + padded;
+  for (int i = threadIdx.x; i < padded; i += blockDim.x) {
+    sortedKeys[i] = i < count ? keys[i] : INT_MAX;
+    sortedEdges[i] = i;
+  }
+  __syncthreads();
+  blockSortPairs(sortedKeys, sortedEdges, padded);
+  // heads -> exclusive scan gives each run its unique index.
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    order[i] = (i == 0 || sortedKeys[i] != sortedKeys[i - 1]) ? 1 : 0;
+  __syncthreads();
+  __shared__ int partials[32];
+  int nuniq = blockExclusiveScan(order, count, partials);
+  for (int i = threadIdx.x; i < count; i += blockDim.x) {
+    // order[i] holds the number of run heads before position i: a head
+    // starts run order[i], any other position belongs to the run before.
+    bool head = i == 0 || sortedKeys[i] != sortedKeys[i - 1];
+    int u = head ? order[i] : order[i] - 1;
+    slot[sortedEdges[i]] = u;
+    if (head) {
+      uniq[u] = sortedKeys[i];
+      offsets[u] = i;
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    order[i] = sortedEdges[i];
+  if (threadIdx.x == 0)
+    offsets[nuniq] = count;
+  __syncthreads();
+  return nuniq;
+}
+
+extern "C" __device__ int
+kge_inspect_frequent(unsigned long long offsetsAddress, int nuniq,
+                     unsigned long long rankedAddress,
+                     unsigned long long scratchAddress) {
+  int *offsets = shared(offsetsAddress), *ranked = shared(rankedAddress);
+  int *scratch = shared(scratchAddress);
+  __shared__ int sharedCount;
+  if (nuniq <= 32) {
+    if (threadIdx.x < 32) {
+      const int lane = threadIdx.x;
+      bool valid = lane < nuniq;
+      int frequency = valid ? offsets[lane + 1] - offsets[lane] : 0;
+      int key = valid ? -frequency : INT_MAX, u = lane;
+      warpSortPairs(key, u);
+      if (valid)
+        ranked[lane] = u;
+      unsigned shared = __ballot_sync(0xffffffffu, valid && key <= -2);
+      if (lane == 0)
+        sharedCount = __popc(shared);
+    }
+    __syncthreads();
+    int result = sharedCount;
+    __syncthreads();
+    return result;
+  }
+  int padded = nextPow2(nuniq);
+  int *keys = scratch, *values = scratch + padded;
+  if (threadIdx.x == 0)
+    sharedCount = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < padded; i += blockDim.x) {
+    int frequency = i < nuniq ? offsets[i + 1] - offsets[i] : 0;
+    keys[i] = i < nuniq ? -frequency : INT_MAX;
+    values[i] = i;
+    if (i < nuniq && frequency >= 2)
+      atomicAdd(&sharedCount, 1);
+  }
+  __syncthreads();
+  blockSortPairs(keys, values, padded);
+  for (int i = threadIdx.x; i < nuniq; i += blockDim.x)
+    ranked[i] = values[i];
+  __syncthreads();
+  int result = sharedCount;
+  __syncthreads();
+  return result;
+}
+
+extern "C" __global__ void kge_sort_groups(const void *keys, int keyBits,
+                                           long long n, int group, int *perm) {
+  extern __shared__ int storage[];
+  long long first = static_cast<long long>(blockIdx.x) * group;
+  int count = static_cast<int>(min(static_cast<long long>(group), n - first));
+  if (count <= 0)
+    return;
+  int padded = nextPow2(count);
+  int *sortedKeys = storage, *items = storage + padded;
+  for (int i = threadIdx.x; i < padded; i += blockDim.x) {
+    sortedKeys[i] =
+        i < count ? static_cast<int>(loadKey(keys, keyBits, first + i))
+                  : INT_MAX;
+    items[i] = i;
+  }
+  __syncthreads();
+  blockSortPairs(sortedKeys, items, padded);
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    perm[first + i] = static_cast<int>(first + items[i]);
+}
+
+extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
+                                             long long n, int *counts) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
+                     threadIdx.x;
+       i < n; i += static_cast<long long>(gridDim.x) * blockDim.x)
+    atomicAdd(&counts[loadKey(keys, keyBits, i)], 1);
+}
+
+extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
+  __shared__ int partials[32];
+  // One block scans all keys in chunks of blockDim.x.
+  blockExclusiveScan(counts, static_cast<int>(numKeys), partials);
+}
+
+extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,
+                                           long long n, int *cursor,
+                                           int *perm) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
+                     threadIdx.x;
+       i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    int position = atomicAdd(&cursor[loadKey(keys, keyBits, i)], 1);
+    perm[position] = static_cast<int>(i);
+  }
+}
+
+extern "C" __global__ void kge_check_indices(const void *keys, int keyBits,
+                                             long long n, long long bound,
+                                             long long *firstBad) {
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
+                     threadIdx.x;
+       i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    long long key = loadKey(keys, keyBits, i);
+    if (key < 0 || key >= bound)
+      atomicMin(reinterpret_cast<unsigned long long *>(firstBad),
+                static_cast<unsigned long long>(i));
+  }
+}

@@ -1,0 +1,77 @@
+//===- kge_device.h - the KGE device library interface ---------*- CUDA -*-===//
+//
+// Functions and kernels that KGE's generated kernels call (the runtime
+// inspector of cuKE, Section VI) and that launch plans launch (edge
+// reordering, index checks). The runtime links this library into every
+// bundle's module with the CUDA JIT linker; generated PTX declares the
+// functions `.extern .func`.
+//
+// Shared-memory arguments are passed as shared-window addresses (the value
+// of a `ptrtoint` of an address-space-3 pointer), global ones as generic
+// addresses. Keys are non-negative int32 (row indices, already checked or
+// trusted to be within their tables).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KGE_DEVICE_H
+#define KGE_DEVICE_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The largest tile a single inspector call handles.
+#define KGE_MAX_TILE 1024
+
+/// Block-cooperative: every thread of the block calls it with the same
+/// arguments; it synchronizes the block before returning. For the `count`
+/// keys of a tile (shared `int keys[count]`), computes
+///   uniq[u]     the u-th distinct key, ascending, for u < result
+///   slot[e]     u with uniq[u] == keys[e]   (cuKE's buf_idx)
+///   order[i]    tile positions sorted by (key, position)
+///   offsets[u]  first position in `order` of key u; offsets[result] = count
+/// `scratch` holds 2 * next_pow2(count) ints. Returns the number of
+/// distinct keys (0 when count is 0).
+__device__ int kge_inspect_unique(unsigned long long keys, int count,
+                                  unsigned long long uniq,
+                                  unsigned long long slot,
+                                  unsigned long long order,
+                                  unsigned long long offsets,
+                                  unsigned long long scratch);
+
+/// Block-cooperative. Ranks the `nuniq` distinct keys found by
+/// kge_inspect_unique by decreasing frequency (ties by key): ranked[i] is
+/// the unique index u of rank i. `scratch` holds 2 * next_pow2(nuniq) ints.
+/// Returns how many keys occur more than once (the ones worth caching).
+__device__ int kge_inspect_frequent(unsigned long long offsets, int nuniq,
+                                    unsigned long long ranked,
+                                    unsigned long long scratch);
+
+/// Sorts the items of each group of `group` (<= 4096) consecutive items by
+/// key; perm[i] = item at sorted position i. One block of up to 1024
+/// threads per group; dynamic shared memory: 8 * next_pow2(group) bytes.
+/// `keys` holds int32 (key_bits 32) or int64 (key_bits 64) keys.
+__global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
+                                int group, int *perm);
+
+/// Global counting sort by key, three launches:
+///   kge_key_histogram  counts[key] += 1 (counts zeroed by the launch plan)
+///   kge_key_scan       counts -> exclusive prefix, in place (one block)
+///   kge_key_scatter    perm[counts[key]++] = item
+__global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
+                                  int *counts);
+__global__ void kge_key_scan(int *counts, long long num_keys);
+__global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
+                                int *cursor, int *perm);
+
+/// Checked mode: records in *first_bad the smallest position whose index is
+/// outside [0, bound) (first_bad initialized to n by the launch plan).
+__global__ void kge_check_indices(const void *keys, int key_bits,
+                                  long long n, long long bound,
+                                  long long *first_bad);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // KGE_DEVICE_H
