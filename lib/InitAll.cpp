@@ -5,6 +5,7 @@
 #include "Conversion/Passes.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/BatchedVector/Transforms/Passes.h"
+#include "Transforms/Passes.h"
 #include "Transforms/Pipelines.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -16,6 +17,7 @@
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -62,6 +64,7 @@ void kge::registerAllDialects(DialectRegistry &registry) {
   registerConvertMemRefToLLVMInterface(registry);
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
+  vector::registerConvertVectorToLLVMInterface(registry);
 
   // Serialization of gpu.modules to PTX and of host code to LLVM IR.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -76,6 +79,7 @@ void kge::registerAllPasses() {
   std::call_once(once, [] {
     registerKGEConversionPasses();
     bvec::registerBatchedVectorPasses();
+    registerKGETransformsPasses();
     registerPipelines();
     // Upstream passes used by KGE's pipelines and useful beside them.
     registerTransformsPasses();

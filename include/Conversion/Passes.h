@@ -3,6 +3,7 @@
 #ifndef KGE_CONVERSION_PASSES_H
 #define KGE_CONVERSION_PASSES_H
 
+#include "Conversion/BatchedVectorToGPU/BatchedVectorToGPU.h"
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
 
 namespace mlir {

@@ -39,4 +39,49 @@ def ConvertBatchedVectorToSCF : Pass<"convert-bvec-to-scf", "ModuleOp"> {
   ];
 }
 
+def ConvertBatchedVectorToGPU : Pass<"convert-bvec-to-gpu", "ModuleOp"> {
+  let summary = "Lower each planned bvec function to one fused GPU kernel";
+  let description = [{
+    Replaces every `bvec.func` planned by `bvec-fuse` with a `gpu.module`
+    named `<function>_kernels` that holds:
+
+    - one `gpu.func` kernel computing the whole function for a tile of
+      edges per thread block (cuKE, Section V): the block loads its edges'
+      index arrays into shared memory and calls the runtime inspector
+      (`kge_inspect_unique`, `kge_inspect_frequent`) to find each gather's
+      unique rows; every stage processes the embedding length chunk by
+      chunk, loading each unique row once into a shared-memory buffer when
+      rows repeat in the tile (reading the others directly), reducing inner
+      products and norms with warp shuffles; `vec_mul_mat` runs over each
+      distinct matrix of the tile in frequency order, reusing every matrix
+      element for all edges of its run;
+    - `llvm.func` declarations of the device-library functions, which
+      become `.extern .func` in PTX and are linked by the runtime;
+    - attributes describing the bundle: `kge.signature` (the parameters),
+      `kge.launch_plan` (the launches of one call: edge reordering by the
+      key index array, then the fused kernel, with grids and shared memory
+      as expressions of the sizes), `kge.scratch`, `kge.checks` (the index
+      range checks of the checked mode) and `kge.mode`.
+
+    With `negative=<index array>`, the kernel scores every positive edge
+    against K corrupted ones (cuKE, Fig. 10): the named array has shape
+    [B, K], the other index arrays stay [B] and are shared by the K
+    negatives of their edge, whose rows the inspector loads once per tile.
+  }];
+  let options = [
+    Option<"negative", "negative", "std::string", /*default=*/"\"\"",
+           "index array corrupted in negative-sampling mode (empty: positive "
+           "scoring)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // KGE_CONVERSION_PASSES_TD

@@ -5,6 +5,9 @@
 //
 //   kge-lower-to-cpu   bvec -> loops -> LLVM dialect, ready for MLIR's
 //                      ExecutionEngine (the CPU execution path).
+//   kge-lower-to-gpu   bvec -> one fused kernel per function (gpu dialect)
+//                      -> NVVM/LLVM dialects, ready for kge-translate
+//                      --kge-to-bundle.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,12 +15,43 @@
 #define KGE_TRANSFORMS_PIPELINES_H
 
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
 namespace kge {
 
 /// bvec -> scf/memref/arith/math -> LLVM dialect.
 void buildLowerToCPUPipeline(OpPassManager &pm);
+
+/// Options of kge-lower-to-gpu: bvec-fuse's layout choices and the
+/// negative-sampling mode of convert-bvec-to-gpu.
+struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
+  Option<std::string> negative{
+      *this, "negative",
+      llvm::cl::desc("index array corrupted in negative-sampling mode")};
+  Option<int64_t> tile{*this, "tile",
+                       llvm::cl::desc("edges per thread block (0: choose)"),
+                       llvm::cl::init(0)};
+  Option<int64_t> warps{*this, "warps",
+                        llvm::cl::desc("warps per thread block (0: choose)"),
+                        llvm::cl::init(0)};
+  Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("elements per lane per load, 1 or 4 (0: choose)"),
+      llvm::cl::init(0)};
+  Option<std::string> reorderKey{
+      *this, "reorder-key",
+      llvm::cl::desc("index array to sort edges by (empty: choose)")};
+  Option<int64_t> reorderGroup{
+      *this, "reorder-group",
+      llvm::cl::desc("sort within groups of this many tiles; 0: the whole "
+                     "batch, 1: none (-1: choose)"),
+      llvm::cl::init(-1)};
+};
+
+/// bvec -> fused gpu kernels -> NVVM/LLVM dialects.
+void buildLowerToGPUPipeline(OpPassManager &pm,
+                             const LowerToGPUOptions &options);
 
 /// Registers every named pipeline with the global pass registry.
 void registerPipelines();

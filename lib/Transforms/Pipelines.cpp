@@ -3,6 +3,9 @@
 #include "Transforms/Pipelines.h"
 
 #include "Conversion/Passes.h"
+#include "Dialect/BatchedVector/Transforms/Passes.h"
+#include "Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -29,7 +32,34 @@ void kge::buildLowerToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void kge::buildLowerToGPUPipeline(OpPassManager &pm,
+                                  const LowerToGPUOptions &options) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  bvec::BatchedVectorFuseOptions fuse;
+  fuse.tile = options.tile;
+  fuse.warps = options.warps;
+  fuse.vectorWidth = options.vectorWidth;
+  fuse.reorderKey = options.reorderKey;
+  fuse.reorderGroup = options.reorderGroup;
+  pm.addPass(bvec::createBatchedVectorFuse(fuse));
+  ConvertBatchedVectorToGPUOptions convert;
+  convert.negative = options.negative;
+  pm.addPass(createConvertBatchedVectorToGPU(convert));
+  OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createSCFToControlFlowPass());
+  device.addPass(createConvertGpuOpsToNVVMOps());
+  device.addPass(createCanonicalizerPass());
+  device.addPass(createCSEPass());
+  device.addPass(createReconcileUnrealizedCastsPass());
+  device.addPass(createExternDynamicSharedMemory());
+}
+
 void kge::registerPipelines() {
+  PassPipelineRegistration<LowerToGPUOptions>(
+      "kge-lower-to-gpu",
+      "Lower bvec functions to fused GPU kernels in the NVVM dialect",
+      buildLowerToGPUPipeline);
   PassPipelineRegistration<>(
       "kge-lower-to-cpu",
       "Lower bvec functions to the LLVM dialect for the CPU execution path",

@@ -1,0 +1,343 @@
+//===- BatchedVectorToGPU.cpp - the convert-bvec-to-gpu pass --------------===//
+//
+// Replaces each planned bvec.func with a gpu.module holding its fused kernel
+// and the description of the bundle: signature, launch plan (edge
+// reordering by the device library, then the kernel), scratch buffers and
+// index checks. Sizes in the launch plan are expressions over the
+// signature's symbols (B, K, N_<table>, D_<table>, ...), evaluated by the
+// runtime for each call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/BatchedVectorToGPU/BatchedVectorToGPU.h"
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir {
+namespace kge {
+#define GEN_PASS_DEF_CONVERTBATCHEDVECTORTOGPU
+#include "Conversion/Passes.h.inc"
+} // namespace kge
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::kge;
+
+//===----------------------------------------------------------------------===//
+// Bundle attributes
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Builds the dictionaries of the bundle description.
+class BundleBuilder {
+public:
+  BundleBuilder(Builder &b) : b(b) {}
+
+  Attribute str(StringRef s) { return b.getStringAttr(s); }
+  Attribute num(int64_t v) { return b.getI64IntegerAttr(v); }
+  Attribute dict(ArrayRef<std::pair<StringRef, Attribute>> entries) {
+    SmallVector<NamedAttribute> attrs;
+    for (auto &[name, value] : entries)
+      attrs.push_back(b.getNamedAttr(name, value));
+    return b.getDictionaryAttr(attrs);
+  }
+  Attribute arr(ArrayRef<Attribute> values) { return b.getArrayAttr(values); }
+  Attribute dims(ArrayRef<std::string> shape) {
+    SmallVector<Attribute> values;
+    for (const std::string &d : shape)
+      values.push_back(str(d));
+    return arr(values);
+  }
+
+  Builder &b;
+};
+
+std::string dimString(const kge_runtime::Dim &dim) { return dim.str(); }
+
+/// The bundle's parameter of a function parameter: in negative mode the
+/// corrupted index array is [B, K] and results gain a K dimension.
+kge_runtime::Signature bundleSignature(const kge_runtime::Signature &base,
+                                       StringRef negative) {
+  kge_runtime::Signature signature = base;
+  if (negative.empty())
+    return signature;
+  for (kge_runtime::Parameter &param : signature.params) {
+    if (param.name == negative)
+      param.shape.push_back(kge_runtime::Dim::named("K"));
+    else if (param.role == kge_runtime::ParamRole::Result)
+      param.shape.insert(param.shape.begin() + 1,
+                         kge_runtime::Dim::named("K"));
+  }
+  return signature;
+}
+
+Attribute signatureAttr(BundleBuilder &bb,
+                        const kge_runtime::Signature &signature) {
+  SmallVector<Attribute> params;
+  for (const kge_runtime::Parameter &p : signature.params) {
+    SmallVector<std::string> shape;
+    for (const kge_runtime::Dim &d : p.shape)
+      shape.push_back(dimString(d));
+    SmallVector<std::pair<StringRef, Attribute>> entries{
+        {"name", bb.str(p.name)},
+        {"role", bb.str(kge_runtime::roleName(p.role))},
+        {"dtype", bb.str(kge_runtime::dtypeName(p.dtype))},
+        {"shape", bb.dims(shape)}};
+    if (p.role == kge_runtime::ParamRole::Indices) {
+      SmallVector<Attribute> indexes;
+      for (unsigned t : p.indexedTables)
+        indexes.push_back(bb.str(signature.params[t].name));
+      entries.push_back({"indexes", bb.arr(indexes)});
+    }
+    params.push_back(bb.dict(entries));
+  }
+  return bb.dict({{"name", bb.str(signature.name)}, {"params", bb.arr(params)}});
+}
+
+/// `min(N_A, N_B, ...)` of the row counts of the tables `param` indexes.
+std::string keyRange(const kge_runtime::Signature &signature,
+                     const kge_runtime::Parameter &param) {
+  std::string range;
+  for (unsigned t : param.indexedTables) {
+    std::string rows = signature.params[t].shape[0].str();
+    range = range.empty() ? rows : "min(" + range + ", " + rows + ")";
+  }
+  return range;
+}
+
+std::string product(StringRef a, StringRef b) {
+  return a == "1" ? b.str() : (b == "1" ? a.str() : (a + "*" + b).str());
+}
+} // namespace
+
+/// Attaches kge.signature, kge.mode, kge.scratch, kge.checks and
+/// kge.launch_plan to `module`.
+static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
+                         bvec::FuncOp func, const KernelEmitter &emitter,
+                         const bvec::KernelLayout &layout,
+                         const GPUKernelOptions &options,
+                         const kge_runtime::Signature &base) {
+  Builder builder(module.getContext());
+  BundleBuilder bb(builder);
+  kge_runtime::Signature signature =
+      bundleSignature(base, options.negative);
+  bool negative = !options.negative.empty();
+  std::string edges = negative ? "B*K" : "B";
+
+  module->setAttr(kSignatureAttrName, signatureAttr(bb, signature));
+  module->setAttr(kModeAttrName,
+                  negative ? bb.dict({{"kind", bb.str("negative")},
+                                      {"corrupted", bb.str(options.negative)}})
+                           : bb.dict({{"kind", bb.str("positive")}}));
+
+  auto paramOf = [&](StringRef name) -> const kge_runtime::Parameter & {
+    return signature.params[signature.find(name.str())];
+  };
+  auto bitsOf = [&](const kge_runtime::Parameter &p) {
+    return bb.str(p.dtype == kge_runtime::DType::I32 ? "32" : "64");
+  };
+  auto pointer = [&](StringRef buffer) {
+    return bb.dict({{"kind", bb.str("pointer")}, {"buffer", bb.str(buffer)}});
+  };
+  auto scalarArg = [&](StringRef kind, Attribute value) {
+    return bb.dict({{"kind", bb.str(kind)}, {"value", value}});
+  };
+  auto launch = [&](StringRef function, StringRef moduleName,
+                    ArrayRef<std::string> grid, int64_t block,
+                    StringRef sharedBytes, ArrayRef<Attribute> args) {
+    return bb.dict({{"kind", bb.str("kernel")},
+                    {"function", bb.str(function)},
+                    {"module", bb.str(moduleName)},
+                    {"grid", bb.dims(grid)},
+                    {"block", bb.dims({std::to_string(block), "1", "1"})},
+                    {"shared_bytes", bb.str(sharedBytes)},
+                    {"args", bb.arr(args)}});
+  };
+
+  SmallVector<Attribute> scratch, steps, checks;
+
+  // Edge reordering by the key index array (cuKE, Section VI-B).
+  bool reorders = !layout.reorderKey.empty() && layout.reorderGroup != 1;
+  if (reorders) {
+    const kge_runtime::Parameter &key = paramOf(layout.reorderKey);
+    std::string keyBuffer = "param:" + key.name;
+    scratch.push_back(bb.dict({{"name", bb.str("perm")},
+                               {"dtype", bb.str("i32")},
+                               {"count", bb.str("B")}}));
+    if (layout.reorderGroup == 0) {
+      // Whole batch: counting sort by key.
+      scratch.push_back(bb.dict({{"name", bb.str("counts")},
+                                 {"dtype", bb.str("i32")},
+                                 {"count", bb.str(keyRange(signature, key))}}));
+      steps.push_back(bb.dict({{"kind", bb.str("memset")},
+                               {"buffer", bb.str("scratch:counts")}}));
+      SmallVector<Attribute> histogram{
+          pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
+          scalarArg("i64", bb.str("B")), pointer("scratch:counts")};
+      steps.push_back(launch("kge_key_histogram", "library",
+                             {"ceildiv(B, 256)", "1", "1"}, 256, "0",
+                             histogram));
+      steps.push_back(launch(
+          "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
+          {pointer("scratch:counts"),
+           scalarArg("i64", bb.str(keyRange(signature, key)))}));
+      steps.push_back(launch("kge_key_scatter", "library",
+                             {"ceildiv(B, 256)", "1", "1"}, 256, "0",
+                             {pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
+                              scalarArg("i64", bb.str("B")),
+                              pointer("scratch:counts"),
+                              pointer("scratch:perm")}));
+    } else {
+      int64_t group = layout.reorderGroup * layout.tile;
+      int64_t padded = llvm::PowerOf2Ceil(group);
+      steps.push_back(launch(
+          "kge_sort_groups", "library",
+          {"ceildiv(B, " + std::to_string(group) + ")", "1", "1"},
+          std::min<int64_t>(1024, padded), std::to_string(8 * padded),
+          {pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
+           scalarArg("i64", bb.str("B")),
+           scalarArg("i32", bb.str(std::to_string(group))),
+           pointer("scratch:perm")}));
+    }
+  }
+
+  // The fused kernel.
+  SmallVector<Attribute> args;
+  for (const kge_runtime::Parameter &p : signature.params) {
+    SmallVector<std::string> shape;
+    if (negative && p.role == kge_runtime::ParamRole::Result) {
+      // Results are passed flattened to B * K rows.
+      shape.push_back(edges);
+      for (size_t d = 2; d < p.shape.size(); ++d)
+        shape.push_back(p.shape[d].str());
+    } else {
+      for (const kge_runtime::Dim &d : p.shape)
+        shape.push_back(d.str());
+    }
+    args.push_back(bb.dict({{"kind", bb.str("memref")},
+                            {"buffer", bb.str("param:" + p.name)},
+                            {"shape", bb.dims(shape)}}));
+  }
+  if (reorders)
+    args.push_back(bb.dict({{"kind", bb.str("memref")},
+                            {"buffer", bb.str("scratch:perm")},
+                            {"shape", bb.dims({"B"})}}));
+  std::string sharedBytes =
+      std::to_string(emitter.sharedLayout().staticBytes);
+  for (Value m : emitter.sharedLayout().materialized)
+    sharedBytes += " + " + std::to_string(4 * layout.tile) + "*" +
+                   emitter.lengthOf(m).str();
+  steps.push_back(launch(
+      kernel.getName(), module.getName(),
+      {"ceildiv(" + edges + ", " + std::to_string(layout.tile) + ")", "1",
+       "1"},
+      emitter.blockSize(), sharedBytes, args));
+
+  // Checked mode: every index against every table it selects from.
+  for (const kge_runtime::Parameter &p : signature.params) {
+    if (p.role != kge_runtime::ParamRole::Indices || p.indexedTables.empty())
+      continue;
+    std::string count = p.name == options.negative ? edges : "B";
+    checks.push_back(bb.dict({{"param", bb.str(p.name)},
+                              {"bound", bb.str(keyRange(signature, p))},
+                              {"count", bb.str(count)}}));
+  }
+
+  module->setAttr(kScratchAttrName, bb.arr(scratch));
+  module->setAttr(kLaunchPlanAttrName, bb.arr(steps));
+  module->setAttr(kChecksAttrName, bb.arr(checks));
+  (void)func;
+}
+
+//===----------------------------------------------------------------------===//
+// The pattern
+//===----------------------------------------------------------------------===//
+
+/// Declares the device-library functions in `module`.
+static void declareDeviceLibrary(OpBuilder &b, Location loc) {
+  auto i32 = b.getI32Type(), i64 = b.getI64Type();
+  LLVM::LLVMFuncOp::create(
+      b, loc, kInspectUnique,
+      LLVM::LLVMFunctionType::get(i32, {i64, i32, i64, i64, i64, i64, i64}));
+  LLVM::LLVMFuncOp::create(
+      b, loc, kInspectFrequent,
+      LLVM::LLVMFunctionType::get(i32, {i64, i32, i64, i64}));
+}
+
+namespace {
+struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
+  FuncToGPUModule(MLIRContext *context, const GPUKernelOptions &options)
+      : OpRewritePattern(context), options(options) {}
+
+  LogicalResult matchAndRewrite(bvec::FuncOp func,
+                                PatternRewriter &rewriter) const override {
+    FailureOr<bvec::KernelLayout> layout = bvec::KernelLayout::fromFunc(func);
+    if (failed(layout))
+      return failure();
+    FailureOr<kge_runtime::Signature> signature =
+        bvec::computeSignature(func);
+    if (failed(signature))
+      return failure();
+    bvec::FusionStages stages = bvec::computeFusionStages(func);
+    KernelEmitter emitter(rewriter, func, *layout, stages, options);
+    if (failed(emitter.plan()))
+      return failure();
+
+    Location loc = func.getLoc();
+    rewriter.setInsertionPoint(func);
+    auto module = gpu::GPUModuleOp::create(
+        rewriter, loc, (func.getSymName() + "_kernels").str());
+    rewriter.setInsertionPointToStart(module.getBody());
+    declareDeviceLibrary(rewriter, loc);
+    auto kernel = gpu::GPUFuncOp::create(
+        rewriter, loc, func.getSymName(),
+        rewriter.getFunctionType(emitter.kernelArgumentTypes(), {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                    rewriter.getUnitAttr());
+    kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(emitter.blockSize()), 1, 1}));
+    if (failed(emitter.emit(kernel))) {
+      rewriter.eraseOp(module);
+      return failure();
+    }
+    attachBundle(module, kernel, func, emitter, *layout, options, *signature);
+    rewriter.eraseOp(func);
+    return success();
+  }
+
+  GPUKernelOptions options;
+};
+
+struct ConvertBatchedVectorToGPUPass
+    : kge::impl::ConvertBatchedVectorToGPUBase<ConvertBatchedVectorToGPUPass> {
+  using ConvertBatchedVectorToGPUBase::ConvertBatchedVectorToGPUBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    GPUKernelOptions kernelOptions;
+    kernelOptions.negative = negative;
+    RewritePatternSet patterns(&getContext());
+    populateBatchedVectorToGPUPatterns(patterns, kernelOptions);
+    // Each function is rewritten once; nothing else to fold.
+    GreedyRewriteConfig config;
+    config.setMaxIterations(1);
+    (void)applyPatternsGreedily(module, std::move(patterns), config);
+    bool failedAny = false;
+    for (auto func : module.getOps<bvec::FuncOp>()) {
+      func.emitOpError("could not be lowered to a GPU kernel");
+      failedAny = true;
+    }
+    if (failedAny)
+      return signalPassFailure();
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+  }
+};
+} // namespace
+
+void mlir::kge::populateBatchedVectorToGPUPatterns(
+    RewritePatternSet &patterns, const GPUKernelOptions &options) {
+  patterns.add<FuncToGPUModule>(patterns.getContext(), options);
+}

@@ -1,0 +1,527 @@
+//===- ChunkLoops.cpp - edge-major loops over the embedding length --------===//
+//
+// The code of cuKE's fused operators (Section V): per chunk of the length,
+// the unique rows of repeated gathers are staged in shared memory, then
+// every warp evaluates the operators of its edges on 32 * V elements per
+// chunk, elementwise operations in registers, reductions accumulated across
+// chunks and finished with warp shuffles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StageEmitters.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::kge;
+
+Value mlir::kge::alignedLoad(OpBuilder &b, Location loc, VectorType type,
+                            Value memref, ValueRange indices,
+                            int64_t alignment) {
+  auto load = vector::LoadOp::create(b, loc, type, memref, indices);
+  load.setAlignmentAttr(b.getI64IntegerAttr(alignment));
+  return load;
+}
+
+void mlir::kge::alignedStore(OpBuilder &b, Location loc, Value value,
+                             Value memref, ValueRange indices,
+                             int64_t alignment) {
+  auto store = vector::StoreOp::create(b, loc, value, memref, indices);
+  store.setAlignmentAttr(b.getI64IntegerAttr(alignment));
+}
+
+Value mlir::kge::sqrtRN(OpBuilder &b, Location loc, Value x) {
+  // convert-gpu-to-nvvm rewrites math.sqrt and llvm.intr.sqrt into libdevice
+  // calls that default to the approximate square root; call the NVVM
+  // intrinsic directly.
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr("llvm.nvvm.sqrt.rn.f"),
+                                       ValueRange{x})
+      .getResult(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise semantics
+//===----------------------------------------------------------------------===//
+
+/// Applies `fn` to every element of a chunk vector (or to a scalar).
+static Value mapElements(OpBuilder &b, Location loc, Value value,
+                         function_ref<Value(Value)> fn) {
+  auto vectorType = dyn_cast<VectorType>(value.getType());
+  if (!vectorType)
+    return fn(value);
+  Value result = value;
+  for (int64_t i = 0, e = vectorType.getNumElements(); i < e; ++i) {
+    Value element = vector::ExtractOp::create(b, loc, value, i);
+    result = vector::InsertOp::create(b, loc, fn(element), result, i);
+  }
+  return result;
+}
+
+Value ChunkLoopEmitter::applyElementwise(Operation *op, ValueRange operands,
+                                         bool scalarMode) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  auto one = [&](Value like) -> Value {
+    Value c = k.constF32(1.0f);
+    return isa<VectorType>(like.getType())
+               ? vector::BroadcastOp::create(b, loc, like.getType(), c)
+                     .getResult()
+               : c;
+  };
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](bvec::AddOp) {
+        return arith::AddFOp::create(b, loc, operands[0], operands[1]);
+      })
+      .Case([&](bvec::SubOp) {
+        return arith::SubFOp::create(b, loc, operands[0], operands[1]);
+      })
+      .Case([&](bvec::MulOp) {
+        return arith::MulFOp::create(b, loc, operands[0], operands[1]);
+      })
+      .Case([&](bvec::DivOp) {
+        return arith::DivFOp::create(b, loc, operands[0], operands[1]);
+      })
+      .Case([&](bvec::MaxOp) {
+        return arith::MaximumFOp::create(b, loc, operands[0], operands[1]);
+      })
+      .Case([&](bvec::MinOp) {
+        return arith::MinimumFOp::create(b, loc, operands[0], operands[1]);
+      })
+      .Case([&](bvec::NegOp) {
+        return arith::NegFOp::create(b, loc, operands[0]);
+      })
+      .Case([&](bvec::AbsOp) {
+        return math::AbsFOp::create(b, loc, operands[0]);
+      })
+      .Case([&](bvec::SqrtOp) {
+        // llvm.sqrt is sqrt.rn: correctly rounded, like PyTorch's.
+        return mapElements(b, loc, operands[0],
+                           [&](Value x) -> Value { return sqrtRN(b, loc, x); });
+      })
+      .Case([&](bvec::ExpOp) {
+        return mapElements(b, loc, operands[0], [&](Value x) -> Value {
+          return math::ExpOp::create(b, loc, x);
+        });
+      })
+      .Case([&](bvec::LogOp) {
+        return mapElements(b, loc, operands[0], [&](Value x) -> Value {
+          return math::LogOp::create(b, loc, x);
+        });
+      })
+      .Case([&](bvec::TanhOp) {
+        return mapElements(b, loc, operands[0], [&](Value x) -> Value {
+          return math::TanhOp::create(b, loc, x);
+        });
+      })
+      .Case([&](bvec::SinOp) {
+        return mapElements(b, loc, operands[0], [&](Value x) -> Value {
+          return math::SinOp::create(b, loc, x);
+        });
+      })
+      .Case([&](bvec::CosOp) {
+        return mapElements(b, loc, operands[0], [&](Value x) -> Value {
+          return math::CosOp::create(b, loc, x);
+        });
+      })
+      .Case([&](bvec::SigmoidOp) {
+        Value x = operands[0];
+        Value e = mapElements(b, loc, arith::NegFOp::create(b, loc, x),
+                              [&](Value v) -> Value {
+                                return math::ExpOp::create(b, loc, v);
+                              });
+        return arith::DivFOp::create(
+            b, loc, one(x), arith::AddFOp::create(b, loc, one(x), e));
+      })
+      .Default([&](Operation *other) -> Value {
+        llvm_unreachable("not an elementwise bvec operation");
+      });
+}
+
+Value ChunkLoopEmitter::scalar(Value value, int64_t i) {
+  if (auto constant = value.getDefiningOp<bvec::ConstantOp>())
+    return k.constF32(constant.getValue().convertToFloat());
+  auto it = k.scalars.find({value, i});
+  assert(it != k.scalars.end() && "scalar used before its stage finished");
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// Loads
+//===----------------------------------------------------------------------===//
+
+Value ChunkLoopEmitter::loadGlobalChunk(Value memref, ValueRange prefix,
+                                        Value d0, Value valid) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value safe = arith::SelectOp::create(b, loc, valid, d0, k.constIndex(0));
+  SmallVector<Value> indices(prefix);
+  indices.push_back(safe);
+  int64_t width = k.layout.vectorWidth;
+  Value loaded = alignedLoad(b, loc, k.chunkType(), memref, indices, 4 * width);
+  Value zero = k.splat(k.constF32(0.0f));
+  return arith::SelectOp::create(b, loc, valid, loaded, zero);
+}
+
+Value ChunkLoopEmitter::loadSharedChunk(Value buffer, Value offset,
+                                        Value valid, bool aligned) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value safe = arith::SelectOp::create(b, loc, valid, offset, k.constIndex(0));
+  int64_t width = k.layout.vectorWidth;
+  Value loaded;
+  if (aligned || width == 1) {
+    loaded = alignedLoad(b, loc, k.chunkType(), buffer, ValueRange{safe}, 4 * width);
+  } else {
+    // An unaligned offset (a slice at an odd position): element by element.
+    loaded = k.splat(k.constF32(0.0f));
+    for (int64_t i = 0; i < width; ++i) {
+      Value at = arith::AddIOp::create(b, loc, safe, k.constIndex(i));
+      Value element = memref::LoadOp::create(b, loc, buffer, at);
+      loaded = vector::InsertOp::create(b, loc, element, loaded, i);
+    }
+  }
+  return arith::SelectOp::create(b, loc, valid, loaded,
+                                 k.splat(k.constF32(0.0f)));
+}
+
+//===----------------------------------------------------------------------===//
+// Loops
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What a reduction accumulates per element and how.
+struct ReductionKindInfo {
+  bvec::ReductionKind combine = bvec::ReductionKind::sum;
+  double identity = 0.0;
+};
+
+ReductionKindInfo reductionInfo(Operation *op) {
+  ReductionKindInfo info;
+  if (auto reduce = dyn_cast<bvec::ReduceOp>(op)) {
+    info.combine = reduce.getKind();
+    if (info.combine == bvec::ReductionKind::max)
+      info.identity = -std::numeric_limits<double>::infinity();
+    if (info.combine == bvec::ReductionKind::min)
+      info.identity = std::numeric_limits<double>::infinity();
+  }
+  return info;
+}
+
+Value combine(OpBuilder &b, Location loc, bvec::ReductionKind kind, Value a,
+              Value c) {
+  switch (kind) {
+  case bvec::ReductionKind::max:
+    return arith::MaximumFOp::create(b, loc, a, c);
+  case bvec::ReductionKind::min:
+    return arith::MinimumFOp::create(b, loc, a, c);
+  case bvec::ReductionKind::sum:
+  case bvec::ReductionKind::mean:
+    break;
+  }
+  return arith::AddFOp::create(b, loc, a, c);
+}
+} // namespace
+
+struct ChunkLoopEmitter::Loop {
+  std::string lengthKey;
+  Value lengthOf; ///< A vector of the loop's length.
+  SmallVector<Operation *> reductions;
+  SmallVector<Value> materialize;
+  SmallVector<std::pair<unsigned, Value>> results; ///< (result index, value)
+};
+
+/// Whether `vector` is read from shared memory in `stage` rather than
+/// computed: materialized in an earlier stage, written by a matrix product,
+/// or a slice of a materialized vector.
+static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
+                         int64_t stage) {
+  Operation *def = vector.getDefiningOp();
+  if (isa<bvec::SliceOp, bvec::VecMulMatOp>(def))
+    return true;
+  return stages.materialized.contains(vector) && stages.of(vector) < stage;
+}
+
+LogicalResult ChunkLoopEmitter::emitStage(int64_t stage) {
+  // Roots of the stage, grouped by length (in first-use order).
+  std::vector<Loop> loops;
+  auto loopFor = [&](Value vector) -> Loop & {
+    std::string key = k.lengthOf(vector).str();
+    for (Loop &loop : loops)
+      if (loop.lengthKey == key)
+        return loop;
+    loops.emplace_back();
+    loops.back().lengthKey = key;
+    loops.back().lengthOf = vector;
+    return loops.back();
+  };
+  for (Operation &op : k.func.getBody().front().without_terminator()) {
+    Value result = op.getResult(0);
+    if (isa<bvec::VecMulVecOp, bvec::NormOp, bvec::ReduceOp>(op)) {
+      if (k.stages.of(result) == stage)
+        loopFor(op.getOperand(0)).reductions.push_back(&op);
+      continue;
+    }
+    if (isa<bvec::VecType>(result.getType()) &&
+        k.stages.materialized.contains(result) &&
+        k.stages.of(result) == stage && !isa<bvec::VecMulMatOp>(op))
+      loopFor(result).materialize.push_back(result);
+  }
+  Operation *ret = k.func.getReturn();
+  for (auto [r, value] : llvm::enumerate(ret->getOperands()))
+    if (isa<bvec::VecType>(value.getType()) &&
+        std::max<int64_t>(k.stages.of(value), 0) == stage)
+      loopFor(value).results.push_back({static_cast<unsigned>(r), value});
+
+  for (Loop &loop : loops)
+    if (failed(emitLoop(stage, loop)))
+      return failure();
+  return success();
+}
+
+Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
+                                 Value valid) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value source = vector;
+  int64_t offset = 0;
+  if (auto slice = vector.getDefiningOp<bvec::SliceOp>()) {
+    source = slice.getInput();
+    offset = slice.getOffset();
+  }
+  Value buffer = k.materializedView(source);
+  Value rowStart = arith::MulIOp::create(b, loc, edge, k.lengthValue(source));
+  Value at = arith::AddIOp::create(
+      b, loc, rowStart,
+      arith::AddIOp::create(b, loc, d0, k.constIndex(offset)));
+  bool aligned = offset % k.layout.vectorWidth == 0;
+  return loadSharedChunk(buffer, at, valid, aligned);
+}
+
+LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  const bvec::FusionStages &stages = k.stages;
+
+  // The vectors computed in this loop: everything the roots need that is
+  // not read from shared memory.
+  SetVector<Value> needed;
+  std::function<void(Value)> visit = [&](Value v) {
+    if (!isa<bvec::VecType>(v.getType()) || needed.contains(v) ||
+        isSharedLeaf(stages, v, stage))
+      return;
+    for (Value operand : v.getDefiningOp()->getOperands())
+      visit(operand);
+    needed.insert(v);
+  };
+  for (Operation *r : loop.reductions)
+    for (Value operand : r->getOperands())
+      visit(operand);
+  for (Value v : loop.materialize)
+    visit(v);
+  for (auto &[index, v] : loop.results)
+    visit(v);
+  SmallVector<bvec::GatherVecOp> gathers;
+  for (Value v : needed)
+    if (auto gather = v.getDefiningOp<bvec::GatherVecOp>())
+      gathers.push_back(gather);
+
+  int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
+  int64_t width = k.layout.vectorWidth;
+  int64_t chunk = 32 * width;
+  Value length = k.lengthValue(loop.lengthOf);
+  VectorType chunkType = k.chunkType();
+
+  // Accumulators: one chunk vector per reduction per edge of the warp.
+  SmallVector<Value> init;
+  for (Operation *r : loop.reductions)
+    for (int64_t i = 0; i < edgesPerWarp; ++i)
+      init.push_back(
+          k.splat(k.constF32(static_cast<float>(reductionInfo(r).identity))));
+
+  auto forOp = scf::ForOp::create(b, loc, k.constIndex(0), length,
+                                  k.constIndex(chunk), init);
+  // Without iteration arguments the builder adds a terminator; the body
+  // below yields explicitly.
+  if (init.empty())
+    forOp.getBody()->getTerminator()->erase();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(forOp.getBody());
+    Value jj = forOp.getInductionVar();
+    Value laneOffset = arith::MulIOp::create(b, loc, k.lane,
+                                             k.constIndex(width));
+    Value d0 = arith::AddIOp::create(b, loc, jj, laneOffset);
+    Value valid =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, d0, length);
+
+    // Stage the chunk of every unique row of repeated gathers.
+    for (bvec::GatherVecOp gather : gathers) {
+      InspectorSlot &slot = k.slotFor(gather.getIndices());
+      Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
+                            k.layout.tile * chunk);
+      Value table = k.memrefOf(gather.getTable());
+      scf::IfOp::create(b, loc, slot.staged, [&](OpBuilder &, Location) {
+        scf::ForOp::create(
+            b, loc, k.warp, k.toIndex(slot.nuniq),
+            k.constIndex(k.layout.warps), ValueRange{},
+            [&](OpBuilder &, Location, Value u, ValueRange) {
+              Value row = k.toIndex(k.loadI32(slot.uniq, u));
+              Value v = loadGlobalChunk(table, ValueRange{row}, d0, valid);
+              Value at = arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, u, k.constIndex(chunk)),
+                  laneOffset);
+              alignedStore(b, loc, v, buffer, ValueRange{at}, 4 * width);
+              scf::YieldOp::create(b, loc);
+            });
+        scf::YieldOp::create(b, loc);
+      });
+    }
+    if (!gathers.empty())
+      gpu::BarrierOp::create(b, loc);
+
+    SmallVector<Value> next;
+    for (int64_t i = 0; i < edgesPerWarp; ++i) {
+      Value edge = k.localEdge(i);
+      DenseMap<Value, Value> values;
+      auto get = [&](Value v) -> Value {
+        if (Value found = values.lookup(v))
+          return found;
+        return readLeaf(v, edge, d0, valid);
+      };
+      for (Value v : needed) {
+        Operation *def = v.getDefiningOp();
+        Value computed =
+            TypeSwitch<Operation *, Value>(def)
+                .Case([&](bvec::GatherVecOp gather) -> Value {
+                  InspectorSlot &slot = k.slotFor(gather.getIndices());
+                  Value buffer =
+                      k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
+                             k.layout.tile * chunk);
+                  auto ifOp = scf::IfOp::create(
+                      b, loc, TypeRange{chunkType}, slot.staged,
+                      /*withElseRegion=*/true);
+                  {
+                    OpBuilder::InsertionGuard g(b);
+                    b.setInsertionPointToStart(ifOp.thenBlock());
+                    Value u = k.toIndex(k.loadI32(slot.slotOf, edge));
+                    Value at = arith::AddIOp::create(
+                        b, loc,
+                        arith::MulIOp::create(b, loc, u, k.constIndex(chunk)),
+                        laneOffset);
+                    scf::YieldOp::create(
+                        b, loc, loadSharedChunk(buffer, at, valid));
+                    b.setInsertionPointToStart(ifOp.elseBlock());
+                    Value row = k.toIndex(k.keyOf(slot, edge));
+                    scf::YieldOp::create(
+                        b, loc,
+                        loadGlobalChunk(k.memrefOf(gather.getTable()),
+                                        ValueRange{row}, d0, valid));
+                  }
+                  return ifOp.getResult(0);
+                })
+                .Case([&](bvec::ConstantOp constant) -> Value {
+                  return k.splat(
+                      k.constF32(constant.getValue().convertToFloat()));
+                })
+                .Case([&](bvec::ScalMulVecOp mul) -> Value {
+                  return arith::MulFOp::create(
+                      b, loc, k.splat(scalar(mul.getScalar(), i)),
+                      get(mul.getVec()));
+                })
+                .Default([&](Operation *op) -> Value {
+                  SmallVector<Value> operands;
+                  for (Value operand : op->getOperands())
+                    operands.push_back(get(operand));
+                  return applyElementwise(op, operands, false);
+                });
+        values[v] = computed;
+      }
+
+      // Reductions: accumulate this chunk's elements.
+      for (auto [r, op] : llvm::enumerate(loop.reductions)) {
+        Value x = get(op->getOperand(0));
+        Value partial = TypeSwitch<Operation *, Value>(op)
+                            .Case([&](bvec::VecMulVecOp) -> Value {
+                              return arith::MulFOp::create(
+                                  b, loc, x, get(op->getOperand(1)));
+                            })
+                            .Case([&](bvec::NormOp norm) -> Value {
+                              if (norm.getP() == 1)
+                                return math::AbsFOp::create(b, loc, x);
+                              return arith::MulFOp::create(b, loc, x, x);
+                            })
+                            .Default([&](Operation *) { return x; });
+        ReductionKindInfo info = reductionInfo(op);
+        Value identity =
+            k.splat(k.constF32(static_cast<float>(info.identity)));
+        partial = arith::SelectOp::create(b, loc, valid, partial, identity);
+        Value acc = forOp.getRegionIterArgs()[r * edgesPerWarp + i];
+        next.push_back(combine(b, loc, info.combine, acc, partial));
+      }
+
+      // Materialized vectors: the whole vector of every local edge.
+      for (Value m : loop.materialize) {
+        Value buffer = k.materializedView(m);
+        Value at = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, edge, length), d0);
+        scf::IfOp::create(b, loc, valid, [&](OpBuilder &, Location) {
+          alignedStore(b, loc, values.lookup(m), buffer, ValueRange{at}, 4 * width);
+          scf::YieldOp::create(b, loc);
+        });
+      }
+
+      // Vector results of the function.
+      for (auto &[index, v] : loop.results) {
+        Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             edge, k.count);
+        Value store = arith::AndIOp::create(b, loc, inTile, valid);
+        Value value = get(v);
+        scf::IfOp::create(b, loc, store, [&](OpBuilder &, Location) {
+          alignedStore(b, loc, value, k.resultMemrefs[index], ValueRange{k.resultRow(edge), d0}, 4 * width);
+          scf::YieldOp::create(b, loc);
+        });
+      }
+    }
+    // Reductions were pushed per reduction, then per edge; reorder to the
+    // iteration arguments' order (reduction-major).
+    SmallVector<Value> yielded(next.size());
+    for (int64_t i = 0; i < edgesPerWarp; ++i)
+      for (size_t r = 0; r < loop.reductions.size(); ++r)
+        yielded[r * edgesPerWarp + i] = next[i * loop.reductions.size() + r];
+    if (!gathers.empty())
+      gpu::BarrierOp::create(b, loc);
+    scf::YieldOp::create(b, loc, yielded);
+  }
+
+  // Finish every reduction: across the vector, then across the warp.
+  for (auto [r, op] : llvm::enumerate(loop.reductions)) {
+    ReductionKindInfo info = reductionInfo(op);
+    for (int64_t i = 0; i < edgesPerWarp; ++i) {
+      Value acc = forOp.getResult(r * edgesPerWarp + i);
+      Value total = vector::ExtractOp::create(b, loc, acc, 0);
+      for (int64_t e = 1; e < width; ++e)
+        total = combine(b, loc, info.combine, total,
+                        vector::ExtractOp::create(b, loc, acc, e));
+      total = k.warpAllReduce(total, info.combine);
+      if (auto norm = dyn_cast<bvec::NormOp>(op); norm && norm.getP() == 2)
+        total = sqrtRN(b, loc, total);
+      if (auto reduce = dyn_cast<bvec::ReduceOp>(op);
+          reduce && reduce.getKind() == bvec::ReductionKind::mean) {
+        Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), length);
+        Value asFloat =
+            arith::SIToFPOp::create(b, loc, b.getF32Type(), asInt);
+        total = arith::DivFOp::create(b, loc, total, asFloat);
+      }
+      k.scalars[{op->getResult(0), i}] = total;
+    }
+  }
+  // Materialized vectors are read by later stages and matrix products.
+  if (!loop.materialize.empty())
+    gpu::BarrierOp::create(b, loc);
+  return success();
+}

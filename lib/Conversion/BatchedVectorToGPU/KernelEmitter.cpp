@@ -1,0 +1,503 @@
+//===- KernelEmitter.cpp - prologue, shared memory and stage driver -------===//
+
+#include "KernelEmitter.h"
+#include "StageEmitters.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::kge;
+
+int64_t SharedLayout::allocate(StringRef name, int64_t bytes) {
+  int64_t offset = llvm::alignTo(staticBytes, 16);
+  offsets[name] = offset;
+  staticBytes = offset + bytes;
+  return offset;
+}
+
+KernelEmitter::KernelEmitter(OpBuilder &builder, bvec::FuncOp func,
+                             const bvec::KernelLayout &layout,
+                             const bvec::FusionStages &stages,
+                             const GPUKernelOptions &options)
+    : b(builder), loc(func.getLoc()), func(func), layout(layout),
+      stages(stages), options(options), ctx(func.getContext()) {}
+
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelEmitter::plan() {
+  FailureOr<bvec::DimensionSymbols> symbols =
+      bvec::DimensionSymbols::compute(func);
+  if (failed(symbols))
+    return failure();
+  dims = std::move(*symbols);
+
+  // Element types: f32 tables and results on the GPU.
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+    if (auto table = dyn_cast<bvec::TableType>(type); table &&
+                                                      !table.getElementType()
+                                                           .isF32())
+      return func.emitOpError()
+             << "GPU lowering supports f32 tables only; table '"
+             << func.getArgName(i) << "' has " << table.getElementType();
+
+  if (isNegative()) {
+    negativeArray = func.getArgumentByName(options.negative);
+    if (!negativeArray || !isa<bvec::IndicesType>(negativeArray.getType()))
+      return func.emitOpError()
+             << "negative mode: '" << options.negative
+             << "' is not an index array of the function";
+    if (layout.reorderKey == options.negative)
+      return func.emitOpError()
+             << "negative mode: cannot reorder edges by the corrupted index "
+                "array '"
+             << options.negative << "'; choose another reorder key";
+  }
+
+  int64_t tile = layout.tile;
+  shared.allocate("item", tile * 4);
+  shared.allocate("row", tile * 4);
+
+  // One inspector slot per index array used by a gather.
+  func.getBody().walk([&](Operation *op) {
+    Value indices;
+    if (auto g = dyn_cast<bvec::GatherVecOp>(op))
+      indices = g.getIndices();
+    else if (auto g = dyn_cast<bvec::GatherMatOp>(op))
+      indices = g.getIndices();
+    if (indices && !slots.count(indices))
+      slots[indices].indexArray = indices;
+  });
+  // Matrix products rank the runs of their key by frequency.
+  bool anyMatrixProduct = false;
+  func.getBody().walk([&](bvec::VecMulMatOp mm) {
+    anyMatrixProduct = true;
+    if (Value key = sharedMatrixKey(mm.getMat()))
+      slots[key].needsRanking = true;
+  });
+  for (auto &[value, slot] : slots) {
+    std::string name =
+        func.getArgName(cast<BlockArgument>(value).getArgNumber()).str();
+    shared.allocate("keys." + name, tile * 4);
+    shared.allocate("uniq." + name, tile * 4);
+    shared.allocate("slot." + name, tile * 4);
+    shared.allocate("order." + name, tile * 4);
+    shared.allocate("offsets." + name, (tile + 1) * 4);
+    if (slot.needsRanking)
+      shared.allocate("ranked." + name, tile * 4);
+  }
+  shared.allocate("scratch", 2 * llvm::PowerOf2Ceil(tile) * 4);
+  if (anyMatrixProduct)
+    shared.allocate("items", (tile + 1) * 4);
+
+  // Staging buffers: one chunk of every unique row of each vector gather.
+  int64_t chunk = 32 * layout.vectorWidth;
+  func.getBody().walk([&](bvec::GatherVecOp gather) {
+    std::string name = "stage." + std::to_string(stagingBuffers.size());
+    stagingBuffers[gather] = name;
+    shared.allocate(name, tile * chunk * 4);
+  });
+  shared.staticBytes = llvm::alignTo(shared.staticBytes, 16);
+
+  // Materialized vectors and matrix-product outputs, after the static part.
+  for (Value v : stages.materialized)
+    shared.materialized.push_back(v);
+  func.getBody().walk([&](bvec::VecMulMatOp mm) {
+    if (!llvm::is_contained(shared.materialized, mm.getResult()))
+      shared.materialized.push_back(mm.getResult());
+  });
+  return success();
+}
+
+kge_runtime::Dim KernelEmitter::lengthOf(Value vector) const {
+  return dims->dimOf(vector, bvec::getFullShape(vector.getType()).size() - 1);
+}
+
+SmallVector<Type> KernelEmitter::kernelArgumentTypes() {
+  SmallVector<Type> types;
+  auto memrefOfType = [&](Type type, bool flatten) -> Type {
+    SmallVector<int64_t> shape = bvec::getFullShape(type);
+    Type element = isa<bvec::TableType>(type)
+                       ? cast<bvec::TableType>(type).getElementType()
+                       : cast<bvec::BatchedType>(type).getElementType();
+    if (flatten)
+      shape[0] = ShapedType::kDynamic; // B * K rows in negative mode
+    return MemRefType::get(shape, element);
+  };
+  for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    if (arg != negativeArray) {
+      types.push_back(memrefOfType(arg.getType(), false));
+      continue;
+    }
+    // The corrupted array: [B, K].
+    auto indices = cast<bvec::IndicesType>(arg.getType());
+    types.push_back(
+        MemRefType::get({indices.getBatchSize(), ShapedType::kDynamic},
+                        indices.getElementType()));
+  }
+  for (Type result : func.getResultTypes())
+    types.push_back(memrefOfType(result, isNegative()));
+  if (!layout.reorderKey.empty() && layout.reorderGroup != 1)
+    types.push_back(MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
+  return types;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+Value KernelEmitter::constIndex(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+Value KernelEmitter::constI32(int32_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value KernelEmitter::constF32(float v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(v));
+}
+Value KernelEmitter::toIndex(Value v) {
+  if (v.getType().isIndex())
+    return v;
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+Value KernelEmitter::toI32(Value v) {
+  if (v.getType().isInteger(32))
+    return v;
+  if (v.getType().isIndex())
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  return arith::TruncIOp::create(b, loc, b.getI32Type(), v);
+}
+Value KernelEmitter::loadI32(Value memref, Value index) {
+  return memref::LoadOp::create(b, loc, memref, toIndex(index));
+}
+
+VectorType KernelEmitter::chunkType() const {
+  return VectorType::get({layout.vectorWidth}, b.getF32Type());
+}
+
+Value KernelEmitter::splat(Value scalar) {
+  return vector::BroadcastOp::create(b, loc, chunkType(), scalar);
+}
+
+Value KernelEmitter::argDim(Value arg, unsigned dim) {
+  Value memref = memrefOf(arg);
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.isDynamicDim(dim))
+    return constIndex(type.getDimSize(dim));
+  return memref::DimOp::create(b, loc, memref, dim);
+}
+
+Value KernelEmitter::dimValue(Value value, unsigned pos) {
+  SmallVector<int64_t> shape = bvec::getFullShape(value.getType());
+  if (!ShapedType::isDynamic(shape[pos]))
+    return constIndex(shape[pos]);
+  // A dynamic item size equals a dimension of some table argument.
+  kge_runtime::Dim dim = dims->dimOf(value, pos);
+  for (BlockArgument arg : func.getArguments()) {
+    if (!isa<bvec::TableType>(arg.getType()))
+      continue;
+    for (unsigned d = 1, e = bvec::getFullShape(arg.getType()).size(); d < e;
+         ++d)
+      if (dims->dimOf(arg, d).symbol == dim.symbol)
+        return argDim(arg, d);
+  }
+  llvm_unreachable("every dynamic item size is a table dimension");
+}
+
+Value KernelEmitter::lengthValue(Value value) {
+  return dimValue(value, bvec::getFullShape(value.getType()).size() - 1);
+}
+
+Value KernelEmitter::warpAllReduce(Value value, bvec::ReductionKind kind) {
+  Value width = constI32(32);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    auto shuffle = gpu::ShuffleOp::create(b, loc, value, constI32(offset),
+                                          width, gpu::ShuffleMode::XOR);
+    Value other = shuffle.getShuffleResult();
+    switch (kind) {
+    case bvec::ReductionKind::max:
+      value = arith::MaximumFOp::create(b, loc, value, other);
+      break;
+    case bvec::ReductionKind::min:
+      value = arith::MinimumFOp::create(b, loc, value, other);
+      break;
+    case bvec::ReductionKind::sum:
+    case bvec::ReductionKind::mean:
+      value = arith::AddFOp::create(b, loc, value, other);
+      break;
+    }
+  }
+  return value;
+}
+
+Value KernelEmitter::localEdge(int64_t i) {
+  return arith::AddIOp::create(b, loc, warp, constIndex(i * layout.warps));
+}
+
+InspectorSlot &KernelEmitter::slotFor(Value indices) {
+  auto it = slots.find(indices);
+  assert(it != slots.end() && "index array without inspector slot");
+  return it->second;
+}
+
+Value KernelEmitter::keyOf(InspectorSlot &slot, Value edge) {
+  return loadI32(slot.keys, edge);
+}
+
+Value KernelEmitter::resultRow(Value edge) {
+  return toIndex(loadI32(rowOf, edge));
+}
+
+Value KernelEmitter::view(StringRef region, Type elementType, int64_t count) {
+  auto type = MemRefType::get({count}, elementType, MemRefLayoutAttrInterface(),
+                              gpu::AddressSpaceAttr::get(
+                                  ctx, gpu::AddressSpace::Workgroup));
+  return memref::ViewOp::create(b, loc, type, smem,
+                                constIndex(shared.offsets.lookup(region)),
+                                ValueRange{});
+}
+
+Value KernelEmitter::materializedView(Value vector) {
+  auto it = materializedViews.find(vector);
+  if (it != materializedViews.end())
+    return it->second;
+  // Offsets of materialized buffers depend on the (dynamic) lengths of the
+  // buffers before them.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(smem.getDefiningOp());
+  Value offset = constIndex(shared.staticBytes);
+  Value tileEdges = constIndex(layout.tile);
+  Value result;
+  for (Value m : shared.materialized) {
+    Value floats = arith::MulIOp::create(b, loc, tileEdges, lengthValue(m));
+    if (m == vector) {
+      auto type = MemRefType::get(
+          {ShapedType::kDynamic}, b.getF32Type(), MemRefLayoutAttrInterface(),
+          gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+      result = memref::ViewOp::create(b, loc, type, smem, offset,
+                                      ValueRange{floats});
+      break;
+    }
+    Value bytes = arith::MulIOp::create(b, loc, floats, constIndex(4));
+    offset = arith::AddIOp::create(b, loc, offset, bytes);
+  }
+  assert(result && "vector is not materialized");
+  materializedViews[vector] = result;
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Prologue
+//===----------------------------------------------------------------------===//
+
+/// Shared-window address of a workgroup memref, as the device library takes
+/// it.
+static Value sharedAddress(OpBuilder &b, Location loc, Value memref) {
+  Value index =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
+  unsigned numArgs = func.getNumArguments();
+  for (auto [i, arg] : llvm::enumerate(func.getArguments()))
+    argMemrefs[arg] = kernel.getArgument(i);
+  for (unsigned r = 0, e = func.getNumResults(); r < e; ++r)
+    resultMemrefs.push_back(kernel.getArgument(numArgs + r));
+  if (!layout.reorderKey.empty() && layout.reorderGroup != 1)
+    permMemref = kernel.getArgument(numArgs + func.getNumResults());
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value c32 = constIndex(32);
+  lane = arith::RemUIOp::create(b, loc, tid, c32);
+  warp = arith::DivUIOp::create(b, loc, tid, c32);
+  Value tileIndex = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+
+  // The results hold one row per scored edge: B rows, or B * K in negative
+  // mode, where the corrupted array is [B, K].
+  Value rows = memref::DimOp::create(b, loc, resultMemrefs.front(), 0);
+  if (isNegative()) {
+    batch = memref::DimOp::create(b, loc, memrefOf(negativeArray), 0);
+    negatives = memref::DimOp::create(b, loc, memrefOf(negativeArray), 1);
+  } else {
+    batch = rows;
+    negatives = constIndex(1);
+  }
+  Value total = rows; // B (or B * K) edges to score.
+  first = arith::MulIOp::create(b, loc, tileIndex, constIndex(layout.tile));
+  Value remaining = arith::SubIOp::create(b, loc, total, first);
+  count = arith::MinUIOp::create(b, loc, remaining, constIndex(layout.tile));
+
+  auto smemType = MemRefType::get(
+      {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  smem = gpu::DynamicSharedMemoryOp::create(b, loc, smemType);
+  itemOf = view("item", b.getI32Type(), layout.tile);
+  rowOf = view("row", b.getI32Type(), layout.tile);
+  for (auto &[value, slot] : slots) {
+    std::string name =
+        func.getArgName(cast<BlockArgument>(value).getArgNumber()).str();
+    slot.keys = view("keys." + name, b.getI32Type(), layout.tile);
+    slot.uniq = view("uniq." + name, b.getI32Type(), layout.tile);
+    slot.slotOf = view("slot." + name, b.getI32Type(), layout.tile);
+    slot.order = view("order." + name, b.getI32Type(), layout.tile);
+    slot.offsets = view("offsets." + name, b.getI32Type(), layout.tile + 1);
+    if (slot.needsRanking)
+      slot.ranked = view("ranked." + name, b.getI32Type(), layout.tile);
+  }
+
+  // Thread e < tile describes local edge e: its positive edge (through the
+  // reorder permutation), its result row and its key in every index array.
+  // Edges past the batch describe edge 0 of the tile, so that every read
+  // stays in bounds; their results are never stored.
+  Value isDescriber =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                            constIndex(layout.tile));
+  scf::IfOp::create(b, loc, isDescriber, [&](OpBuilder &, Location) {
+    Value inTile =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid, count);
+    Value e = arith::SelectOp::create(b, loc, inTile, tid, constIndex(0));
+    Value position = arith::AddIOp::create(b, loc, first, e);
+    Value positive = arith::DivUIOp::create(b, loc, position, negatives);
+    Value negative = arith::RemUIOp::create(b, loc, position, negatives);
+    if (permMemref)
+      positive = toIndex(loadI32(permMemref, positive));
+    Value row = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, positive, negatives), negative);
+    memref::StoreOp::create(b, loc, toI32(positive), itemOf, tid);
+    memref::StoreOp::create(b, loc, toI32(row), rowOf, tid);
+    for (auto &[value, slot] : slots) {
+      SmallVector<Value> at{positive};
+      if (value == negativeArray)
+        at.push_back(negative);
+      Value key = memref::LoadOp::create(b, loc, memrefOf(value), at);
+      memref::StoreOp::create(b, loc, toI32(key), slot.keys, tid);
+      // The inspector assigns slots to the edges inside the tile only; the
+      // others read the first unique row.
+      memref::StoreOp::create(b, loc, constI32(0), slot.slotOf, tid);
+    }
+    scf::YieldOp::create(b, loc);
+  });
+  gpu::BarrierOp::create(b, loc);
+  emitInspectors();
+}
+
+void KernelEmitter::emitInspectors() {
+  Value scratch = view("scratch", b.getI32Type(),
+                       2 * llvm::PowerOf2Ceil(layout.tile));
+  Value count32 = toI32(count);
+  auto i32 = b.getI32Type();
+  for (auto &[value, slot] : slots) {
+    auto call = LLVM::CallOp::create(
+        b, loc, TypeRange{i32}, kInspectUnique,
+        ValueRange{sharedAddress(b, loc, slot.keys), count32,
+                   sharedAddress(b, loc, slot.uniq),
+                   sharedAddress(b, loc, slot.slotOf),
+                   sharedAddress(b, loc, slot.order),
+                   sharedAddress(b, loc, slot.offsets),
+                   sharedAddress(b, loc, scratch)});
+    slot.nuniq = call.getResult();
+    if (slot.needsRanking)
+      LLVM::CallOp::create(b, loc, TypeRange{i32}, kInspectFrequent,
+                           ValueRange{sharedAddress(b, loc, slot.offsets),
+                                      slot.nuniq,
+                                      sharedAddress(b, loc, slot.ranked),
+                                      sharedAddress(b, loc, scratch)});
+    // Stage rows through shared memory when at least a quarter of the
+    // tile's edges repeat a row: nuniq * 4 <= count * 3.
+    Value lhs = arith::MulIOp::create(b, loc, slot.nuniq, constI32(4));
+    Value rhs = arith::MulIOp::create(b, loc, count32, constI32(3));
+    slot.staged =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, lhs, rhs);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Driver
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel) {
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  emitPrologue(kernel);
+  for (int64_t s = 0; s < stages.numStages; ++s)
+    if (failed(emitStage(s)))
+      return failure();
+  if (failed(emitMatrixResults()))
+    return failure();
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+LogicalResult KernelEmitter::emitStage(int64_t stage) {
+  // Matrix products of the stage read their materialized inputs and write
+  // their outputs to shared memory before the chunk loops run.
+  bool anyMatrix = false;
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (auto mm = dyn_cast<bvec::VecMulMatOp>(op);
+        mm && stages.of(mm.getResult()) == stage) {
+      MatrixStageEmitter(*this).emitProduct(mm);
+      anyMatrix = true;
+    }
+  if (anyMatrix)
+    gpu::BarrierOp::create(b, loc);
+
+  if (failed(ChunkLoopEmitter(*this).emitStage(stage)))
+    return failure();
+  emitScalarPostBlock(stage);
+  return success();
+}
+
+void KernelEmitter::storeScalarResult(unsigned result, Value edge,
+                                      Value value) {
+  Value isLane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                        constIndex(0));
+  Value inTile =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, edge, count);
+  Value store = arith::AndIOp::create(b, loc, isLane0, inTile);
+  scf::IfOp::create(b, loc, store, [&](OpBuilder &, Location) {
+    memref::StoreOp::create(b, loc, value, resultMemrefs[result],
+                            resultRow(edge));
+    scf::YieldOp::create(b, loc);
+  });
+}
+
+void KernelEmitter::emitScalarPostBlock(int64_t stage) {
+  int64_t edgesPerWarp = layout.tile / layout.warps;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    Value result = op.getResult(0);
+    if (!isa<bvec::ScalarType>(result.getType()) ||
+        isa<bvec::VecMulVecOp, bvec::NormOp, bvec::ReduceOp>(op))
+      continue;
+    int64_t s = stages.of(result);
+    if (std::max<int64_t>(s, 0) != stage || isa<bvec::ConstantOp>(op))
+      continue;
+    for (int64_t i = 0; i < edgesPerWarp; ++i) {
+      SmallVector<Value> operands;
+      for (Value operand : op.getOperands())
+        operands.push_back(ChunkLoopEmitter(*this).scalar(operand, i));
+      scalars[{result, i}] = ChunkLoopEmitter(*this).applyElementwise(
+          &op, operands, /*scalarMode=*/true);
+    }
+  }
+  // Scalar results complete in this stage.
+  Operation *ret = func.getReturn();
+  for (auto [r, value] : llvm::enumerate(ret->getOperands())) {
+    if (!isa<bvec::ScalarType>(value.getType()) ||
+        std::max<int64_t>(stages.of(value), 0) != stage)
+      continue;
+    for (int64_t i = 0; i < edgesPerWarp; ++i)
+      storeScalarResult(r, localEdge(i),
+                        ChunkLoopEmitter(*this).scalar(value, i));
+  }
+}
+
+LogicalResult KernelEmitter::emitMatrixResults() {
+  Operation *ret = func.getReturn();
+  for (auto [r, value] : llvm::enumerate(ret->getOperands()))
+    if (isa<bvec::MatType>(value.getType()))
+      MatrixStageEmitter(*this).emitMatrixResult(r, value);
+  return success();
+}
