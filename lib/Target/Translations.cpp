@@ -1,6 +1,7 @@
 //===- Translations.cpp - kge-translate's translations --------------------===//
 //
 //   --mlir-to-ptx        gpu.modules (NVVM/LLVM dialects) -> PTX text
+//   --kge-to-bundle      a function lowered by kge-lower-to-gpu -> bundle
 //   --bvec-to-signature  bvec.func -> JSON signatures (the manifest's
 //                        parameter lists)
 //
@@ -9,6 +10,7 @@
 #include "InitAll.h"
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
+#include "Target/Bundle.h"
 #include "Target/PTX.h"
 #include "Target/SignatureJSON.h"
 
@@ -43,6 +45,19 @@ static LogicalResult translateToPTX(Operation *op, llvm::raw_ostream &os) {
   return success();
 }
 
+static LogicalResult translateBundle(Operation *op, llvm::raw_ostream &os) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    return op->emitError("expected a builtin.module");
+  BundleOptions options;
+  options.ptx.chip = ptxChip;
+  FailureOr<std::string> bundle = translateToBundle(module, options);
+  if (failed(bundle))
+    return failure();
+  os << *bundle;
+  return success();
+}
+
 static LogicalResult translateToSignature(Operation *op,
                                           llvm::raw_ostream &os) {
   llvm::json::Array signatures;
@@ -66,6 +81,11 @@ void mlir::kge::registerAllTranslations() {
     TranslateFromMLIRRegistration(
         "mlir-to-ptx", "serialize gpu.modules to PTX", translateToPTX,
         registerAllDialects);
+    TranslateFromMLIRRegistration(
+        "kge-to-bundle",
+        "write the kernel bundle (PTX, cubin, manifest) of a function "
+        "lowered by kge-lower-to-gpu",
+        translateBundle, registerAllDialects);
     TranslateFromMLIRRegistration(
         "bvec-to-signature",
         "print the signatures of bvec functions as JSON",

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The GPU suite, run on a machine with an NVIDIA GPU, CUDA (nvcc, cmake),
+# PyTorch and pytest, without MLIR: it builds runtime/ there, then runs
+#   - the device-library tests (test/gpu/device_library_test.cu),
+#   - the kernels of every example against PyTorch (test/gpu/test_kernels.py)
+#     and the runtime's error handling (test/gpu/test_runtime.py),
+#   - compute-sanitizer memcheck and racecheck on every bundle.
+# Bundles are compiled beforehand on a machine with the compiler:
+#   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles
+# Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
+# (nlohmann/json headers where no package provides them), KGE_GPU_QUICK=1
+# (skip the sanitizer), PYTEST_K (a pytest -k selection).
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUNDLES="${KGE_GPU_BUNDLES:-$ROOT/.carry/bundles}"
+BUILD="${KGE_RUNTIME_BUILD:-/tmp/kge-runtime}"
+OUT="${OUT:-/tmp/kge-gpu-out}"
+mkdir -p "$OUT"
+status=0
+
+echo "==> building runtime/ in $BUILD"
+cmake -G Ninja -S "$ROOT/runtime" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+  -DPython3_EXECUTABLE="$(command -v python3)" \
+  ${KGE_JSON_INCLUDE_DIR:+-DKGE_JSON_INCLUDE_DIR=$KGE_JSON_INCLUDE_DIR} > "$OUT/cmake.log" 2>&1 \
+  && cmake --build "$BUILD" > "$OUT/build.log" 2>&1 \
+  || { cat "$OUT/cmake.log" "$OUT/build.log" | tail -40; echo "0 passed, 1 failed (runtime build)"; exit 1; }
+
+echo "==> device library"
+nvcc -arch=sm_90 -rdc=true -O2 -I "$ROOT/runtime/device" "$ROOT/test/gpu/device_library_test.cu" \
+  "$ROOT/runtime/device/kge_device.cu" -o "$BUILD/device_library_test" && "$BUILD/device_library_test" \
+  | tee "$OUT/device_library.log" | tail -3 || status=1
+
+echo "==> kernels and runtime (pytest)"
+PYTHONPATH="$BUILD/python_packages:$ROOT/test/gpu${PYTHONPATH:+:$PYTHONPATH}" KGE_GPU_BUNDLES="$BUNDLES" \
+  python3 -m pytest -q -p no:cacheprovider --junitxml="$OUT/gpu-pytest.xml" --maxfail=25 \
+  ${PYTEST_K:+-k "$PYTEST_K"} \
+  "$ROOT/test/gpu" 2>&1 | tee "$OUT/pytest.log" | tail -15 || status=1
+
+if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
+  for tool in memcheck racecheck; do
+    echo "==> compute-sanitizer --tool $tool on every bundle"
+    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+      "$BUILD/kge-bundle-run" "$BUNDLES"/*.D128.kgebundle "$BUNDLES"/*.dyn.kgebundle \
+      --size B=300 --size K=5 > "$OUT/sanitizer-$tool.log" 2>&1
+    code=$?
+    tail -4 "$OUT/sanitizer-$tool.log"
+    grep -E "ERROR SUMMARY|unwritten=[1-9]" "$OUT/sanitizer-$tool.log" | sort | uniq -c | head -5
+    [ $code -eq 0 ] || status=1
+  done
+fi
+exit $status

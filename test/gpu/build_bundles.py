@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Compiles the example score functions into kernel bundles for the GPU
+suite (run here, where the compiler is; the bundles travel to the GPU
+machine):
+
+  <out>/<example>.<mode>.<variant>.kgebundle
+
+modes: pos (positive scoring), neg (tail corruption, K negatives per edge);
+variants: dyn (every length dynamic, 4-byte loads) and D<n> (lengths
+specialized to n, 16-byte loads).
+"""
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LENGTHS = (32, 100, 128, 512)
+
+
+def run(*command, stdin=None):
+    result = subprocess.run([str(c) for c in command], input=stdin,
+                            capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"{' '.join(map(str, command))} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--examples", nargs="*", default=None)
+    parser.add_argument("--lengths", type=int, nargs="*", default=list(LENGTHS))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    opt, translate = args.bin / "kge-opt", args.bin / "kge-translate"
+    sources = sorted((ROOT / "examples" / "bvec").glob("*.mlir"))
+    if args.examples:
+        sources = [s for s in sources if s.stem in args.examples]
+    for source in sources:
+        (sig,) = json.loads(run(translate, "--bvec-to-signature", source))
+        lengths = sorted({d for p in sig["params"] for d in p["shape"][1:]
+                          if isinstance(d, str)})
+        for mode, options in (("pos", ""), ("neg", "negative=t")):
+            variants = [("dyn", None)] + [(f"D{n}", n) for n in args.lengths]
+            for name, n in variants:
+                passes = []
+                if n is not None:
+                    sizes = ",".join(f"{s}={n}" for s in lengths)
+                    passes.append(f"-bvec-specialize=sizes={sizes}")
+                passes.append(f"-kge-lower-to-gpu={options}" if options else "-kge-lower-to-gpu")
+                lowered = run(opt, source, *passes)
+                bundle = run(translate, "--kge-to-bundle", stdin=lowered)
+                path = args.out / f"{source.stem}.{mode}.{name}.kgebundle"
+                path.write_text(bundle)
+                print(path.name, len(bundle))
+
+
+if __name__ == "__main__":
+    main()

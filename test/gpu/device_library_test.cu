@@ -1,0 +1,255 @@
+//===- device_library_test.cu - tests of the KGE device library -----------===//
+//
+// Runs the runtime inspector and the reorder/check kernels on the GPU and
+// compares them with CPU references: tiles of every size up to 1024, keys
+// all equal, all distinct and random; group sorts and the global counting
+// sort; index checks with and without bad indices.
+//
+//   nvcc -arch=sm_90 -rdc=true -I runtime/device test/gpu/device_library_test.cu \
+//        runtime/device/kge_device.cu -o device_library_test
+//
+//===----------------------------------------------------------------------===//
+
+#include "kge_device.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <vector>
+
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    cudaError_t e = (call);                                                   \
+    if (e != cudaSuccess) {                                                   \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e), __FILE__, \
+                  __LINE__);                                                  \
+      std::exit(1);                                                           \
+    }                                                                         \
+  } while (0)
+
+static int failures = 0, passes = 0;
+#define EXPECT(cond, ...)                                                     \
+  do {                                                                        \
+    if (cond) {                                                               \
+      ++passes;                                                               \
+    } else {                                                                  \
+      ++failures;                                                             \
+      std::printf("FAIL %s:%d: ", __FILE__, __LINE__);                       \
+      std::printf(__VA_ARGS__);                                               \
+      std::printf("\n");                                                      \
+    }                                                                         \
+  } while (0)
+
+__device__ unsigned long long sharedAddress(void *p) {
+  return static_cast<unsigned long long>(__cvta_generic_to_shared(p));
+}
+
+/// One block per tile: loads `count` keys, runs the inspector, writes out
+/// uniq/slot/order/offsets/ranked and the two return values.
+__global__ void inspectTiles(const int *keys, const int *counts, int tile,
+                             int *out, int stride) {
+  extern __shared__ int shared[];
+  int *k = shared, *uniq = k + tile, *slot = uniq + tile, *order = slot + tile,
+      *offsets = order + tile, *ranked = offsets + tile + 1,
+      *scratch = ranked + tile;
+  int count = counts[blockIdx.x];
+  const int *tileKeys = keys + blockIdx.x * tile;
+  for (int i = threadIdx.x; i < count; i += blockDim.x)
+    k[i] = tileKeys[i];
+  __syncthreads();
+  int nuniq = kge_inspect_unique(sharedAddress(k), count, sharedAddress(uniq),
+                                 sharedAddress(slot), sharedAddress(order),
+                                 sharedAddress(offsets), sharedAddress(scratch));
+  int cached = kge_inspect_frequent(sharedAddress(offsets), nuniq,
+                                    sharedAddress(ranked),
+                                    sharedAddress(scratch));
+  int *o = out + blockIdx.x * stride;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) {
+    o[2 + i] = uniq[i];
+    o[2 + tile + i] = slot[i];
+    o[2 + 2 * tile + i] = order[i];
+    o[2 + 3 * tile + i] = ranked[i];
+  }
+  for (int i = threadIdx.x; i <= count; i += blockDim.x)
+    o[2 + 4 * tile + i] = offsets[i];
+  if (threadIdx.x == 0) {
+    o[0] = nuniq;
+    o[1] = cached;
+  }
+}
+
+static void testInspector(int tile, int blockSize, const char *kind,
+                          std::mt19937 &rng) {
+  const int tiles = 16;
+  std::vector<int> keys(tiles * tile), counts(tiles);
+  for (int t = 0; t < tiles; ++t) {
+    counts[t] = t == 0 ? 0 : (t == 1 ? 1 : (t == 2 ? tile : 1 + rng() % tile));
+    for (int i = 0; i < tile; ++i) {
+      int key = static_cast<int>(rng() % 50);
+      if (std::string(kind) == "same")
+        key = 7;
+      if (std::string(kind) == "distinct")
+        key = 1000 + 3 * i;
+      keys[t * tile + i] = key;
+    }
+  }
+  int stride = 2 + 5 * tile + 1;
+  int *dKeys, *dCounts, *dOut;
+  CHECK(cudaMalloc(&dKeys, keys.size() * 4));
+  CHECK(cudaMalloc(&dCounts, tiles * 4));
+  CHECK(cudaMalloc(&dOut, tiles * stride * 4));
+  CHECK(cudaMemcpy(dKeys, keys.data(), keys.size() * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(dCounts, counts.data(), tiles * 4, cudaMemcpyHostToDevice));
+  int padded = 1;
+  while (padded < tile)
+    padded <<= 1;
+  size_t shared = (6 * tile + 1 + 2 * padded) * 4;
+  CHECK(cudaFuncSetAttribute(inspectTiles,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared)));
+  inspectTiles<<<tiles, blockSize, shared>>>(dKeys, dCounts, tile, dOut, stride);
+  CHECK(cudaGetLastError());
+  std::vector<int> out(tiles * stride);
+  CHECK(cudaMemcpy(out.data(), dOut, out.size() * 4, cudaMemcpyDeviceToHost));
+  for (int t = 0; t < tiles; ++t) {
+    int count = counts[t];
+    const int *o = out.data() + t * stride;
+    std::vector<std::pair<int, int>> sorted;
+    for (int i = 0; i < count; ++i)
+      sorted.push_back({keys[t * tile + i], i});
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int> uniq;
+    std::map<int, int> frequency;
+    for (auto &[key, i] : sorted) {
+      if (uniq.empty() || uniq.back() != key)
+        uniq.push_back(key);
+      ++frequency[key];
+    }
+    int nuniq = o[0];
+    EXPECT(nuniq == static_cast<int>(uniq.size()),
+           "tile %d (%s, %d of %d): %d unique keys, expected %zu", t, kind,
+           count, tile, nuniq, uniq.size());
+    if (nuniq != static_cast<int>(uniq.size()))
+      continue;
+    bool ok = true;
+    for (int u = 0; u < nuniq; ++u)
+      ok &= o[2 + u] == uniq[u];
+    for (int i = 0; i < count; ++i) {
+      int slot = o[2 + tile + i];
+      ok &= slot >= 0 && slot < nuniq && uniq[slot] == keys[t * tile + i];
+      ok &= o[2 + 2 * tile + i] == sorted[i].second;
+    }
+    for (int u = 0; u < nuniq; ++u) {
+      int start = o[2 + 4 * tile + u], end = o[2 + 4 * tile + u + 1];
+      ok &= end - start == frequency[uniq[u]];
+    }
+    ok &= o[2 + 4 * tile + nuniq] == count;
+    int cached = 0;
+    for (auto &[key, f] : frequency)
+      cached += f >= 2;
+    ok &= o[1] == cached;
+    for (int r = 1; r < nuniq; ++r) {
+      int a = o[2 + 3 * tile + r - 1], b = o[2 + 3 * tile + r];
+      int fa = frequency[uniq[a]], fb = frequency[uniq[b]];
+      ok &= fa > fb || (fa == fb && a < b);
+    }
+    EXPECT(ok, "tile %d (%s, %d of %d): wrong inspector outputs", t, kind,
+           count, tile);
+  }
+  CHECK(cudaFree(dKeys));
+  CHECK(cudaFree(dCounts));
+  CHECK(cudaFree(dOut));
+}
+
+static void testSorts(std::mt19937 &rng) {
+  for (long long n : {1LL, 37LL, 4096LL, 16384LL, 100000LL}) {
+    int numKeys = 1345;
+    std::vector<long long> keys(n);
+    std::uniform_int_distribution<int> dist(0, numKeys - 1);
+    for (auto &k : keys)
+      k = dist(rng) % (1 + dist(rng)); // skewed towards small keys
+    long long *dKeys;
+    int *dPerm, *dCounts;
+    CHECK(cudaMalloc(&dKeys, n * 8));
+    CHECK(cudaMalloc(&dPerm, n * 4));
+    CHECK(cudaMalloc(&dCounts, numKeys * 4));
+    CHECK(cudaMemcpy(dKeys, keys.data(), n * 8, cudaMemcpyHostToDevice));
+    // Global counting sort.
+    CHECK(cudaMemset(dCounts, 0, numKeys * 4));
+    kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, dCounts);
+    kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+    kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, dCounts, dPerm);
+    CHECK(cudaGetLastError());
+    std::vector<int> perm(n);
+    CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
+    std::vector<int> seen(n, 0);
+    bool ok = true;
+    for (long long i = 0; i < n; ++i) {
+      ok &= perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
+      if (ok && i)
+        ok &= keys[perm[i - 1]] <= keys[perm[i]];
+    }
+    EXPECT(ok, "counting sort of %lld keys is not a sorting permutation", n);
+    // Sorts within groups.
+    for (int group : {32, 1000, 4096}) {
+      int padded = 1;
+      while (padded < group)
+        padded <<= 1;
+      kge_sort_groups<<<(n + group - 1) / group, std::min(1024, padded),
+                        8 * padded>>>(dKeys, 64, n, group, dPerm);
+      CHECK(cudaGetLastError());
+      CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
+      bool groupOk = true;
+      for (long long i = 0; i < n; ++i) {
+        long long g = i / group;
+        groupOk &= perm[i] / group == g;
+        if (i % group)
+          groupOk &= keys[perm[i - 1]] <= keys[perm[i]];
+      }
+      EXPECT(groupOk, "group sort of %lld keys in groups of %d is wrong", n,
+             group);
+    }
+    CHECK(cudaFree(dKeys));
+    CHECK(cudaFree(dPerm));
+    CHECK(cudaFree(dCounts));
+  }
+}
+
+static void testChecks() {
+  long long n = 10000;
+  std::vector<int> keys(n, 5);
+  int *dKeys;
+  long long *dBad;
+  CHECK(cudaMalloc(&dKeys, n * 4));
+  CHECK(cudaMalloc(&dBad, 8));
+  for (long long badAt : {-1LL, 0LL, 777LL, 9999LL}) {
+    std::fill(keys.begin(), keys.end(), 5);
+    if (badAt >= 0) {
+      keys[badAt] = 100;
+      if (badAt + 10 < n)
+        keys[badAt + 10] = -3;
+    }
+    CHECK(cudaMemcpy(dKeys, keys.data(), n * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(dBad, &n, 8, cudaMemcpyHostToDevice));
+    kge_check_indices<<<40, 256>>>(dKeys, 32, n, 100, dBad);
+    long long bad;
+    CHECK(cudaMemcpy(&bad, dBad, 8, cudaMemcpyDeviceToHost));
+    EXPECT(bad == (badAt < 0 ? n : badAt),
+           "index check reports %lld, expected %lld", bad, badAt < 0 ? n : badAt);
+  }
+  CHECK(cudaFree(dKeys));
+  CHECK(cudaFree(dBad));
+}
+
+int main() {
+  std::mt19937 rng(42);
+  for (int tile : {1, 7, 32, 33, 64, 100, 256, 1024})
+    for (const char *kind : {"random", "same", "distinct"})
+      testInspector(tile, tile > 256 ? 1024 : 256, kind, rng);
+  testSorts(rng);
+  testChecks();
+  std::printf("device library: %d passed, %d failed\n", passes, failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,122 @@
+"""Every example's fused kernel against PyTorch, positive and negative mode.
+
+Batch sizes 1, 37, 4096, 16384; embedding lengths 32, 100, 128, 512; index
+batches uniform, Zipf-skewed, all-identical and all-distinct. Outputs are
+poisoned with NaN before each call, inputs are fresh random numbers, and the
+reference is computed in float64.
+"""
+
+import zlib
+
+import pytest
+import torch
+
+from references import REFERENCES
+
+BATCHES = (1, 37, 4096, 16384)
+LENGTHS = (32, 100, 128, 512)
+KINDS = ("uniform", "zipf", "identical", "distinct")
+NEGATIVES = 7
+ENTITY_ROWS, RELATION_ROWS = 1000, 64
+
+
+def draw(kind, count, rows, generator):
+    if kind == "uniform":
+        return torch.randint(0, rows, (count,), generator=generator, device="cuda")
+    if kind == "zipf":
+        p = torch.arange(1, rows + 1, dtype=torch.float64, device="cuda") ** -1.1
+        return torch.multinomial(p, count, replacement=True, generator=generator)
+    if kind == "identical":
+        return torch.full((count,), rows // 2, dtype=torch.int64, device="cuda")
+    assert rows >= count
+    return torch.randperm(rows, generator=generator, device="cuda")[:count]
+
+
+def make_inputs(signature, mode, batch, length, kind, seed):
+    """Random tables and index arrays for a signature, flattened indices for
+    the reference."""
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    params = signature["params"]
+    negative = mode == "neg"
+    edges = {p["name"]: batch * (NEGATIVES if negative and p["name"] == "t" else 1)
+             for p in params if p["role"] == "indices"}
+    indexed_by = {}
+    for p in params:
+        for table in p.get("indexes", []):
+            indexed_by.setdefault(table, []).append(p["name"])
+    args = {}
+    for p in params:
+        if p["role"] != "table":
+            continue
+        users = indexed_by.get(p["name"], [])
+        rows = RELATION_ROWS if users == ["r"] else ENTITY_ROWS
+        if kind == "distinct":
+            rows = max([rows] + [edges[u] for u in users])
+        shape = [rows] + [length] * (len(p["shape"]) - 1)
+        scale = length ** -0.5 if len(shape) == 3 else 1.0
+        args[p["name"]] = torch.randn(shape, generator=generator, device="cuda") * scale
+    for p in params:
+        if p["role"] != "indices":
+            continue
+        rows = min(args[t].shape[0] for t in indexed_by_table(p, params))
+        index = draw(kind, edges[p["name"]], rows, generator)
+        if negative and p["name"] == "t":
+            index = index.view(batch, NEGATIVES)
+        args[p["name"]] = index
+    return args
+
+
+def indexed_by_table(param, params):
+    return param.get("indexes") or [q["name"] for q in params if q["role"] == "table"][:1]
+
+
+def flatten_for_reference(args, mode, batch):
+    """Index arrays with one entry per scored edge."""
+    if mode != "neg":
+        return args
+    flat = dict(args)
+    for name, value in args.items():
+        if value.dtype != torch.int64:
+            continue
+        flat[name] = (value.reshape(-1) if name == "t"
+                      else value.repeat_interleave(NEGATIVES))
+    return flat
+
+
+def check(program, example, mode, batch, length, kind):
+    seed = zlib.crc32(f"{example}/{mode}/{batch}/{length}/{kind}".encode())
+    args = make_inputs(program.signature, mode, batch, length, kind, seed)
+    shape = (batch, NEGATIVES) if mode == "neg" else (batch,)
+    out = torch.full(shape, float("nan"), device="cuda")
+    result = program(**args, out={"score": out})["score"]
+    torch.cuda.synchronize()
+    assert result is out
+    reference = REFERENCES[example](**flatten_for_reference(args, mode, batch))
+    actual = out.reshape(-1).double()
+    assert not torch.isnan(actual).any(), "some scores were not written"
+    scale = max(1.0, reference.abs().max().item())
+    error = (actual - reference).abs().max().item() / scale
+    relative = ((actual - reference).norm() / reference.norm().clamp_min(1e-30)).item()
+    assert error < 1e-4 and relative < 1e-5, (
+        f"max error {error:.3g} (relative norm {relative:.3g})")
+
+
+EXAMPLES = sorted(REFERENCES)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("length", LENGTHS)
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("mode", ("pos", "neg"))
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_static_length_kernel(program, example, mode, batch, length, kind):
+    check(program(example, mode, f"D{length}"), example, mode, batch, length, kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("length", (100, 512))
+@pytest.mark.parametrize("batch", (37, 4096))
+@pytest.mark.parametrize("mode", ("pos", "neg"))
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_dynamic_length_kernel(program, example, mode, batch, length, kind):
+    check(program(example, mode, "dyn"), example, mode, batch, length, kind)

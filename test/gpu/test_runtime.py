@@ -1,0 +1,140 @@
+"""The runtime refuses bad bundles and bad arguments with clear errors, finds
+out-of-range indices in checked mode, and stays usable afterwards."""
+
+import json
+
+import pytest
+import torch
+
+from conftest import BUNDLES
+from references import REFERENCES
+
+
+def transe_args(rows=100, length=128, batch=64, device="cuda"):
+    g = torch.Generator(device=device).manual_seed(1)
+    return {"Eemb": torch.randn(rows, length, device=device, generator=g),
+            "Remb": torch.randn(10, length, device=device, generator=g),
+            "h": torch.randint(0, rows, (batch,), device=device, generator=g),
+            "r": torch.randint(0, 10, (batch,), device=device, generator=g),
+            "t": torch.randint(0, rows, (batch,), device=device, generator=g)}
+
+
+def assert_matches(score, args):
+    ref = REFERENCES["transe_l2"](**args)
+    assert torch.allclose(score.double(), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def transe(program):
+    return program("transe_l2", "pos", "D128")
+
+
+def bundle_text():
+    return (BUNDLES / "transe_l2.pos.D128.kgebundle").read_text()
+
+
+def test_good_call_allocates_results(transe):
+    args = transe_args()
+    score = transe(**args)["score"]
+    assert score.shape == (64,) and score.device.type == "cuda"
+    assert_matches(score, args)
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda b: b.update(version=7), "bundle version 7 is not supported"),
+    (lambda b: b.update(format="other"), "'format' must be \"kge-bundle\""),
+    (lambda b: b["launches"][-1].update(function="no_such_kernel"),
+     "has no kernel 'no_such_kernel'"),
+    (lambda b: b["modules"][0].update(cubin_base64="@@@"), "not valid base64"),
+    (lambda b: b["launches"][-1].update(grid=["ceildiv(X, 32)", 1, 1]),
+     "uses the size 'X', which no parameter defines"),
+    (lambda b: b["library"].append("kge_missing"),
+     "needs the device-library function 'kge_missing'"),
+    (lambda b: b["function"]["params"].pop(0), "indexes something that is not a table"),
+])
+def test_corrupted_bundles_are_refused(rt, edit, message):
+    bundle = json.loads(bundle_text())
+    edit(bundle)
+    with pytest.raises(rt.BundleError, match=message.replace("(", r"\(")):
+        rt.Program(json.dumps(bundle))
+
+
+def test_truncated_bundle_is_refused(rt):
+    with pytest.raises(rt.BundleError, match="not valid JSON"):
+        rt.Program(bundle_text()[:5000])
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda a: a.update(Eemb=a["Eemb"].double()), "table 'Eemb' expects dtype f32, got f64"),
+    (lambda a: a.update(h=a["h"].int()), "indices 'h' expects dtype i64, got i32"),
+    (lambda a: a.update(Eemb=a["Eemb"][:, :64].contiguous()),
+     "table 'Eemb' expects size 128 in dimension 1"),
+    (lambda a: a.update(t=a["t"][:10]), "indices 't' has size 10 in dimension 0 but 'B' is 64"),
+    (lambda a: a.update(Eemb=a["Eemb"].cpu()), "table 'Eemb' is in host memory"),
+    (lambda a: a.update(Eemb=a["Eemb"].t().contiguous().t()), "must be contiguous"),
+    (lambda a: a.update(h=a["h"].reshape(8, 8)), "indices 'h' expects rank 1"),
+    (lambda a: a.update(h=[1, 2, 3]), "'h' must be a CUDA array"),
+    (lambda a: a.pop("r"), "missing argument 'r'"),
+    (lambda a: a.update(q=a["h"]), "has no argument named 'q'"),
+])
+def test_bad_arguments_are_refused_and_the_program_stays_usable(rt, transe, change, message):
+    args = transe_args()
+    change(args)
+    with pytest.raises(rt.ArgumentError, match=message):
+        transe(**args)
+    good = transe_args()
+    assert_matches(transe(**good)["score"], good)
+
+
+def test_wrong_result_shape_is_refused(rt, transe):
+    args = transe_args()
+    with pytest.raises(rt.ArgumentError, match="result 'score' expects shape"):
+        transe(**args, out={"score": torch.empty(63, device="cuda")})
+
+
+@pytest.mark.parametrize("name,position,value", [("h", 0, 100), ("t", 63, -1), ("r", 17, 10)])
+def test_checked_mode_reports_the_first_bad_index(rt, transe, name, position, value):
+    args = transe_args()
+    args[name][position] = value
+    args[name][position + 1 if position < 63 else 0] = 10**6  # a later one too
+    with pytest.raises(rt.IndexRangeError,
+                       match=rf"index {value} at position {position} of '{name}' is out of range"):
+        transe(**args, checked=True)
+    good = transe_args()
+    assert_matches(transe(**good, checked=True)["score"], good)
+
+
+def test_cuda_array_interface_and_dlpack_inputs(rt, transe):
+    cupy = pytest.importorskip("cupy")
+    args = transe_args()
+    cupy_args = {k: cupy.asarray(v) for k, v in args.items()}
+    result = transe(**cupy_args)["score"]
+    assert isinstance(result, rt.DeviceBuffer)
+    assert_matches(torch.as_tensor(cupy.asarray(result), device="cuda"), args)
+
+    class OnlyDLPack:
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, stream=None):
+            return self.tensor.__dlpack__()
+
+    wrapped = {k: OnlyDLPack(v) for k, v in args.items()}
+    out = torch.empty(64, device="cuda")
+    transe(**wrapped, out={"score": out})
+    assert_matches(out, args)
+
+
+def test_streams(transe):
+    args = transe_args()
+    stream = torch.cuda.Stream()
+    out = torch.empty(64, device="cuda")
+    with torch.cuda.stream(stream):
+        transe(**args, out={"score": out}, stream=stream.cuda_stream)
+    stream.synchronize()
+    assert_matches(out, args)
+
+
+def test_empty_batch(transe):
+    args = transe_args(batch=0)
+    assert transe(**args)["score"].shape == (0,)
