@@ -32,7 +32,7 @@ nvcc -arch=sm_90 -rdc=true -O2 -I "$ROOT/runtime/device" "$ROOT/test/gpu/device_
 
 echo "==> kernels and runtime (pytest)"
 PYTHONPATH="$BUILD/python_packages:$ROOT/test/gpu${PYTHONPATH:+:$PYTHONPATH}" KGE_GPU_BUNDLES="$BUNDLES" \
-  python3 -m pytest -q -p no:cacheprovider --junitxml="$OUT/gpu-pytest.xml" --maxfail=25 \
+  python3 -m pytest ${PYTEST_VERBOSE:+-v} -q -p no:cacheprovider --junitxml="$OUT/gpu-pytest.xml" --maxfail=25 \
   ${PYTEST_K:+-k "$PYTEST_K"} \
   "$ROOT/test/gpu" 2>&1 | tee "$OUT/pytest.log" | tail -15 || status=1
 

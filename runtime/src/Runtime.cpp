@@ -9,7 +9,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 namespace kge_runtime {
 
@@ -74,7 +73,7 @@ CUmodule linkModule(const ModuleImage &image, const std::string &chip,
   bool useObject = !image.cubin.empty() && chip == ownChip;
   CUresult r;
   if (useObject)
-    r = d.cuLinkAddData(link, CU_JIT_INPUT_OBJECT,
+    r = d.cuLinkAddData(link, CU_JIT_INPUT_CUBIN,
                         const_cast<char *>(image.cubin.data()),
                         image.cubin.size(), image.name.c_str(), 0, nullptr,
                         nullptr);
@@ -90,7 +89,7 @@ CUmodule linkModule(const ModuleImage &image, const std::string &chip,
                       "(nvcc was not found at build time)");
   bool libraryObject = device_library::objectChip() == ownChip;
   if (libraryObject)
-    r = d.cuLinkAddData(link, CU_JIT_INPUT_OBJECT,
+    r = d.cuLinkAddData(link, CU_JIT_INPUT_CUBIN,
                         const_cast<unsigned char *>(device_library::object()),
                         device_library::objectSize(), "kge_device", 0,
                         nullptr, nullptr);

@@ -2,7 +2,6 @@
 
 #include "kge/runtime/Signature.h"
 
-#include <sstream>
 
 namespace kge_runtime {
 
@@ -90,22 +89,20 @@ std::vector<int64_t> Bindings::shapeOf(const Parameter &param) const {
   return shape;
 }
 
+// Messages are built from strings, not iostreams: the runtime lives in
+// processes (PyTorch's) whose C++ locale state it must not depend on.
 static std::string shapeString(const std::vector<int64_t> &shape) {
-  std::ostringstream os;
-  os << '[';
+  std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << ']';
-  return os.str();
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
 }
 
 static std::string shapeString(const std::vector<Dim> &shape) {
-  std::ostringstream os;
-  os << '[';
+  std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    os << (i ? ", " : "") << shape[i].str();
-  os << ']';
-  return os.str();
+    text += (i ? ", " : "") + shape[i].str();
+  return text + "]";
 }
 
 /// Checks one array against `param`, binding its symbols. `origin` records,
@@ -114,37 +111,33 @@ static bool bindOne(const Parameter &param, const ArrayDesc &array,
                     Bindings &bindings,
                     std::map<std::string, std::string> &origin,
                     std::string &error) {
-  std::ostringstream os;
+  std::string what = std::string(roleName(param.role)) + " '" + param.name + "'";
   if (array.dtype != param.dtype) {
-    os << roleName(param.role) << " '" << param.name << "' expects dtype "
-       << dtypeName(param.dtype) << ", got " << dtypeName(array.dtype);
-    error = os.str();
+    error = what + " expects dtype " + dtypeName(param.dtype) + ", got " +
+            dtypeName(array.dtype);
     return false;
   }
   if (array.shape.size() != param.shape.size()) {
-    os << roleName(param.role) << " '" << param.name << "' expects rank "
-       << param.shape.size() << " (shape " << shapeString(param.shape)
-       << "), got rank " << array.shape.size() << " (shape "
-       << shapeString(array.shape) << ")";
-    error = os.str();
+    error = what + " expects rank " + std::to_string(param.shape.size()) +
+            " (shape " + shapeString(param.shape) + "), got rank " +
+            std::to_string(array.shape.size()) + " (shape " +
+            shapeString(array.shape) + ")";
     return false;
   }
   for (size_t d = 0; d < param.shape.size(); ++d) {
     const Dim &dim = param.shape[d];
     int64_t actual = array.shape[d];
+    std::string where = " in dimension " + std::to_string(d);
     if (actual < 0) {
-      os << roleName(param.role) << " '" << param.name << "' has negative size "
-         << actual << " in dimension " << d;
-      error = os.str();
+      error = what + " has negative size " + std::to_string(actual) + where;
       return false;
     }
     if (dim.isStatic()) {
       if (actual != dim.size) {
-        os << roleName(param.role) << " '" << param.name << "' expects size "
-           << dim.size << " in dimension " << d << " (shape "
-           << shapeString(param.shape) << "), got " << actual << " (shape "
-           << shapeString(array.shape) << ")";
-        error = os.str();
+        error = what + " expects size " + std::to_string(dim.size) + where +
+                " (shape " + shapeString(param.shape) + "), got " +
+                std::to_string(actual) + " (shape " +
+                shapeString(array.shape) + ")";
         return false;
       }
       continue;
@@ -156,10 +149,9 @@ static bool bindOne(const Parameter &param, const ArrayDesc &array,
       continue;
     }
     if (bound != actual) {
-      os << roleName(param.role) << " '" << param.name << "' has size "
-         << actual << " in dimension " << d << " but '" << dim.symbol
-         << "' is " << bound << " (set by '" << origin[dim.symbol] << "')";
-      error = os.str();
+      error = what + " has size " + std::to_string(actual) + where + " but '" +
+              dim.symbol + "' is " + std::to_string(bound) + " (set by '" +
+              origin[dim.symbol] + "')";
       return false;
     }
   }

@@ -54,8 +54,6 @@ public:
   Builder &b;
 };
 
-std::string dimString(const kge_runtime::Dim &dim) { return dim.str(); }
-
 /// The bundle's parameter of a function parameter: in negative mode the
 /// corrupted index array is [B, K] and results gain a K dimension.
 kge_runtime::Signature bundleSignature(const kge_runtime::Signature &base,
@@ -77,14 +75,15 @@ Attribute signatureAttr(BundleBuilder &bb,
                         const kge_runtime::Signature &signature) {
   SmallVector<Attribute> params;
   for (const kge_runtime::Parameter &p : signature.params) {
-    SmallVector<std::string> shape;
+    // Static sizes are numbers, symbolic sizes their names.
+    SmallVector<Attribute> shape;
     for (const kge_runtime::Dim &d : p.shape)
-      shape.push_back(dimString(d));
+      shape.push_back(d.isStatic() ? bb.num(d.size) : bb.str(d.symbol));
     SmallVector<std::pair<StringRef, Attribute>> entries{
         {"name", bb.str(p.name)},
         {"role", bb.str(kge_runtime::roleName(p.role))},
         {"dtype", bb.str(kge_runtime::dtypeName(p.dtype))},
-        {"shape", bb.dims(shape)}};
+        {"shape", bb.arr(shape)}};
     if (p.role == kge_runtime::ParamRole::Indices) {
       SmallVector<Attribute> indexes;
       for (unsigned t : p.indexedTables)
