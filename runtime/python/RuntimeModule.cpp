@@ -242,6 +242,12 @@ py::dict describeSignature(const Signature &signature) {
         shape.append(d.symbol);
     }
     entry["shape"] = shape;
+    if (p.role == ParamRole::Indices) {
+      py::list indexes;
+      for (unsigned t : p.indexedTables)
+        indexes.append(signature.params[t].name);
+      entry["indexes"] = indexes;
+    }
     params.append(entry);
   }
   py::dict result;

@@ -26,21 +26,36 @@ int deviceCount() {
 
 namespace {
 
-/// Makes the primary context of `device` current on this thread.
+/// Makes the primary context of `device` current on this thread. The
+/// context of each device is retained once per process.
 CUcontext useDevice(int device) {
+  static std::mutex mutex;
+  static std::map<int, CUcontext> contexts;
   const Driver &d = driver();
-  int count = 0;
-  check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
-  if (device < 0 || device >= count)
-    throw CudaError("CUDA device " + std::to_string(device) +
-                    " does not exist (" + std::to_string(count) +
-                    " devices)");
-  CUdevice handle;
-  check(d.cuDeviceGet(&handle, device), "cuDeviceGet");
-  CUcontext context;
-  check(d.cuDevicePrimaryCtxRetain(&context, handle),
-        "cuDevicePrimaryCtxRetain");
-  check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  CUcontext context = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = contexts.find(device);
+    if (it != contexts.end()) {
+      context = it->second;
+    } else {
+      int count = 0;
+      check(d.cuDeviceGetCount(&count), "cuDeviceGetCount");
+      if (device < 0 || device >= count)
+        throw CudaError("CUDA device " + std::to_string(device) +
+                        " does not exist (" + std::to_string(count) +
+                        " devices)");
+      CUdevice handle;
+      check(d.cuDeviceGet(&handle, device), "cuDeviceGet");
+      check(d.cuDevicePrimaryCtxRetain(&context, handle),
+            "cuDevicePrimaryCtxRetain");
+      contexts[device] = context;
+    }
+  }
+  CUcontext current = nullptr;
+  check(d.cuCtxGetCurrent(&current), "cuCtxGetCurrent");
+  if (current != context)
+    check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
   return context;
 }
 

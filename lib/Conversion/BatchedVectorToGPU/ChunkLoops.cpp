@@ -227,6 +227,72 @@ Value combine(OpBuilder &b, Location loc, bvec::ReductionKind kind, Value a,
 }
 } // namespace
 
+/// The generic address of a memref's data (global memory).
+static Value genericBase(OpBuilder &b, Location loc, Value memref) {
+  Value index = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+/// The generic address of a shared-memory (workgroup) memref's data.
+static Value genericSharedBase(OpBuilder &b, Location loc, Value memref) {
+  Value window = genericBase(b, loc, memref);
+  auto shared = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value pointer = LLVM::IntToPtrOp::create(b, loc, shared, window);
+  Value generic = LLVM::AddrSpaceCastOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), pointer);
+  return LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), generic);
+}
+
+Value ChunkLoopEmitter::loadGatheredChunk(bvec::GatherVecOp gather, Value edge,
+                                          Value d0, Value valid) {
+  // Staged rows come from the shared buffer, the others straight from the
+  // table: one generic load from either address, no branch, so that the
+  // loads of all gathers and edges of a chunk are in flight together.
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  int64_t width = k.layout.vectorWidth;
+  int64_t chunk = 32 * width;
+  InspectorSlot &slot = k.slotFor(gather.getIndices());
+  auto toI64 = [&](Value v) -> Value {
+    if (v.getType().isInteger(64))
+      return v;
+    if (v.getType().isIndex())
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+    return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+  };
+  auto bytes = [&](Value elements) {
+    return arith::MulIOp::create(b, loc, elements,
+                                 arith::ConstantIntOp::create(b, loc, 4, 64));
+  };
+  Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
+                        k.layout.tile * chunk);
+  Value laneOffset = arith::MulIOp::create(b, loc, k.lane, k.constIndex(width));
+  Value u = toI64(k.loadI32(slot.slotOf, edge));
+  Value inStage = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, u,
+                            arith::ConstantIntOp::create(b, loc, chunk, 64)),
+      toI64(laneOffset));
+  Value sharedAddress = arith::AddIOp::create(
+      b, loc, genericSharedBase(b, loc, buffer), bytes(inStage));
+  Value table = k.memrefOf(gather.getTable());
+  Value row = toI64(k.keyOf(slot, edge));
+  Value safe = arith::SelectOp::create(b, loc, valid, d0, k.constIndex(0));
+  Value rowLength = toI64(k.argDim(gather.getTable(), 1));
+  Value inTable = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, rowLength), toI64(safe));
+  Value globalAddress = arith::AddIOp::create(
+      b, loc, genericBase(b, loc, table), bytes(inTable));
+  Value address = arith::SelectOp::create(b, loc, slot.staged, sharedAddress,
+                                          globalAddress);
+  Value pointer = LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
+  Value loaded = LLVM::LoadOp::create(b, loc, k.chunkType(), pointer,
+                                      /*alignment=*/4 * width);
+  return arith::SelectOp::create(b, loc, valid, loaded,
+                                 k.splat(k.constF32(0.0f)));
+}
+
 struct ChunkLoopEmitter::Loop {
   std::string lengthKey;
   Value lengthOf; ///< A vector of the loop's length.
@@ -359,25 +425,39 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
     Value valid =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, d0, length);
 
-    // Stage the chunk of every unique row of repeated gathers.
+    // Stage the chunk of every unique row of repeated gathers: each warp
+    // loads its rows (tile / warps of them at most) before storing any, so
+    // that the loads overlap.
+    int64_t rowsPerWarp = k.layout.tile / k.layout.warps;
     for (bvec::GatherVecOp gather : gathers) {
       InspectorSlot &slot = k.slotFor(gather.getIndices());
       Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
                             k.layout.tile * chunk);
       Value table = k.memrefOf(gather.getTable());
       scf::IfOp::create(b, loc, slot.staged, [&](OpBuilder &, Location) {
-        scf::ForOp::create(
-            b, loc, k.warp, k.toIndex(slot.nuniq),
-            k.constIndex(k.layout.warps), ValueRange{},
-            [&](OpBuilder &, Location, Value u, ValueRange) {
-              Value row = k.toIndex(k.loadI32(slot.uniq, u));
-              Value v = loadGlobalChunk(table, ValueRange{row}, d0, valid);
-              Value at = arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, u, k.constIndex(chunk)),
-                  laneOffset);
-              alignedStore(b, loc, v, buffer, ValueRange{at}, 4 * width);
-              scf::YieldOp::create(b, loc);
-            });
+        Value nuniq = k.toIndex(slot.nuniq);
+        SmallVector<Value> rows, present, loaded;
+        for (int64_t i = 0; i < rowsPerWarp; ++i) {
+          Value u = arith::AddIOp::create(
+              b, loc, k.warp, k.constIndex(i * k.layout.warps));
+          Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           u, nuniq);
+          Value safe = arith::SelectOp::create(b, loc, ok, u, k.constIndex(0));
+          Value row = k.toIndex(k.loadI32(slot.uniq, safe));
+          rows.push_back(safe);
+          present.push_back(ok);
+          loaded.push_back(loadGlobalChunk(table, ValueRange{row}, d0, valid));
+        }
+        for (int64_t i = 0; i < rowsPerWarp; ++i) {
+          Value at = arith::AddIOp::create(
+              b, loc,
+              arith::MulIOp::create(b, loc, rows[i], k.constIndex(chunk)),
+              laneOffset);
+          scf::IfOp::create(b, loc, present[i], [&](OpBuilder &, Location) {
+            alignedStore(b, loc, loaded[i], buffer, ValueRange{at}, 4 * width);
+            scf::YieldOp::create(b, loc);
+          });
+        }
         scf::YieldOp::create(b, loc);
       });
     }
@@ -398,31 +478,7 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
         Value computed =
             TypeSwitch<Operation *, Value>(def)
                 .Case([&](bvec::GatherVecOp gather) -> Value {
-                  InspectorSlot &slot = k.slotFor(gather.getIndices());
-                  Value buffer =
-                      k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
-                             k.layout.tile * chunk);
-                  auto ifOp = scf::IfOp::create(
-                      b, loc, TypeRange{chunkType}, slot.staged,
-                      /*withElseRegion=*/true);
-                  {
-                    OpBuilder::InsertionGuard g(b);
-                    b.setInsertionPointToStart(ifOp.thenBlock());
-                    Value u = k.toIndex(k.loadI32(slot.slotOf, edge));
-                    Value at = arith::AddIOp::create(
-                        b, loc,
-                        arith::MulIOp::create(b, loc, u, k.constIndex(chunk)),
-                        laneOffset);
-                    scf::YieldOp::create(
-                        b, loc, loadSharedChunk(buffer, at, valid));
-                    b.setInsertionPointToStart(ifOp.elseBlock());
-                    Value row = k.toIndex(k.keyOf(slot, edge));
-                    scf::YieldOp::create(
-                        b, loc,
-                        loadGlobalChunk(k.memrefOf(gather.getTable()),
-                                        ValueRange{row}, d0, valid));
-                  }
-                  return ifOp.getResult(0);
+                  return loadGatheredChunk(gather, edge, d0, valid);
                 })
                 .Case([&](bvec::ConstantOp constant) -> Value {
                   return k.splat(

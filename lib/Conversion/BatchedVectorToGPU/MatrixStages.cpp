@@ -20,7 +20,9 @@ using namespace mlir;
 using namespace mlir::kge;
 
 static constexpr int64_t kEdgesPerItem = 8;
-static constexpr int64_t kUnroll = 4;
+// Matrix rows loaded before their products: 16 x 16-byte loads in flight
+// per lane hide the memory latency of the streamed matrices.
+static constexpr int64_t kUnroll = 16;
 
 Value mlir::kge::sharedMatrixKey(Value matrix) {
   Value key;
@@ -200,8 +202,7 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
           rowStarts.push_back(
               arith::MulIOp::create(b, loc, edge, inputLength));
 
-        // acc[j] += x[edge_j][k] * M[k][cols], kUnroll rows at a time so
-        // that several matrix loads are in flight.
+        // acc[j] += x[edge_j][k] * M[k][cols], kUnroll rows at a time.
         auto accumulate = [&](Value kk, ValueRange acc,
                               int64_t rows) -> SmallVector<Value> {
           SmallVector<Value> matrixRows;

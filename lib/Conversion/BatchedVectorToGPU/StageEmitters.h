@@ -58,6 +58,9 @@ public:
 private:
   struct Loop;
   LogicalResult emitLoop(int64_t stage, Loop &loop);
+  /// A chunk of the row `gather` reads for local edge `edge`.
+  Value loadGatheredChunk(bvec::GatherVecOp gather, Value edge, Value d0,
+                          Value valid);
   Value readLeaf(Value vector, Value edge, Value d0, Value valid);
 
   KernelEmitter &k;

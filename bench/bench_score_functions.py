@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Score functions: KGE's fused kernels against PyTorch eager and
+torch.compile, measured in one run on the GPU machine.
+
+For every example score function, batch size and embedding length, on a
+knowledge graph (FB15k-like synthetic, or WN18-like from WordNet 3.0):
+time per call (median of back-to-back calls timed with CUDA events, results
+allocated by each call), edges per second, peak GPU memory of one call, and
+the fraction of the bytes-moved bound reached: the bytes of the unique rows
+and matrices a batch needs (plus indices and scores) over the
+device-to-device bandwidth measured in the same run.
+
+    python3 bench/bench_score_functions.py --bundles .carry/bundles \\
+        --dataset fb15k --out $OUT/fb15k.json
+
+Bundles come from test/gpu/build_bundles.py (<model>.pos.D<length>).
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import datasets  # noqa: E402
+
+MODELS = ["transe_l1", "transe_l2", "transh", "transr", "transf", "rescal", "distmult", "complex"]
+
+
+# PyTorch implementations, as a KGE system writes them (fp32).
+def transe(p):
+    def fn(Eemb, Remb, h, r, t):
+        return torch.linalg.vector_norm(Eemb[h] - Eemb[t] + Remb[r], ord=p, dim=-1)
+    return fn
+
+
+def transh(Eemb, Remb, Pv, h, r, t):
+    d = Eemb[h] - Eemb[t]
+    normal = Pv[r]
+    return torch.linalg.vector_norm(d + Remb[r] - (normal * d).sum(-1, keepdim=True) * normal, dim=-1)
+
+
+def transr(Eemb, Remb, Pm, h, r, t):
+    projected = torch.bmm((Eemb[h] - Eemb[t]).unsqueeze(1), Pm[r]).squeeze(1)
+    return torch.linalg.vector_norm(projected + Remb[r], dim=-1)
+
+
+def transf(Eemb, Remb, h, r, t):
+    head, tail = Eemb[h], Eemb[t]
+    return 2 * (head * tail).sum(-1) + ((tail - head) * Remb[r]).sum(-1)
+
+
+def rescal(Eemb, Pm, h, r, t):
+    hm = torch.bmm(Eemb[h].unsqueeze(1), Pm[r]).squeeze(1)
+    return (hm * Eemb[t]).sum(-1)
+
+
+def distmult(Eemb, Remb, h, r, t):
+    return (Eemb[h] * Remb[r] * Eemb[t]).sum(-1)
+
+
+def complex_(Ere, Eim, Rre, Rim, h, r, t):
+    hre, him, tre, tim, rre, rim = Ere[h], Eim[h], Ere[t], Eim[t], Rre[r], Rim[r]
+    return ((hre * rre - him * rim) * tre + (hre * rim + him * rre) * tim).sum(-1)
+
+
+TORCH = {"transe_l1": transe(1), "transe_l2": transe(2), "transh": transh, "transr": transr,
+         "transf": transf, "rescal": rescal, "distmult": distmult, "complex": complex_}
+
+
+def time_per_call(fn, warmup=5, calls=20, rounds=7):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(rounds):
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end) * 1e3 / calls)
+    return float(np.median(samples)), float(np.min(samples)), float(np.max(samples))
+
+
+def peak_bytes(fn):
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    fn()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
+
+
+def copy_bandwidth():
+    x = torch.empty(512 * 2**20, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    median, _, _ = time_per_call(lambda: y.copy_(x), calls=10)
+    return 2 * x.numel() / (median * 1e-6)
+
+
+def make_tables(signature, entities, relations, length, generator):
+    tables = {}
+    indexed_by = {}
+    for p in signature["params"]:
+        for table in p.get("indexes", []):
+            indexed_by.setdefault(table, []).append(p["name"])
+    for p in signature["params"]:
+        if p["role"] != "table":
+            continue
+        rows = relations if indexed_by.get(p["name"]) == ["r"] else entities
+        shape = [rows] + [length] * (len(p["shape"]) - 1)
+        scale = length ** -0.5 if len(shape) == 3 else 0.1
+        tables[p["name"]] = torch.randn(shape, generator=generator, device="cuda") * scale
+    return tables, indexed_by
+
+
+def bytes_bound(signature, tables, indices, batch):
+    """Bytes a batch must move: unique rows of every gather, the index
+    arrays, the scores."""
+    total = 0
+    for p in signature["params"]:
+        if p["role"] != "indices":
+            continue
+        unique = torch.unique(indices[p["name"]]).numel()
+        for table in p.get("indexes", []):
+            item = tables[table][0]
+            total += unique * item.numel() * item.element_size()
+        total += batch * 8
+    return total + batch * 4
+
+
+def scratch_bytes(bundle, sizes):
+    """The runtime's scratch buffers of one call (outside torch's allocator)."""
+    total = 0
+    for s in bundle["scratch"]:
+        # Scratch counts are sums, products and minima of sizes.
+        expression = re.sub(r"[A-Za-z_][A-Za-z0-9_]*",
+                            lambda m: m.group(0) if m.group(0) in ("min", "max") else str(sizes[m.group(0)]),
+                            s["count"])
+        total += eval(expression, {"__builtins__": {}, "min": min, "max": max}) * 4  # noqa: S307
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bundles", type=pathlib.Path, required=True)
+    parser.add_argument("--dataset", choices=["fb15k", "wn18"], required=True)
+    parser.add_argument("--wn18", type=pathlib.Path, default=pathlib.Path(".carry/wn18like.npz"))
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--models", nargs="*", default=MODELS)
+    parser.add_argument("--batches", type=int, nargs="*", default=[4096, 16384])
+    parser.add_argument("--lengths", type=int, nargs="*", default=[128, 512])
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+
+    import kge_runtime
+    torch._dynamo.config.cache_size_limit = 64
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    if args.dataset == "fb15k":
+        triples, entities, relations = datasets.fb15k_like()
+    else:
+        data = np.load(args.wn18)
+        triples, entities, relations = data["triples"], int(data["entities"]), int(data["relations"])
+    triples = torch.from_numpy(triples).cuda()
+    bandwidth = copy_bandwidth()
+    print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e9:.0f} GB/s; "
+          f"{args.dataset}: {entities} entities, {relations} relations, {len(triples)} triples", flush=True)
+
+    results = {"device": torch.cuda.get_device_name(), "dataset": args.dataset,
+               "entities": entities, "relations": relations, "triples": len(triples),
+               "copy_bandwidth_bytes_per_s": bandwidth, "torch": torch.__version__,
+               "timing": "median of 7 rounds of 20 back-to-back calls (CUDA events), after 5 warm-up calls",
+               "entries": []}
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    for model in args.models:
+        compiled = None if args.no_compile else torch.compile(TORCH[model], dynamic=False)
+        for length in args.lengths:
+            bundle_path = args.bundles / f"{model}.pos.D{length}.kgebundle"
+            bundle_text = bundle_path.read_text()
+            program = kge_runtime.Program(bundle_text)
+            tables, _ = make_tables(program.signature, entities, relations, length, generator)
+            for batch in args.batches:
+                sample = triples[torch.randint(0, len(triples), (batch,), generator=generator, device="cuda")]
+                indices = {"h": sample[:, 0].contiguous(), "r": sample[:, 1].contiguous(),
+                           "t": sample[:, 2].contiguous()}
+                inputs = {**tables, **indices}
+                kge = lambda: program(**inputs)["score"]  # noqa: E731
+                eager = lambda: TORCH[model](**inputs)  # noqa: E731
+                expected = eager()
+                got = kge()
+                error = ((got - expected).norm() / expected.norm()).item()
+                entry = {"model": model, "length": length, "batch": batch, "relative_error": error,
+                         "unique_relations": torch.unique(indices["r"]).numel()}
+                sizes = {"B": batch, **{f"N_{n}": t.shape[0] for n, t in tables.items()}}
+                for name, fn in (("kge", kge), ("eager", eager), ("compile", compiled and (lambda: compiled(**inputs)))):
+                    if fn is None:
+                        continue
+                    if name == "compile":
+                        t0 = time.time()
+                        fn()
+                        torch.cuda.synchronize()
+                        entry["compile_seconds"] = time.time() - t0
+                    median, best, worst = time_per_call(fn)
+                    peak = peak_bytes(fn)
+                    if name == "kge":
+                        peak += scratch_bytes(json.loads(bundle_text), sizes)
+                    entry[name] = {"us_per_call": median, "us_min": best, "us_max": worst,
+                                   "edges_per_s": batch / (median * 1e-6), "peak_bytes": peak}
+                bound = bytes_bound(program.signature, tables, indices, batch)
+                entry["bytes_bound"] = bound
+                entry["kge"]["fraction_of_bound"] = bound / bandwidth / (entry["kge"]["us_per_call"] * 1e-6)
+                for base in ("eager", "compile"):
+                    if base in entry:
+                        entry[f"speedup_vs_{base}"] = entry[base]["us_per_call"] / entry["kge"]["us_per_call"]
+                        entry[f"memory_vs_{base}"] = entry["kge"]["peak_bytes"] / max(entry[base]["peak_bytes"], 1)
+                results["entries"].append(entry)
+                print(f"{model:10s} D{length:<4d} B{batch:<6d} kge {entry['kge']['us_per_call']:9.1f} us"
+                      f"  eager {entry['eager']['us_per_call']:9.1f}"
+                      + (f"  compile {entry['compile']['us_per_call']:9.1f}" if "compile" in entry else "")
+                      + f"  x{entry.get('speedup_vs_compile', float('nan')):6.2f} vs compile"
+                      f"  x{entry['speedup_vs_eager']:6.2f} vs eager"
+                      f"  bound {100 * entry['kge']['fraction_of_bound']:5.1f}%"
+                      f"  mem {100 * entry['memory_vs_eager']:6.2f}% of eager  err {error:.1e}", flush=True)
+                args.out.write_text(json.dumps(results, indent=1))
+            del program
+        torch.cuda.empty_cache()
+    args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Knowledge graphs for the benchmarks.
+
+- FB15k-like: synthetic, with FB15k's sizes (14,951 entities, 1,345
+  relations, 592,213 triples) and Zipf-skewed relations.
+- WN18-like: built from WordNet 3.0 (Debian's wordnet-base): synsets are
+  entities and pointers of WN18's 18 relation types are edges; like WN18,
+  only well-connected synsets are kept (at least 5 edges), which gives
+  about 38,000 entities and 149,000 triples (WN18: 40,943 and 151,442).
+
+    python3 bench/datasets.py --out wn18like.npz     # on a machine with WordNet
+"""
+
+import argparse
+import pathlib
+
+import numpy as np
+
+FB15K_ENTITIES, FB15K_RELATIONS, FB15K_TRIPLES = 14951, 1345, 592213
+
+# WordNet pointer symbols of WN18's 18 relations.
+WN18_RELATIONS = {
+    "@": "hypernym", "~": "hyponym", "@i": "instance_hypernym",
+    "~i": "instance_hyponym", "#m": "member_holonym", "%m": "member_meronym",
+    "#p": "part_holonym", "%p": "part_meronym", ";c": "synset_domain_topic_of",
+    "-c": "member_of_domain_topic", ";r": "synset_domain_region_of",
+    "-r": "member_of_domain_region", ";u": "synset_domain_usage_of",
+    "-u": "member_of_domain_usage", "+": "derivationally_related_form",
+    "^": "also_see", "&": "similar_to", "$": "verb_group",
+}
+
+
+def zipf_probabilities(n, exponent=1.1):
+    p = np.arange(1, n + 1, dtype=np.float64) ** -exponent
+    return p / p.sum()
+
+
+def fb15k_like(seed=0):
+    """(triples [n, 3] int64: head, relation, tail), entities, relations."""
+    rng = np.random.default_rng(seed)
+    relations = rng.choice(FB15K_RELATIONS, FB15K_TRIPLES, p=zipf_probabilities(FB15K_RELATIONS))
+    heads = rng.integers(0, FB15K_ENTITIES, FB15K_TRIPLES)
+    tails = rng.integers(0, FB15K_ENTITIES, FB15K_TRIPLES)
+    return np.stack([heads, relations, tails], 1), FB15K_ENTITIES, FB15K_RELATIONS
+
+
+def wn18_like(wordnet=pathlib.Path("/usr/share/wordnet"), min_degree=5):
+    """Triples of WordNet 3.0 pointers of WN18's relation types between
+    synsets with at least `min_degree` such edges."""
+    entity = {}
+    symbols = list(WN18_RELATIONS)
+    triples = []
+    pos_of = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r"}
+
+    def entity_id(pos, offset):
+        return entity.setdefault((pos_of[pos], offset), len(entity))
+
+    for part in ("noun", "verb", "adj", "adv"):
+        for line in (wordnet / f"data.{part}").open(encoding="latin-1"):
+            if line.startswith("  "):
+                continue  # license header
+            fields = line.split(" | ")[0].split()
+            offset, pos = fields[0], fields[2]
+            words = int(fields[3], 16)
+            at = 4 + 2 * words
+            pointers = int(fields[at])
+            head = entity_id(pos, offset)
+            for p in range(pointers):
+                symbol, target, target_pos = fields[at + 1 + 4 * p: at + 4 + 4 * p]
+                if symbol in WN18_RELATIONS:
+                    triples.append((head, symbols.index(symbol), entity_id(target_pos, target)))
+    triples = np.unique(np.array(triples, dtype=np.int64), axis=0)
+    degree = np.bincount(triples[:, [0, 2]].ravel(), minlength=len(entity))
+    triples = triples[(degree[triples[:, 0]] >= min_degree) &
+                      (degree[triples[:, 2]] >= min_degree)]
+    kept, dense = np.unique(triples[:, [0, 2]], return_inverse=True)
+    triples[:, [0, 2]] = dense.reshape(-1, 2)
+    return triples, len(kept), len(symbols)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    args = parser.parse_args()
+    triples, entities, relations = wn18_like()
+    np.savez_compressed(args.out, triples=triples, entities=entities, relations=relations)
+    counts = np.bincount(triples[:, 1], minlength=relations)
+    print(f"WN18-like: {entities} entities, {relations} relations, {len(triples)} triples;"
+          f" triples per relation {sorted(counts.tolist(), reverse=True)}")
+
+
+if __name__ == "__main__":
+    main()
