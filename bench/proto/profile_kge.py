@@ -13,12 +13,16 @@ parser.add_argument("--bundles", type=pathlib.Path, required=True)
 parser.add_argument("--models", nargs="*", default=["transe_l2", "transh", "complex", "transr"])
 parser.add_argument("--length", type=int, default=512)
 parser.add_argument("--batch", type=int, default=16384)
+parser.add_argument("--variants", nargs="*", default=[""])
 args = parser.parse_args()
 triples, entities, relations = datasets.fb15k_like()
 triples = torch.from_numpy(triples).cuda()
 g = torch.Generator(device="cuda").manual_seed(0)
-for model in args.models:
-    program = kge_runtime.Program((args.bundles / f"{model}.pos.D{args.length}.kgebundle").read_text())
+for model, variant in [(m, v) for m in args.models for v in args.variants]:
+    path = args.bundles / f"{model}.pos.D{args.length}{variant}.kgebundle"
+    if not path.exists():
+        continue
+    program = kge_runtime.Program(path.read_text())
     tables, _ = make_tables(program.signature, entities, relations, args.length, g)
     def inputs(batch):
         s = triples[torch.randint(0, len(triples), (batch,), generator=g, device="cuda")]
@@ -37,4 +41,4 @@ for model in args.models:
         if e.device_type == torch.autograd.DeviceType.CUDA:
             kernels.setdefault(e.name, []).append(e.device_time)
     summary = ", ".join(f"{n[:24]}={np.median(v):.1f}us" for n, v in kernels.items())
-    print(f"{model:10s} call {t_default:7.1f}us  with out {t_out:7.1f}us  B=1 {t_one:6.1f}us  kernels: {summary}", flush=True)
+    print(f"{model + variant:14s} call {t_default:7.1f}us  with out {t_out:7.1f}us  B=1 {t_one:6.1f}us  kernels: {summary}", flush=True)

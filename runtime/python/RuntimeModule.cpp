@@ -123,19 +123,39 @@ template <typename T> std::vector<int64_t> toVector(py::handle sequence) {
   return values;
 }
 
+/// Whether `object` is a PyTorch tensor (its type, or a base, was seen to
+/// have the tensor attributes; cached per type).
+bool isTorchTensor(py::handle object) {
+  static std::mutex mutex;
+  static std::unordered_map<PyTypeObject *, bool> known;
+  PyTypeObject *type = Py_TYPE(object.ptr());
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = known.find(type);
+    if (it != known.end())
+      return it->second;
+  }
+  bool torch = py::hasattr(object, "data_ptr") &&
+               py::hasattr(object, "get_device") &&
+               py::hasattr(object, "is_contiguous");
+  std::lock_guard<std::mutex> lock(mutex);
+  known[type] = torch;
+  return torch;
+}
+
 /// Reads one array argument.
 DeviceArray readArray(py::handle object, const std::string &name) {
   DeviceArray array;
   // PyTorch: direct attribute access is an order of magnitude faster than
   // building __cuda_array_interface__ or a DLPack capsule.
-  if (py::hasattr(object, "data_ptr") && py::hasattr(object, "is_cuda")) {
+  if (isTorchTensor(object)) {
     array.data = object.attr("data_ptr")().cast<uint64_t>();
     array.shape = toVector<int64_t>(object.attr("shape"));
-    array.strides = toVector<int64_t>(object.attr("stride")());
+    if (!object.attr("is_contiguous")().cast<bool>())
+      array.strides = toVector<int64_t>(object.attr("stride")());
     array.dtype = torchDType(object.attr("dtype"), name);
-    array.device = object.attr("is_cuda").cast<bool>()
-                       ? object.attr("get_device")().cast<int>()
-                       : -2;
+    int device = object.attr("get_device")().cast<int>();
+    array.device = device < 0 ? -2 : device;
     return array;
   }
   if (py::hasattr(object, "__cuda_array_interface__")) {
@@ -303,8 +323,8 @@ public:
         firstTable = value;
     }
 
-    std::vector<std::vector<int64_t>> shapes =
-        program->resultShapes(arguments, options.batchSize);
+    Bindings bindings = program->bind(arguments, options.batchSize);
+    std::vector<std::vector<int64_t>> shapes = program->resultShapes(bindings);
     py::dict results;
     std::vector<DeviceArray> resultArrays;
     for (unsigned r = 0; r < shapes.size(); ++r) {
@@ -324,7 +344,7 @@ public:
     }
     {
       py::gil_scoped_release release;
-      program->call(arguments, resultArrays, options);
+      program->call(bindings, arguments, resultArrays, options);
     }
     return results;
   }

@@ -246,14 +246,18 @@ static std::vector<ArrayDesc> describe(const std::vector<DeviceArray> &arrays) {
   return descs;
 }
 
-std::vector<std::vector<int64_t>>
-Program::resultShapes(const std::vector<DeviceArray> &arguments,
-                      std::optional<int64_t> batchSize) const {
+Bindings Program::bind(const std::vector<DeviceArray> &arguments,
+                       std::optional<int64_t> batchSize) const {
   Bindings bindings;
   std::string error;
   if (!bindArguments(manifest_.signature, describe(arguments), batchSize,
                      bindings, error))
     throw ArgumentError(error);
+  return bindings;
+}
+
+std::vector<std::vector<int64_t>>
+Program::resultShapes(const Bindings &bindings) const {
   std::vector<std::vector<int64_t>> shapes;
   for (size_t i = manifest_.signature.numArguments();
        i < manifest_.signature.params.size(); ++i)
@@ -311,12 +315,20 @@ static void checkPlacement(const Signature &signature,
 void Program::call(const std::vector<DeviceArray> &arguments,
                    const std::vector<DeviceArray> &results,
                    const CallOptions &options) {
+  call(bind(arguments, options.batchSize), arguments, results, options);
+}
+
+void Program::call(const Bindings &bindings,
+                   const std::vector<DeviceArray> &arguments,
+                   const std::vector<DeviceArray> &results,
+                   const CallOptions &options) {
   const Signature &signature = manifest_.signature;
-  Bindings bindings;
   std::string error;
-  if (!bindArguments(signature, describe(arguments), options.batchSize,
-                     bindings, error) ||
-      !checkResults(signature, bindings, describe(results), error))
+  if (arguments.size() != signature.numArguments())
+    throw ArgumentError("'" + signature.name + "' takes " +
+                        std::to_string(signature.numArguments()) +
+                        " arguments, got " + std::to_string(arguments.size()));
+  if (!checkResults(signature, bindings, describe(results), error))
     throw ArgumentError(error);
   useDevice(device_);
   checkPlacement(signature, arguments, 0, device_);

@@ -34,6 +34,10 @@ def main():
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--examples", nargs="*", default=None)
     parser.add_argument("--lengths", type=int, nargs="*", default=list(LENGTHS))
+    parser.add_argument("--layout", default="",
+                        help="bvec-fuse options for every bundle, e.g. tile=16 (tuning)")
+    parser.add_argument("--suffix", default="", help="appended to the variant names")
+    parser.add_argument("--modes", nargs="*", default=["pos", "neg"])
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     opt, translate = args.bin / "kge-opt", args.bin / "kge-translate"
@@ -45,6 +49,9 @@ def main():
         lengths = sorted({d for p in sig["params"] for d in p["shape"][1:]
                           if isinstance(d, str)})
         for mode, options in (("pos", ""), ("neg", "negative=t")):
+            if mode not in args.modes:
+                continue
+            options = " ".join(o for o in (options, args.layout) if o)
             variants = [("dyn", None)] + [(f"D{n}", n) for n in args.lengths]
             for name, n in variants:
                 passes = []
@@ -52,6 +59,7 @@ def main():
                     sizes = ",".join(f"{s}={n}" for s in lengths)
                     passes.append(f"-bvec-specialize=sizes={sizes}")
                 passes.append(f"-kge-lower-to-gpu={options}" if options else "-kge-lower-to-gpu")
+                name += args.suffix
                 lowered = run(opt, source, *passes)
                 bundle = run(translate, "--kge-to-bundle", stdin=lowered)
                 path = args.out / f"{source.stem}.{mode}.{name}.kgebundle"

@@ -297,6 +297,14 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
                     rewriter.getUnitAttr());
     kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
         {static_cast<int32_t>(emitter.blockSize()), 1, 1}));
+    // Two blocks per multiprocessor (registers capped at 128 for 256
+    // threads): chunk loops keep many loads in flight and need the warps.
+    // Matrix products are limited by shared memory instead and keep their
+    // registers.
+    bool anyMatrix = false;
+    func.walk([&](bvec::VecMulMatOp) { anyMatrix = true; });
+    if (!anyMatrix)
+      kernel->setAttr("nvvm.minctasm", rewriter.getI32IntegerAttr(2));
     if (failed(emitter.emit(kernel))) {
       rewriter.eraseOp(module);
       return failure();

@@ -11,6 +11,7 @@
 #include "StageEmitters.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -293,6 +294,11 @@ Value ChunkLoopEmitter::loadGatheredChunk(bvec::GatherVecOp gather, Value edge,
                                  k.splat(k.constF32(0.0f)));
 }
 
+/// The direct path unrolls chunks until about this many row loads per lane
+/// are in flight, and at most kMaxUnrolledChunks.
+static constexpr int64_t kLoadsInFlight = 16;
+static constexpr int64_t kMaxUnrolledChunks = 4;
+
 struct ChunkLoopEmitter::Loop {
   std::string lengthKey;
   Value lengthOf; ///< A vector of the loop's length.
@@ -368,6 +374,203 @@ Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
   return loadSharedChunk(buffer, at, valid, aligned);
 }
 
+/// Emits the computation of one chunk (starting at `jj`) for every edge of
+/// the warp: gathers (staged or direct), the loop's vectors, reductions
+/// accumulated into `accumulators`, materialized and result stores.
+SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
+                                               ValueRange accumulators,
+                                               bool staged) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
+  int64_t width = k.layout.vectorWidth;
+  Loop &loop = body.loop;
+  Value laneOffset = arith::MulIOp::create(b, loc, k.lane, k.constIndex(width));
+  Value d0 = arith::AddIOp::create(b, loc, jj, laneOffset);
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, d0,
+                                      body.length);
+  SmallVector<Value> next(accumulators.size());
+  for (int64_t i = 0; i < edgesPerWarp; ++i) {
+    Value edge = k.localEdge(i);
+    DenseMap<Value, Value> values;
+    auto get = [&](Value v) -> Value {
+      if (Value found = values.lookup(v))
+        return found;
+      return readLeaf(v, edge, d0, valid);
+    };
+    for (Value v : body.needed) {
+      Operation *def = v.getDefiningOp();
+      values[v] =
+          TypeSwitch<Operation *, Value>(def)
+              .Case([&](bvec::GatherVecOp gather) -> Value {
+                if (staged)
+                  return loadGatheredChunk(gather, edge, d0, valid);
+                InspectorSlot &slot = k.slotFor(gather.getIndices());
+                Value row = k.toIndex(k.keyOf(slot, edge));
+                return loadGlobalChunk(k.memrefOf(gather.getTable()),
+                                       ValueRange{row}, d0, valid);
+              })
+              .Case([&](bvec::ConstantOp constant) -> Value {
+                return k.splat(k.constF32(constant.getValue().convertToFloat()));
+              })
+              .Case([&](bvec::ScalMulVecOp mul) -> Value {
+                return arith::MulFOp::create(
+                    b, loc, k.splat(scalar(mul.getScalar(), i)),
+                    get(mul.getVec()));
+              })
+              .Default([&](Operation *op) -> Value {
+                SmallVector<Value> operands;
+                for (Value operand : op->getOperands())
+                  operands.push_back(get(operand));
+                return applyElementwise(op, operands, false);
+              });
+    }
+
+    // Reductions: accumulate this chunk's elements.
+    for (auto [r, op] : llvm::enumerate(loop.reductions)) {
+      Value x = get(op->getOperand(0));
+      Value partial = TypeSwitch<Operation *, Value>(op)
+                          .Case([&](bvec::VecMulVecOp) -> Value {
+                            return arith::MulFOp::create(
+                                b, loc, x, get(op->getOperand(1)));
+                          })
+                          .Case([&](bvec::NormOp norm) -> Value {
+                            if (norm.getP() == 1)
+                              return math::AbsFOp::create(b, loc, x);
+                            return arith::MulFOp::create(b, loc, x, x);
+                          })
+                          .Default([&](Operation *) { return x; });
+      ReductionKindInfo info = reductionInfo(op);
+      Value identity = k.splat(k.constF32(static_cast<float>(info.identity)));
+      partial = arith::SelectOp::create(b, loc, valid, partial, identity);
+      size_t at = r * edgesPerWarp + i;
+      next[at] = combine(b, loc, info.combine, accumulators[at], partial);
+    }
+
+    // Materialized vectors: the whole vector of every local edge.
+    for (Value m : loop.materialize) {
+      Value buffer = k.materializedView(m);
+      Value at = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, edge, body.length), d0);
+      scf::IfOp::create(b, loc, valid, [&](OpBuilder &, Location) {
+        alignedStore(b, loc, values.lookup(m), buffer, ValueRange{at},
+                     4 * width);
+        scf::YieldOp::create(b, loc);
+      });
+    }
+
+    // Vector results of the function.
+    for (auto &[index, v] : loop.results) {
+      Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           edge, k.count);
+      Value store = arith::AndIOp::create(b, loc, inTile, valid);
+      Value value = get(v);
+      scf::IfOp::create(b, loc, store, [&](OpBuilder &, Location) {
+        alignedStore(b, loc, value, k.resultMemrefs[index],
+                     ValueRange{k.resultRow(edge), d0}, 4 * width);
+        scf::YieldOp::create(b, loc);
+      });
+    }
+  }
+  return next;
+}
+
+/// A loop over chunks that stages the unique rows of every gather of the
+/// loop in shared memory first.
+SmallVector<Value> ChunkLoopEmitter::emitStaged(ChunkBody &body,
+                                                ValueRange init) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  int64_t width = k.layout.vectorWidth;
+  int64_t chunk = 32 * width;
+  auto forOp = scf::ForOp::create(b, loc, k.constIndex(0), body.length,
+                                  k.constIndex(chunk), init);
+  // Without iteration arguments the builder adds a terminator; the body
+  // below yields explicitly.
+  if (init.empty())
+    forOp.getBody()->getTerminator()->erase();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forOp.getBody());
+  Value jj = forOp.getInductionVar();
+  Value laneOffset = arith::MulIOp::create(b, loc, k.lane, k.constIndex(width));
+  Value d0 = arith::AddIOp::create(b, loc, jj, laneOffset);
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, d0,
+                                      body.length);
+
+  // Each warp loads its share of the unique rows (tile / warps at most)
+  // before storing any, so that the loads overlap.
+  int64_t rowsPerWarp = k.layout.tile / k.layout.warps;
+  for (bvec::GatherVecOp gather : body.gathers) {
+    InspectorSlot &slot = k.slotFor(gather.getIndices());
+    Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
+                          k.layout.tile * chunk);
+    Value table = k.memrefOf(gather.getTable());
+    scf::IfOp::create(b, loc, slot.staged, [&](OpBuilder &, Location) {
+      Value nuniq = k.toIndex(slot.nuniq);
+      SmallVector<Value> rows, present, loaded;
+      for (int64_t i = 0; i < rowsPerWarp; ++i) {
+        Value u = arith::AddIOp::create(b, loc, k.warp,
+                                        k.constIndex(i * k.layout.warps));
+        Value ok =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, u, nuniq);
+        Value safe = arith::SelectOp::create(b, loc, ok, u, k.constIndex(0));
+        Value row = k.toIndex(k.loadI32(slot.uniq, safe));
+        rows.push_back(safe);
+        present.push_back(ok);
+        loaded.push_back(loadGlobalChunk(table, ValueRange{row}, d0, valid));
+      }
+      for (int64_t i = 0; i < rowsPerWarp; ++i) {
+        Value at = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, rows[i], k.constIndex(chunk)),
+            laneOffset);
+        scf::IfOp::create(b, loc, present[i], [&](OpBuilder &, Location) {
+          alignedStore(b, loc, loaded[i], buffer, ValueRange{at}, 4 * width);
+          scf::YieldOp::create(b, loc);
+        });
+      }
+      scf::YieldOp::create(b, loc);
+    });
+  }
+  gpu::BarrierOp::create(b, loc);
+  SmallVector<Value> next =
+      emitChunk(body, jj, forOp.getRegionIterArgs(), /*staged=*/true);
+  // The next chunk overwrites the buffers.
+  gpu::BarrierOp::create(b, loc);
+  scf::YieldOp::create(b, loc, next);
+  return SmallVector<Value>(forOp.getResults());
+}
+
+/// Reads every row directly, several chunks per iteration so that their
+/// loads are in flight together (masks cover a partial last group).
+SmallVector<Value> ChunkLoopEmitter::emitDirect(ChunkBody &body,
+                                                ValueRange init) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  int64_t chunk = 32 * k.layout.vectorWidth;
+  // About kLoadsInFlight row loads per lane: edges x gathers x chunks.
+  int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
+  int64_t perChunk = std::max<int64_t>(
+      1, edgesPerWarp * static_cast<int64_t>(body.gathers.size()));
+  int64_t unroll = std::clamp<int64_t>(kLoadsInFlight / perChunk, 1,
+                                       kMaxUnrolledChunks);
+  if (std::optional<int64_t> length = getConstantIntValue(body.length))
+    unroll = std::min<int64_t>(unroll, llvm::divideCeil(*length, chunk));
+  auto forOp = scf::ForOp::create(b, loc, k.constIndex(0), body.length,
+                                  k.constIndex(chunk * unroll), init);
+  if (init.empty())
+    forOp.getBody()->getTerminator()->erase();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(forOp.getBody());
+  SmallVector<Value> accumulators(forOp.getRegionIterArgs());
+  for (int64_t u = 0; u < unroll; ++u) {
+    Value jj = arith::AddIOp::create(b, loc, forOp.getInductionVar(),
+                                     k.constIndex(u * chunk));
+    accumulators = emitChunk(body, jj, accumulators, /*staged=*/false);
+  }
+  scf::YieldOp::create(b, loc, accumulators);
+  return SmallVector<Value>(forOp.getResults());
+}
+
 LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
@@ -391,176 +594,55 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
     visit(v);
   for (auto &[index, v] : loop.results)
     visit(v);
-  SmallVector<bvec::GatherVecOp> gathers;
+  ChunkBody body{loop, needed, {}, k.lengthValue(loop.lengthOf)};
   for (Value v : needed)
     if (auto gather = v.getDefiningOp<bvec::GatherVecOp>())
-      gathers.push_back(gather);
+      body.gathers.push_back(gather);
 
   int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
-  int64_t width = k.layout.vectorWidth;
-  int64_t chunk = 32 * width;
-  Value length = k.lengthValue(loop.lengthOf);
-  VectorType chunkType = k.chunkType();
-
-  // Accumulators: one chunk vector per reduction per edge of the warp.
   SmallVector<Value> init;
   for (Operation *r : loop.reductions)
     for (int64_t i = 0; i < edgesPerWarp; ++i)
       init.push_back(
           k.splat(k.constF32(static_cast<float>(reductionInfo(r).identity))));
 
-  auto forOp = scf::ForOp::create(b, loc, k.constIndex(0), length,
-                                  k.constIndex(chunk), init);
-  // Without iteration arguments the builder adds a terminator; the body
-  // below yields explicitly.
-  if (init.empty())
-    forOp.getBody()->getTerminator()->erase();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(forOp.getBody());
-    Value jj = forOp.getInductionVar();
-    Value laneOffset = arith::MulIOp::create(b, loc, k.lane,
-                                             k.constIndex(width));
-    Value d0 = arith::AddIOp::create(b, loc, jj, laneOffset);
-    Value valid =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, d0, length);
-
-    // Stage the chunk of every unique row of repeated gathers: each warp
-    // loads its rows (tile / warps of them at most) before storing any, so
-    // that the loads overlap.
-    int64_t rowsPerWarp = k.layout.tile / k.layout.warps;
-    for (bvec::GatherVecOp gather : gathers) {
-      InspectorSlot &slot = k.slotFor(gather.getIndices());
-      Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
-                            k.layout.tile * chunk);
-      Value table = k.memrefOf(gather.getTable());
-      scf::IfOp::create(b, loc, slot.staged, [&](OpBuilder &, Location) {
-        Value nuniq = k.toIndex(slot.nuniq);
-        SmallVector<Value> rows, present, loaded;
-        for (int64_t i = 0; i < rowsPerWarp; ++i) {
-          Value u = arith::AddIOp::create(
-              b, loc, k.warp, k.constIndex(i * k.layout.warps));
-          Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                           u, nuniq);
-          Value safe = arith::SelectOp::create(b, loc, ok, u, k.constIndex(0));
-          Value row = k.toIndex(k.loadI32(slot.uniq, safe));
-          rows.push_back(safe);
-          present.push_back(ok);
-          loaded.push_back(loadGlobalChunk(table, ValueRange{row}, d0, valid));
-        }
-        for (int64_t i = 0; i < rowsPerWarp; ++i) {
-          Value at = arith::AddIOp::create(
-              b, loc,
-              arith::MulIOp::create(b, loc, rows[i], k.constIndex(chunk)),
-              laneOffset);
-          scf::IfOp::create(b, loc, present[i], [&](OpBuilder &, Location) {
-            alignedStore(b, loc, loaded[i], buffer, ValueRange{at}, 4 * width);
-            scf::YieldOp::create(b, loc);
-          });
-        }
-        scf::YieldOp::create(b, loc);
-      });
-    }
-    if (!gathers.empty())
-      gpu::BarrierOp::create(b, loc);
-
-    SmallVector<Value> next;
-    for (int64_t i = 0; i < edgesPerWarp; ++i) {
-      Value edge = k.localEdge(i);
-      DenseMap<Value, Value> values;
-      auto get = [&](Value v) -> Value {
-        if (Value found = values.lookup(v))
-          return found;
-        return readLeaf(v, edge, d0, valid);
-      };
-      for (Value v : needed) {
-        Operation *def = v.getDefiningOp();
-        Value computed =
-            TypeSwitch<Operation *, Value>(def)
-                .Case([&](bvec::GatherVecOp gather) -> Value {
-                  return loadGatheredChunk(gather, edge, d0, valid);
-                })
-                .Case([&](bvec::ConstantOp constant) -> Value {
-                  return k.splat(
-                      k.constF32(constant.getValue().convertToFloat()));
-                })
-                .Case([&](bvec::ScalMulVecOp mul) -> Value {
-                  return arith::MulFOp::create(
-                      b, loc, k.splat(scalar(mul.getScalar(), i)),
-                      get(mul.getVec()));
-                })
-                .Default([&](Operation *op) -> Value {
-                  SmallVector<Value> operands;
-                  for (Value operand : op->getOperands())
-                    operands.push_back(get(operand));
-                  return applyElementwise(op, operands, false);
-                });
-        values[v] = computed;
-      }
-
-      // Reductions: accumulate this chunk's elements.
-      for (auto [r, op] : llvm::enumerate(loop.reductions)) {
-        Value x = get(op->getOperand(0));
-        Value partial = TypeSwitch<Operation *, Value>(op)
-                            .Case([&](bvec::VecMulVecOp) -> Value {
-                              return arith::MulFOp::create(
-                                  b, loc, x, get(op->getOperand(1)));
-                            })
-                            .Case([&](bvec::NormOp norm) -> Value {
-                              if (norm.getP() == 1)
-                                return math::AbsFOp::create(b, loc, x);
-                              return arith::MulFOp::create(b, loc, x, x);
-                            })
-                            .Default([&](Operation *) { return x; });
-        ReductionKindInfo info = reductionInfo(op);
-        Value identity =
-            k.splat(k.constF32(static_cast<float>(info.identity)));
-        partial = arith::SelectOp::create(b, loc, valid, partial, identity);
-        Value acc = forOp.getRegionIterArgs()[r * edgesPerWarp + i];
-        next.push_back(combine(b, loc, info.combine, acc, partial));
-      }
-
-      // Materialized vectors: the whole vector of every local edge.
-      for (Value m : loop.materialize) {
-        Value buffer = k.materializedView(m);
-        Value at = arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, edge, length), d0);
-        scf::IfOp::create(b, loc, valid, [&](OpBuilder &, Location) {
-          alignedStore(b, loc, values.lookup(m), buffer, ValueRange{at}, 4 * width);
-          scf::YieldOp::create(b, loc);
-        });
-      }
-
-      // Vector results of the function.
-      for (auto &[index, v] : loop.results) {
-        Value inTile = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                             edge, k.count);
-        Value store = arith::AndIOp::create(b, loc, inTile, valid);
-        Value value = get(v);
-        scf::IfOp::create(b, loc, store, [&](OpBuilder &, Location) {
-          alignedStore(b, loc, value, k.resultMemrefs[index], ValueRange{k.resultRow(edge), d0}, 4 * width);
-          scf::YieldOp::create(b, loc);
-        });
+  // The inspector decides per tile: when rows repeat a lot, stage each
+  // chunk of the unique rows in shared memory; otherwise read every row
+  // directly, all chunks' loads in flight together.
+  SmallVector<Value> accumulators;
+  if (body.gathers.empty()) {
+    accumulators = emitDirect(body, init);
+  } else {
+    Value anyStaged = arith::ConstantIntOp::create(b, loc, 0, 1);
+    for (bvec::GatherVecOp gather : body.gathers)
+      anyStaged = arith::OrIOp::create(
+          b, loc, anyStaged, k.slotFor(gather.getIndices()).staged);
+    SmallVector<Type> types(init.size(), k.chunkType());
+    auto choice = scf::IfOp::create(b, loc, types, anyStaged,
+                                    /*withElseRegion=*/true);
+    {
+      // Without results the builder already terminated both blocks.
+      OpBuilder::InsertionGuard guard(b);
+      for (auto [block, staged] : {std::pair(choice.thenBlock(), true),
+                                   std::pair(choice.elseBlock(), false)}) {
+        if (!block->empty())
+          block->getTerminator()->erase();
+        b.setInsertionPointToEnd(block);
+        SmallVector<Value> results =
+            staged ? emitStaged(body, init) : emitDirect(body, init);
+        scf::YieldOp::create(b, loc, results);
       }
     }
-    // Reductions were pushed per reduction, then per edge; reorder to the
-    // iteration arguments' order (reduction-major).
-    SmallVector<Value> yielded(next.size());
-    for (int64_t i = 0; i < edgesPerWarp; ++i)
-      for (size_t r = 0; r < loop.reductions.size(); ++r)
-        yielded[r * edgesPerWarp + i] = next[i * loop.reductions.size() + r];
-    if (!gathers.empty())
-      gpu::BarrierOp::create(b, loc);
-    scf::YieldOp::create(b, loc, yielded);
+    accumulators.assign(choice.getResults().begin(), choice.getResults().end());
   }
 
   // Finish every reduction: across the vector, then across the warp.
   for (auto [r, op] : llvm::enumerate(loop.reductions)) {
     ReductionKindInfo info = reductionInfo(op);
     for (int64_t i = 0; i < edgesPerWarp; ++i) {
-      Value acc = forOp.getResult(r * edgesPerWarp + i);
+      Value acc = accumulators[r * edgesPerWarp + i];
       Value total = vector::ExtractOp::create(b, loc, acc, 0);
-      for (int64_t e = 1; e < width; ++e)
+      for (int64_t e = 1; e < k.layout.vectorWidth; ++e)
         total = combine(b, loc, info.combine, total,
                         vector::ExtractOp::create(b, loc, acc, e));
       total = k.warpAllReduce(total, info.combine);
@@ -568,7 +650,8 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
         total = sqrtRN(b, loc, total);
       if (auto reduce = dyn_cast<bvec::ReduceOp>(op);
           reduce && reduce.getKind() == bvec::ReductionKind::mean) {
-        Value asInt = arith::IndexCastOp::create(b, loc, b.getI64Type(), length);
+        Value asInt =
+            arith::IndexCastOp::create(b, loc, b.getI64Type(), body.length);
         Value asFloat =
             arith::SIToFPOp::create(b, loc, b.getF32Type(), asInt);
         total = arith::DivFOp::create(b, loc, total, asFloat);

@@ -10,6 +10,8 @@
 
 #include "KernelEmitter.h"
 
+#include "llvm/ADT/SetVector.h"
+
 namespace mlir {
 namespace kge {
 
@@ -57,7 +59,18 @@ public:
 
 private:
   struct Loop;
+  /// What one chunk loop computes.
+  struct ChunkBody {
+    Loop &loop;
+    SetVector<Value> &needed;
+    SmallVector<bvec::GatherVecOp> gathers;
+    Value length;
+  };
   LogicalResult emitLoop(int64_t stage, Loop &loop);
+  SmallVector<Value> emitChunk(ChunkBody &body, Value jj,
+                               ValueRange accumulators, bool staged);
+  SmallVector<Value> emitStaged(ChunkBody &body, ValueRange init);
+  SmallVector<Value> emitDirect(ChunkBody &body, ValueRange init);
   /// A chunk of the row `gather` reads for local edge `edge`.
   Value loadGatheredChunk(bvec::GatherVecOp gather, Value edge, Value d0,
                           Value valid);

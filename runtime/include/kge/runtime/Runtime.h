@@ -53,15 +53,24 @@ public:
   const Manifest &manifest() const { return manifest_; }
   int device() const { return device_; }
 
-  /// Checks the arguments and returns the shapes of the results.
-  std::vector<std::vector<int64_t>>
-  resultShapes(const std::vector<DeviceArray> &arguments,
-               std::optional<int64_t> batchSize = std::nullopt) const;
+  /// Checks the arguments (dtypes, ranks, sizes) and returns the sizes of
+  /// the call. Throws ArgumentError.
+  Bindings bind(const std::vector<DeviceArray> &arguments,
+                std::optional<int64_t> batchSize = std::nullopt) const;
+
+  /// The shapes of the results for `bindings`.
+  std::vector<std::vector<int64_t>> resultShapes(const Bindings &bindings) const;
 
   /// Runs the bundle: `arguments` in the signature's order, `results`
   /// preallocated with the shapes resultShapes gives. Throws ArgumentError,
   /// IndexRangeError (checked mode) or CudaError; the program stays usable.
   void call(const std::vector<DeviceArray> &arguments,
+            const std::vector<DeviceArray> &results,
+            const CallOptions &options = {});
+
+  /// The same, with `bindings` from bind() on the same arguments.
+  void call(const Bindings &bindings,
+            const std::vector<DeviceArray> &arguments,
             const std::vector<DeviceArray> &results,
             const CallOptions &options = {});
 
