@@ -32,6 +32,28 @@ def show(title, text, lines=None):
     print("\n".join("    " + line for line in body))
 
 
+def ptx_outline(ptx):
+    """The lines of a PTX module that show its structure: kernel entries,
+    extern (device-library) functions, dynamic shared memory, calls."""
+    keep = (".entry", ".extern .func", ".extern .shared", "call.uni")
+    lines = [line.strip() for line in ptx.splitlines() if any(k in line for k in keep)]
+    return "\n".join(line.split("(param")[0].rstrip(", ") for line in lines)
+
+
+def bundle_outline(bundle):
+    modules = bundle["modules"]
+    lines = [f"format {bundle['format']} version {bundle['version']}, target "
+             f"{bundle['target']['chip']}, mode {bundle['mode']['kind']}, "
+             f"modules {', '.join(m['name'] + (' (ptx+cubin)' if m.get('cubin_base64') else ' (ptx)') for m in modules)}"]
+    for launch in bundle["launches"]:
+        if launch["kind"] == "kernel":
+            lines.append(f"launch {launch['function']}: grid {launch['grid'][0]}, block "
+                         f"{launch['block'][0]}, dynamic shared memory {launch['shared_bytes']} bytes")
+        else:
+            lines.append(f"launch {launch['kind']}")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, required=True)
@@ -55,6 +77,14 @@ def main():
         show(f"CPU path: loops ({out / 'loops.mlir'})", loops, lines=24)
         llvm = run(tools["kge-opt"], source, "-kge-lower-to-cpu", output=out / "llvm.mlir")
         print(f"--- CPU path: LLVM dialect, {len(llvm.splitlines())} lines ({out / 'llvm.mlir'})")
+
+        gpu = run(tools["kge-opt"], source, "-kge-lower-to-gpu", output=out / "gpu.mlir")
+        ptx = run(tools["kge-translate"], "--mlir-to-ptx", out / "gpu.mlir", output=out / "kernel.ptx")
+        show(f"GPU path: PTX for sm_90, {len(ptx.splitlines())} lines ({out / 'kernel.ptx'}), "
+             "kernel entries, inspector declarations and calls", ptx_outline(ptx))
+        bundle = json.loads(run(tools["kge-translate"], "--kge-to-bundle", out / "gpu.mlir",
+                                output=out / f"{name}.kgebundle"))
+        show(f"GPU path: kernel bundle ({out / f'{name}.kgebundle'})", bundle_outline(bundle))
 
         sig = kgetest.signature(tools, source)
         (out / "signature.json").write_text(json.dumps(sig, indent=2))

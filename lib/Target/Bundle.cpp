@@ -87,21 +87,6 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
   }
   gpu::GPUModuleOp kernels = lowered.front();
 
-  FailureOr<std::vector<PTXModule>> ptx = serializeToPTX(module, options.ptx);
-  if (failed(ptx))
-    return failure();
-
-  llvm::json::Array modules;
-  for (const PTXModule &m : *ptx) {
-    llvm::json::Object entry{{"name", m.name}, {"ptx", m.ptx}};
-    if (options.cubin) {
-      std::string object = assemble(m.ptx, options);
-      if (!object.empty())
-        entry["cubin_base64"] = llvm::encodeBase64(object);
-    }
-    modules.push_back(std::move(entry));
-  }
-
   // The attributes convert-bvec-to-gpu wrote (hand-written IR may lack or
   // garble them).
   auto signature = kernels->getAttrOfType<DictionaryAttr>(kSignatureAttrName);
@@ -116,6 +101,21 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
                         << " and " << kChecksAttrName
                         << " that convert-bvec-to-gpu attaches";
     return failure();
+  }
+
+  FailureOr<std::vector<PTXModule>> ptx = serializeToPTX(module, options.ptx);
+  if (failed(ptx))
+    return failure();
+
+  llvm::json::Array modules;
+  for (const PTXModule &m : *ptx) {
+    llvm::json::Object entry{{"name", m.name}, {"ptx", m.ptx}};
+    if (options.cubin) {
+      std::string object = assemble(m.ptx, options);
+      if (!object.empty())
+        entry["cubin_base64"] = llvm::encodeBase64(object);
+    }
+    modules.push_back(std::move(entry));
   }
 
   // Device-library functions the kernels call (external declarations) and

@@ -14,6 +14,8 @@ FailureOr<std::vector<PTXModule>>
 mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   OwningOpRef<ModuleOp> copy = module.clone();
   MLIRContext *context = module.getContext();
+  // Input that holds no NVVM op has not loaded the dialect of its target.
+  context->getOrLoadDialect<NVVM::NVVMDialect>();
   bool any = false;
   for (auto gpuModule : copy->getOps<gpu::GPUModuleOp>()) {
     any = true;

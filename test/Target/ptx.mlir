@@ -3,6 +3,7 @@
 // RUN: kge-opt %s -pass-pipeline='builtin.module(gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts))' \
 // RUN:   | kge-translate --mlir-to-ptx --ptx-chip=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: not kge-translate --mlir-to-ptx %S/Inputs/no-gpu-module.mlir 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: not kge-translate --mlir-to-ptx %S/Inputs/bare-gpu-module.mlir 2>&1 | FileCheck %s --check-prefix=NOTLOWERED
 // RUN: %if ptxas %{ kge-opt %s -pass-pipeline='builtin.module(gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts))' \
 // RUN:   | kge-translate --mlir-to-ptx > %t.ptx && %ptxas -arch=sm_90 --compile-only %t.ptx -o %t.o %}
 
@@ -15,6 +16,7 @@
 // CHECK: .visible .entry scale(
 // CHECK: call.uni (retval0), helper
 // SM80: .target sm_80
+// NOTLOWERED: bare-gpu-module.mlir:4:5: error: unsupported GPU operation: gpu.func
 // EMPTY: no-gpu-module.mlir:0:0: error: the module has no gpu.module to serialize
 module attributes {gpu.container_module} {
   gpu.module @kernels {

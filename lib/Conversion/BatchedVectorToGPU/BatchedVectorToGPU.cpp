@@ -330,10 +330,20 @@ struct ConvertBatchedVectorToGPUPass
     // Each function is rewritten once; nothing else to fold.
     GreedyRewriteConfig config;
     config.setMaxIterations(1);
-    (void)applyPatternsGreedily(module, std::move(patterns), config);
+    // The pattern explains its failures; a function left behind without an
+    // explanation still gets one.
+    bool explained = false;
+    {
+      ScopedDiagnosticHandler observe(&getContext(), [&](Diagnostic &diag) {
+        explained |= diag.getSeverity() == DiagnosticSeverity::Error;
+        return failure(); // Reported by the next handler.
+      });
+      (void)applyPatternsGreedily(module, std::move(patterns), config);
+    }
     bool failedAny = false;
     for (auto func : module.getOps<bvec::FuncOp>()) {
-      func.emitOpError("could not be lowered to a GPU kernel");
+      if (!explained)
+        func.emitOpError("could not be lowered to a GPU kernel");
       failedAny = true;
     }
     if (failedAny)

@@ -1,0 +1,83 @@
+// RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu | FileCheck %s
+// RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu=negative=t | FileCheck %s --check-prefix=NEG
+
+// One score function becomes one gpu.module with ONE kernel. The kernel
+// carves its buffers out of dynamic shared memory, asks the runtime
+// inspector (declared, defined by the device library) for the unique rows
+// of each gather, stages them with barriers and reduces with warp shuffles.
+// The module carries what the bundle needs: the signature, the launch plan
+// with symbolic geometry, scratch buffers, the index checks of checked mode.
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @transe_kernels attributes {
+// CHECK-SAME: kge.checks = [{bound = "N_Eemb", count = "B", param = "h"}, {bound = "N_Remb", count = "B", param = "r"}, {bound = "N_Eemb", count = "B", param = "t"}]
+// CHECK-SAME: kge.launch_plan = [{args = [{buffer = "param:Eemb", kind = "memref", shape = ["N_Eemb", "64"]}
+// CHECK-SAME: block = ["256", "1", "1"], function = "transe", grid = ["ceildiv(B, 32)", "1", "1"], kind = "kernel", module = "transe_kernels", shared_bytes =
+// CHECK-SAME: kge.mode = {kind = "positive"}
+// CHECK-SAME: kge.scratch = []
+// CHECK-SAME: kge.signature = {name = "transe", params = [{dtype = "f32", name = "Eemb", role = "table", shape = ["N_Eemb", 64]}
+// CHECK-NEXT: llvm.func @kge_inspect_unique(i64, i32, i64, i64, i64, i64, i64) -> i32
+// CHECK-NEXT: llvm.func @kge_inspect_frequent(i64, i32, i64, i64) -> i32
+// CHECK-NEXT: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>) kernel
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK-COUNT-3: llvm.call @kge_inspect_unique
+// CHECK: gpu.barrier
+// CHECK: gpu.shuffle xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+// CHECK: gpu.return
+// CHECK-NOT: gpu.func
+// CHECK-NOT: bvec.
+
+// Negative mode: each edge is scored against K corrupted tails that share
+// its head and relation; the mode names the corrupted index array.
+// NEG: kge.mode = {corrupted = "t", kind = "negative"}
+// NEG: kge.signature = {name = "transe", params = [
+// NEG-SAME: {dtype = "i64", indexes = ["Eemb"], name = "t", role = "indices", shape = ["B", "K"]}
+// NEG-SAME: {dtype = "f32", name = "score", role = "result", shape = ["B", "K"]}
+
+bvec.func @transe(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
+                  %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>,
+                  %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %Eemb[%h] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %tail = bvec.gather_vec %Eemb[%t] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %rel = bvec.gather_vec %Remb[%r] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %diff = bvec.sub %head, %tail : !bvec.vec<?x64xf32>
+  %sum = bvec.add %diff, %rel : !bvec.vec<?x64xf32>
+  %score = bvec.norm %sum, p = 2 : !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}
+
+// -----
+
+// TransR: projection matrices go through the frequency-based inspector and
+// the edges are sorted by relation before the kernel: the launch plan runs
+// the device library's counting sort (histogram, scan, scatter) into the
+// scratch permutation first.
+
+// CHECK: gpu.module @transr_kernels
+// CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset"}
+// CHECK-SAME: function = "kge_key_histogram"
+// CHECK-SAME: function = "kge_key_scan"
+// CHECK-SAME: function = "kge_key_scatter"
+// CHECK-SAME: function = "transr"
+// CHECK-SAME: kge.scratch = [{count = "B", dtype = "i32", name = "perm"}
+// CHECK: gpu.func @transr
+// CHECK-DAG: llvm.call @kge_inspect_frequent
+// CHECK-DAG: llvm.call @kge_inspect_unique
+// CHECK: gpu.return
+// CHECK-NOT: gpu.func
+bvec.func @transr(%Eemb: !bvec.table<?x?xf32>, %Remb: !bvec.table<?x?xf32>,
+                  %Pm: !bvec.table<?x?x?xf32>, %h: !bvec.indices<?xi64>,
+                  %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>)
+    -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %Eemb[%h] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %tail = bvec.gather_vec %Eemb[%t] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %rel = bvec.gather_vec %Remb[%r] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %m = bvec.gather_mat %Pm[%r] : !bvec.table<?x?x?xf32>, !bvec.indices<?xi64> -> !bvec.mat<?x?x?xf32>
+  %diff = bvec.sub %head, %tail : !bvec.vec<?x?xf32>
+  %projected = bvec.vec_mul_mat %diff, %m : !bvec.vec<?x?xf32>, !bvec.mat<?x?x?xf32> -> !bvec.vec<?x?xf32>
+  %sum = bvec.add %projected, %rel : !bvec.vec<?x?xf32>
+  %score = bvec.norm %sum, p = 2 : !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}

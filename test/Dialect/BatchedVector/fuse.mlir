@@ -1,0 +1,74 @@
+// RUN: kge-opt %s -split-input-file -bvec-fuse | FileCheck %s
+// RUN: kge-opt %s -split-input-file -bvec-fuse="tile=64 warps=4 reorder-key=r reorder-group=8" \
+// RUN:   | FileCheck %s --check-prefix=OPTIONS
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="warps=3 tile=32" 2>&1 | FileCheck %s --check-prefix=TILE
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="warps=64" 2>&1 | FileCheck %s --check-prefix=WARPS
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="vector-width=2" 2>&1 | FileCheck %s --check-prefix=WIDTH
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="vector-width=4" 2>&1 | FileCheck %s --check-prefix=WIDTH4
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-key=Eemb" 2>&1 | FileCheck %s --check-prefix=KEY
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-key=r reorder-group=1000" 2>&1 | FileCheck %s --check-prefix=GROUP
+
+// bvec-fuse assigns every operator its stage (a pass over the embedding
+// length), marks the vectors that must be kept whole in shared memory, and
+// records the kernel layout.
+
+// TransH: the projection `w . (h - t)` is a complete reduction, so the
+// operators that use it start stage 1; the rest fuses into stage 0.
+// CHECK-LABEL: bvec.func @transh
+// CHECK-SAME: bvec.kernel = {reorder_group = 1 : i64, reorder_key = "", stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
+// CHECK: %[[H:.*]] = bvec.gather_vec %Eemb[%h] {bvec.stage = 0 : i64}
+// CHECK: %[[D:.*]] = bvec.sub {{.*}} {bvec.stage = 0 : i64}
+// CHECK: %[[P:.*]] = bvec.vec_mul_vec {{.*}} {bvec.stage = 0 : i64}
+// CHECK: bvec.scal_mul_vec %[[P]], {{.*}} {bvec.stage = 1 : i64}
+// CHECK: bvec.norm {{.*}} {bvec.stage = 1 : i64}
+// CHECK-NOT: bvec.materialize
+// OPTIONS-LABEL: bvec.func @transh
+// OPTIONS-SAME: bvec.kernel = {reorder_group = 8 : i64, reorder_key = "r", stages = 2 : i64, tile = 64 : i64, vector_width = 4 : i64, warps = 4 : i64}
+// TILE: error: 'bvec.func' op kernel layout: the tile must be a multiple of the warp count (3) in [1, 1024], got 32
+// WARPS: error: 'bvec.func' op kernel layout: warps must be in [1, 32], got 64
+// WIDTH: error: 'bvec.func' op kernel layout: vector width must be 1 or 4, got 2
+// KEY: error: 'bvec.func' op kernel layout: reorder key 'Eemb' is not an index array of the function
+// GROUP: error: 'bvec.func' op kernel layout: groups of 1000 tiles of 32 edges exceed 4096 edges; use 0 to sort the whole batch
+bvec.func @transh(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
+                  %Pv: !bvec.table<?x64xf32>, %h: !bvec.indices<?xi64>,
+                  %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>)
+    -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %Eemb[%h] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %tail = bvec.gather_vec %Eemb[%t] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %rel = bvec.gather_vec %Remb[%r] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %w = bvec.gather_vec %Pv[%r] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %diff = bvec.sub %head, %tail : !bvec.vec<?x64xf32>
+  %proj = bvec.vec_mul_vec %w, %diff : !bvec.vec<?x64xf32>, !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
+  %scaled = bvec.scal_mul_vec %proj, %w : !bvec.scalar<?xf32>, !bvec.vec<?x64xf32> -> !bvec.vec<?x64xf32>
+  %sum = bvec.add %diff, %rel : !bvec.vec<?x64xf32>
+  %out = bvec.sub %sum, %scaled : !bvec.vec<?x64xf32>
+  %score = bvec.norm %out, p = 2 : !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}
+
+// -----
+
+// TransR: the input of `vec_mul_mat` is read at arbitrary positions, so it
+// is materialized; edges are sorted by the matrix index array over the
+// whole batch; dynamic lengths take 4-byte loads.
+// CHECK-LABEL: bvec.func @transr
+// CHECK-SAME: bvec.kernel = {reorder_group = 0 : i64, reorder_key = "r", stages = 2 : i64, tile = 32 : i64, vector_width = 1 : i64, warps = 8 : i64}
+// CHECK: bvec.gather_mat %Pm[%r] {bvec.stage = 0 : i64}
+// CHECK: bvec.sub {{.*}} {bvec.materialize, bvec.stage = 0 : i64}
+// CHECK: bvec.vec_mul_mat {{.*}} {bvec.stage = 1 : i64}
+// CHECK: bvec.add {{.*}} {bvec.stage = 1 : i64}
+// WIDTH4: error: 'bvec.gather_vec' op kernel layout: vector width 4 needs every length to be a static multiple of 4, got '!bvec.vec<?x?xf32>'
+bvec.func @transr(%Eemb: !bvec.table<?x?xf32>, %Remb: !bvec.table<?x?xf32>,
+                  %Pm: !bvec.table<?x?x?xf32>, %h: !bvec.indices<?xi64>,
+                  %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>)
+    -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %Eemb[%h] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %tail = bvec.gather_vec %Eemb[%t] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %rel = bvec.gather_vec %Remb[%r] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %m = bvec.gather_mat %Pm[%r] : !bvec.table<?x?x?xf32>, !bvec.indices<?xi64> -> !bvec.mat<?x?x?xf32>
+  %diff = bvec.sub %head, %tail : !bvec.vec<?x?xf32>
+  %projected = bvec.vec_mul_mat %diff, %m : !bvec.vec<?x?xf32>, !bvec.mat<?x?x?xf32> -> !bvec.vec<?x?xf32>
+  %sum = bvec.add %projected, %rel : !bvec.vec<?x?xf32>
+  %score = bvec.norm %sum, p = 2 : !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}
