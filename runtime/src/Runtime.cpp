@@ -519,16 +519,16 @@ void Program::call(const Bindings &bindings,
     for (auto [isHalf, index] : slots)
       params.push_back(isHalf ? static_cast<void *>(&halves[index])
                               : static_cast<void *>(&words[index]));
-    check(d.cuLaunchKernel(function, static_cast<unsigned>(grid[0]),
-                           static_cast<unsigned>(grid[1]),
-                           static_cast<unsigned>(grid[2]),
-                           static_cast<unsigned>(block[0]),
-                           static_cast<unsigned>(block[1]),
-                           static_cast<unsigned>(block[2]),
-                           static_cast<unsigned>(shared), stream,
-                           params.data(), nullptr),
-          "launching kernel '" + step.function + "' of bundle '" +
-              signature.name + "'");
+    CUresult launched = d.cuLaunchKernel(
+        function, static_cast<unsigned>(grid[0]),
+        static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
+        static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
+        static_cast<unsigned>(block[2]), static_cast<unsigned>(shared), stream,
+        params.data(), nullptr);
+    // The message is built only on failure: this is the per-call hot path.
+    if (launched != CUDA_SUCCESS)
+      check(launched, "launching kernel '" + step.function + "' of bundle '" +
+                          signature.name + "'");
   }
 }
 
