@@ -158,6 +158,8 @@ def main():
     parser.add_argument("--batches", type=int, nargs="*", default=[4096, 16384])
     parser.add_argument("--lengths", type=int, nargs="*", default=[128, 512])
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--variant", default="",
+                        help="bundle name suffix (<model>.pos.D<length><variant>), for layout studies")
     args = parser.parse_args()
 
     import kge_runtime
@@ -175,7 +177,7 @@ def main():
           f"{args.dataset}: {entities} entities, {relations} relations, {len(triples)} triples", flush=True)
 
     results = {"device": torch.cuda.get_device_name(), "dataset": args.dataset,
-               "entities": entities, "relations": relations, "triples": len(triples),
+               "entities": entities, "relations": relations, "triples": len(triples), "variant": args.variant,
                "copy_bandwidth_bytes_per_s": bandwidth, "torch": torch.__version__,
                "timing": "median of 7 rounds of 20 back-to-back calls (CUDA events), after 5 warm-up calls",
                "entries": []}
@@ -183,7 +185,7 @@ def main():
     for model in args.models:
         compiled = None if args.no_compile else torch.compile(TORCH[model], dynamic=False)
         for length in args.lengths:
-            bundle_path = args.bundles / f"{model}.pos.D{length}.kgebundle"
+            bundle_path = args.bundles / f"{model}.pos.D{length}{args.variant}.kgebundle"
             bundle_text = bundle_path.read_text()
             program = kge_runtime.Program(bundle_text)
             tables, _ = make_tables(program.signature, entities, relations, length, generator)

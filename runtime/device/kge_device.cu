@@ -80,39 +80,46 @@ __device__ void blockSortPairs(int *keys, int *values, int n) {
   }
 }
 
-/// Block-wide exclusive prefix sum of `data[0, n)` in place (n <= 1024 *
-/// blockDim.x), returns the total. Needs `partials` of 32 ints.
+/// Exclusive prefix sum of one `value` per thread over the block; `total`
+/// gets the block's sum. Needs `partials` of 32 ints; synchronizes.
+__device__ int blockExclusivePrefix(int value, int *partials, int &total) {
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int inclusive = value;
+  for (int d = 1; d < 32; d <<= 1) {
+    int up = __shfl_up_sync(0xffffffffu, inclusive, d);
+    if (lane >= d)
+      inclusive += up;
+  }
+  if (lane == 31)
+    partials[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    int warps = (blockDim.x + 31) >> 5;
+    int p = lane < warps ? partials[lane] : 0;
+    for (int d = 1; d < 32; d <<= 1) {
+      int up = __shfl_up_sync(0xffffffffu, p, d);
+      if (lane >= d)
+        p += up;
+    }
+    partials[lane] = p; // inclusive over warps
+  }
+  __syncthreads();
+  int warpOffset = warp == 0 ? 0 : partials[warp - 1];
+  total = partials[((blockDim.x + 31) >> 5) - 1];
+  __syncthreads();
+  return warpOffset + inclusive - value;
+}
+
+/// Block-wide exclusive prefix sum of `data[0, n)` in place, returns the
+/// total. Needs `partials` of 32 ints.
 __device__ int blockExclusiveScan(int *data, int n, int *partials) {
   int total = 0;
   for (int base = 0; base < n; base += blockDim.x) {
     int i = base + threadIdx.x;
-    int value = i < n ? data[i] : 0;
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int inclusive = value;
-    for (int d = 1; d < 32; d <<= 1) {
-      int up = __shfl_up_sync(0xffffffffu, inclusive, d);
-      if (lane >= d)
-        inclusive += up;
-    }
-    if (lane == 31)
-      partials[warp] = inclusive;
-    __syncthreads();
-    if (warp == 0) {
-      int warps = (blockDim.x + 31) >> 5;
-      int p = lane < warps ? partials[lane] : 0;
-      for (int d = 1; d < 32; d <<= 1) {
-        int up = __shfl_up_sync(0xffffffffu, p, d);
-        if (lane >= d)
-          p += up;
-      }
-      partials[lane] = p; // inclusive over warps
-    }
-    __syncthreads();
-    int warpOffset = warp == 0 ? 0 : partials[warp - 1];
-    int chunkTotal = partials[((blockDim.x + 31) >> 5) - 1];
+    int chunkTotal;
+    int prefix = blockExclusivePrefix(i < n ? data[i] : 0, partials, chunkTotal);
     if (i < n)
-      data[i] = total + warpOffset + inclusive - value;
-    __syncthreads();
+      data[i] = total + prefix;
     total += chunkTotal;
   }
   return total;
@@ -283,8 +290,33 @@ extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
 
 extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   __shared__ int partials[32];
-  // One block scans all keys in chunks of blockDim.x.
-  blockExclusiveScan(counts, static_cast<int>(numKeys), partials);
+  __shared__ int rareTotal;
+  // One block scans all keys in chunks of blockDim.x: first the positions of
+  // the rare keys, then those of the frequent ones after all rare items.
+  int n = static_cast<int>(numKeys);
+  if (threadIdx.x == 0)
+    rareTotal = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x)
+    mine += counts[i] < KGE_RARE_KEY_COUNT ? counts[i] : 0;
+  atomicAdd(&rareTotal, mine);
+  __syncthreads();
+  int rareRun = 0, frequentRun = rareTotal;
+  for (int base = 0; base < n; base += blockDim.x) {
+    int i = base + threadIdx.x;
+    int count = i < n ? counts[i] : 0;
+    bool rare = count < KGE_RARE_KEY_COUNT;
+    int rareChunk, frequentChunk;
+    int rarePrefix =
+        blockExclusivePrefix(rare ? count : 0, partials, rareChunk);
+    int frequentPrefix =
+        blockExclusivePrefix(rare ? 0 : count, partials, frequentChunk);
+    if (i < n)
+      counts[i] = rare ? rareRun + rarePrefix : frequentRun + frequentPrefix;
+    rareRun += rareChunk;
+    frequentRun += frequentChunk;
+  }
 }
 
 extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,

@@ -54,10 +54,18 @@ __device__ int kge_inspect_frequent(unsigned long long offsets, int nuniq,
 __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
                                 int group, int *perm);
 
+/// Keys used by fewer items are "rare" for the counting sort below.
+#define KGE_RARE_KEY_COUNT 16
+
 /// Global counting sort by key, three launches:
 ///   kge_key_histogram  counts[key] += 1 (counts zeroed by the launch plan)
-///   kge_key_scan       counts -> exclusive prefix, in place (one block)
+///   kge_key_scan       counts -> start of each key's run, in place (one block)
 ///   kge_key_scatter    perm[counts[key]++] = item
+/// Items of one key end up consecutive. The runs of rare keys (fewer than
+/// KGE_RARE_KEY_COUNT items) come first, in key order, then those of the
+/// frequent keys: the tiles that hold many distinct rare keys (the most
+/// work per tile in matrix stages) get the lowest block indices and start
+/// first, instead of forming the tail of the grid.
 __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
                                   int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);

@@ -3,12 +3,14 @@
 // cuKE's bmv with its frequency-based caching of projection matrices
 // (Sections V-A, VI): the inspector groups the tile's edges by matrix index
 // and ranks the distinct matrices by frequency; the block then processes
-// work items of (up to 8 edges of one run) x (one chunk of output columns),
+// work items of (up to 4 edges of one run) x (one chunk of output columns),
 // most frequent matrices first. A warp streams each row of its matrix chunk
-// once and multiplies it with all 8 edges' input elements, so a matrix used
-// by n edges of the tile is read ceil(n / 8) times from L1/L2 and once from
+// once and multiplies it with all 4 edges' input elements, so a matrix used
+// by n edges of the tile is read ceil(n / 4) times from L1/L2 and once from
 // memory. Sorting the batch by the matrix index (the launch plan's
-// reordering) makes the runs long.
+// reordering) makes the runs long. Items of 4 edges rather than 8 or 16
+// measured faster on H200 (bench/NOTES.md): more items keep more warps
+// streaming, and the registers they free keep 16 rows in flight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +21,7 @@
 using namespace mlir;
 using namespace mlir::kge;
 
-static constexpr int64_t kEdgesPerItem = 8;
+static constexpr int64_t kEdgesPerItem = 4;
 // Matrix rows loaded before their products: 16 x 16-byte loads in flight
 // per lane hide the memory latency of the streamed matrices.
 static constexpr int64_t kUnroll = 16;
@@ -215,13 +217,20 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
                                        safeCols, colValid}));
           }
           SmallVector<Value> result(acc);
-          for (int64_t u = 0; u < rows; ++u)
+          // With 16-byte layouts the inputs are read 4 rows at a time (one
+          // shared load per edge and 4 rows instead of 4).
+          int64_t step = width == 4 && rows % 4 == 0 ? 4 : 1;
+          auto xType = VectorType::get({step}, b.getF32Type());
+          for (int64_t u = 0; u < rows; u += step)
             for (int64_t j = 0; j < kEdgesPerItem; ++j) {
               Value at = arith::AddIOp::create(b, loc, rowStarts[j], ks[u]);
-              Value x =
-                  memref::LoadOp::create(b, loc, input, ValueRange{at});
-              result[j] = vector::FMAOp::create(b, loc, k.splat(x),
-                                                matrixRows[u], result[j]);
+              Value xs = alignedLoad(b, loc, xType, input, ValueRange{at},
+                                     4 * step);
+              for (int64_t q = 0; q < step; ++q) {
+                Value x = vector::ExtractOp::create(b, loc, xs, q);
+                result[j] = vector::FMAOp::create(b, loc, k.splat(x),
+                                                  matrixRows[u + q], result[j]);
+              }
             }
           return result;
         };

@@ -50,9 +50,10 @@ bvec.func @transh(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
 
 // TransR: the input of `vec_mul_mat` is read at arbitrary positions, so it
 // is materialized; edges are sorted by the matrix index array over the
-// whole batch; dynamic lengths take 4-byte loads.
+// whole batch; dynamic lengths take 4-byte loads; tiles are smaller and
+// warps more numerous than for vector-only functions.
 // CHECK-LABEL: bvec.func @transr
-// CHECK-SAME: bvec.kernel = {reorder_group = 0 : i64, reorder_key = "r", stages = 2 : i64, tile = 32 : i64, vector_width = 1 : i64, warps = 8 : i64}
+// CHECK-SAME: bvec.kernel = {reorder_group = 0 : i64, reorder_key = "r", stages = 2 : i64, tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}
 // CHECK: bvec.gather_mat %Pm[%r] {bvec.stage = 0 : i64}
 // CHECK: bvec.sub {{.*}} {bvec.materialize, bvec.stage = 0 : i64}
 // CHECK: bvec.vec_mul_mat {{.*}} {bvec.stage = 1 : i64}

@@ -47,9 +47,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
       projection matrices (`reorder_key`) within groups of
       `reorder_group` tiles (0: the whole batch; 1: no reordering).
 
-    Options left at 0 or empty are chosen by the pass: tiles of 32 edges,
-    8 warps, 16-byte loads when every length is a static multiple of 4, and
-    a whole-batch reordering by the matrix index when the function gathers
+    Options left at 0 or empty are chosen by the pass: tiles of 32 edges
+    and 8 warps (16 edges and 16 warps for functions with `vec_mul_mat`),
+    16-byte loads when every length is a static multiple of 4, and a
+    whole-batch reordering by the matrix index when the function gathers
     matrices.
 
     Example output (TransR):
@@ -57,7 +58,7 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     ```mlir
     bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
         reorder_group = 0 : i64, reorder_key = "r", stages = 2 : i64,
-        tile = 32 : i64, vector_width = 1 : i64, warps = 8 : i64}} {
+        tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}} {
       %diff = bvec.sub %head, %tail {bvec.materialize, bvec.stage = 0 : i64} ...
       %projected = bvec.vec_mul_mat %diff, %proj {bvec.stage = 1 : i64} ...
     ```

@@ -177,8 +177,13 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
     StringRef reorderKey, int64_t reorderGroup) {
   KernelLayout layout;
-  layout.warps = warps > 0 ? warps : 8;
-  layout.tile = tile > 0 ? tile : 32;
+  // Matrix products stream every distinct matrix of a tile once per group
+  // of edges: small tiles of 16 edges spread the distinct matrices of a
+  // batch over many blocks, and 16 warps keep enough of each in flight.
+  bool anyMatrixProduct = false;
+  func.getBody().walk([&](VecMulMatOp) { anyMatrixProduct = true; });
+  layout.warps = warps > 0 ? warps : (anyMatrixProduct ? 16 : 8);
+  layout.tile = tile > 0 ? tile : (anyMatrixProduct ? 16 : 32);
   if (vectorWidth > 0) {
     layout.vectorWidth = vectorWidth;
   } else {
