@@ -37,14 +37,19 @@ PYTHONPATH="$BUILD/python_packages:$ROOT/test/gpu${PYTHONPATH:+:$PYTHONPATH}" KG
   "$ROOT/test/gpu" 2>&1 | tee "$OUT/pytest.log" | tail -15 || status=1
 
 if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
-  for tool in memcheck racecheck; do
-    echo "==> compute-sanitizer --tool $tool on every bundle"
+  # memcheck and racecheck on every bundle, memcheck again in checked mode
+  # (the index-check kernel runs before the plan).
+  for run in "memcheck" "racecheck" "memcheck --checked"; do
+    set -- $run
+    tool=$1
+    name="$tool${2:+-checked}"
+    echo "==> compute-sanitizer --tool $tool on every bundle ${2:+(checked mode)}"
     compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
       "$BUILD/kge-bundle-run" "$BUNDLES"/*.D128.kgebundle "$BUNDLES"/*.dyn.kgebundle \
-      --size B=300 --size K=5 > "$OUT/sanitizer-$tool.log" 2>&1
+      --size B=300 --size K=5 ${2:-} > "$OUT/sanitizer-$name.log" 2>&1
     code=$?
-    tail -4 "$OUT/sanitizer-$tool.log"
-    grep -E "ERROR SUMMARY|unwritten=[1-9]" "$OUT/sanitizer-$tool.log" | sort | uniq -c | head -5
+    tail -4 "$OUT/sanitizer-$name.log"
+    grep -E "ERROR SUMMARY|unwritten=[1-9]" "$OUT/sanitizer-$name.log" | sort | uniq -c | head -5
     [ $code -eq 0 ] || status=1
   done
 fi
