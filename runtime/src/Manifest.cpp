@@ -349,6 +349,14 @@ Manifest Manifest::parse(const std::string &text) {
     } else if (!moduleNames.count(step.module)) {
       fail("'" + where + ".module' names no module: '" + step.module + "'");
     } else {
+      // The kernel must be an entry of its module's PTX (checked again by
+      // the driver when the module is loaded).
+      for (const ModuleImage &image : m.modules)
+        if (image.name == step.module &&
+            image.ptx.find(".entry " + step.function + "(") ==
+                std::string::npos)
+          fail("'" + where + "' launches '" + step.function +
+               "', which is not a kernel of module '" + step.module + "'");
       anyBundleKernel = true;
     }
     const json &grid = array(l, "grid", where), &block = array(l, "block", where);

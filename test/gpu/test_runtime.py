@@ -44,7 +44,7 @@ def test_good_call_allocates_results(transe):
     (lambda b: b.update(version=7), "bundle version 7 is not supported"),
     (lambda b: b.update(format="other"), "'format' must be \"kge-bundle\""),
     (lambda b: b["launches"][-1].update(function="no_such_kernel"),
-     "has no kernel 'no_such_kernel'"),
+     "launches 'no_such_kernel', which is not a kernel of module"),
     (lambda b: b["modules"][0].update(cubin_base64="@@@"), "not valid base64"),
     (lambda b: b["launches"][-1].update(grid=["ceildiv(X, 32)", 1, 1]),
      "uses the size 'X', which no parameter defines"),

@@ -2,11 +2,14 @@
 
 import os
 import pathlib
+import sys
 
 import pytest
 
 SOURCE_ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD_ROOT = pathlib.Path(os.environ.get("KGE_BUILD_DIR", SOURCE_ROOT / "build"))
+# The runtime's Python module (kge_runtime), built with the compiler.
+sys.path.insert(0, str(BUILD_ROOT / "python_packages"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,132 @@
+"""Kernel bundles on the CPU machine: every example compiles to a bundle
+that the runtime's validator accepts, with the signature the compiler
+derived; corrupted bundles are refused with an error naming the problem;
+without a GPU the runtime reports that, instead of crashing."""
+
+import json
+import subprocess
+
+import kge_runtime as rt
+import pytest
+
+from conftest import BUILD_ROOT, SOURCE_ROOT
+
+EXAMPLES = sorted(p.stem for p in (SOURCE_ROOT / "examples" / "bvec").glob("*.mlir"))
+
+
+def compile_bundle(tools, name, *pipeline_options):
+    source = SOURCE_ROOT / "examples" / "bvec" / f"{name}.mlir"
+    pipeline = "-kge-lower-to-gpu" + (f"={' '.join(pipeline_options)}" if pipeline_options else "")
+    lowered = subprocess.run([str(tools["kge-opt"]), str(source), pipeline],
+                             capture_output=True, text=True, check=True).stdout
+    return subprocess.run([str(tools["kge-translate"]), "--kge-to-bundle"], input=lowered,
+                          capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def transe_bundle(tools):
+    return compile_bundle(tools, "transe_l2")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("mode", ["pos", "neg"])
+def test_example_bundles_validate(tools, name, mode):
+    text = compile_bundle(tools, name, *(["negative=t"] if mode == "neg" else []))
+    bundle = json.loads(text)
+    signature = rt.validate_bundle(text)
+    expected = json.loads(subprocess.run(
+        [str(tools["kge-translate"]), "--bvec-to-signature",
+         str(SOURCE_ROOT / "examples" / "bvec" / f"{name}.mlir")],
+        capture_output=True, text=True, check=True).stdout)[0]
+    assert signature["name"] == name
+    assert [p["name"] for p in signature["params"]] == [p["name"] for p in expected["params"]]
+    for got, want in zip(signature["params"], expected["params"]):
+        assert got["role"] == want["role"] and got["dtype"] == want["dtype"]
+        if mode == "neg" and got["name"] in ("t", "score"):
+            assert got["shape"] == ["B", "K"]
+        else:
+            assert got["shape"] == want["shape"]
+    # One fused kernel of the bundle's module per call, after the library
+    # kernels of the plan (reordering for matrix models).
+    kernels = [l for l in bundle["launches"] if l["kind"] == "kernel" and l["module"] != "library"]
+    assert [k["function"] for k in kernels] == [name]
+    assert "kge_inspect_unique" in bundle["library"]
+    assert bundle["modules"][0]["ptx"].count(".entry ") == 1
+
+
+def corrupt(edit):
+    def apply(text):
+        bundle = json.loads(text)
+        edit(bundle)
+        return json.dumps(bundle)
+    return apply
+
+
+CORRUPTIONS = {
+    "wrong version": (corrupt(lambda b: b.update(version=2)),
+                      "bundle version 2 is not supported: this runtime reads version 1"),
+    "version not a number": (corrupt(lambda b: b.update(version="1")), "'version' must be an integer"),
+    "wrong format": (corrupt(lambda b: b.update(format="other")), "'format' must be \"kge-bundle\""),
+    "missing kernel": (corrupt(lambda b: b["launches"][-1].update(function="nope")),
+                       "launches 'nope', which is not a kernel of module 'transe_l2_kernels'"),
+    "no modules": (corrupt(lambda b: b.update(modules=[])), "'modules' is empty"),
+    "module without entry": (corrupt(lambda b: b["modules"][0].update(ptx="// nothing")),
+                             "'modules\\[0\\].ptx' holds no kernel entry"),
+    "unknown module": (corrupt(lambda b: b["launches"][-1].update(module="other")),
+                       "names no module: 'other'"),
+    "bad base64": (corrupt(lambda b: b["modules"][0].update(cubin_base64="@@@@")), "not valid base64"),
+    "unknown size": (corrupt(lambda b: b["launches"][-1].update(grid=["ceildiv(X, 32)", 1, 1])),
+                     "uses the size 'X', which no parameter defines"),
+    "bad expression": (corrupt(lambda b: b["launches"][-1].update(shared_bytes="B +")),
+                       "shared_bytes"),
+    "unknown library function": (corrupt(lambda b: b["library"].append("kge_missing")),
+                                 "needs the device-library function 'kge_missing'"),
+    "duplicate parameter": (corrupt(lambda b: b["function"]["params"].insert(0, b["function"]["params"][0])),
+                            "parameter name 'Eemb' is used twice"),
+    "unknown role": (corrupt(lambda b: b["function"]["params"][0].update(role="weights")),
+                     "must be table, indices or result, got 'weights'"),
+    "unknown dtype": (corrupt(lambda b: b["function"]["params"][0].update(dtype="f8")),
+                      "is not a known dtype: 'f8'"),
+    "float indices": (corrupt(lambda b: b["function"]["params"][2].update(dtype="f32")),
+                      "index array 'h' must be i32 or i64"),
+    "no result": (corrupt(lambda b: b["function"]["params"].pop()), "the function has no result"),
+    "dangling buffer": (corrupt(lambda b: b["launches"][-1]["args"][0].update(buffer="param:X")),
+                        "refers to no parameter or scratch buffer: 'param:X'"),
+    "wrong grid rank": (corrupt(lambda b: b["launches"][-1].update(grid=[1, 1])),
+                        "needs 3 grid and 3 block dimensions"),
+    "negative mode without array": (corrupt(lambda b: b.update(mode={"kind": "negative", "corrupted": "Eemb"})),
+                                    "'mode.corrupted' must name an index array"),
+    "check of a table": (corrupt(lambda b: b["checks"][0].update(param="Eemb")),
+                         "'checks\\[0\\].param' must name an index array"),
+    "truncated": (lambda text: text[: len(text) // 2], "the bundle is not valid JSON"),
+    "not an object": (lambda text: "[1, 2]", "the top level must be an object"),
+    "empty": (lambda text: "", "the bundle is not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CORRUPTIONS))
+def test_corrupted_bundles_are_refused(transe_bundle, case):
+    edit, message = CORRUPTIONS[case]
+    with pytest.raises(rt.BundleError, match=message):
+        rt.validate_bundle(edit(transe_bundle))
+    # The error leaves the module usable.
+    assert rt.validate_bundle(transe_bundle)["name"] == "transe_l2"
+
+
+def test_bundle_run_without_gpu_reports_the_driver(transe_bundle, tmp_path):
+    """On a machine without a GPU (CI), loading a program is a CudaError."""
+    try:
+        rt.Program(transe_bundle)
+    except rt.CudaError as error:
+        assert "CUDA" in str(error)
+    else:
+        pytest.skip("this machine has a GPU")
+    path = tmp_path / "transe.kgebundle"
+    path.write_text(transe_bundle)
+    runner = BUILD_ROOT / "runtime" / "kge-bundle-run"
+    result = subprocess.run([str(runner), str(path), "--size", "B=8"], capture_output=True, text=True)
+    assert result.returncode != 0 and "CUDA" in result.stderr
+    corrupted = tmp_path / "bad.kgebundle"
+    corrupted.write_text(transe_bundle[:100])
+    result = subprocess.run([str(runner), str(corrupted)], capture_output=True, text=True)
+    assert result.returncode != 0 and "not valid JSON" in result.stderr
