@@ -5,8 +5,8 @@ bvec.func @transf(%Eemb: !bvec.table<?x?xf32>, %Remb: !bvec.table<?x?xf32>, %h: 
   %head = bvec.gather_vec %Eemb[%h] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
   %tail = bvec.gather_vec %Eemb[%t] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
   %rel = bvec.gather_vec %Remb[%r] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
-  %two = bvec.constant 2.0 : !bvec.scalar<?xf32>
   %ht = bvec.vec_mul_vec %head, %tail : !bvec.vec<?x?xf32>, !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
+  %two = bvec.constant 2.0 : !bvec.scalar<?xf32>
   %twice = bvec.mul %two, %ht : !bvec.scalar<?xf32>
   %diff = bvec.sub %tail, %head : !bvec.vec<?x?xf32>
   %dr = bvec.vec_mul_vec %diff, %rel : !bvec.vec<?x?xf32>, !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>

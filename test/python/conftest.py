@@ -8,8 +8,10 @@ import pytest
 
 SOURCE_ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD_ROOT = pathlib.Path(os.environ.get("KGE_BUILD_DIR", SOURCE_ROOT / "build"))
-# The runtime's Python module (kge_runtime), built with the compiler.
+# The build's Python packages (kge with its compiler extension, and the
+# runtime's kge_runtime) and the front-end examples.
 sys.path.insert(0, str(BUILD_ROOT / "python_packages"))
+sys.path.insert(1, str(SOURCE_ROOT / "examples" / "python"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,103 @@
+"""Compilation of bvec modules: to a CPU function (MLIR ExecutionEngine)
+and to GPU kernel bundles (PTX + JSON manifest, docs/BundleFormat.md)."""
+
+import json
+import pathlib
+
+_LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-width",
+                   "reorder_key": "reorder-key", "reorder_group": "reorder-group"}
+
+
+def _ir():
+    from . import ir
+    return ir
+
+
+def gpu_pipeline(negative=None, sizes=None, **layout):
+    """The textual pass pipeline that lowers bvec functions to kernels:
+    optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
+    `kge-lower-to-gpu` with negative-sampling mode and layout options
+    (tile, warps, vector_width, reorder_key, reorder_group)."""
+    passes = []
+    if sizes:
+        for symbol, value in sizes.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"size {symbol} must be a positive integer, got {value!r}")
+        passes.append("bvec-specialize{sizes=" + ",".join(f"{k}={v}" for k, v in sizes.items()) + "}")
+    options = []
+    if negative:
+        options.append(f"negative={negative}")
+    for name, value in layout.items():
+        if name not in _LAYOUT_OPTIONS:
+            raise TypeError(f"unknown layout option '{name}' (expected one of "
+                            f"{', '.join(sorted(_LAYOUT_OPTIONS))})")
+        if value is not None:
+            options.append(f"{_LAYOUT_OPTIONS[name]}={value}")
+    passes.append("kge-lower-to-gpu" + ("{" + " ".join(options) + "}" if options else ""))
+    return ",".join(passes)
+
+
+def lower_to_gpu(module, negative=None, sizes=None, **layout):
+    """A copy of `module` lowered to gpu/nvvm by KGE's GPU pipeline."""
+    ir = _ir()
+    lowered = module.clone()
+    pm = ir.PassManager(module.context)
+    pm.add(gpu_pipeline(negative, sizes, **layout))
+    pm.run(lowered)
+    return lowered
+
+
+def compile_bundle(module, negative=None, sizes=None, cubin=True, **layout):
+    """The kernel bundle of the only bvec.func of `module`."""
+    ir = _ir()
+    return Bundle(ir.to_bundle(lower_to_gpu(module, negative, sizes, **layout), cubin))
+
+
+def compile_cpu(module, function=""):
+    """The bvec.func `function` of `module` compiled for the host CPU: call
+    it with a dict of NumPy arrays, get a dict of NumPy results."""
+    return _ir().CpuFunction.compile(module, function)
+
+
+class Bundle:
+    """A kernel bundle: JSON text with PTX (and cubin) of one fused kernel,
+    its parameters and its launch plan. Needs no compiler to load."""
+
+    def __init__(self, text):
+        self.text = text
+        self.manifest = json.loads(text)
+
+    @classmethod
+    def read(cls, path):
+        return cls(pathlib.Path(path).read_text())
+
+    def save(self, path):
+        pathlib.Path(path).write_text(self.text)
+        return path
+
+    @property
+    def name(self):
+        return self.manifest["function"]["name"]
+
+    @property
+    def params(self):
+        return self.manifest["function"]["params"]
+
+    @property
+    def ptx(self):
+        return "\n".join(m["ptx"] for m in self.manifest["modules"])
+
+    def validate(self):
+        """Checks the bundle with the runtime's validator; returns its
+        signature (needs only the kge_runtime module)."""
+        from . import runtime
+        return runtime.validate_bundle(self.text)
+
+    def load(self, device=0):
+        """A kge_runtime.Program running this bundle on CUDA device `device`."""
+        from . import runtime
+        return runtime.Program(self.text, device)
+
+    def __repr__(self):
+        mode = self.manifest["mode"]["kind"]
+        return f"<kge.Bundle {self.name} ({mode}, {len(self.text)} bytes)>"

@@ -1,0 +1,30 @@
+"""The compiler's IR API (the kge._compiler extension): contexts, modules,
+locations, the bvec types, attributes, values, functions, a builder with one
+method per bvec operation, the pass manager and the targets.
+
+    from kge import ir
+    ctx = ir.Context()
+    b = ir.Builder(ctx)
+    module = b.create_module()
+    table, index = ir.Type.table(ctx, [None, None]), ir.Type.indices(ctx)
+    f = b.create_function(module, "distmult",
+                          [("E", table), ("R", table), ("h", index), ("r", index), ("t", index)])
+    E, R, h, r, t = f.arguments
+    b.ret([b.vec_mul_vec(b.mul(b.gather_vec(E, h), b.gather_vec(R, r)), b.gather_vec(E, t))])
+    ir.PassManager(ctx).add("kge-lower-to-gpu")
+"""
+
+from .errors import CompilerUnavailableError
+
+try:
+    from ._compiler import (Attribute, Builder, Context, CpuFunction, Function, Location,
+                            MLIRError, Module, PassManager, Type, Value, signature, to_bundle,
+                            to_ptx)
+except ImportError as error:  # pragma: no cover - exercised on machines without MLIR
+    raise CompilerUnavailableError(
+        "the KGE compiler extension (kge._compiler) is not available: build KGE with "
+        "scripts/setup.sh or `pip install .`; running bundles needs only kge.runtime "
+        f"({error})") from error
+
+__all__ = ["Attribute", "Builder", "Context", "CpuFunction", "Function", "Location", "MLIRError",
+           "Module", "PassManager", "Type", "Value", "signature", "to_bundle", "to_ptx"]

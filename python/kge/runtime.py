@@ -1,0 +1,21 @@
+"""Running kernel bundles on a GPU: KGE's runtime (runtime/, no MLIR) as
+the `kge_runtime` module, with PyTorch/CuPy tensors through DLPack or
+``__cuda_array_interface__``.
+
+    program = kge.runtime.Program(bundle_text)
+    scores = program(Eemb=E, Remb=R, h=h, r=r, t=t)["score"]
+
+Import errors say how to build the module; the compiler is not needed.
+"""
+
+try:
+    from kge_runtime import (ArgumentError, BundleError, CudaError, DeviceBuffer, Error,
+                             IndexRangeError, Program, validate_bundle)
+except ImportError as error:  # pragma: no cover - depends on the machine
+    raise ImportError(
+        "the KGE runtime module (kge_runtime) is not available: build runtime/ with "
+        "cmake (it needs a C++ compiler, nlohmann-json and pybind11) and put its "
+        f"python_packages directory on PYTHONPATH ({error})") from error
+
+__all__ = ["ArgumentError", "BundleError", "CudaError", "DeviceBuffer", "Error",
+           "IndexRangeError", "Program", "validate_bundle"]

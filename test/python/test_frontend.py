@@ -1,0 +1,237 @@
+"""The tracing front end (kge.function): the eight examples written in it
+give the IR of the hand-written examples and of the builder API, run on the
+CPU like NumPy, compile to valid bundles; unsupported Python and bad
+operands are TraceErrors that point at the user's line."""
+
+import inspect
+import subprocess
+import zlib
+
+import kge_runtime
+import numpy as np
+import pytest
+
+import kge
+import kgetest
+from builders import BUILDERS
+from conftest import SOURCE_ROOT
+from kge import Indices, Table
+from reference import EXAMPLES
+from score_functions import FUNCTIONS
+
+
+def example_text(tools, name):
+    path = SOURCE_ROOT / "examples" / "bvec" / f"{name}.mlir"
+    return subprocess.run([str(tools["kge-opt"]), str(path)], capture_output=True, text=True,
+                          check=True).stdout.rstrip("\n") + "\n"
+
+
+def test_all_examples_are_written_in_the_front_end():
+    assert sorted(FUNCTIONS) == sorted(EXAMPLES) == sorted(BUILDERS)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_front_end_gives_the_example_and_builder_ir(tools, name):
+    traced = FUNCTIONS[name].trace()
+    traced.verify()
+    assert str(traced) == example_text(tools, name)
+    assert str(traced) == str(BUILDERS[name]())
+
+
+CASES = [(1, 7, "uniform", 50), (37, 100, "duplicate_heavy", 50),
+         (64, 33, "all_identical", 20), (300, 64, "duplicate_free", 400)]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("batch,length,kind,rows", CASES,
+                         ids=[f"B{b}-D{d}-{k}" for b, d, k, _ in CASES])
+def test_front_end_runs_on_the_cpu_like_numpy(name, batch, length, kind, rows):
+    fn = FUNCTIONS[name]
+    sig = fn.signature
+    rng = np.random.default_rng(zlib.crc32(f"fe-{name}-{batch}-{kind}".encode()))
+    sizes = {}
+    for p in sig["params"]:
+        for d in p["shape"][1:]:
+            if isinstance(d, str):
+                sizes.setdefault(d, length + 3 * len(sizes))
+    args = kgetest.make_inputs(sig, rng, batch, sizes, kind, rows)
+    score = fn.run_cpu(**args)
+    reference = EXAMPLES[name](**args)
+    assert score.shape == (batch,) and score.dtype == np.float32
+    assert kgetest.scores_match(score, reference)
+    wrong = score.copy()
+    wrong[-1] += np.float32(1e-3 * max(np.max(np.abs(reference)), 1.0))
+    assert not kgetest.scores_match(wrong, reference)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_front_end_compiles_to_bundles(name):
+    fn = FUNCTIONS[name]
+    bundle = fn.compile(sizes={s: 64 for s in {d for p in fn.signature["params"]
+                                                for d in p["shape"][1:] if isinstance(d, str)}})
+    assert bundle.name == name and ".entry " + name + "(" in bundle.ptx
+    assert kge_runtime.validate_bundle(bundle.text)["name"] == name
+    negative = fn.compile(negative="t", cubin=False)
+    assert negative.manifest["mode"] == {"corrupted": "t", "kind": "negative"}
+    assert negative.validate()["params"][-1]["shape"] == ["B", "K"]
+
+
+def test_layout_options_reach_the_kernel():
+    bundle = FUNCTIONS["transe_l2"].compile(tile=64, warps=4, cubin=False)
+    (kernel,) = [l for l in bundle.manifest["launches"] if l["function"] == "transe_l2"]
+    assert kernel["grid"][0] == "ceildiv(B, 64)" and kernel["block"][0] == "128"
+    with pytest.raises(TypeError, match="unknown layout option 'tiles'"):
+        FUNCTIONS["transe_l2"].compile(tiles=64)
+    with pytest.raises(ValueError, match="positive integer"):
+        FUNCTIONS["transe_l2"].compile(sizes={"D_Eemb": 0})
+    with pytest.raises(kge.MLIRError, match="no function has a dynamic size named 'D_X'"):
+        FUNCTIONS["transe_l2"].compile(sizes={"D_X": 8})
+    with pytest.raises(kge.MLIRError, match="negative mode: 'x' is not an index array"):
+        FUNCTIONS["transe_l2"].compile(negative="x")
+
+
+def test_bundles_save_and_load(tmp_path):
+    bundle = FUNCTIONS["distmult"].compile(cubin=False)
+    path = bundle.save(tmp_path / "distmult.kgebundle")
+    again = kge.Bundle.read(path)
+    assert again.text == bundle.text and "distmult" in repr(again)
+
+
+def test_operations_carry_the_users_locations():
+    @kge.function
+    def scaled(E: Table, h: Indices):
+        return kge.norm(E[h], p=1)
+
+    line = inspect.getsourcelines(scaled.fn)[1] + 2
+    text = scaled.module.print(debug_info=True)
+    assert f'"{__file__}":{line}:' in text
+
+
+def test_multiple_results_and_names():
+    @kge.function
+    def both(E: Table(None, 4), h: Indices, t: Indices):
+        d = E[h] - E[t]
+        return {"l1": kge.norm(d, p=1), "l2": kge.norm(d, p=2)}
+
+    assert both.module.function().result_names == ["l1", "l2"]
+    E = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = both.run_cpu(E=E, h=np.array([0, 2]), t=np.array([1, 0]))
+    assert np.allclose(out["l1"], [16, 32]) and np.allclose(out["l2"], [8, 16])
+
+    @kge.function(results=("distance",))
+    def named(E: Table, h: Indices, t: Indices):
+        return kge.norm(E[h] - E[t])
+
+    assert named.module.function().result_names == ["distance"]
+
+
+def test_numbers_slices_and_reductions():
+    @kge.function
+    def mixed(E: Table(None, 8), h: Indices, t: Indices):
+        a, b = E[h], E[t]
+        s = kge.sum(a[0:4] * b[4:8]) + kge.mean(kge.maximum(a, b)) - kge.max(-a) / 2
+        return kge.sigmoid(s) * 0.5 + kge.min(kge.exp(a - 1.0)) + kge.dot(a / 3, abs(b))
+
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal((5, 8)).astype(np.float32)
+    h, t = np.array([0, 1, 4]), np.array([3, 3, 2])
+    a, b = E[h].astype(np.float64), E[t].astype(np.float64)
+    s = (a[:, :4] * b[:, 4:]).sum(1) + np.maximum(a, b).mean(1) - (-a).max(1) / 2
+    expected = 0.5 / (1 + np.exp(-s)) + np.exp(a - 1).min(1) + ((a / 3) * np.abs(b)).sum(1)
+    assert np.allclose(mixed.run_cpu(E=E, h=h, t=t), expected, rtol=1e-5)
+
+
+def trace_error(fn):
+    with pytest.raises(kge.TraceError) as error:
+        fn.trace()
+    return error.value
+
+
+def test_control_flow_is_a_trace_error_at_the_users_line():
+    @kge.function
+    def branchy(E: Table, h: Indices):
+        v = E[h]
+        if kge.norm(v) > 0:  # comparison gives a bool
+            return v
+        return v
+
+    @kge.function
+    def branchy2(E: Table, h: Indices):
+        v = kge.norm(E[h])
+        if v:
+            return v
+        return v
+
+    error = trace_error(branchy2)
+    assert error.filename == __file__
+    assert error.lineno == inspect.getsourcelines(branchy2.fn)[1] + 3
+    assert "control flow" in str(error) and "if v:" in str(error)
+    with pytest.raises((kge.TraceError, TypeError)):
+        branchy.trace()
+
+
+@pytest.mark.parametrize("body,message", [
+    (lambda E, P, h: len(E[h]), "len()"),
+    (lambda E, P, h: [x for x in E[h]], "iteration"),
+    (lambda E, P, h: float(kge.norm(E[h])), "float()"),
+    (lambda E, P, h: E + E, "table 'E' cannot be used in arithmetic"),
+    (lambda E, P, h: h[h], "index array 'h' cannot be indexed"),
+    (lambda E, P, h: E[0], "must be indexed by an index array"),
+    (lambda E, P, h: E[h] + P[h], "bvec.add needs operands of one type"),
+    (lambda E, P, h: kge.norm(E[h]) + E[h], "'+' of a batch of scalars and a batch of vectors"),
+    (lambda E, P, h: E[h] + 1.0, "constant vector of dynamic length"),
+    (lambda E, P, h: E[h] @ E[h], "'@' multiplies a batch of vectors by a batch of matrices"),
+    (lambda E, P, h: kge.norm(E[h], p=3), "p = 1 and p = 2"),
+    (lambda E, P, h: kge.norm(P[h]), "bvec.norm expects a batch of vectors"),
+    (lambda E, P, h: E[h][0:2], "static vector length"),
+])
+def test_bad_operands_are_trace_errors(body, message):
+    def fn(E: Table, P: Table(None, 4, 4), h: Indices):
+        return body(E, P, h)
+
+    error = trace_error(kge.function(fn))
+    assert message in str(error)
+    assert error.filename == __file__
+
+
+def test_static_length_mismatch_is_reported():
+    @kge.function
+    def mismatch(A: Table(None, 4), B: Table(None, 8), h: Indices):
+        return kge.dot(A[h], B[h])
+
+    error = trace_error(mismatch)
+    assert "bvec.vec_mul_vec" in str(error) or "length" in str(error)
+    assert error.lineno == inspect.getsourcelines(mismatch.fn)[1] + 2
+
+
+def test_declaration_errors():
+    with pytest.raises(TypeError, match="needs an annotation"):
+        kge.function(lambda E, h: E[h])
+    with pytest.raises(TypeError, match="needs an annotation"):
+        @kge.function
+        def wrong(E: int, h: Indices):
+            return E[h]
+    with pytest.raises(TypeError, match="2 sizes"):
+        Table(None)
+    with pytest.raises(TypeError, match="non-negative int or None"):
+        Table(None, -1)
+
+    @kge.function
+    def not_traced(E: Table, h: Indices):
+        return 3.0
+
+    with pytest.raises(TypeError, match="must return traced values"):
+        not_traced.trace()
+    with pytest.raises(TypeError, match="run it with .run_cpu"):
+        not_traced()
+
+
+def test_cpu_argument_errors_from_the_front_end():
+    fn = FUNCTIONS["transe_l1"]
+    E = np.zeros((4, 3), np.float32)
+    args = dict(Eemb=E, Remb=E, h=np.array([0]), r=np.array([0]), t=np.array([9]))
+    with pytest.raises(IndexError, match="out of range"):
+        fn.run_cpu(**args)
+    with pytest.raises(ValueError, match="f64"):
+        fn.run_cpu(**dict(args, t=np.array([1]), Eemb=E.astype(np.float64)))
+    assert fn.run_cpu(**dict(args, t=np.array([1]))).shape == (1,)
