@@ -7,9 +7,12 @@
 #   - compute-sanitizer memcheck and racecheck on every bundle.
 # Bundles are compiled beforehand on a machine with the compiler:
 #   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles
+#   - concurrent load-and-launch from 8 threads (test/gpu/stress_concurrency.py),
+#     alone and under compute-sanitizer memcheck.
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
 # (nlohmann/json headers where no package provides them), KGE_GPU_QUICK=1
-# (skip the sanitizer), PYTEST_K (a pytest -k selection).
+# (skip the sanitizer and the stress runs), KGE_GPU_STRESS_SECONDS (60),
+# PYTEST_K (a pytest -k selection).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUNDLES="${KGE_GPU_BUNDLES:-$ROOT/.carry/bundles}"
@@ -52,5 +55,21 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
     grep -E "ERROR SUMMARY|unwritten=[1-9]" "$OUT/sanitizer-$name.log" | sort | uniq -c | head -5
     [ $code -eq 0 ] || status=1
   done
+fi
+if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
+  seconds="${KGE_GPU_STRESS_SECONDS:-60}"
+  echo "==> 8 threads loading and launching bundles for ${seconds} s"
+  PYTHONPATH="$BUILD/python_packages" KGE_GPU_BUNDLES="$BUNDLES" \
+    python3 "$ROOT/test/gpu/stress_concurrency.py" --threads 8 --seconds "$seconds" \
+    2>&1 | tee "$OUT/stress.log" | tail -3
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "==> the same under compute-sanitizer memcheck"
+  PYTHONPATH="$BUILD/python_packages" KGE_GPU_BUNDLES="$BUNDLES" \
+    compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    python3 "$ROOT/test/gpu/stress_concurrency.py" --threads 8 --seconds "$seconds" \
+    > "$OUT/stress-memcheck.log" 2>&1
+  code=$?
+  tail -3 "$OUT/stress-memcheck.log"
+  [ $code -eq 0 ] || status=1
 fi
 exit $status
