@@ -28,7 +28,7 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kge_tools_dir, append_path=True)
 
 tool_dirs = [config.kge_tools_dir, config.llvm_tools_dir]
-tools = ["kge-opt", "kge-translate", "kge-cpu-runner"]
+tools = ["kge-opt", "kge-translate", "kge-cpu-runner", "kge-fuzz"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # ptxas assembles emitted PTX when the CUDA toolkit is present.

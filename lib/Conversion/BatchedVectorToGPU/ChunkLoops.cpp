@@ -449,12 +449,14 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
 
     // Materialized vectors: the whole vector of every local edge.
     for (Value m : loop.materialize) {
+      // Slices are not computed in the loop but read from their (earlier)
+      // materialized input.
+      Value value = get(m);
       Value buffer = k.materializedView(m);
       Value at = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, edge, body.length), d0);
       scf::IfOp::create(b, loc, valid, [&](OpBuilder &, Location) {
-        alignedStore(b, loc, values.lookup(m), buffer, ValueRange{at},
-                     4 * width);
+        alignedStore(b, loc, value, buffer, ValueRange{at}, 4 * width);
         scf::YieldOp::create(b, loc);
       });
     }
