@@ -5,8 +5,12 @@
 #   - the kernels of every example against PyTorch (test/gpu/test_kernels.py)
 #     and the runtime's error handling (test/gpu/test_runtime.py),
 #   - compute-sanitizer memcheck and racecheck on every bundle.
+#   - compositions beyond the examples against the CPU path's results
+#     (test/gpu/test_compositions.py),
 # Bundles are compiled beforehand on a machine with the compiler:
 #   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles
+#   PYTHONPATH=build/python_packages .venv/bin/python test/gpu/build_compositions.py \
+#     --out .carry/compositions
 #   - concurrent load-and-launch from 8 threads (test/gpu/stress_concurrency.py),
 #     alone and under compute-sanitizer memcheck.
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
@@ -49,6 +53,7 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
     echo "==> compute-sanitizer --tool $tool on every bundle ${2:+(checked mode)}"
     compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
       "$BUILD/kge-bundle-run" "$BUNDLES"/*.D128.kgebundle "$BUNDLES"/*.dyn.kgebundle \
+      "${KGE_GPU_COMPOSITIONS:-$ROOT/.carry/compositions}"/*.kgebundle \
       --size B=300 --size K=5 ${2:-} > "$OUT/sanitizer-$name.log" 2>&1
     code=$?
     tail -4 "$OUT/sanitizer-$name.log"

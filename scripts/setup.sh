@@ -5,7 +5,8 @@
 #   scripts/setup.sh            install, configure, build
 #
 # Environment: KGE_BUILD_DIR (default build), KGE_BUILD_TYPE (Release),
-# KGE_CMAKE_ARGS (extra CMake arguments).
+# KGE_CMAKE_ARGS (extra CMake arguments), KGE_PIP_INSTALL (1: install the
+# kge Python package into .venv).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -72,4 +73,13 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 log "Building"
 cmake --build "$BUILD_DIR" --target all kge-doc
+
+# --- The Python package ----------------------------------------------------
+# `pip install .` into the project environment: setup.py builds the
+# extensions through CMake, here reusing $BUILD_DIR, so it only copies.
+if [ "${KGE_PIP_INSTALL:-1}" = 1 ]; then
+  log "Installing the kge Python package into $VENV"
+  KGE_BUILD_DIR="$BUILD_DIR" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    --no-build-isolation --no-deps "$ROOT"
+fi
 log "KGE is built in $BUILD_DIR"

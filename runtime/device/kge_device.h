@@ -73,7 +73,8 @@ __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
                                 int *cursor, int *perm);
 
 /// Checked mode: records in *first_bad the smallest position whose index is
-/// outside [0, bound) (first_bad initialized to n by the launch plan).
+/// outside [0, bound); *first_bad must start at a value >= n (the runtime
+/// fills it with 0x7f bytes).
 __global__ void kge_check_indices(const void *keys, int key_bits,
                                   long long n, long long bound,
                                   long long *first_bad);

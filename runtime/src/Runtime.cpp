@@ -379,47 +379,60 @@ void Program::call(const Bindings &bindings,
                                               : scratchPointers.at(ref.name);
   };
 
-  // Checked mode: every index against its tables, on the GPU.
-  if (options.checked) {
-    ensure(scratch.checkBuffer, sizeof(int64_t));
-    for (const IndexCheck &c : manifest_.checks) {
+  // Checked mode: every index against its tables, on the GPU. All checks
+  // run before one synchronization; each writes the first bad position of
+  // its array into its own slot (a slot filled with 0x7f bytes: none).
+  if (options.checked && !manifest_.checks.empty()) {
+    size_t numChecks = manifest_.checks.size();
+    ensure(scratch.checkBuffer, numChecks * sizeof(int64_t));
+    CUdeviceptr slots = scratch.checkBuffer.first;
+    check(d.cuMemsetD8Async(slots, 0x7f, numChecks * sizeof(int64_t), stream),
+          "cuMemsetD8Async (index check)");
+    std::vector<int64_t> counts(numChecks), bounds(numChecks);
+    for (size_t i = 0; i < numChecks; ++i) {
+      const IndexCheck &c = manifest_.checks[i];
       const Parameter &p = signature.params[c.param];
-      int64_t count = evaluate(c.count), bound = evaluate(c.bound);
-      if (count == 0)
+      counts[i] = evaluate(c.count);
+      bounds[i] = evaluate(c.bound);
+      if (counts[i] == 0)
         continue;
-      CUdeviceptr firstBad = scratch.checkBuffer.first;
-      check(d.cuMemcpyHtoDAsync(firstBad, &count, sizeof(count), stream),
-            "cuMemcpyHtoDAsync (index check)");
+      CUdeviceptr firstBad = slots + i * sizeof(int64_t);
       CUdeviceptr keys = paramData(c.param);
       int bits = p.dtype == DType::I32 ? 32 : 64;
-      void *params[] = {&keys, &bits, &count, &bound, &firstBad};
+      void *params[] = {&keys, &bits, &counts[i], &bounds[i], &firstBad};
       unsigned grid = static_cast<unsigned>(
-          std::min<int64_t>((count + 255) / 256, 65535));
+          std::min<int64_t>((counts[i] + 255) / 256, 65535));
       check(d.cuLaunchKernel(impl_->checkKernel, grid, 1, 1, 256, 1, 1, 0,
                              stream, params, nullptr),
             "launching the index check of '" + p.name + "'");
-      int64_t bad = count;
-      check(d.cuMemcpyDtoHAsync(&bad, firstBad, sizeof(bad), stream),
+    }
+    std::vector<int64_t> firstBad(numChecks);
+    check(d.cuMemcpyDtoHAsync(firstBad.data(), slots,
+                              numChecks * sizeof(int64_t), stream),
+          "cuMemcpyDtoHAsync (index check)");
+    check(d.cuStreamSynchronize(stream), "the index checks");
+    for (size_t i = 0; i < numChecks; ++i) {
+      if (counts[i] == 0 || firstBad[i] >= counts[i])
+        continue;
+      const Parameter &p = signature.params[manifest_.checks[i].param];
+      int64_t bad = firstBad[i], value = 0;
+      size_t size = dtypeSize(p.dtype);
+      check(d.cuMemcpyDtoHAsync(&value, paramData(manifest_.checks[i].param) +
+                                            bad * size,
+                                size, stream),
             "cuMemcpyDtoHAsync (index check)");
-      check(d.cuStreamSynchronize(stream),
-            "the index check of '" + p.name + "'");
-      if (bad < count) {
-        int64_t value = 0;
-        size_t size = dtypeSize(p.dtype);
-        check(d.cuMemcpyDtoHAsync(&value, keys + bad * size, size, stream),
-              "cuMemcpyDtoHAsync (index check)");
-        check(d.cuStreamSynchronize(stream), "reading a bad index");
-        if (size == 4)
-          value = static_cast<int32_t>(value);
-        std::string tables;
-        for (unsigned t : p.indexedTables)
-          tables += (tables.empty() ? "'" : ", '") +
-                    signature.params[t].name + "'";
-        throw IndexRangeError("index " + std::to_string(value) +
-                              " at position " + std::to_string(bad) + " of '" +
-                              p.name + "' is out of range [0, " +
-                              std::to_string(bound) + ") of table " + tables);
-      }
+      check(d.cuStreamSynchronize(stream), "reading a bad index");
+      if (size == 4)
+        value = static_cast<int32_t>(value);
+      std::string tables;
+      for (unsigned t : p.indexedTables)
+        tables += (tables.empty() ? "'" : ", '") + signature.params[t].name +
+                  "'";
+      throw IndexRangeError("index " + std::to_string(value) +
+                            " at position " + std::to_string(bad) + " of '" +
+                            p.name + "' is out of range [0, " +
+                            std::to_string(bounds[i]) + ") of table " +
+                            tables);
     }
   }
 

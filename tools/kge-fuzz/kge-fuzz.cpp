@@ -450,12 +450,18 @@ int main(int argc, char **argv) {
           return false;
       return true;
     };
+    if (!iterations && !minPipelineRuns && seconds <= 0) {
+      llvm::errs() << "kge-fuzz: give a budget (--iterations, --seconds or "
+                      "--min-pipeline-runs)\n";
+      return 1;
+    }
     while (true) {
-      if (iterations && stats.inputs >= iterations && pipelinesDone())
+      // Counts are reached when both are (absent ones are); time ends all.
+      bool enoughInputs = !iterations || stats.inputs >= iterations;
+      bool countsGiven = iterations || minPipelineRuns;
+      if (countsGiven && enoughInputs && pipelinesDone())
         break;
       if (seconds > 0 && elapsed() >= seconds)
-        break;
-      if (!iterations && seconds <= 0 && pipelinesDone())
         break;
       // Uniqued types and attributes pile up in a context: renew it.
       if (stats.inputs % 2000 == 1999)
