@@ -15,7 +15,8 @@ SECONDS_BUDGET="${FUZZ_SECONDS:-600}"
 MIN_RUNS="${FUZZ_MIN_RUNS:-10000}"
 mkdir -p "$CRASHES"
 # Sanitizer reports abort (so the crash handler saves the input).
-export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=0}"
+# allow_user_poisoning=0: see test/lit.cfg.py (uninstrumented libMLIR).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-allow_user_poisoning=0:abort_on_error=1:detect_leaks=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}"
 
 status=0

@@ -22,7 +22,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 cmake --build "$BUILD_DIR" --target all kge-doc || { echo "0 passed, 1 failed (build)"; exit 1; }
 
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"
+export ASAN_OPTIONS="allow_user_poisoning=0:detect_leaks=0:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS"

@@ -23,6 +23,13 @@ config.substitutions.append(("%kge_src_root", config.kge_src_root))
 config.substitutions.append(("%examples", os.path.join(config.kge_src_root, "examples")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+if config.kge_sanitizers:
+    # ASan + UBSan build (KGE_ENABLE_SANITIZERS). LLVM's headers poison the
+    # slabs of their allocators in KGE's instrumented code while the
+    # uninstrumented libMLIR hands out memory from them without unpoisoning:
+    # manual poisoning must be off, everything else stays on.
+    config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=0:abort_on_error=1"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:abort_on_error=1"
 llvm_config.use_default_substitutions()
 # `not` and `count` at the start of a RUN line are found through PATH.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
