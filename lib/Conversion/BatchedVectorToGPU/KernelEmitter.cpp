@@ -43,6 +43,23 @@ LogicalResult KernelEmitter::plan() {
              << "GPU lowering supports f32 tables only; table '"
              << func.getArgName(i) << "' has " << table.getElementType();
 
+  // Static item sizes become byte counts of shared memory and offsets in
+  // 32-bit index arithmetic; larger ones could not run anyway.
+  constexpr int64_t kMaxStaticSize = int64_t(1) << 24;
+  WalkResult sizes = func.getBody().walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (auto batched = dyn_cast<bvec::BatchedType>(v.getType()))
+        for (int64_t d : batched.getItemShape())
+          if (!ShapedType::isDynamic(d) && d > kMaxStaticSize) {
+            op->emitOpError() << "GPU lowering supports item sizes up to "
+                              << kMaxStaticSize << ", got " << v.getType();
+            return WalkResult::interrupt();
+          }
+    return WalkResult::advance();
+  });
+  if (sizes.wasInterrupted())
+    return failure();
+
   if (isNegative()) {
     negativeArray = func.getArgumentByName(options.negative);
     if (!negativeArray || !isa<bvec::IndicesType>(negativeArray.getType()))

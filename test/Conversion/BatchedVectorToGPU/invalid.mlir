@@ -35,3 +35,13 @@ bvec.func @sorted_by_corrupted(%E: !bvec.table<?x?xf32>, %P: !bvec.table<?x?x?xf
   %s = bvec.norm %p, p = 2 : !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
   bvec.return %s : !bvec.scalar<?xf32>
 }
+
+// -----
+
+// expected-error@+3 {{GPU lowering supports item sizes up to 16777216, got '!bvec.vec<?x33554432xf32>'}}
+bvec.func @huge(%E: !bvec.table<?x33554432xf32>, %t: !bvec.indices<?xi64>)
+    -> (s: !bvec.scalar<?xf32>) {
+  %v = bvec.gather_vec %E[%t] : !bvec.table<?x33554432xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x33554432xf32>
+  %s = bvec.norm %v, p = 2 : !bvec.vec<?x33554432xf32> -> !bvec.scalar<?xf32>
+  bvec.return %s : !bvec.scalar<?xf32>
+}

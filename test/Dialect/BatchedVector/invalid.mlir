@@ -461,3 +461,13 @@ bvec.func @slice_negative(%E: !bvec.table<?x4xf32>) -> (s: !bvec.vec<?x2xf32>) {
   %s = bvec.slice %v[-1] : !bvec.vec<?x4xf32> -> !bvec.vec<?x2xf32>
   bvec.return %s : !bvec.vec<?x2xf32>
 }
+
+// -----
+
+// Offsets near INT64_MAX are out of bounds, not an overflow.
+bvec.func @slice_huge_offset(%E: !bvec.table<?x4xf32>) -> (s: !bvec.vec<?x2xf32>) {
+  %v = bvec.constant 1.0 : !bvec.vec<?x4xf32>
+  // expected-error @+1 {{'bvec.slice' op slice [9223372036854775807, 9223372036854775807 + 2) is out of bounds for input length 4}}
+  %s = bvec.slice %v[9223372036854775807] : !bvec.vec<?x4xf32> -> !bvec.vec<?x2xf32>
+  bvec.return %s : !bvec.vec<?x2xf32>
+}

@@ -14,6 +14,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::bvec;
 
@@ -509,12 +511,18 @@ LogicalResult SliceOp::verify() {
     return emitOpError() << "needs a static input length, got " << input;
   if (ShapedType::isDynamic(result.getLength()))
     return emitOpError() << "needs a static result length, got " << result;
-  int64_t offset = getOffset();
-  if (offset < 0 || offset + result.getLength() > input.getLength())
-    return emitOpError() << "slice [" << offset << ", "
-                         << offset + result.getLength()
-                         << ") is out of bounds for input length "
-                         << input.getLength();
+  // Written so that no sum can overflow (offsets are any int64).
+  int64_t offset = getOffset(), length = result.getLength();
+  if (offset < 0 || offset > input.getLength() ||
+      length > input.getLength() - offset) {
+    InFlightDiagnostic diag = emitOpError() << "slice [" << offset << ", ";
+    if (offset <= std::numeric_limits<int64_t>::max() - length)
+      diag << offset + length;
+    else
+      diag << offset << " + " << length;
+    return diag << ") is out of bounds for input length "
+                << input.getLength();
+  }
   if (failed(verifySameBatch(*this, {input, result}, {"input", "result"})) ||
       failed(verifySameElementType(*this, {input, result},
                                    {"input", "result"})))
