@@ -514,16 +514,10 @@ public:
 
   ValueHandle constant(const TypeHandle &type, double value) {
     requireFunction();
-    DiagnosticCollector diagnostics(context->get());
     if (!bvec::ConstantOp::isMaterializable(type.type))
       fail("bvec.constant needs a batch of floats with static item sizes, "
            "got " + printed(type.type));
-    auto op = bvec::ConstantOp::create(builder, loc, type.type, value);
-    if (failed(verify(op, /*verifyRecursively=*/false))) {
-      op->erase();
-      diagnostics.fail();
-    }
-    return {module, op.getResult()};
+    return create<bvec::ConstantOp>(type.type, value);
   }
 
   /// Ends the function: its results are `values`; verifies the function.

@@ -35,6 +35,23 @@ def make_indices(rng, kind, batch, rows):
     raise ValueError(kind)
 
 
+def sizes_for(sig, length):
+    """Embedding length `length` for every dynamic length; the relation space
+    of TransR gets a different length to catch transposed projections."""
+    sizes = {}
+    for p in sig["params"]:
+        for d in p["shape"][1:]:
+            if isinstance(d, str):
+                sizes.setdefault(d, length + 3 * len(sizes))
+    return sizes
+
+
+def printed_example(tools, path):
+    """The IR of `path` as kge-opt prints it (without its final blank line)."""
+    return subprocess.run([str(tools["kge-opt"]), str(path)], capture_output=True, text=True,
+                          check=True).stdout.rstrip("\n") + "\n"
+
+
 def make_inputs(sig, rng, batch, sizes, kind, rows):
     """Random arguments for `sig`: tables with `rows` rows whose symbolic
     item sizes come from `sizes`, index arrays of `kind`."""

@@ -24,17 +24,6 @@ CASES = [
 ]
 
 
-def sizes_for(sig, length):
-    """Embedding length `length` for every dynamic length; the relation space
-    of TransR gets a different length to catch transposed projections."""
-    sizes = {}
-    for p in sig["params"]:
-        for d in p["shape"][1:]:
-            if isinstance(d, str):
-                sizes.setdefault(d, length + 3 * len(sizes))
-    return sizes
-
-
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 @pytest.mark.parametrize("batch,length,kind,rows", CASES,
                          ids=[f"B{b}-D{d}-{k}" for b, d, k, _ in CASES])
@@ -42,7 +31,7 @@ def test_example_matches_numpy(tools, examples_dir, tmp_path, name, batch, lengt
     path = examples_dir / f"{name}.mlir"
     sig = kgetest.signature(tools, path)
     rng = np.random.default_rng(zlib.crc32(f"{name}-{batch}-{length}-{kind}".encode()))
-    args = kgetest.make_inputs(sig, rng, batch, sizes_for(sig, length), kind, rows)
+    args = kgetest.make_inputs(sig, rng, batch, kgetest.sizes_for(sig, length), kind, rows)
     (score,) = kgetest.run_cpu(tools, path, args, tmp_path).values()
     reference = EXAMPLES[name](**args)
     assert score.dtype == np.float32 and score.shape == (batch,)
@@ -56,7 +45,7 @@ def test_perturbed_result_is_rejected(tools, examples_dir, tmp_path, name):
     path = examples_dir / f"{name}.mlir"
     sig = kgetest.signature(tools, path)
     rng = np.random.default_rng(7)
-    args = kgetest.make_inputs(sig, rng, 16, sizes_for(sig, 24), "uniform", 40)
+    args = kgetest.make_inputs(sig, rng, 16, kgetest.sizes_for(sig, 24), "uniform", 40)
     (score,) = kgetest.run_cpu(tools, path, args, tmp_path).values()
     reference = EXAMPLES[name](**args)
     assert kgetest.scores_match(score, reference)

@@ -4,7 +4,6 @@ CPU like NumPy, compile to valid bundles; unsupported Python and bad
 operands are TraceErrors that point at the user's line."""
 
 import inspect
-import subprocess
 import zlib
 
 import kge_runtime
@@ -21,9 +20,7 @@ from score_functions import FUNCTIONS
 
 
 def example_text(tools, name):
-    path = SOURCE_ROOT / "examples" / "bvec" / f"{name}.mlir"
-    return subprocess.run([str(tools["kge-opt"]), str(path)], capture_output=True, text=True,
-                          check=True).stdout.rstrip("\n") + "\n"
+    return kgetest.printed_example(tools, SOURCE_ROOT / "examples" / "bvec" / f"{name}.mlir")
 
 
 def test_all_examples_are_written_in_the_front_end():
@@ -49,12 +46,7 @@ def test_front_end_runs_on_the_cpu_like_numpy(name, batch, length, kind, rows):
     fn = FUNCTIONS[name]
     sig = fn.signature
     rng = np.random.default_rng(zlib.crc32(f"fe-{name}-{batch}-{kind}".encode()))
-    sizes = {}
-    for p in sig["params"]:
-        for d in p["shape"][1:]:
-            if isinstance(d, str):
-                sizes.setdefault(d, length + 3 * len(sizes))
-    args = kgetest.make_inputs(sig, rng, batch, sizes, kind, rows)
+    args = kgetest.make_inputs(sig, rng, batch, kgetest.sizes_for(sig, length), kind, rows)
     score = fn.run_cpu(**args)
     reference = EXAMPLES[name](**args)
     assert score.shape == (batch,) and score.dtype == np.float32

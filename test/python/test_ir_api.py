@@ -3,12 +3,12 @@ locations, attributes, the builder, the pass manager, the targets and CPU
 execution, including every way a call can be wrong."""
 
 import json
-import subprocess
 
 import kge_runtime
 import numpy as np
 import pytest
 
+import kgetest
 from builders import BUILDERS
 from conftest import SOURCE_ROOT
 from kge import ir
@@ -22,9 +22,7 @@ def ctx():
 
 
 def example_text(tools, name):
-    """The example as kge-opt prints it (without kge-opt's final blank line)."""
-    return subprocess.run([str(tools["kge-opt"]), str(EXAMPLES_DIR / f"{name}.mlir")],
-                          capture_output=True, text=True, check=True).stdout.rstrip("\n") + "\n"
+    return kgetest.printed_example(tools, EXAMPLES_DIR / f"{name}.mlir")
 
 
 def test_context_loads_kge_dialects(ctx):

@@ -373,22 +373,22 @@ static void runInput(MLIRContext &context, const std::string &text,
   if (module) {
     ++stats.parsed;
     outcome = "parsed";
+    // The bundle stage translates what the kge-lower-to-gpu stage made.
+    OwningOpRef<ModuleOp> lowered;
     for (Stage &stage : stats.stages) {
-      OwningOpRef<ModuleOp> copy(module->clone());
       ++stage.runs;
       bool ok;
       if (stage.pipeline.empty()) {
-        // The bundle translation of what kge-lower-to-gpu made of it.
-        PassManager pm(&context);
-        ok = succeeded(parsePassPipeline("kge-lower-to-gpu", pm)) &&
-             succeeded(pm.run(*copy));
         kge::BundleOptions options;
         options.cubin = false;
-        ok = ok && succeeded(kge::translateToBundle(*copy, options));
+        ok = lowered && succeeded(kge::translateToBundle(*lowered, options));
       } else {
+        OwningOpRef<ModuleOp> copy(module->clone());
         PassManager pm(&context);
         ok = succeeded(parsePassPipeline(stage.pipeline, pm)) &&
              succeeded(pm.run(*copy));
+        if (ok && stage.pipeline == "kge-lower-to-gpu")
+          lowered = std::move(copy);
       }
       stage.passed += ok;
       outcome += ", " + stage.name + (ok ? " ok" : " diagnosed");

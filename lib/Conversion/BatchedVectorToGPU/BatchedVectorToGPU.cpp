@@ -301,9 +301,7 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
     // threads): chunk loops keep many loads in flight and need the warps.
     // Matrix products are limited by shared memory instead and keep their
     // registers.
-    bool anyMatrix = false;
-    func.walk([&](bvec::VecMulMatOp) { anyMatrix = true; });
-    if (!anyMatrix)
+    if (!bvec::hasMatrixProducts(func))
       kernel->setAttr("nvvm.minctasm", rewriter.getI32IntegerAttr(2));
     if (failed(emitter.emit(kernel))) {
       rewriter.eraseOp(module);

@@ -49,6 +49,10 @@ struct FusionStages {
 /// Computes the stages of `func`.
 FusionStages computeFusionStages(FuncOp func);
 
+/// True when `func` multiplies vectors by matrices: its kernels stream
+/// matrices and get matrix layouts (see chooseKernelLayout).
+bool hasMatrixProducts(FuncOp func);
+
 /// The kernel layout of a fused function, stored as the `bvec.kernel`
 /// dictionary attribute.
 struct KernelLayout {

@@ -144,6 +144,12 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
   return success();
 }
 
+bool mlir::bvec::hasMatrixProducts(FuncOp func) {
+  return func.getBody()
+      .walk([](VecMulMatOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
 FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
   auto dict = func->getAttrOfType<DictionaryAttr>(kAttrName);
   if (!dict)
@@ -180,8 +186,7 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
   // batch over many blocks, and 16 warps keep enough of each in flight.
-  bool anyMatrixProduct = false;
-  func.getBody().walk([&](VecMulMatOp) { anyMatrixProduct = true; });
+  bool anyMatrixProduct = hasMatrixProducts(func);
   layout.warps = warps > 0 ? warps : (anyMatrixProduct ? 16 : 8);
   layout.tile = tile > 0 ? tile : (anyMatrixProduct ? 16 : 32);
   if (vectorWidth > 0) {
