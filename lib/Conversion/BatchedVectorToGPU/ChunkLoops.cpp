@@ -10,12 +10,11 @@
 
 #include "StageEmitters.h"
 
+#include "Conversion/ReductionKinds.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
-
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::kge;
@@ -201,30 +200,13 @@ struct ReductionKindInfo {
   double identity = 0.0;
 };
 
+/// `vec_mul_vec` and `norm` accumulate sums; `reduce` its kind.
 ReductionKindInfo reductionInfo(Operation *op) {
   ReductionKindInfo info;
-  if (auto reduce = dyn_cast<bvec::ReduceOp>(op)) {
+  if (auto reduce = dyn_cast<bvec::ReduceOp>(op))
     info.combine = reduce.getKind();
-    if (info.combine == bvec::ReductionKind::max)
-      info.identity = -std::numeric_limits<double>::infinity();
-    if (info.combine == bvec::ReductionKind::min)
-      info.identity = std::numeric_limits<double>::infinity();
-  }
+  info.identity = reductionIdentity(info.combine);
   return info;
-}
-
-Value combine(OpBuilder &b, Location loc, bvec::ReductionKind kind, Value a,
-              Value c) {
-  switch (kind) {
-  case bvec::ReductionKind::max:
-    return arith::MaximumFOp::create(b, loc, a, c);
-  case bvec::ReductionKind::min:
-    return arith::MinimumFOp::create(b, loc, a, c);
-  case bvec::ReductionKind::sum:
-  case bvec::ReductionKind::mean:
-    break;
-  }
-  return arith::AddFOp::create(b, loc, a, c);
 }
 } // namespace
 
@@ -444,7 +426,7 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
       Value identity = k.splat(k.constF32(static_cast<float>(info.identity)));
       partial = arith::SelectOp::create(b, loc, valid, partial, identity);
       size_t at = r * edgesPerWarp + i;
-      next[at] = combine(b, loc, info.combine, accumulators[at], partial);
+      next[at] = combineReduction(b, loc, info.combine, accumulators[at], partial);
     }
 
     // Materialized vectors: the whole vector of every local edge.
@@ -645,7 +627,7 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
       Value acc = accumulators[r * edgesPerWarp + i];
       Value total = vector::ExtractOp::create(b, loc, acc, 0);
       for (int64_t e = 1; e < k.layout.vectorWidth; ++e)
-        total = combine(b, loc, info.combine, total,
+        total = combineReduction(b, loc, info.combine, total,
                         vector::ExtractOp::create(b, loc, acc, e));
       total = k.warpAllReduce(total, info.combine);
       if (auto norm = dyn_cast<bvec::NormOp>(op); norm && norm.getP() == 2)

@@ -3,10 +3,9 @@
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
 #include "LoopBuilder.h"
 
+#include "Conversion/ReductionKinds.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::kge;
@@ -123,29 +122,10 @@ struct ReduceOpLowering : VectorReductionLowering<bvec::ReduceOp> {
   }
   Value combine(OpBuilder &b, Location loc, bvec::ReduceOp op, Value acc,
                 Value x) const override {
-    switch (op.getKind()) {
-    case bvec::ReductionKind::max:
-      return arith::MaximumFOp::create(b, loc, acc, x);
-    case bvec::ReductionKind::min:
-      return arith::MinimumFOp::create(b, loc, acc, x);
-    case bvec::ReductionKind::sum:
-    case bvec::ReductionKind::mean:
-      break;
-    }
-    return arith::AddFOp::create(b, loc, acc, x);
+    return kge::combineReduction(b, loc, op.getKind(), acc, x);
   }
   double identity(bvec::ReduceOp op) const override {
-    double inf = std::numeric_limits<double>::infinity();
-    switch (op.getKind()) {
-    case bvec::ReductionKind::max:
-      return -inf;
-    case bvec::ReductionKind::min:
-      return inf;
-    case bvec::ReductionKind::sum:
-    case bvec::ReductionKind::mean:
-      break;
-    }
-    return 0.0;
+    return kge::reductionIdentity(op.getKind());
   }
   Value finish(OpBuilder &b, Location loc, bvec::ReduceOp op, Value acc,
                Value length) const override {
