@@ -78,9 +78,7 @@ const Driver &driver() {
   return instance;
 }
 
-void check(CUresult result, const std::string &what) {
-  if (result == CUDA_SUCCESS)
-    return;
+void fail(CUresult result, const std::string &what) {
   const Driver &d = driver();
   const char *name = "unknown error", *description = "";
   d.cuGetErrorName(result, &name);

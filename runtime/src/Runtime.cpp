@@ -404,7 +404,7 @@ void Program::call(const Bindings &bindings,
           std::min<int64_t>((counts[i] + 255) / 256, 65535));
       check(d.cuLaunchKernel(impl_->checkKernel, grid, 1, 1, 256, 1, 1, 0,
                              stream, params, nullptr),
-            "launching the index check of '" + p.name + "'");
+            [&] { return "launching the index check of '" + p.name + "'"; });
     }
     std::vector<int64_t> firstBad(numChecks);
     check(d.cuMemcpyDtoHAsync(firstBad.data(), slots,
@@ -538,10 +538,10 @@ void Program::call(const Bindings &bindings,
         static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
         static_cast<unsigned>(block[2]), static_cast<unsigned>(shared), stream,
         params.data(), nullptr);
-    // The message is built only on failure: this is the per-call hot path.
-    if (launched != CUDA_SUCCESS)
-      check(launched, "launching kernel '" + step.function + "' of bundle '" +
-                          signature.name + "'");
+    check(launched, [&] {
+      return "launching kernel '" + step.function + "' of bundle '" +
+             signature.name + "'";
+    });
   }
 }
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace kge_runtime {
 namespace cuda {
@@ -81,9 +82,20 @@ struct Driver {
 /// libcuda.so.1 or a GPU is missing.
 const Driver &driver();
 
-/// Throws CudaError "<what> failed: NAME: description" unless `result` is
-/// CUDA_SUCCESS.
-void check(CUresult result, const std::string &what);
+/// Throws CudaError "<what> failed: NAME: description".
+[[noreturn]] void fail(CUresult result, const std::string &what);
+
+/// Throws unless `result` is CUDA_SUCCESS. `what` names the operation: a
+/// string, or a callable returning one. It becomes a std::string only on
+/// failure, so checks on the per-call path allocate nothing.
+template <typename What> void check(CUresult result, What &&what) {
+  if (result == CUDA_SUCCESS)
+    return;
+  if constexpr (std::is_invocable_v<What>)
+    fail(result, what());
+  else
+    fail(result, std::string(what));
+}
 
 } // namespace cuda
 } // namespace kge_runtime
