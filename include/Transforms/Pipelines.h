@@ -47,6 +47,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("sort within groups of this many tiles; 0: the whole "
                      "batch, 1: none (-1: choose)"),
       llvm::cl::init(-1)};
+  Option<int64_t> stageRepeats{
+      *this, "stage-repeats",
+      llvm::cl::desc("stage a gather's rows in shared memory in tiles where "
+                     "at least this percentage of the edges repeat a row; "
+                     "0: always, 101: never (-1: choose)"),
+      llvm::cl::init(-1)};
 };
 
 /// bvec -> fused gpu kernels -> NVVM/LLVM dialects.

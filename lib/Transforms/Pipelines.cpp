@@ -42,6 +42,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.vectorWidth = options.vectorWidth;
   fuse.reorderKey = options.reorderKey;
   fuse.reorderGroup = options.reorderGroup;
+  fuse.stageRepeats = options.stageRepeats;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

@@ -5,7 +5,8 @@ import json
 import pathlib
 
 _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-width",
-                   "reorder_key": "reorder-key", "reorder_group": "reorder-group"}
+                   "reorder_key": "reorder-key", "reorder_group": "reorder-group",
+                   "stage_repeats": "stage-repeats"}
 
 
 def _ir():
@@ -17,7 +18,7 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     """The textual pass pipeline that lowers bvec functions to kernels:
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
-    (tile, warps, vector_width, reorder_key, reorder_group)."""
+    (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():

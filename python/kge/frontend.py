@@ -532,7 +532,8 @@ class ScoreFunction:
         """The GPU kernel bundle (kge.Bundle) of this function; `negative`
         names the index array corrupted in negative-sampling mode, `sizes`
         gives static sizes (e.g. {"D_Eemb": 512}), `layout` the options of
-        bvec-fuse (tile, warps, vector_width, reorder_key, reorder_group)."""
+        bvec-fuse (tile, warps, vector_width, reorder_key, reorder_group,
+        stage_repeats)."""
         from .compiler import compile_bundle
         return compile_bundle(self.module, negative, sizes, cubin, **layout)
 

@@ -116,10 +116,59 @@ DType torchDType(py::handle dtype, const std::string &name) {
   return *parsed;
 }
 
-template <typename T> std::vector<int64_t> toVector(py::handle sequence) {
+/// Attribute and method names, interned once: the per-call path looks them
+/// up by identity instead of building strings.
+struct Names {
+  PyObject *dataPtr, *shape, *isContiguous, *stride, *dtype, *getDevice,
+      *newEmpty;
+  static const Names &get() {
+    static const Names names{
+        PyUnicode_InternFromString("data_ptr"),
+        PyUnicode_InternFromString("shape"),
+        PyUnicode_InternFromString("is_contiguous"),
+        PyUnicode_InternFromString("stride"),
+        PyUnicode_InternFromString("dtype"),
+        PyUnicode_InternFromString("get_device"),
+        PyUnicode_InternFromString("new_empty")};
+    return names;
+  }
+};
+
+/// obj.name() as a new reference; throws the Python error on failure.
+py::object callMethod(py::handle obj, PyObject *name) {
+#if PY_VERSION_HEX >= 0x03090000
+  PyObject *result = PyObject_CallMethodNoArgs(obj.ptr(), name);
+#else
+  PyObject *result = PyObject_CallMethodObjArgs(obj.ptr(), name, nullptr);
+#endif
+  if (!result)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
+py::object getAttr(py::handle obj, PyObject *name) {
+  PyObject *result = PyObject_GetAttr(obj.ptr(), name);
+  if (!result)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
+/// The integers of a tuple (torch.Size is one) or any sequence.
+std::vector<int64_t> toInt64s(py::handle sequence) {
   std::vector<int64_t> values;
+  if (PyTuple_Check(sequence.ptr())) {
+    Py_ssize_t n = PyTuple_GET_SIZE(sequence.ptr());
+    values.reserve(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(sequence.ptr(), i));
+      if (v == -1 && PyErr_Occurred())
+        throw py::error_already_set();
+      values.push_back(v);
+    }
+    return values;
+  }
   for (py::handle item : sequence)
-    values.push_back(item.cast<T>());
+    values.push_back(item.cast<int64_t>());
   return values;
 }
 
@@ -149,20 +198,26 @@ DeviceArray readArray(py::handle object, const std::string &name) {
   // PyTorch: direct attribute access is an order of magnitude faster than
   // building __cuda_array_interface__ or a DLPack capsule.
   if (isTorchTensor(object)) {
-    array.data = object.attr("data_ptr")().cast<uint64_t>();
-    array.shape = toVector<int64_t>(object.attr("shape"));
-    if (!object.attr("is_contiguous")().cast<bool>())
-      array.strides = toVector<int64_t>(object.attr("stride")());
-    array.dtype = torchDType(object.attr("dtype"), name);
-    int device = object.attr("get_device")().cast<int>();
-    array.device = device < 0 ? -2 : device;
+    const Names &n = Names::get();
+    py::object pointer = callMethod(object, n.dataPtr);
+    array.data = PyLong_AsUnsignedLongLong(pointer.ptr());
+    if (PyErr_Occurred())
+      throw py::error_already_set();
+    array.shape = toInt64s(getAttr(object, n.shape));
+    if (callMethod(object, n.isContiguous).ptr() != Py_True)
+      array.strides = toInt64s(callMethod(object, n.stride));
+    array.dtype = torchDType(getAttr(object, n.dtype), name);
+    long device = PyLong_AsLong(callMethod(object, n.getDevice).ptr());
+    if (device == -1 && PyErr_Occurred())
+      throw py::error_already_set();
+    array.device = device < 0 ? -2 : static_cast<int>(device);
     return array;
   }
   if (py::hasattr(object, "__cuda_array_interface__")) {
     py::dict cai = object.attr("__cuda_array_interface__");
     py::tuple data = cai["data"];
     array.data = data[0].cast<uint64_t>();
-    array.shape = toVector<int64_t>(cai["shape"]);
+    array.shape = toInt64s(cai["shape"]);
     std::string typestr = cai["typestr"].cast<std::string>();
     std::optional<DType> dtype = dtypeFromTypestr(typestr);
     if (!dtype)
@@ -170,7 +225,7 @@ DeviceArray readArray(py::handle object, const std::string &name) {
                           ", which KGE bundles do not use");
     array.dtype = *dtype;
     if (cai.contains("strides") && !cai["strides"].is_none()) {
-      for (int64_t bytes : toVector<int64_t>(cai["strides"]))
+      for (int64_t bytes : toInt64s(cai["strides"]))
         array.strides.push_back(bytes / static_cast<int64_t>(dtypeSize(*dtype)));
     }
     return array;
@@ -282,65 +337,98 @@ public:
     std::string text = py::isinstance<py::bytes>(bundle)
                            ? bundle.cast<std::string>()
                            : bundle.cast<std::string>();
-    py::gil_scoped_release release;
-    program = Program::load(text, device);
+    {
+      py::gil_scoped_release release;
+      program = Program::load(text, device);
+    }
+    for (const Parameter &p : program->manifest().signature.params)
+      names.push_back(py::reinterpret_steal<py::object>(
+          PyUnicode_InternFromString(p.name.c_str())));
   }
 
   py::dict call(py::kwargs kwargs) {
     const Signature &signature = program->manifest().signature;
+    PyObject *kw = kwargs.ptr();
+    static PyObject *const streamKey = PyUnicode_InternFromString("stream");
+    static PyObject *const checkedKey = PyUnicode_InternFromString("checked");
+    static PyObject *const batchKey = PyUnicode_InternFromString("batch_size");
+    static PyObject *const outKey = PyUnicode_InternFromString("out");
+    auto option = [&](PyObject *key, Py_ssize_t &seen) -> py::handle {
+      PyObject *value = PyDict_GetItemWithError(kw, key);
+      if (!value && PyErr_Occurred())
+        throw py::error_already_set();
+      seen += value != nullptr;
+      return value;
+    };
     CallOptions options;
     py::dict outs;
-    for (auto item : kwargs) {
-      std::string key = item.first.cast<std::string>();
-      if (key == "stream") {
-        if (!item.second.is_none())
-          options.stream = item.second.cast<uint64_t>();
-      } else if (key == "checked") {
-        options.checked = item.second.cast<bool>();
-      } else if (key == "batch_size") {
-        if (!item.second.is_none())
-          options.batchSize = item.second.cast<int64_t>();
-      } else if (key == "out") {
-        if (!item.second.is_none())
-          outs = item.second.cast<py::dict>();
-      } else if (signature.find(key) < 0 ||
-                 signature.params[signature.find(key)].role ==
-                     ParamRole::Result) {
-        throw ArgumentError("'" + signature.name + "' has no argument named '" +
-                            key + "'");
-      }
-    }
+    Py_ssize_t recognized = 0;
+    if (py::handle v = option(streamKey, recognized); v && !v.is_none())
+      options.stream = v.cast<uint64_t>();
+    if (py::handle v = option(checkedKey, recognized))
+      options.checked = v.cast<bool>();
+    if (py::handle v = option(batchKey, recognized); v && !v.is_none())
+      options.batchSize = v.cast<int64_t>();
+    if (py::handle v = option(outKey, recognized); v && !v.is_none())
+      outs = v.cast<py::dict>();
+
     std::vector<DeviceArray> arguments;
-    py::object firstTable;
+    arguments.reserve(signature.numArguments());
+    py::handle firstTable;
     for (unsigned i = 0; i < signature.numArguments(); ++i) {
       const Parameter &p = signature.params[i];
-      if (!kwargs.contains(p.name.c_str()))
+      PyObject *value = PyDict_GetItemWithError(kw, names[i].ptr());
+      if (!value) {
+        if (PyErr_Occurred())
+          throw py::error_already_set();
         throw ArgumentError("missing argument '" + p.name + "' of '" +
                             signature.name + "'");
-      py::object value = kwargs[p.name.c_str()];
+      }
+      ++recognized;
       arguments.push_back(readArray(value, p.name));
       if (p.role == ParamRole::Table && !firstTable)
         firstTable = value;
     }
+    if (PyDict_Size(kw) != recognized)
+      rejectUnknown(kwargs);
 
     Bindings bindings = program->bind(arguments, options.batchSize);
     std::vector<std::vector<int64_t>> shapes = program->resultShapes(bindings);
     py::dict results;
     std::vector<DeviceArray> resultArrays;
+    resultArrays.reserve(shapes.size());
     for (unsigned r = 0; r < shapes.size(); ++r) {
-      const Parameter &p = signature.params[signature.numArguments() + r];
+      unsigned index = signature.numArguments() + r;
+      const Parameter &p = signature.params[index];
       py::object out;
-      if (outs.contains(p.name.c_str())) {
-        out = outs[p.name.c_str()];
-      } else if (firstTable && py::hasattr(firstTable, "new_empty")) {
-        out = firstTable.attr("new_empty")(py::tuple(py::cast(shapes[r])));
+      PyObject *given = outs ? PyDict_GetItemWithError(outs.ptr(), names[index].ptr())
+                             : nullptr;
+      if (!given && PyErr_Occurred())
+        throw py::error_already_set();
+      if (given) {
+        out = py::reinterpret_borrow<py::object>(given);
+      } else if (firstTable && isTorchTensor(firstTable)) {
+        py::tuple shape(shapes[r].size());
+        for (size_t d = 0; d < shapes[r].size(); ++d)
+          shape[d] = py::int_(shapes[r][d]);
+#if PY_VERSION_HEX >= 0x03090000
+        PyObject *made = PyObject_CallMethodOneArg(
+            firstTable.ptr(), Names::get().newEmpty, shape.ptr());
+#else
+        PyObject *made = PyObject_CallMethodObjArgs(
+            firstTable.ptr(), Names::get().newEmpty, shape.ptr(), nullptr);
+#endif
+        if (!made)
+          throw py::error_already_set();
+        out = py::reinterpret_steal<py::object>(made);
       } else {
         int device = arguments.empty() ? program->device() : arguments[0].device;
         out = py::cast(std::make_shared<DeviceBuffer>(
             shapes[r], p.dtype, device < 0 ? program->device() : device));
       }
       resultArrays.push_back(readArray(out, p.name));
-      results[p.name.c_str()] = out;
+      if (PyDict_SetItem(results.ptr(), names[index].ptr(), out.ptr()) < 0)
+        throw py::error_already_set();
     }
     {
       py::gil_scoped_release release;
@@ -349,7 +437,25 @@ public:
     return results;
   }
 
+  /// Names the first keyword that is neither an argument nor an option.
+  [[noreturn]] void rejectUnknown(const py::kwargs &kwargs) const {
+    const Signature &signature = program->manifest().signature;
+    for (auto item : kwargs) {
+      std::string key = item.first.cast<std::string>();
+      if (key == "stream" || key == "checked" || key == "batch_size" ||
+          key == "out")
+        continue;
+      int index = signature.find(key);
+      if (index < 0 || signature.params[index].role == ParamRole::Result)
+        throw ArgumentError("'" + signature.name +
+                            "' has no argument named '" + key + "'");
+    }
+    throw ArgumentError("'" + signature.name + "' got unexpected arguments");
+  }
+
   std::shared_ptr<Program> program;
+  /// Interned parameter names, in signature order.
+  std::vector<py::object> names;
 };
 
 } // namespace

@@ -6,8 +6,9 @@ machine):
   <out>/<example>.<mode>.<variant>.kgebundle
 
 modes: pos (positive scoring), neg (tail corruption, K negatives per edge);
-variants: dyn (every length dynamic, 4-byte loads) and D<n> (lengths
-specialized to n, 16-byte loads).
+variants: dyn (every length dynamic, 4-byte loads), D<n> (lengths
+specialized to n, 16-byte loads), staged.dyn and staged.D128 (rows staged
+in shared memory in every tile, layout option stage-repeats=0).
 """
 
 import argparse
@@ -52,13 +53,18 @@ def main():
             if mode not in args.modes:
                 continue
             options = " ".join(o for o in (options, args.layout) if o)
-            variants = [("dyn", None)] + [(f"D{n}", n) for n in args.lengths]
-            for name, n in variants:
+            # Staged variants stage rows in every tile (stage-repeats=0): the
+            # shared-memory path that the default layout leaves off.
+            variants = ([("dyn", None, "")] + [(f"D{n}", n, "") for n in args.lengths]
+                        + [("staged.dyn", None, "stage-repeats=0"),
+                           ("staged.D128", 128, "stage-repeats=0")])
+            for name, n, extra in variants:
                 passes = []
                 if n is not None:
                     sizes = ",".join(f"{s}={n}" for s in lengths)
                     passes.append(f"-bvec-specialize=sizes={sizes}")
-                passes.append(f"-kge-lower-to-gpu={options}" if options else "-kge-lower-to-gpu")
+                lowering = " ".join(o for o in (options, extra) if o)
+                passes.append(f"-kge-lower-to-gpu={lowering}" if lowering else "-kge-lower-to-gpu")
                 name += args.suffix
                 lowered = run(opt, source, *passes)
                 bundle = run(translate, "--kge-to-bundle", stdin=lowered)

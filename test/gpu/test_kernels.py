@@ -120,3 +120,14 @@ def test_static_length_kernel(program, example, mode, batch, length, kind):
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_dynamic_length_kernel(program, example, mode, batch, length, kind):
     check(program(example, mode, "dyn"), example, mode, batch, length, kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("variant,length", (("staged.D128", 128), ("staged.dyn", 100), ("staged.dyn", 512)))
+@pytest.mark.parametrize("batch", (37, 4096))
+@pytest.mark.parametrize("mode", ("pos", "neg"))
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_staged_kernel(program, example, mode, batch, variant, length, kind):
+    """Rows staged in shared memory (stage-repeats=0), the layout option
+    that the default leaves off."""
+    check(program(example, mode, variant), example, mode, batch, length, kind)

@@ -594,7 +594,7 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
   // chunk of the unique rows in shared memory; otherwise read every row
   // directly, all chunks' loads in flight together.
   SmallVector<Value> accumulators;
-  if (body.gathers.empty()) {
+  if (body.gathers.empty() || !k.layout.stagesRows()) {
     accumulators = emitDirect(body, init);
   } else {
     Value anyStaged = arith::ConstantIntOp::create(b, loc, 0, 1);

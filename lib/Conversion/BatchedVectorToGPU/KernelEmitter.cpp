@@ -94,10 +94,18 @@ LogicalResult KernelEmitter::plan() {
     if (Value key = sharedMatrixKey(mm.getMat()))
       slots[key].needsRanking = true;
   });
+  // The inspector runs on the index arrays whose results are used: those
+  // that group edges for matrix products, and every array when rows may be
+  // staged. The others only record each edge's key.
+  bool anyInspected = false;
   for (auto &[value, slot] : slots) {
+    slot.inspected = layout.stagesRows() || slot.needsRanking;
+    anyInspected |= slot.inspected;
     std::string name =
         func.getArgName(cast<BlockArgument>(value).getArgNumber()).str();
     shared.allocate("keys." + name, tile * 4);
+    if (!slot.inspected)
+      continue;
     shared.allocate("uniq." + name, tile * 4);
     shared.allocate("slot." + name, tile * 4);
     shared.allocate("order." + name, tile * 4);
@@ -105,17 +113,20 @@ LogicalResult KernelEmitter::plan() {
     if (slot.needsRanking)
       shared.allocate("ranked." + name, tile * 4);
   }
-  shared.allocate("scratch", 2 * llvm::PowerOf2Ceil(tile) * 4);
+  if (anyInspected)
+    shared.allocate("scratch", 2 * llvm::PowerOf2Ceil(tile) * 4);
   if (anyMatrixProduct)
     shared.allocate("items", (tile + 1) * 4);
 
-  // Staging buffers: one chunk of every unique row of each vector gather.
+  // Staging buffers: one chunk of every unique row of each vector gather
+  // (none when the layout never stages).
   int64_t chunk = 32 * layout.vectorWidth;
-  func.getBody().walk([&](bvec::GatherVecOp gather) {
-    std::string name = "stage." + std::to_string(stagingBuffers.size());
-    stagingBuffers[gather] = name;
-    shared.allocate(name, tile * chunk * 4);
-  });
+  if (layout.stagesRows())
+    func.getBody().walk([&](bvec::GatherVecOp gather) {
+      std::string name = "stage." + std::to_string(stagingBuffers.size());
+      stagingBuffers[gather] = name;
+      shared.allocate(name, tile * chunk * 4);
+    });
   shared.staticBytes = llvm::alignTo(shared.staticBytes, 16);
 
   // Materialized vectors and matrix-product outputs, after the static part.
@@ -358,6 +369,8 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
     std::string name =
         func.getArgName(cast<BlockArgument>(value).getArgNumber()).str();
     slot.keys = view("keys." + name, b.getI32Type(), layout.tile);
+    if (!slot.inspected)
+      continue;
     slot.uniq = view("uniq." + name, b.getI32Type(), layout.tile);
     slot.slotOf = view("slot." + name, b.getI32Type(), layout.tile);
     slot.order = view("order." + name, b.getI32Type(), layout.tile);
@@ -394,7 +407,8 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
       memref::StoreOp::create(b, loc, toI32(key), slot.keys, tid);
       // The inspector assigns slots to the edges inside the tile only; the
       // others read the first unique row.
-      memref::StoreOp::create(b, loc, constI32(0), slot.slotOf, tid);
+      if (slot.inspected)
+        memref::StoreOp::create(b, loc, constI32(0), slot.slotOf, tid);
     }
     scf::YieldOp::create(b, loc);
   });
@@ -403,11 +417,16 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
 }
 
 void KernelEmitter::emitInspectors() {
-  Value scratch = view("scratch", b.getI32Type(),
-                       2 * llvm::PowerOf2Ceil(layout.tile));
   Value count32 = toI32(count);
   auto i32 = b.getI32Type();
+  Value scratch;
   for (auto &[value, slot] : slots) {
+    if (!slot.inspected) {
+      slot.staged = arith::ConstantIntOp::create(b, loc, 0, 1);
+      continue;
+    }
+    if (!scratch)
+      scratch = view("scratch", i32, 2 * llvm::PowerOf2Ceil(layout.tile));
     auto call = LLVM::CallOp::create(
         b, loc, TypeRange{i32}, kInspectUnique,
         ValueRange{sharedAddress(b, loc, slot.keys), count32,
@@ -423,12 +442,18 @@ void KernelEmitter::emitInspectors() {
                                       slot.nuniq,
                                       sharedAddress(b, loc, slot.ranked),
                                       sharedAddress(b, loc, scratch)});
-    // Stage rows through shared memory when at least a quarter of the
-    // tile's edges repeat a row: nuniq * 4 <= count * 3.
-    Value lhs = arith::MulIOp::create(b, loc, slot.nuniq, constI32(4));
-    Value rhs = arith::MulIOp::create(b, loc, count32, constI32(3));
-    slot.staged =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, lhs, rhs);
+    // Stage rows through shared memory when at least stage_repeats percent
+    // of the tile's edges repeat a row: (count - nuniq) * 100 >= p * count.
+    if (!layout.stagesRows()) {
+      slot.staged = arith::ConstantIntOp::create(b, loc, 0, 1);
+    } else {
+      Value repeats = arith::SubIOp::create(b, loc, count32, slot.nuniq);
+      Value lhs = arith::MulIOp::create(b, loc, repeats, constI32(100));
+      Value rhs =
+          arith::MulIOp::create(b, loc, count32, constI32(layout.stageRepeats));
+      slot.staged =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lhs, rhs);
+    }
   }
 }
 

@@ -64,6 +64,9 @@ struct InspectorSlot {
   Value nuniq;        ///< i32: number of distinct keys in the tile.
   Value staged;       ///< i1: rows repeat enough to stage them.
   bool needsRanking = false;
+  /// Whether the inspector runs on this array (otherwise only `keys` is
+  /// set: its results would be unused).
+  bool inspected = false;
 };
 
 class KernelEmitter {

@@ -1,10 +1,13 @@
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu | FileCheck %s
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu=negative=t | FileCheck %s --check-prefix=NEG
+// RUN: kge-opt %s -split-input-file -bvec-fuse=stage-repeats=25 -convert-bvec-to-gpu | FileCheck %s --check-prefix=STAGED
 
 // One score function becomes one gpu.module with ONE kernel. The kernel
-// carves its buffers out of dynamic shared memory, asks the runtime
-// inspector (declared, defined by the device library) for the unique rows
-// of each gather, stages them with barriers and reduces with warp shuffles.
+// carves its buffers out of dynamic shared memory, loads every row directly
+// (several chunks in flight) and reduces with warp shuffles. With staging
+// enabled (stage_repeats <= 100) it asks the runtime inspector (declared,
+// defined by the device library) for the unique rows of each gather and,
+// in tiles where enough edges repeat a row, stages them with barriers.
 // The module carries what the bundle needs: the signature, the launch plan
 // with symbolic geometry, scratch buffers, the index checks of checked mode.
 
@@ -21,13 +24,23 @@
 // CHECK-NEXT: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// CHECK-COUNT-3: llvm.call @kge_inspect_unique
 // CHECK: gpu.barrier
+// CHECK-NOT: llvm.call @kge_inspect
+// CHECK: vector.load
+// CHECK-NOT: llvm.call @kge_inspect
 // CHECK: gpu.shuffle xor
 // CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
 // CHECK: gpu.return
 // CHECK-NOT: gpu.func
 // CHECK-NOT: bvec.
+
+// STAGED: gpu.func @transe
+// STAGED-COUNT-3: llvm.call @kge_inspect_unique
+// STAGED: scf.if
+// STAGED: scf.for
+// STAGED: gpu.barrier
+// STAGED: gpu.barrier
+// STAGED: gpu.shuffle xor
 
 // Negative mode: each edge is scored against K corrupted tails that share
 // its head and relation; the mode names the corrupted index array.

@@ -61,7 +61,14 @@ struct KernelLayout {
   int64_t vectorWidth = 1;  ///< Elements per lane per load (1 or 4).
   std::string reorderKey;   ///< Index array that sorts edges ("" if none).
   int64_t reorderGroup = 1; ///< Sort groups of this many tiles (0: all).
+  /// A tile stages a gather's unique rows in shared memory when at least
+  /// this percentage of its edges repeat a row (0: always, 101: never);
+  /// otherwise every edge loads its row directly.
+  int64_t stageRepeats = 101;
   int64_t stages = 1;
+
+  /// Whether some tile may stage rows in shared memory.
+  bool stagesRows() const { return stageRepeats <= 100; }
 
   static constexpr llvm::StringLiteral kAttrName = "bvec.kernel";
 
@@ -76,7 +83,8 @@ struct KernelLayout {
 FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            int64_t warps, int64_t vectorWidth,
                                            StringRef reorderKey,
-                                           int64_t reorderGroup);
+                                           int64_t reorderGroup,
+                                           int64_t stageRepeats = -1);
 
 } // namespace bvec
 } // namespace mlir

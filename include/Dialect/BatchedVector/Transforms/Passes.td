@@ -75,6 +75,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     Option<"reorderGroup", "reorder-group", "int64_t", /*default=*/"-1",
            "sort within groups of this many tiles; 0: whole batch, 1: none "
            "(-1: choose)">,
+    Option<"stageRepeats", "stage-repeats", "int64_t", /*default=*/"-1",
+           "stage a gather's rows in shared memory in tiles where at least "
+           "this percentage of the edges repeat a row; 0: always, 101: never "
+           "(-1: choose)">,
   ];
 }
 

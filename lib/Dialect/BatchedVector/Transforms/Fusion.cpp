@@ -83,6 +83,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("vector_width", b.getI64IntegerAttr(vectorWidth)),
       b.getNamedAttr("reorder_key", b.getStringAttr(reorderKey)),
       b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
+      b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
   });
 }
@@ -139,6 +140,11 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
            << "kernel layout: groups of " << layout.reorderGroup << " tiles of "
            << layout.tile
            << " edges exceed 4096 edges; use 0 to sort the whole batch";
+  if (layout.stageRepeats < 0 || layout.stageRepeats > 101)
+    return func.emitOpError()
+           << "kernel layout: stage_repeats is a percentage in [0, 101] "
+              "(101: never stage), got "
+           << layout.stageRepeats;
   if (layout.stages < 1)
     return func.emitOpError() << "kernel layout: stages must be positive";
   return success();
@@ -173,15 +179,22 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("warps", layout.warps)) ||
       failed(readInt("vector_width", layout.vectorWidth)) ||
       failed(readInt("reorder_group", layout.reorderGroup)) ||
+      failed(readInt("stage_repeats", layout.stageRepeats)) ||
       failed(readInt("stages", layout.stages)) ||
       failed(verifyLayout(func, layout)))
     return failure();
   return layout;
 }
 
+/// Rows are not staged by default: on Hopper, direct loads (L1 serves the
+/// repeated rows of a tile) were faster than staging at every threshold
+/// measured, positive and negative mode (bench/NOTES.md), and they need
+/// neither the inspector nor a barrier per chunk.
+static constexpr int64_t kDefaultStageRepeats = 101;
+
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
-    StringRef reorderKey, int64_t reorderGroup) {
+    StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats) {
   KernelLayout layout;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
@@ -219,6 +232,7 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   }
   layout.reorderGroup =
       reorderGroup >= 0 ? reorderGroup : (layout.reorderKey.empty() ? 1 : 0);
+  layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
   layout.stages = computeFusionStages(func).numStages;
   if (failed(verifyLayout(func, layout)))
     return failure();
@@ -237,7 +251,8 @@ struct BatchedVectorFusePass
   void runOnOperation() override {
     for (auto func : getOperation().getOps<FuncOp>()) {
       FailureOr<KernelLayout> layout = chooseKernelLayout(
-          func, tile, warps, vectorWidth, reorderKey, reorderGroup);
+          func, tile, warps, vectorWidth, reorderKey, reorderGroup,
+          stageRepeats);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);

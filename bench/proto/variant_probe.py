@@ -1,0 +1,60 @@
+"""Layout study of the vector models (GPU machine): for each model and
+bundle variant (<model>.pos.D512.<variant>.kgebundle), the time per call as
+the benchmark measures it and the GPU time alone (20 calls in one CUDA
+graph), next to torch.compile in the same run.
+
+    PYTHONPATH=/tmp/kge-runtime/python_packages python3 bench/proto/variant_probe.py \\
+        .carry/variants s25 s50 s101 ...
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import datasets  # noqa: E402
+from bench_score_functions import TORCH, make_tables, time_per_call  # noqa: E402
+from vector_probe_lib import graph_time  # noqa: E402
+import kge_runtime  # noqa: E402
+
+parser = argparse.ArgumentParser()
+parser.add_argument("directory", type=pathlib.Path)
+parser.add_argument("variants", nargs="+")
+parser.add_argument("--models", nargs="*", default=["transe_l1", "transe_l2", "transh", "transf", "distmult", "complex"])
+parser.add_argument("--negatives", type=int, default=0, help="K: time negative-mode bundles, B/K edges")
+args = parser.parse_args()
+directory, variants, models = args.directory, args.variants, args.models
+B, D = 16384, 512
+mode = "neg" if args.negatives else "pos"
+triples, entities, relations = datasets.fb15k_like()
+triples = torch.from_numpy(triples).cuda()
+g = torch.Generator(device="cuda").manual_seed(0)
+results = []
+for model in models:
+    first = kge_runtime.Program((directory / f"{model}.{mode}.D{D}.{variants[0]}.kgebundle").read_text())
+    tables, _ = make_tables(first.signature, entities, relations, D, g)
+    K = max(args.negatives, 1)
+    s = triples[torch.randint(0, len(triples), (B // K,), generator=g, device="cuda")]
+    inputs = {**tables, "h": s[:, 0].contiguous(), "r": s[:, 1].contiguous(), "t": s[:, 2].contiguous()}
+    if args.negatives:
+        inputs["t"] = torch.randint(0, entities, (B // K, K), generator=g, device="cuda")
+    out = torch.empty(inputs["t"].shape, device="cuda")
+    row = {"model": model}
+    if not args.negatives:
+        ref = TORCH[model](**inputs)
+        compiled = torch.compile(TORCH[model], dynamic=False)
+        row["compile"] = time_per_call(lambda: compiled(**inputs))[0]
+    for variant in variants:
+        program = kge_runtime.Program((directory / f"{model}.{mode}.D{D}.{variant}.kgebundle").read_text())
+        if not args.negatives:
+            err = float((program(**inputs)["score"] - ref).norm() / ref.norm())
+            assert err < 1e-5, (model, variant, err)
+        row[variant] = (time_per_call(lambda: program(**inputs))[0],
+                        graph_time(lambda st: program(**inputs, out={"score": out}, stream=st.cuda_stream)))
+    results.append(row)
+    print(model, mode, f"compile {row.get('compile', 0):.1f}", "  ".join(
+        f"{v}: {row[v][0]:.1f}/{row[v][1]:.1f}" for v in variants), flush=True)
+print(json.dumps(results))
