@@ -81,7 +81,7 @@ def main():
         gpu = run(tools["kge-opt"], source, "-kge-lower-to-gpu", output=out / "gpu.mlir")
         ptx = run(tools["kge-translate"], "--mlir-to-ptx", out / "gpu.mlir", output=out / "kernel.ptx")
         show(f"GPU path: PTX for sm_90, {len(ptx.splitlines())} lines ({out / 'kernel.ptx'}), "
-             "kernel entries, inspector declarations and calls", ptx_outline(ptx))
+             "kernel entries, inspector declarations and calls (if any)", ptx_outline(ptx))
         bundle = json.loads(run(tools["kge-translate"], "--kge-to-bundle", out / "gpu.mlir",
                                 output=out / f"{name}.kgebundle"))
         show(f"GPU path: kernel bundle ({out / f'{name}.kgebundle'})", bundle_outline(bundle))
