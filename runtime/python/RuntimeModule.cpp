@@ -15,6 +15,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <array>
 #include <mutex>
 #include <unordered_map>
 
@@ -134,13 +136,12 @@ struct Names {
   }
 };
 
-/// obj.name() as a new reference; throws the Python error on failure.
-py::object callMethod(py::handle obj, PyObject *name) {
-#if PY_VERSION_HEX >= 0x03090000
-  PyObject *result = PyObject_CallMethodNoArgs(obj.ptr(), name);
-#else
-  PyObject *result = PyObject_CallMethodObjArgs(obj.ptr(), name, nullptr);
-#endif
+/// obj.name(args...) as a new reference; throws the Python error on
+/// failure.
+template <typename... Args>
+py::object callMethod(py::handle obj, PyObject *name, Args... args) {
+  PyObject *result = PyObject_CallMethodObjArgs(obj.ptr(), name, args.ptr()...,
+                                                nullptr);
   if (!result)
     throw py::error_already_set();
   return py::reinterpret_steal<py::object>(result);
@@ -332,6 +333,11 @@ py::dict describeSignature(const Signature &signature) {
 }
 
 class PyProgram {
+  /// The keywords of a call that are options, not arguments (in the order
+  /// call() reads them).
+  static constexpr std::array<const char *, 4> kOptions = {
+      "stream", "checked", "batch_size", "out"};
+
 public:
   PyProgram(const py::object &bundle, int device) {
     std::string text = py::isinstance<py::bytes>(bundle)
@@ -349,10 +355,14 @@ public:
   py::dict call(py::kwargs kwargs) {
     const Signature &signature = program->manifest().signature;
     PyObject *kw = kwargs.ptr();
-    static PyObject *const streamKey = PyUnicode_InternFromString("stream");
-    static PyObject *const checkedKey = PyUnicode_InternFromString("checked");
-    static PyObject *const batchKey = PyUnicode_InternFromString("batch_size");
-    static PyObject *const outKey = PyUnicode_InternFromString("out");
+    static const std::array<PyObject *, 4> keys = [] {
+      std::array<PyObject *, 4> interned;
+      for (size_t i = 0; i < kOptions.size(); ++i)
+        interned[i] = PyUnicode_InternFromString(kOptions[i]);
+      return interned;
+    }();
+    PyObject *streamKey = keys[0], *checkedKey = keys[1], *batchKey = keys[2],
+             *outKey = keys[3];
     auto option = [&](PyObject *key, Py_ssize_t &seen) -> py::handle {
       PyObject *value = PyDict_GetItemWithError(kw, key);
       if (!value && PyErr_Occurred())
@@ -401,8 +411,7 @@ public:
       unsigned index = signature.numArguments() + r;
       const Parameter &p = signature.params[index];
       py::object out;
-      PyObject *given = outs ? PyDict_GetItemWithError(outs.ptr(), names[index].ptr())
-                             : nullptr;
+      PyObject *given = PyDict_GetItemWithError(outs.ptr(), names[index].ptr());
       if (!given && PyErr_Occurred())
         throw py::error_already_set();
       if (given) {
@@ -411,16 +420,7 @@ public:
         py::tuple shape(shapes[r].size());
         for (size_t d = 0; d < shapes[r].size(); ++d)
           shape[d] = py::int_(shapes[r][d]);
-#if PY_VERSION_HEX >= 0x03090000
-        PyObject *made = PyObject_CallMethodOneArg(
-            firstTable.ptr(), Names::get().newEmpty, shape.ptr());
-#else
-        PyObject *made = PyObject_CallMethodObjArgs(
-            firstTable.ptr(), Names::get().newEmpty, shape.ptr(), nullptr);
-#endif
-        if (!made)
-          throw py::error_already_set();
-        out = py::reinterpret_steal<py::object>(made);
+        out = callMethod(firstTable, Names::get().newEmpty, shape);
       } else {
         int device = arguments.empty() ? program->device() : arguments[0].device;
         out = py::cast(std::make_shared<DeviceBuffer>(
@@ -442,8 +442,7 @@ public:
     const Signature &signature = program->manifest().signature;
     for (auto item : kwargs) {
       std::string key = item.first.cast<std::string>();
-      if (key == "stream" || key == "checked" || key == "batch_size" ||
-          key == "out")
+      if (std::find(kOptions.begin(), kOptions.end(), key) != kOptions.end())
         continue;
       int index = signature.find(key);
       if (index < 0 || signature.params[index].role == ParamRole::Result)

@@ -421,10 +421,8 @@ void KernelEmitter::emitInspectors() {
   auto i32 = b.getI32Type();
   Value scratch;
   for (auto &[value, slot] : slots) {
-    if (!slot.inspected) {
-      slot.staged = arith::ConstantIntOp::create(b, loc, 0, 1);
+    if (!slot.inspected)
       continue;
-    }
     if (!scratch)
       scratch = view("scratch", i32, 2 * llvm::PowerOf2Ceil(layout.tile));
     auto call = LLVM::CallOp::create(
@@ -444,16 +442,14 @@ void KernelEmitter::emitInspectors() {
                                       sharedAddress(b, loc, scratch)});
     // Stage rows through shared memory when at least stage_repeats percent
     // of the tile's edges repeat a row: (count - nuniq) * 100 >= p * count.
-    if (!layout.stagesRows()) {
-      slot.staged = arith::ConstantIntOp::create(b, loc, 0, 1);
-    } else {
-      Value repeats = arith::SubIOp::create(b, loc, count32, slot.nuniq);
-      Value lhs = arith::MulIOp::create(b, loc, repeats, constI32(100));
-      Value rhs =
-          arith::MulIOp::create(b, loc, count32, constI32(layout.stageRepeats));
-      slot.staged =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lhs, rhs);
-    }
+    if (!layout.stagesRows())
+      continue;
+    Value repeats = arith::SubIOp::create(b, loc, count32, slot.nuniq);
+    Value lhs = arith::MulIOp::create(b, loc, repeats, constI32(100));
+    Value rhs =
+        arith::MulIOp::create(b, loc, count32, constI32(layout.stageRepeats));
+    slot.staged =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lhs, rhs);
   }
 }
 

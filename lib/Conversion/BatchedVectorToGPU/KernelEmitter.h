@@ -62,7 +62,8 @@ struct InspectorSlot {
   Value keys;         ///< memref<tile x i32, 3>: the key of each local edge.
   Value uniq, slotOf, order, offsets, ranked; ///< memref<... x i32, 3>
   Value nuniq;        ///< i32: number of distinct keys in the tile.
-  Value staged;       ///< i1: rows repeat enough to stage them.
+  Value staged;       ///< i1: rows repeat enough to stage them (set only
+                      ///< when the layout stages rows).
   bool needsRanking = false;
   /// Whether the inspector runs on this array (otherwise only `keys` is
   /// set: its results would be unused).
