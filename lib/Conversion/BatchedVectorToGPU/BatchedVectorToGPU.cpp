@@ -106,9 +106,6 @@ std::string keyRange(const kge_runtime::Signature &signature,
   return range;
 }
 
-std::string product(StringRef a, StringRef b) {
-  return a == "1" ? b.str() : (b == "1" ? a.str() : (a + "*" + b).str());
-}
 } // namespace
 
 /// Attaches kge.signature, kge.mode, kge.scratch, kge.checks and
