@@ -24,10 +24,11 @@ parser = argparse.ArgumentParser()
 parser.add_argument("directory", type=pathlib.Path)
 parser.add_argument("variants", nargs="+")
 parser.add_argument("--models", nargs="*", default=["transe_l1", "transe_l2", "transh", "transf", "distmult", "complex"])
+parser.add_argument("--batch", type=int, default=16384)
 parser.add_argument("--negatives", type=int, default=0, help="K: time negative-mode bundles, B/K edges")
 args = parser.parse_args()
 directory, variants, models = args.directory, args.variants, args.models
-B, D = 16384, 512
+B, D = args.batch, 512
 mode = "neg" if args.negatives else "pos"
 triples, entities, relations = datasets.fb15k_like()
 triples = torch.from_numpy(triples).cuda()

@@ -280,12 +280,31 @@ extern "C" __global__ void kge_sort_groups(const void *keys, int keyBits,
     perm[first + i] = static_cast<int>(first + items[i]);
 }
 
+/// Adds to counter[key] the number of active lanes of the warp with the same
+/// key, with one atomic per distinct key (frequent keys would otherwise
+/// serialize the warp's atomics on one address); returns the counter's value
+/// before this lane's own increment.
+__device__ __forceinline__ int warpAggregatedIncrement(int *counter,
+                                                       long long key) {
+  unsigned active = __activemask();
+  unsigned peers = __match_any_sync(active, key);
+  int lane = threadIdx.x % 32;
+  int leader = __ffs(peers) - 1;
+  int before = 0;
+  if (lane == leader)
+    before = atomicAdd(counter, __popc(peers));
+  before = __shfl_sync(peers, before, leader);
+  return before + __popc(peers & ((1u << lane) - 1));
+}
+
 extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
                                              long long n, int *counts) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
                      threadIdx.x;
-       i < n; i += static_cast<long long>(gridDim.x) * blockDim.x)
-    atomicAdd(&counts[loadKey(keys, keyBits, i)], 1);
+       i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    long long key = loadKey(keys, keyBits, i);
+    warpAggregatedIncrement(&counts[key], key);
+  }
 }
 
 extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
@@ -325,8 +344,8 @@ extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
                      threadIdx.x;
        i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    int position = atomicAdd(&cursor[loadKey(keys, keyBits, i)], 1);
-    perm[position] = static_cast<int>(i);
+    long long key = loadKey(keys, keyBits, i);
+    perm[warpAggregatedIncrement(&cursor[key], key)] = static_cast<int>(i);
   }
 }
 

@@ -64,8 +64,11 @@ __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
 /// Items of one key end up consecutive. The runs of rare keys (fewer than
 /// KGE_RARE_KEY_COUNT items) come first, in key order, then those of the
 /// frequent keys: the tiles that hold many distinct rare keys (the most
-/// work per tile in matrix stages) get the lowest block indices and start
-/// first, instead of forming the tail of the grid.
+/// memory traffic per tile in matrix stages) get the lowest tile indices.
+/// The fused kernels' blocks take tiles from the two halves of the sorted
+/// batch in turn, so that these run beside tiles of frequent keys instead
+/// of all at the start of the grid. The histogram and the scatter
+/// make one atomic per distinct key of a warp.
 __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
                                   int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);

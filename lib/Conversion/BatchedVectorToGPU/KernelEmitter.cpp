@@ -343,6 +343,23 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
   lane = arith::RemUIOp::create(b, loc, tid, c32);
   warp = arith::DivUIOp::create(b, loc, tid, c32);
   Value tileIndex = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  if (layout.reorderGroup == 0 && !layout.reorderKey.empty()) {
+    // The whole batch is sorted, rare keys first: the first tiles hold many
+    // distinct matrices each (read from memory once), the last ones long
+    // runs of a few (compute on cached rows). Blocks take tiles from the
+    // two halves of the batch in turn (0, H, 1, H + 1, ... with
+    // H = ceil(T / 2)) so that the two kinds run side by side instead of
+    // one after the other.
+    Value tiles = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value half = arith::DivUIOp::create(b, loc, tileIndex, constIndex(2));
+    Value odd = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::RemUIOp::create(b, loc, tileIndex, constIndex(2)),
+        constIndex(0));
+    Value secondHalf = arith::AddIOp::create(
+        b, loc, arith::CeilDivUIOp::create(b, loc, tiles, constIndex(2)), half);
+    tileIndex = arith::SelectOp::create(b, loc, odd, secondHalf, half);
+  }
 
   // The results hold one row per scored edge: B rows, or B * K in negative
   // mode, where the corrupted array is [B, K].

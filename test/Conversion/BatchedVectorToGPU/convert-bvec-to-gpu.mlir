@@ -23,6 +23,10 @@
 // CHECK-NEXT: llvm.func @kge_inspect_frequent(i64, i32, i64, i64) -> i32
 // CHECK-NEXT: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-NOT: gpu.grid_dim
+// CHECK: %[[BLOCK:.*]] = gpu.block_id x
+// CHECK-NOT: gpu.grid_dim
+// CHECK: arith.muli %[[BLOCK]], %{{.*}} : index
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK-NOT: llvm.call @kge_inspect
@@ -66,7 +70,9 @@ bvec.func @transe(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
 // TransR: projection matrices go through the frequency-based inspector and
 // the edges are sorted by relation before the kernel: the launch plan runs
 // the device library's counting sort (histogram, scan, scatter) into the
-// scratch permutation first.
+// scratch permutation first. Blocks take the tiles of the sorted batch from
+// its two halves in turn: block b takes tile b / 2 when b is even and tile
+// ceil(T / 2) + b / 2 when it is odd (T = the grid size).
 
 // CHECK: gpu.module @transr_kernels
 // CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset"}
@@ -76,6 +82,15 @@ bvec.func @transe(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
 // CHECK-SAME: function = "transr"
 // CHECK-SAME: kge.scratch = [{count = "B", dtype = "i32", name = "perm"}
 // CHECK: gpu.func @transr
+// CHECK: %[[BLOCK:.*]] = gpu.block_id x
+// CHECK: %[[GRID:.*]] = gpu.grid_dim x
+// CHECK: %[[HALF:.*]] = arith.divui %[[BLOCK]], %{{.*}} : index
+// CHECK: %[[PARITY:.*]] = arith.remui %[[BLOCK]], %{{.*}} : index
+// CHECK: %[[ODD:.*]] = arith.cmpi ne, %[[PARITY]], %{{.*}} : index
+// CHECK: %[[H:.*]] = arith.ceildivui %[[GRID]], %{{.*}} : index
+// CHECK: %[[SECOND:.*]] = arith.addi %[[H]], %[[HALF]] : index
+// CHECK: %[[TILE:.*]] = arith.select %[[ODD]], %[[SECOND]], %[[HALF]] : index
+// CHECK: arith.muli %[[TILE]], %{{.*}} : index
 // CHECK-DAG: llvm.call @kge_inspect_frequent
 // CHECK-DAG: llvm.call @kge_inspect_unique
 // CHECK: gpu.return
