@@ -4,7 +4,8 @@
 #   - the device-library tests (test/gpu/device_library_test.cu),
 #   - the kernels of every example against PyTorch (test/gpu/test_kernels.py)
 #     and the runtime's error handling (test/gpu/test_runtime.py),
-#   - compute-sanitizer memcheck and racecheck on every bundle.
+#   - compute-sanitizer memcheck and racecheck on every bundle, and on the
+#     matrix models with long runs of a shared matrix (tensor cores).
 #   - compositions beyond the examples against the CPU path's results
 #     (test/gpu/test_compositions.py),
 # Bundles are compiled beforehand on a machine with the compiler:
@@ -58,6 +59,18 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
     code=$?
     tail -4 "$OUT/sanitizer-$name.log"
     grep -E "ERROR SUMMARY|unwritten=[1-9]" "$OUT/sanitizer-$name.log" | sort | uniq -c | head -5
+    [ $code -eq 0 ] || status=1
+  done
+  # The matrix products of long runs (tensor cores, runs of more than 2
+  # edges sharing a matrix): 3 relations for 300 edges.
+  for tool in memcheck racecheck; do
+    echo "==> compute-sanitizer --tool $tool on the matrix models with 3 relations"
+    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+      "$BUILD/kge-bundle-run" "$BUNDLES"/transr.*.D128.kgebundle "$BUNDLES"/rescal.*.D128.kgebundle \
+      "$BUNDLES"/transr.*.D100.kgebundle "$BUNDLES"/rescal.*.D100.kgebundle \
+      --size B=300 --size K=5 --size N_Pm=3 > "$OUT/sanitizer-$tool-runs.log" 2>&1
+    code=$?
+    tail -4 "$OUT/sanitizer-$tool-runs.log"
     [ $code -eq 0 ] || status=1
   done
 fi

@@ -53,6 +53,10 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
                      "at least this percentage of the edges repeat a row; "
                      "0: always, 101: never (-1: choose)"),
       llvm::cl::init(-1)};
+  Option<std::string> matrixMath{
+      *this, "matrix-math",
+      llvm::cl::desc("matrix products over shared matrices: tf32x3 (tensor "
+                     "cores, FP32 accuracy) or fma (empty: choose)")};
 };
 
 /// bvec -> fused gpu kernels -> NVVM/LLVM dialects.

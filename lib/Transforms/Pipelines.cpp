@@ -43,6 +43,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.reorderKey = options.reorderKey;
   fuse.reorderGroup = options.reorderGroup;
   fuse.stageRepeats = options.stageRepeats;
+  fuse.matrixMath = options.matrixMath;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

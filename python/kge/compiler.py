@@ -6,7 +6,7 @@ import pathlib
 
 _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-width",
                    "reorder_key": "reorder-key", "reorder_group": "reorder-group",
-                   "stage_repeats": "stage-repeats"}
+                   "stage_repeats": "stage-repeats", "matrix_math": "matrix-math"}
 
 
 def _ir():
@@ -18,7 +18,8 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     """The textual pass pipeline that lowers bvec functions to kernels:
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
-    (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats)."""
+    (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
+    matrix_math)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():

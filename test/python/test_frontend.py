@@ -82,6 +82,17 @@ def test_layout_options_reach_the_kernel():
         FUNCTIONS["transe_l2"].compile(negative="x")
 
 
+def test_matrix_math_option_selects_tensor_cores():
+    fn = FUNCTIONS["rescal"]
+    sizes = {"D_Eemb": 64}
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in fn.compile(sizes=sizes, cubin=False).ptx
+    assert "mma.sync" not in fn.compile(sizes=sizes, matrix_math="fma", cubin=False).ptx
+    # 4-byte layouts (dynamic lengths) multiply with FMAs.
+    assert "mma.sync" not in fn.compile(cubin=False).ptx
+    with pytest.raises(kge.MLIRError, match='matrix_math must be "tf32x3" or "fma", got "tf16"'):
+        fn.compile(sizes=sizes, matrix_math="tf16")
+
+
 def test_bundles_save_and_load(tmp_path):
     bundle = FUNCTIONS["distmult"].compile(cubin=False)
     path = bundle.save(tmp_path / "distmult.kgebundle")

@@ -224,7 +224,7 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       std::to_string(emitter.sharedLayout().staticBytes);
   for (Value m : emitter.sharedLayout().materialized)
     sharedBytes += " + " + std::to_string(4 * layout.tile) + "*" +
-                   emitter.lengthOf(m).str();
+                   emitter.rowStrideOf(m).str();
   steps.push_back(launch(
       kernel.getName(), module.getName(),
       {"ceildiv(" + edges + ", " + std::to_string(layout.tile) + ")", "1",

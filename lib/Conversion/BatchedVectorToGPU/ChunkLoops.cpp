@@ -348,7 +348,7 @@ Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
     offset = slice.getOffset();
   }
   Value buffer = k.materializedView(source);
-  Value rowStart = arith::MulIOp::create(b, loc, edge, k.lengthValue(source));
+  Value rowStart = arith::MulIOp::create(b, loc, edge, k.rowStrideValue(source));
   Value at = arith::AddIOp::create(
       b, loc, rowStart,
       arith::AddIOp::create(b, loc, d0, k.constIndex(offset)));
@@ -436,7 +436,8 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
       Value value = get(m);
       Value buffer = k.materializedView(m);
       Value at = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, edge, body.length), d0);
+          b, loc, arith::MulIOp::create(b, loc, edge, k.rowStrideValue(m)),
+          d0);
       scf::IfOp::create(b, loc, valid, [&](OpBuilder &, Location) {
         alignedStore(b, loc, value, buffer, ValueRange{at}, 4 * width);
         scf::YieldOp::create(b, loc);

@@ -143,6 +143,14 @@ kge_runtime::Dim KernelEmitter::lengthOf(Value vector) const {
   return dims->dimOf(vector, bvec::getFullShape(vector.getType()).size() - 1);
 }
 
+kge_runtime::Dim KernelEmitter::rowStrideOf(Value vector) const {
+  kge_runtime::Dim length = lengthOf(vector);
+  // 16-byte layouts have static lengths (multiples of 4).
+  if (layout.vectorWidth != 4 || !length.isStatic())
+    return length;
+  return kge_runtime::Dim::fixed(length.size + (36 - length.size % 32) % 32);
+}
+
 SmallVector<Type> KernelEmitter::kernelArgumentTypes() {
   SmallVector<Type> types;
   auto memrefOfType = [&](Type type, bool flatten) -> Type {
@@ -239,6 +247,11 @@ Value KernelEmitter::lengthValue(Value value) {
   return dimValue(value, bvec::getFullShape(value.getType()).size() - 1);
 }
 
+Value KernelEmitter::rowStrideValue(Value vector) {
+  kge_runtime::Dim stride = rowStrideOf(vector);
+  return stride.isStatic() ? constIndex(stride.size) : lengthValue(vector);
+}
+
 Value KernelEmitter::warpAllReduce(Value value, bvec::ReductionKind kind) {
   Value width = constI32(32);
   for (int offset = 16; offset > 0; offset /= 2) {
@@ -300,7 +313,7 @@ Value KernelEmitter::materializedView(Value vector) {
   Value tileEdges = constIndex(layout.tile);
   Value result;
   for (Value m : shared.materialized) {
-    Value floats = arith::MulIOp::create(b, loc, tileEdges, lengthValue(m));
+    Value floats = arith::MulIOp::create(b, loc, tileEdges, rowStrideValue(m));
     if (m == vector) {
       auto type = MemRefType::get(
           {ShapedType::kDynamic}, b.getF32Type(), MemRefLayoutAttrInterface(),

@@ -30,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -95,6 +96,11 @@ public:
   const SharedLayout &sharedLayout() const { return shared; }
   /// The length dimension of a materialized vector.
   kge_runtime::Dim lengthOf(Value vector) const;
+  /// Floats between the rows of two edges in the shared buffer of a
+  /// materialized vector: its length, skewed with 16-byte layouts to be 4
+  /// (mod 32) so that the same element of 8 edges lies in 8 different
+  /// banks (tensor-core operands read it so).
+  kge_runtime::Dim rowStrideOf(Value vector) const;
 
   int64_t blockSize() const { return layout.warps * 32; }
   bool isNegative() const { return !options.negative.empty(); }
@@ -126,6 +132,8 @@ private:
   Value dimValue(Value value, unsigned pos);
   /// The length of the items of `value` (their last dimension).
   Value lengthValue(Value value);
+  /// rowStrideOf(vector) as an index value.
+  Value rowStrideValue(Value vector);
   /// `dim` of the kernel argument of block argument `arg`.
   Value argDim(Value arg, unsigned dim);
   /// The kernel memref of a bvec block argument.

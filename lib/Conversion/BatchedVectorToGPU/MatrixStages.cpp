@@ -3,14 +3,23 @@
 // cuKE's bmv with its frequency-based caching of projection matrices
 // (Sections V-A, VI): the inspector groups the tile's edges by matrix index
 // and ranks the distinct matrices by frequency; the block then processes
-// work items of (up to 4 edges of one run) x (one chunk of output columns),
-// most frequent matrices first. A warp streams each row of its matrix chunk
-// once and multiplies it with all 4 edges' input elements, so a matrix used
-// by n edges of the tile is read ceil(n / 4) times from L1/L2 and once from
-// memory. Sorting the batch by the matrix index (the launch plan's
-// reordering) makes the runs long. Items of 4 edges rather than 8 or 16
-// measured faster on H200 (bench/NOTES.md): more items keep more warps
-// streaming, and the registers they free keep 16 rows in flight.
+// work items of (edges of one run) x (one chunk of output columns), most
+// frequent matrices first. A warp streams each row of its matrix chunk once
+// and multiplies it with all the item's edges. Sorting the batch by the
+// matrix index (the launch plan's reordering) makes the runs long.
+//
+// Two kinds of items:
+//   - tensor cores (layout matrix_math = "tf32x3", 16-byte layouts, runs of
+//     more than 2 edges): up to 4 blocks of 8 edges (a whole tile of the
+//     run) x 32 columns, mma.sync.m16n8k8 with TF32 operands, each FP32
+//     operand split into two TF32 parts and multiplied three times (FP32
+//     accuracy). A matrix used by n edges of the tile is read once per
+//     32 edges.
+//   - FP32 FMAs: 4 edges x 32 * V columns, each lane multiplying its V
+//     columns of a matrix row with the 4 edges' input elements; 16 rows in
+//     flight per lane. Items of 4 edges rather than 8 or 16 measured faster
+//     on H200 (bench/NOTES.md): the registers they free keep the rows in
+//     flight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +34,18 @@ static constexpr int64_t kEdgesPerItem = 4;
 // Matrix rows loaded before their products: 16 x 16-byte loads in flight
 // per lane hide the memory latency of the streamed matrices.
 static constexpr int64_t kUnroll = 16;
+// Tensor-core items: 8 edges (the n of mma.m16n8k8) x 32 columns (two
+// products of 16 rows), 8 steps of 8 matrix rows loaded ahead.
+static constexpr int64_t kMmaEdges = 8;
+static constexpr int64_t kMmaColumns = 32;
+static constexpr int64_t kMmaUnroll = 8;
+// Items take up to 4 blocks of 8 edges of a run (a whole tile of up to 32
+// edges), so that they read each matrix row once per tile.
+static constexpr int64_t kMmaBlocks = 4;
+// Runs of 1 or 2 edges multiply with FMAs: tensor-core items would compute
+// 8 edges for them, and their 32-column items stream a matrix in 4 times as
+// many items (measured slower on H200 at B = 4096, bench/NOTES.md).
+static constexpr int64_t kMmaMinRun = 2;
 
 Value mlir::kge::sharedMatrixKey(Value matrix) {
   Value key;
@@ -71,11 +92,11 @@ Value MatrixStageEmitter::evaluate(Value matrix, const Context &c) {
         Value at = arith::AddIOp::create(
             b, loc,
             arith::MulIOp::create(b, loc, c.edge,
-                                  k.lengthValue(outer.getLhs())),
+                                  k.rowStrideValue(outer.getLhs())),
             c.k);
         Value scale = memref::LoadOp::create(b, loc, lhs, at);
-        Value rowStart = arith::MulIOp::create(b, loc, c.edge,
-                                               k.lengthValue(outer.getRhs()));
+        Value rowStart = arith::MulIOp::create(
+            b, loc, c.edge, k.rowStrideValue(outer.getRhs()));
         Value columns = chunks.loadSharedChunk(
             rhs, arith::AddIOp::create(b, loc, rowStart, c.cols), c.colValid);
         return arith::MulFOp::create(b, loc, k.splat(scale), columns);
@@ -91,18 +112,47 @@ Value MatrixStageEmitter::evaluate(Value matrix, const Context &c) {
 void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
-  int64_t width = k.layout.vectorWidth;
-  int64_t chunk = 32 * width;
-  Value input = k.materializedView(op.getVec());
-  Value output = k.materializedView(op.getResult());
-  Value inputLength = k.lengthValue(op.getVec());
   Value outputLength = k.lengthValue(op.getResult());
   Value key = sharedMatrixKey(op.getMat());
   InspectorSlot *slot = key ? &k.slotFor(key) : nullptr;
-
+  // Tensor cores pay off only when a matrix is shared by a run of edges;
+  // their operand layout reads 4 consecutive columns per lane.
+  bool tensorCores = slot && k.layout.vectorWidth == 4 &&
+                     k.layout.matrixMath == "tf32x3";
+  // A tensor-core item takes up to a tile's edges of a run (blocks of 8,
+  // at most kMmaBlocks), so that it reads each matrix row once. Runs of at
+  // most kMmaMinRun edges use FMA items.
+  int64_t mmaBlocks =
+      std::min<int64_t>(kMmaBlocks, llvm::divideCeil(k.layout.tile, kMmaEdges));
+  int64_t fmaColumns = 32 * k.layout.vectorWidth;
   Value zero = k.constIndex(0), one = k.constIndex(1);
-  Value passes = arith::CeilDivUIOp::create(b, loc, outputLength,
-                                            k.constIndex(chunk));
+  // How the items of a run of `size` edges multiply: on tensor cores or
+  // not, edges and columns per item, items per run.
+  struct Shape {
+    Value tensor, edges, columns, groups, items;
+  };
+  auto shapeOf = [&](Value size) -> Shape {
+    Shape shape;
+    shape.tensor =
+        tensorCores
+            ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, size,
+                                    k.constIndex(kMmaMinRun))
+            : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
+    auto pick = [&](int64_t onTensor, int64_t onFma) -> Value {
+      if (!tensorCores)
+        return k.constIndex(onFma);
+      return arith::SelectOp::create(b, loc, shape.tensor,
+                                     k.constIndex(onTensor),
+                                     k.constIndex(onFma));
+    };
+    shape.edges = pick(kMmaEdges * mmaBlocks, kEdgesPerItem);
+    shape.columns = pick(kMmaColumns, fmaColumns);
+    shape.groups = arith::CeilDivUIOp::create(b, loc, size, shape.edges);
+    shape.items = arith::MulIOp::create(
+        b, loc, shape.groups,
+        arith::CeilDivUIOp::create(b, loc, outputLength, shape.columns));
+    return shape;
+  };
   Value runs = slot ? k.toIndex(slot->nuniq) : k.count;
   Value items = k.view("items", b.getI32Type(), k.layout.tile + 1);
 
@@ -117,10 +167,6 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
         slot->offsets, arith::AddIOp::create(b, loc, u, one)));
     return {start, arith::SubIOp::create(b, loc, end, start)};
   };
-  auto groupsOf = [&](Value size) -> Value {
-    return arith::CeilDivUIOp::create(b, loc, size,
-                                      k.constIndex(kEdgesPerItem));
-  };
 
   // Work-item offsets of the runs, most frequent first (one thread).
   Value isFirst =
@@ -132,9 +178,8 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
         [&](OpBuilder &, Location, Value r, ValueRange args) {
           auto [start, size] = runOf(r);
           (void)start;
-          Value total = arith::AddIOp::create(
-              b, loc, args[0],
-              arith::MulIOp::create(b, loc, groupsOf(size), passes));
+          Value total =
+              arith::AddIOp::create(b, loc, args[0], shapeOf(size).items);
           Value next = arith::AddIOp::create(b, loc, r, one);
           memref::StoreOp::create(b, loc, k.toI32(total), items,
                                   ValueRange{next});
@@ -145,18 +190,17 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
   gpu::BarrierOp::create(b, loc);
   Value totalItems = k.toIndex(k.loadI32(items, runs));
 
-  VectorType chunkType = k.chunkType();
   scf::ForOp::create(
       b, loc, k.warp, totalItems, k.constIndex(k.layout.warps), ValueRange{},
-      [&](OpBuilder &, Location, Value item, ValueRange) {
-        // The run holding this item: the last r with items[r] <= item.
+      [&](OpBuilder &, Location, Value index, ValueRange) {
+        // The run holding this item: the last r with items[r] <= index.
         auto search = scf::WhileOp::create(
             b, loc, TypeRange{b.getIndexType()}, ValueRange{zero},
             [&](OpBuilder &, Location, ValueRange args) {
               Value next = arith::AddIOp::create(b, loc, args[0], one);
               Value bound = k.toIndex(k.loadI32(items, next));
               Value more = arith::CmpIOp::create(
-                  b, loc, arith::CmpIPredicate::ule, bound, item);
+                  b, loc, arith::CmpIPredicate::ule, bound, index);
               scf::ConditionOp::create(b, loc, more, args);
             },
             [&](OpBuilder &, Location, ValueRange args) {
@@ -164,107 +208,382 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
                   b, loc, ValueRange{arith::AddIOp::create(b, loc, args[0], one)});
             });
         Value r = search.getResult(0);
-        auto [start, size] = runOf(r);
+        Item item;
+        item.slot = slot;
+        std::tie(item.start, item.size) = runOf(r);
         Value local = arith::SubIOp::create(
-            b, loc, item, k.toIndex(k.loadI32(items, r)));
-        Value groups = groupsOf(size);
-        Value group = arith::RemUIOp::create(b, loc, local, groups);
-        Value pass = arith::DivUIOp::create(b, loc, local, groups);
-
-        // The item's edges; missing ones repeat the first and are not
-        // stored.
-        SmallVector<Value> edges, valid;
-        Value base =
-            arith::MulIOp::create(b, loc, group, k.constIndex(kEdgesPerItem));
-        for (int64_t j = 0; j < kEdgesPerItem; ++j) {
-          Value position = arith::AddIOp::create(b, loc, base, k.constIndex(j));
-          Value isValid = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ult, position, size);
-          Value safe = arith::SelectOp::create(b, loc, isValid, position, base);
-          Value edge =
-              slot ? k.toIndex(k.loadI32(
-                         slot->order, arith::AddIOp::create(b, loc, start, safe)))
-                   : start;
-          edges.push_back(edge);
-          valid.push_back(isValid);
-        }
-        Value sharedRow;
+            b, loc, index, k.toIndex(k.loadI32(items, r)));
+        Shape shape = shapeOf(item.size);
+        item.base = arith::MulIOp::create(
+            b, loc, arith::RemUIOp::create(b, loc, local, shape.groups),
+            shape.edges);
+        item.firstColumn = arith::MulIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, local, shape.groups),
+            shape.columns);
         if (slot) {
           Value u = k.toIndex(k.loadI32(slot->ranked, r));
-          sharedRow = k.loadI32(slot->uniq, u);
+          item.sharedRow = k.loadI32(slot->uniq, u);
         }
-        Value cols = arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, pass, k.constIndex(chunk)),
-            arith::MulIOp::create(b, loc, k.lane, k.constIndex(width)));
-        Value colValid = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ult, cols, outputLength);
-        Value safeCols = arith::SelectOp::create(b, loc, colValid, cols, zero);
-        SmallVector<Value> rowStarts;
-        for (Value edge : edges)
-          rowStarts.push_back(
-              arith::MulIOp::create(b, loc, edge, inputLength));
-
-        // acc[j] += x[edge_j][k] * M[k][cols], kUnroll rows at a time.
-        auto accumulate = [&](Value kk, ValueRange acc,
-                              int64_t rows) -> SmallVector<Value> {
-          SmallVector<Value> matrixRows;
-          SmallVector<Value> ks;
-          for (int64_t u = 0; u < rows; ++u) {
-            Value kRow = arith::AddIOp::create(b, loc, kk, k.constIndex(u));
-            ks.push_back(kRow);
-            matrixRows.push_back(
-                evaluate(op.getMat(), {edges.front(), sharedRow, kRow,
-                                       safeCols, colValid}));
+        auto emitTensorCore = [&] {
+          // Items whose edges fit one block of 8 skip the others' products.
+          if (mmaBlocks == 1) {
+            emitTensorCoreItem(op, item, 1);
+            return;
           }
-          SmallVector<Value> result(acc);
-          // With 16-byte layouts the inputs are read 4 rows at a time (one
-          // shared load per edge and 4 rows instead of 4).
-          int64_t step = width == 4 && rows % 4 == 0 ? 4 : 1;
-          auto xType = VectorType::get({step}, b.getF32Type());
-          for (int64_t u = 0; u < rows; u += step)
-            for (int64_t j = 0; j < kEdgesPerItem; ++j) {
-              Value at = arith::AddIOp::create(b, loc, rowStarts[j], ks[u]);
-              Value xs = alignedLoad(b, loc, xType, input, ValueRange{at},
-                                     4 * step);
-              for (int64_t q = 0; q < step; ++q) {
-                Value x = vector::ExtractOp::create(b, loc, xs, q);
-                result[j] = vector::FMAOp::create(b, loc, k.splat(x),
-                                                  matrixRows[u + q], result[j]);
-              }
-            }
-          return result;
+          Value rest = arith::SubIOp::create(b, loc, item.size, item.base);
+          Value oneBlock = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ule, rest,
+              k.constIndex(kMmaEdges));
+          scf::IfOp::create(
+              b, loc, oneBlock,
+              [&](OpBuilder &, Location) {
+                emitTensorCoreItem(op, item, 1);
+                scf::YieldOp::create(b, loc);
+              },
+              [&](OpBuilder &, Location) {
+                emitTensorCoreItem(op, item, mmaBlocks);
+                scf::YieldOp::create(b, loc);
+              });
         };
-        SmallVector<Value> init(kEdgesPerItem, k.splat(k.constF32(0.0f)));
-        Value mainEnd = arith::MulIOp::create(
-            b, loc,
-            arith::DivUIOp::create(b, loc, inputLength,
-                                   k.constIndex(kUnroll)),
-            k.constIndex(kUnroll));
-        auto mainLoop = scf::ForOp::create(
-            b, loc, zero, mainEnd, k.constIndex(kUnroll), init,
-            [&](OpBuilder &, Location, Value kk, ValueRange acc) {
-              scf::YieldOp::create(b, loc, accumulate(kk, acc, kUnroll));
-            });
-        auto tailLoop = scf::ForOp::create(
-            b, loc, mainEnd, inputLength, one, mainLoop.getResults(),
-            [&](OpBuilder &, Location, Value kk, ValueRange acc) {
-              scf::YieldOp::create(b, loc, accumulate(kk, acc, 1));
-            });
-        (void)chunkType;
-
-        for (int64_t j = 0; j < kEdgesPerItem; ++j) {
-          Value store = arith::AndIOp::create(b, loc, valid[j], colValid);
-          Value value = tailLoop.getResult(j);
-          Value at = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, edges[j], outputLength),
-              safeCols);
-          scf::IfOp::create(b, loc, store, [&](OpBuilder &, Location) {
-            alignedStore(b, loc, value, output, ValueRange{at}, 4 * width);
-            scf::YieldOp::create(b, loc);
-          });
+        if (!tensorCores) {
+          emitFmaItem(op, item);
+        } else {
+          scf::IfOp::create(
+              b, loc, shape.tensor,
+              [&](OpBuilder &, Location) {
+                emitTensorCore();
+                scf::YieldOp::create(b, loc);
+              },
+              [&](OpBuilder &, Location) {
+                emitFmaItem(op, item);
+                scf::YieldOp::create(b, loc);
+              });
         }
         scf::YieldOp::create(b, loc);
       });
+}
+
+std::pair<Value, Value> MatrixStageEmitter::edgeAt(const Item &item,
+                                                   Value position) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                      position, item.size);
+  Value safe = arith::SelectOp::create(b, loc, valid, position, item.base);
+  Value edge = item.slot
+                   ? k.toIndex(k.loadI32(item.slot->order,
+                                         arith::AddIOp::create(
+                                             b, loc, item.start, safe)))
+                   : item.start;
+  return {edge, valid};
+}
+
+void MatrixStageEmitter::emitFmaItem(bvec::VecMulMatOp op, const Item &item) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  int64_t width = k.layout.vectorWidth;
+  Value input = k.materializedView(op.getVec());
+  Value output = k.materializedView(op.getResult());
+  Value inputLength = k.lengthValue(op.getVec());
+  Value outputLength = k.lengthValue(op.getResult());
+  Value zero = k.constIndex(0), one = k.constIndex(1);
+
+  // The item's edges; missing ones repeat the first and are not stored.
+  SmallVector<Value> edges, valid;
+  for (int64_t j = 0; j < kEdgesPerItem; ++j) {
+    auto [edge, isValid] = edgeAt(
+        item, arith::AddIOp::create(b, loc, item.base, k.constIndex(j)));
+    edges.push_back(edge);
+    valid.push_back(isValid);
+  }
+  Value cols = arith::AddIOp::create(
+      b, loc, item.firstColumn,
+      arith::MulIOp::create(b, loc, k.lane, k.constIndex(width)));
+  Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         cols, outputLength);
+  Value safeCols = arith::SelectOp::create(b, loc, colValid, cols, zero);
+  SmallVector<Value> rowStarts;
+  for (Value edge : edges)
+    rowStarts.push_back(arith::MulIOp::create(
+        b, loc, edge, k.rowStrideValue(op.getVec())));
+
+  // acc[j] += x[edge_j][k] * M[k][cols], kUnroll rows at a time.
+  auto accumulate = [&](Value kk, ValueRange acc,
+                        int64_t rows) -> SmallVector<Value> {
+    SmallVector<Value> matrixRows;
+    SmallVector<Value> ks;
+    for (int64_t u = 0; u < rows; ++u) {
+      Value kRow = arith::AddIOp::create(b, loc, kk, k.constIndex(u));
+      ks.push_back(kRow);
+      matrixRows.push_back(evaluate(
+          op.getMat(), {edges.front(), item.sharedRow, kRow, safeCols,
+                        colValid}));
+    }
+    SmallVector<Value> result(acc);
+    // With 16-byte layouts the inputs are read 4 rows at a time (one
+    // shared load per edge and 4 rows instead of 4).
+    int64_t step = width == 4 && rows % 4 == 0 ? 4 : 1;
+    auto xType = VectorType::get({step}, b.getF32Type());
+    for (int64_t u = 0; u < rows; u += step)
+      for (int64_t j = 0; j < kEdgesPerItem; ++j) {
+        Value at = arith::AddIOp::create(b, loc, rowStarts[j], ks[u]);
+        Value xs =
+            alignedLoad(b, loc, xType, input, ValueRange{at}, 4 * step);
+        for (int64_t q = 0; q < step; ++q) {
+          Value x = vector::ExtractOp::create(b, loc, xs, q);
+          result[j] = vector::FMAOp::create(b, loc, k.splat(x),
+                                            matrixRows[u + q], result[j]);
+        }
+      }
+    return result;
+  };
+  SmallVector<Value> init(kEdgesPerItem, k.splat(k.constF32(0.0f)));
+  Value mainEnd = arith::MulIOp::create(
+      b, loc,
+      arith::DivUIOp::create(b, loc, inputLength, k.constIndex(kUnroll)),
+      k.constIndex(kUnroll));
+  auto mainLoop = scf::ForOp::create(
+      b, loc, zero, mainEnd, k.constIndex(kUnroll), init,
+      [&](OpBuilder &, Location, Value kk, ValueRange acc) {
+        scf::YieldOp::create(b, loc, accumulate(kk, acc, kUnroll));
+      });
+  auto tailLoop = scf::ForOp::create(
+      b, loc, mainEnd, inputLength, one, mainLoop.getResults(),
+      [&](OpBuilder &, Location, Value kk, ValueRange acc) {
+        scf::YieldOp::create(b, loc, accumulate(kk, acc, 1));
+      });
+
+  for (int64_t j = 0; j < kEdgesPerItem; ++j)
+    storeOutputRow(op, output, edges[j],
+                   arith::AndIOp::create(b, loc, valid[j], colValid), safeCols,
+                   tailLoop.getResult(j));
+}
+
+void MatrixStageEmitter::storeOutputRow(bvec::VecMulMatOp op, Value output,
+                                        Value edge, Value store, Value cols,
+                                        Value value) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value at = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, edge, k.rowStrideValue(op.getResult())),
+      cols);
+  scf::IfOp::create(b, loc, store, [&](OpBuilder &, Location) {
+    alignedStore(b, loc, value, output, ValueRange{at},
+                 4 * cast<VectorType>(value.getType()).getNumElements());
+    scf::YieldOp::create(b, loc);
+  });
+}
+
+std::pair<Value, Value> MatrixStageEmitter::splitTF32(Value value) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Type floatType = value.getType();
+  Type intType = b.getI32Type();
+  if (auto vector = dyn_cast<VectorType>(floatType))
+    intType = VectorType::get(vector.getShape(), intType);
+  auto constant = [&](int32_t v) -> Value {
+    TypedAttr attr = b.getI32IntegerAttr(v);
+    if (auto vector = dyn_cast<VectorType>(intType))
+      attr = DenseElementsAttr::get(vector, attr);
+    return arith::ConstantOp::create(b, loc, attr);
+  };
+  // TF32 keeps the sign, the exponent and 10 mantissa bits: round to
+  // nearest (ties away, like cvt.rna.tf32.f32) on the bits, then the
+  // remainder is exact in FP32 and its own TF32 part carries the next 11
+  // bits.
+  Value bits = arith::BitcastOp::create(b, loc, intType, value);
+  Value big = arith::AndIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
+      constant(static_cast<int32_t>(0xFFFFE000u)));
+  Value rest = arith::SubFOp::create(
+      b, loc, value, arith::BitcastOp::create(b, loc, floatType, big));
+  return {big, arith::BitcastOp::create(b, loc, intType, rest)};
+}
+
+void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
+                                            const Item &item,
+                                            int64_t blocks) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value input = k.materializedView(op.getVec());
+  Value output = k.materializedView(op.getResult());
+  Value inputLength = k.lengthValue(op.getVec());
+  Value outputLength = k.lengthValue(op.getResult());
+  Type f32 = b.getF32Type();
+  Value zero = k.constIndex(0);
+
+  // mma.m16n8k8 (row, col), TF32 operands, FP32 accumulators: lane
+  // (g, t) = (lane / 4, lane % 4) holds A[g][t], A[g + 8][t], A[g][t + 4],
+  // A[g + 8][t + 4], B[t][g], B[t + 4][g] and C[g][2t], C[g][2t + 1],
+  // C[g + 8][2t], C[g + 8][2t + 1]. The product is transposed,
+  // Y^T = M^T X^T: the 8 columns of B (and C) are 8 edges of the item (one
+  // block of them), the rows of A (and C) columns of the matrix. Lane
+  // (g, t) loads the 4 columns 4g..4g+3 of matrix rows k + t and
+  // k + 4 + t with two 16-byte loads; columns 4g, 4g + 1 are rows g, g + 8
+  // of the first product, 4g + 2, 4g + 3 those of the second, so the lane
+  // ends with 4 consecutive output columns of edges 2t and 2t + 1 of every
+  // block. The matrix operands of a step serve all the item's blocks.
+  Value g = arith::ShRUIOp::create(b, loc, k.lane, k.constIndex(2));
+  Value t = arith::AndIOp::create(b, loc, k.lane, k.constIndex(3));
+  Value twoT = arith::MulIOp::create(b, loc, t, k.constIndex(2));
+  Value cols = arith::AddIOp::create(
+      b, loc, item.firstColumn,
+      arith::MulIOp::create(b, loc, g, k.constIndex(4)));
+  Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         cols, outputLength);
+  Value safeCols = arith::SelectOp::create(b, loc, colValid, cols, zero);
+  Value inputStride = k.rowStrideValue(op.getVec());
+  // Block j: the lane's input row (edge 8j + g of the item) and its two
+  // output edges (8j + 2t, 8j + 2t + 1).
+  struct Block {
+    Value xRow, edge0, valid0, edge1, valid1;
+  };
+  SmallVector<Block> blockInfo;
+  for (int64_t j = 0; j < blocks; ++j) {
+    Value first = arith::AddIOp::create(b, loc, item.base,
+                                        k.constIndex(kMmaEdges * j));
+    auto at = [&](Value offset) {
+      return arith::AddIOp::create(b, loc, first, offset);
+    };
+    Block block;
+    block.xRow = arith::MulIOp::create(b, loc, edgeAt(item, at(g)).first,
+                                       inputStride);
+    std::tie(block.edge0, block.valid0) = edgeAt(item, at(twoT));
+    std::tie(block.edge1, block.valid1) = edgeAt(
+        item, at(arith::AddIOp::create(b, loc, twoT, k.constIndex(1))));
+    blockInfo.push_back(block);
+  }
+
+  // The lane's operands of one step of 8 matrix rows from `kk`: rows
+  // kk + t and kk + 4 + t of its 4 columns, then of each block's input.
+  // Masked steps zero the rows past the input length.
+  auto loadStep = [&](Value kk, bool masked) -> SmallVector<Value> {
+    Value rows[2] = {arith::AddIOp::create(b, loc, kk, t),
+                     arith::AddIOp::create(
+                         b, loc, kk,
+                         arith::AddIOp::create(b, loc, t, k.constIndex(4)))};
+    Value valid[2];
+    if (masked)
+      for (int h = 0; h < 2; ++h) {
+        valid[h] = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         rows[h], inputLength);
+        rows[h] = arith::SelectOp::create(b, loc, valid[h], rows[h], zero);
+      }
+    SmallVector<Value> loaded;
+    for (int h = 0; h < 2; ++h) {
+      Value a = evaluate(op.getMat(), {zero, item.sharedRow, rows[h],
+                                       safeCols, colValid});
+      if (masked)
+        a = arith::SelectOp::create(b, loc, valid[h], a,
+                                    k.splat(k.constF32(0.0f)));
+      loaded.push_back(a);
+    }
+    // The inputs are read from shared memory when multiplied (fewer live
+    // registers than loading them ahead): the rows, and whether they exist.
+    llvm::append_range(loaded, rows);
+    if (masked)
+      llvm::append_range(loaded, valid);
+    return loaded;
+  };
+
+  // 3xTF32: with a = a1 + a2 and x = x1 + x2 split into TF32 parts,
+  // a x ~ a2 x1 + a1 x2 + a1 x1 (small terms first), FP32-accurate.
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  auto accumulate = [&](ArrayRef<Value> step,
+                        SmallVector<Value> acc) -> SmallVector<Value> {
+    auto [loBig, loSmall] = splitTF32(step[0]);
+    auto [hiBig, hiSmall] = splitTF32(step[1]);
+    auto fragment = [&](Value lo, Value hi, int64_t half) {
+      return SmallVector<Value>{
+          vector::ExtractOp::create(b, loc, lo, 2 * half),
+          vector::ExtractOp::create(b, loc, lo, 2 * half + 1),
+          vector::ExtractOp::create(b, loc, hi, 2 * half),
+          vector::ExtractOp::create(b, loc, hi, 2 * half + 1)};
+    };
+    SmallVector<Value> big[2] = {fragment(loBig, hiBig, 0),
+                                 fragment(loBig, hiBig, 1)};
+    SmallVector<Value> small[2] = {fragment(loSmall, hiSmall, 0),
+                                   fragment(loSmall, hiSmall, 1)};
+    auto xOf = [&](int64_t j, int64_t h) -> Value {
+      Value x = memref::LoadOp::create(
+          b, loc, input,
+          ValueRange{arith::AddIOp::create(b, loc, blockInfo[j].xRow,
+                                           step[2 + h])});
+      if (step.size() == 6)
+        x = arith::SelectOp::create(b, loc, step[4 + h], x, k.constF32(0.0f));
+      return x;
+    };
+    for (int64_t j = 0; j < blocks; ++j) {
+      auto [xLoBig, xLoSmall] = splitTF32(xOf(j, 0));
+      auto [xHiBig, xHiSmall] = splitTF32(xOf(j, 1));
+      for (int64_t half = 0; half < 2; ++half) {
+        int64_t first = 8 * j + 4 * half;
+        auto mma = [&](ArrayRef<Value> a, ArrayRef<Value> xs) {
+          SmallVector<Value> c(acc.begin() + first, acc.begin() + first + 4);
+          Value d = NVVM::MmaOp::create(
+              b, loc, resultType, a, xs, c, ArrayRef<int64_t>{16, 8, 8},
+              std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32,
+                                            NVVM::MMATypes::tf32},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          for (int64_t i = 0; i < 4; ++i)
+            acc[first + i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+        };
+        mma(small[half], {xLoBig, xHiBig});
+        mma(big[half], {xLoSmall, xHiSmall});
+        mma(big[half], {xLoBig, xHiBig});
+      }
+    }
+    return acc;
+  };
+
+  SmallVector<Value> init(8 * blocks, k.constF32(0.0f));
+  int64_t span = 8 * kMmaUnroll;
+  Value mainEnd = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, inputLength, k.constIndex(span)),
+      k.constIndex(span));
+  auto mainLoop = scf::ForOp::create(
+      b, loc, zero, mainEnd, k.constIndex(span), init,
+      [&](OpBuilder &, Location, Value kk, ValueRange acc) {
+        // Every load of the unrolled steps before their products.
+        SmallVector<SmallVector<Value>> steps;
+        for (int64_t u = 0; u < kMmaUnroll; ++u)
+          steps.push_back(loadStep(
+              arith::AddIOp::create(b, loc, kk, k.constIndex(8 * u)), false));
+        SmallVector<Value> result(acc);
+        for (const SmallVector<Value> &step : steps)
+          result = accumulate(step, result);
+        scf::YieldOp::create(b, loc, result);
+      });
+  auto tailLoop = scf::ForOp::create(
+      b, loc, mainEnd, inputLength, k.constIndex(8), mainLoop.getResults(),
+      [&](OpBuilder &, Location, Value kk, ValueRange acc) {
+        scf::YieldOp::create(b, loc, accumulate(loadStep(kk, true),
+                                                SmallVector<Value>(acc)));
+      });
+
+  // Edge 2t of block j: C[g][2t], C[g + 8][2t] of both products; edge
+  // 2t + 1 the odd columns.
+  for (int64_t j = 0; j < blocks; ++j) {
+    auto row = [&](int64_t parity) {
+      SmallVector<Value> elements;
+      for (int64_t half = 0; half < 2; ++half)
+        for (int64_t i : {parity, parity + 2})
+          elements.push_back(tailLoop.getResult(8 * j + 4 * half + i));
+      return vector::FromElementsOp::create(
+          b, loc, VectorType::get({4}, f32), elements);
+    };
+    const Block &block = blockInfo[j];
+    storeOutputRow(op, output, block.edge0,
+                   arith::AndIOp::create(b, loc, block.valid0, colValid),
+                   safeCols, row(0));
+    storeOutputRow(op, output, block.edge1,
+                   arith::AndIOp::create(b, loc, block.valid1, colValid),
+                   safeCols, row(1));
+  }
 }
 
 void MatrixStageEmitter::emitMatrixResult(unsigned result, Value matrix) {

@@ -85,10 +85,12 @@ public:
   explicit MatrixStageEmitter(KernelEmitter &kernel) : k(kernel) {}
 
   /// `vec_mul_mat`: for every run of edges sharing a matrix (the tile's
-  /// distinct keys, most frequent first), each warp takes work items of 8
-  /// edges x one chunk of columns and streams the matrix rows once,
-  /// accumulating all 8 edges in registers. Reads the materialized input
-  /// vector, writes the output vector to shared memory.
+  /// distinct keys, most frequent first), each warp takes work items of a
+  /// few edges x one chunk of columns and streams the matrix rows once,
+  /// accumulating all the item's edges in registers: on tensor cores
+  /// (8 edges x 32 columns, layout matrix_math = "tf32x3") or with FP32
+  /// FMAs (4 edges x 32 * V columns). Reads the materialized input vector,
+  /// writes the output vector to shared memory.
   void emitProduct(bvec::VecMulMatOp op);
 
   /// Writes matrix result `result` (an expression of gathered matrices,
@@ -96,6 +98,33 @@ public:
   void emitMatrixResult(unsigned result, Value matrix);
 
 private:
+  /// A work item of a matrix product: up to `itemEdges` edges of one run
+  /// and one chunk of output columns.
+  struct Item {
+    InspectorSlot *slot = nullptr; ///< The run's key, or null (one edge).
+    Value start, size;             ///< The run: order[start, start + size).
+    Value base;                    ///< First position of the item in the run.
+    Value firstColumn;             ///< First output column of the item.
+    Value sharedRow;               ///< The run's matrix row (i32), or null.
+  };
+  /// The local edge at `position` of the item's run and whether it exists
+  /// (missing edges repeat the item's first).
+  std::pair<Value, Value> edgeAt(const Item &item, Value position);
+  /// FP32 FMAs: 4 edges x 32 * V columns, the lane's columns of each
+  /// matrix row multiplied with every edge's input element.
+  void emitFmaItem(bvec::VecMulMatOp op, const Item &item);
+  /// Tensor cores (3xTF32 mma.sync): `blocks` blocks of 8 edges x 32
+  /// columns.
+  void emitTensorCoreItem(bvec::VecMulMatOp op, const Item &item,
+                          int64_t blocks);
+  /// Splits FP32 `value` (scalar or vector) into TF32 parts big + small,
+  /// both as i32 bit patterns.
+  std::pair<Value, Value> splitTF32(Value value);
+  /// Stores `value` at columns [cols, ...) of `edge`'s row of the product's
+  /// output buffer when `store` holds.
+  void storeOutputRow(bvec::VecMulMatOp op, Value output, Value edge,
+                      Value store, Value cols, Value value);
+
   struct Context {
     Value edge;      ///< Local edge whose per-edge values are used.
     Value sharedRow; ///< Matrix row of a shared key (i32), or null.

@@ -65,6 +65,11 @@ struct KernelLayout {
   /// this percentage of its edges repeat a row (0: always, 101: never);
   /// otherwise every edge loads its row directly.
   int64_t stageRepeats = 101;
+  /// How matrix products over runs of a shared matrix multiply: "tf32x3"
+  /// (tensor cores, each operand split into two TF32 parts, three products:
+  /// FP32 accuracy) or "fma" (FP32 FMAs). Per-edge matrices and 4-byte
+  /// layouts always use FMAs.
+  std::string matrixMath = "tf32x3";
   int64_t stages = 1;
 
   /// Whether some tile may stage rows in shared memory.
@@ -84,7 +89,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            int64_t warps, int64_t vectorWidth,
                                            StringRef reorderKey,
                                            int64_t reorderGroup,
-                                           int64_t stageRepeats = -1);
+                                           int64_t stageRepeats = -1,
+                                           StringRef matrixMath = "");
 
 } // namespace bvec
 } // namespace mlir

@@ -57,8 +57,9 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
 
     ```mlir
     bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
-        reorder_group = 0 : i64, reorder_key = "r", stages = 2 : i64,
-        tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}} {
+        matrix_math = "tf32x3", reorder_group = 0 : i64, reorder_key = "r",
+        stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64,
+        vector_width = 1 : i64, warps = 16 : i64}} {
       %diff = bvec.sub %head, %tail {bvec.materialize, bvec.stage = 0 : i64} ...
       %projected = bvec.vec_mul_mat %diff, %proj {bvec.stage = 1 : i64} ...
     ```
@@ -79,6 +80,9 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
            "stage a gather's rows in shared memory in tiles where at least "
            "this percentage of the edges repeat a row; 0: always, 101: never "
            "(-1: choose)">,
+    Option<"matrixMath", "matrix-math", "std::string", /*default=*/"\"\"",
+           "matrix products over shared matrices: tf32x3 (tensor cores, "
+           "FP32 accuracy) or fma (empty: choose)">,
   ];
 }
 

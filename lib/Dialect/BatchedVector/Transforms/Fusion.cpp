@@ -84,6 +84,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("reorder_key", b.getStringAttr(reorderKey)),
       b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
       b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
+      b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
   });
 }
@@ -145,6 +146,10 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
            << "kernel layout: stage_repeats is a percentage in [0, 101] "
               "(101: never stage), got "
            << layout.stageRepeats;
+  if (layout.matrixMath != "tf32x3" && layout.matrixMath != "fma")
+    return func.emitOpError()
+           << "kernel layout: matrix_math must be \"tf32x3\" or \"fma\", got \""
+           << layout.matrixMath << "\"";
   if (layout.stages < 1)
     return func.emitOpError() << "kernel layout: stages must be positive";
   return success();
@@ -175,6 +180,11 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
     return func.emitOpError()
            << "kernel layout: missing string 'reorder_key' in " << dict;
   layout.reorderKey = key.getValue().str();
+  auto math = dict.getAs<StringAttr>("matrix_math");
+  if (!math)
+    return func.emitOpError()
+           << "kernel layout: missing string 'matrix_math' in " << dict;
+  layout.matrixMath = math.getValue().str();
   if (failed(readInt("tile", layout.tile)) ||
       failed(readInt("warps", layout.warps)) ||
       failed(readInt("vector_width", layout.vectorWidth)) ||
@@ -194,7 +204,8 @@ static constexpr int64_t kDefaultStageRepeats = 101;
 
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
-    StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats) {
+    StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats,
+    StringRef matrixMath) {
   KernelLayout layout;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
@@ -233,6 +244,8 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   layout.reorderGroup =
       reorderGroup >= 0 ? reorderGroup : (layout.reorderKey.empty() ? 1 : 0);
   layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
+  if (!matrixMath.empty())
+    layout.matrixMath = matrixMath.str();
   layout.stages = computeFusionStages(func).numStages;
   if (failed(verifyLayout(func, layout)))
     return failure();
@@ -252,7 +265,7 @@ struct BatchedVectorFusePass
     for (auto func : getOperation().getOps<FuncOp>()) {
       FailureOr<KernelLayout> layout = chooseKernelLayout(
           func, tile, warps, vectorWidth, reorderKey, reorderGroup,
-          stageRepeats);
+          stageRepeats, matrixMath);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);
