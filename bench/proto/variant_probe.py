@@ -1,7 +1,8 @@
 """Layout study of the vector models (GPU machine): for each model and
 bundle variant (<model>.pos.D512.<variant>.kgebundle), the time per call as
-the benchmark measures it and the GPU time alone (20 calls in one CUDA
-graph), next to torch.compile in the same run.
+the benchmark measures it, the GPU time alone (20 calls in one CUDA graph)
+and the relative error against PyTorch, next to torch.compile in the same
+run.
 
     PYTHONPATH=/tmp/kge-runtime/python_packages python3 bench/proto/variant_probe.py \\
         .carry/variants s25 s50 s101 ...
@@ -50,12 +51,13 @@ for model in models:
         row["compile"] = time_per_call(lambda: compiled(**inputs))[0]
     for variant in variants:
         program = kge_runtime.Program((directory / f"{model}.{mode}.D{D}.{variant}.kgebundle").read_text())
+        err = 0.0
         if not args.negatives:
             err = float((program(**inputs)["score"] - ref).norm() / ref.norm())
             assert err < 1e-5, (model, variant, err)
         row[variant] = (time_per_call(lambda: program(**inputs))[0],
-                        graph_time(lambda st: program(**inputs, out={"score": out}, stream=st.cuda_stream)))
+                        graph_time(lambda st: program(**inputs, out={"score": out}, stream=st.cuda_stream)), err)
     results.append(row)
     print(model, mode, f"compile {row.get('compile', 0):.1f}", "  ".join(
-        f"{v}: {row[v][0]:.1f}/{row[v][1]:.1f}" for v in variants), flush=True)
+        f"{v}: {row[v][0]:.1f}/{row[v][1]:.1f} err {row[v][2]:.1e}" for v in variants), flush=True)
 print(json.dumps(results))
