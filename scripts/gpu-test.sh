@@ -68,7 +68,10 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
     compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
       "$BUILD/kge-bundle-run" "$BUNDLES"/transr.*.D128.kgebundle "$BUNDLES"/rescal.*.D128.kgebundle \
       "$BUNDLES"/transr.*.D100.kgebundle "$BUNDLES"/rescal.*.D100.kgebundle \
-      --size B=300 --size K=5 --size N_Pm=3 > "$OUT/sanitizer-$tool-runs.log" 2>&1
+      --size B=300 --size K=5 --size N_Pm=3 > "$OUT/sanitizer-$tool-runs.log" 2>&1 \
+      && compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+      "$BUILD/kge-bundle-run" "${KGE_GPU_COMPOSITIONS:-$ROOT/.carry/compositions}"/matrix_runs.kgebundle \
+      --size B=300 --size N_P=3 --size N_Q=3 >> "$OUT/sanitizer-$tool-runs.log" 2>&1
     code=$?
     tail -4 "$OUT/sanitizer-$tool-runs.log"
     [ $code -eq 0 ] || status=1

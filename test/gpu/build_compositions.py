@@ -26,6 +26,8 @@ import kgetest  # noqa: E402
 SOURCES = {
     # Every operation; f32 (the GPU lowering takes f32 tables).
     "all_ops": (ROOT / "test" / "python" / "Inputs" / "all_ops.mlir", {"f64": "f32"}),
+    # Static lengths, matrices shared by runs of edges: tensor cores.
+    "matrix_runs": (ROOT / "test" / "python" / "Inputs" / "matrix_runs.mlir", {}),
 }
 for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
     SOURCES[path.stem.replace("-", "_")] = (path, {})

@@ -37,6 +37,20 @@ def test_all_operations_match_numpy(tools, tmp_path):
         assert kgetest.scores_match(value, expected[name]), name
 
 
+def test_composite_matrices_match_numpy(tools, tmp_path):
+    rng = np.random.default_rng(5)
+    args = {"E": rng.uniform(-1, 1, (30, 20)).astype(np.float32),
+            "P": rng.uniform(-1, 1, (7, 20, 12)).astype(np.float32),
+            "Q": rng.uniform(-1, 1, (7, 20, 12)).astype(np.float32),
+            "h": rng.integers(0, 30, 45).astype(np.int32),
+            "r": rng.integers(0, 7, 45).astype(np.int32)}
+    results = kgetest.run_cpu(tools, INPUTS / "matrix_runs.mlir", args, tmp_path)
+    E, P, Q, h, r = (args[k].astype(np.float64) if k in "EPQ" else args[k] for k in "EPQhr")
+    y = np.einsum("bk,bkj->bj", E[h], P[r] * Q[r] + 0.5)
+    assert kgetest.scores_match(results["y"], y)
+    assert kgetest.scores_match(results["s"], np.sqrt((y * y).sum(1)))
+
+
 def test_batch_of_one_and_zero_rows_used(tools, tmp_path):
     """Batch size 1 works, and rows no index selects are never read."""
     rng = np.random.default_rng(4)
