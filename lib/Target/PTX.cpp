@@ -10,6 +10,35 @@
 using namespace mlir;
 using namespace mlir::kge;
 
+/// The compute capability of an `sm_XY[a]` chip name (XY), or 0.
+static int computeCapability(StringRef chip) {
+  int capability = 0;
+  if (!chip.consume_front("sm_"))
+    return 0;
+  chip = chip.take_while([](char c) { return c >= '0' && c <= '9'; });
+  return chip.getAsInteger(10, capability) ? 0 : capability;
+}
+
+/// Tensor-core products with TF32 operands (bvec matrix products with
+/// matrix_math = "tf32x3") exist from sm_80 on.
+static LogicalResult checkTensorCores(gpu::GPUModuleOp module,
+                                      StringRef chip) {
+  int capability = computeCapability(chip);
+  if (capability == 0 || capability >= 80)
+    return success();
+  WalkResult walk = module.walk([&](NVVM::MmaOp mma) {
+    if (mma.getMultiplicandAPtxType() != NVVM::MMATypes::tf32)
+      return WalkResult::advance();
+    mma.emitError() << "mma.sync with TF32 operands needs sm_80 or newer, "
+                       "but the target is "
+                    << chip
+                    << "; lower matrix products with matrix-math=fma for "
+                       "this GPU";
+    return WalkResult::interrupt();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 FailureOr<std::vector<PTXModule>>
 mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   OwningOpRef<ModuleOp> copy = module.clone();
@@ -19,12 +48,16 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   bool any = false;
   for (auto gpuModule : copy->getOps<gpu::GPUModuleOp>()) {
     any = true;
-    if (gpuModule.getTargetsAttr() && !gpuModule.getTargetsAttr().empty())
-      continue;
-    auto target = NVVM::NVVMTargetAttr::get(
-        context, options.optLevel, "nvptx64-nvidia-cuda", options.chip,
-        options.features);
-    gpuModule.setTargetsAttr(ArrayAttr::get(context, {target}));
+    if (!gpuModule.getTargetsAttr() || gpuModule.getTargetsAttr().empty()) {
+      auto target = NVVM::NVVMTargetAttr::get(
+          context, options.optLevel, "nvptx64-nvidia-cuda", options.chip,
+          options.features);
+      gpuModule.setTargetsAttr(ArrayAttr::get(context, {target}));
+    }
+    for (Attribute target : gpuModule.getTargetsAttr())
+      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target))
+        if (failed(checkTensorCores(gpuModule, nvvm.getChip())))
+          return failure();
   }
   if (!any) {
     module.emitError("the module has no gpu.module to serialize");

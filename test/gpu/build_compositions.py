@@ -28,6 +28,7 @@ SOURCES = {
     "all_ops": (ROOT / "test" / "python" / "Inputs" / "all_ops.mlir", {"f64": "f32"}),
     # Static lengths, matrices shared by runs of edges: tensor cores.
     "matrix_runs": (ROOT / "test" / "python" / "Inputs" / "matrix_runs.mlir", {}),
+    "two_products": (ROOT / "test" / "python" / "Inputs" / "two_products.mlir", {}),
 }
 for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
     SOURCES[path.stem.replace("-", "_")] = (path, {})

@@ -502,10 +502,14 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel) {
 LogicalResult KernelEmitter::emitStage(int64_t stage) {
   // Matrix products of the stage read their materialized inputs and write
   // their outputs to shared memory before the chunk loops run.
+  // The products share the block's work-item table: each one after the
+  // first waits until every warp has finished the previous one's items.
   bool anyMatrix = false;
   for (Operation &op : func.getBody().front().without_terminator())
     if (auto mm = dyn_cast<bvec::VecMulMatOp>(op);
         mm && stages.of(mm.getResult()) == stage) {
+      if (anyMatrix)
+        gpu::BarrierOp::create(b, loc);
       MatrixStageEmitter(*this).emitProduct(mm);
       anyMatrix = true;
     }

@@ -104,3 +104,30 @@ bvec.func @outer(%Eemb: !bvec.table<?x64xf32>, %h: !bvec.indices<?xi64>,
   %out = bvec.vec_mul_mat %head, %m : !bvec.vec<?x64xf32>, !bvec.mat<?x64x64xf32> -> !bvec.vec<?x64xf32>
   bvec.return %out : !bvec.vec<?x64xf32>
 }
+
+// -----
+
+// Two products in one stage share the block's work-item table: the second
+// rewrites it only after a barrier (every warp done with the first's items).
+
+// CHECK-LABEL: gpu.func @two
+// CHECK: memref.store %c0_i32, %{{.*}}[%c0{{.*}}] : memref<17xi32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK: memref.store %c0_i32, %{{.*}}[%c0{{.*}}] : memref<17xi32, #gpu.address_space<workgroup>>
+// CHECK: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK: gpu.return
+bvec.func @two(%E: !bvec.table<?x64xf32>, %P: !bvec.table<?x64x64xf32>,
+               %Q: !bvec.table<?x64x32xf32>, %h: !bvec.indices<?xi64>,
+               %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>)
+    -> (a: !bvec.scalar<?xf32>, c: !bvec.scalar<?xf32>) {
+  %x = bvec.gather_vec %E[%h] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %p = bvec.gather_mat %P[%r] : !bvec.table<?x64x64xf32>, !bvec.indices<?xi64> -> !bvec.mat<?x64x64xf32>
+  %q = bvec.gather_mat %Q[%t] : !bvec.table<?x64x32xf32>, !bvec.indices<?xi64> -> !bvec.mat<?x64x32xf32>
+  %y = bvec.vec_mul_mat %x, %p : !bvec.vec<?x64xf32>, !bvec.mat<?x64x64xf32> -> !bvec.vec<?x64xf32>
+  %z = bvec.vec_mul_mat %x, %q : !bvec.vec<?x64xf32>, !bvec.mat<?x64x32xf32> -> !bvec.vec<?x32xf32>
+  %a = bvec.norm %y, p = 2 : !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
+  %c = bvec.norm %z, p = 2 : !bvec.vec<?x32xf32> -> !bvec.scalar<?xf32>
+  bvec.return %a, %c : !bvec.scalar<?xf32>, !bvec.scalar<?xf32>
+}
