@@ -564,12 +564,17 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
           sum = arith::AddFOp::create(b, loc, part, sum);
         scf::YieldOp::create(b, loc, result);
       });
+  // The last steps (at most 7, masked) chain from zero as well.
   auto tailLoop = scf::ForOp::create(
-      b, loc, mainEnd, inputLength, k.constIndex(8), mainLoop.getResults(),
+      b, loc, mainEnd, inputLength, k.constIndex(8), init,
       [&](OpBuilder &, Location, Value kk, ValueRange acc) {
         scf::YieldOp::create(b, loc, accumulate(loadStep(kk, true),
                                                 SmallVector<Value>(acc)));
       });
+  SmallVector<Value> sums;
+  for (auto [main, tail] :
+       llvm::zip(mainLoop.getResults(), tailLoop.getResults()))
+    sums.push_back(arith::AddFOp::create(b, loc, main, tail));
 
   // Edge 2t of block j: C[g][2t], C[g + 8][2t] of both products; edge
   // 2t + 1 the odd columns.
@@ -578,7 +583,7 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
       SmallVector<Value> elements;
       for (int64_t half = 0; half < 2; ++half)
         for (int64_t i : {parity, parity + 2})
-          elements.push_back(tailLoop.getResult(8 * j + 4 * half + i));
+          elements.push_back(sums[8 * j + 4 * half + i]);
       return vector::FromElementsOp::create(
           b, loc, VectorType::get({4}, f32), elements);
     };
