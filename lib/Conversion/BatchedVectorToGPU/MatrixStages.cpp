@@ -285,7 +285,6 @@ void MatrixStageEmitter::emitFmaItem(bvec::VecMulMatOp op, const Item &item) {
   Value input = k.materializedView(op.getVec());
   Value output = k.materializedView(op.getResult());
   Value inputLength = k.lengthValue(op.getVec());
-  Value outputLength = k.lengthValue(op.getResult());
   Value zero = k.constIndex(0), one = k.constIndex(1);
 
   // The item's edges; missing ones repeat the first and are not stored.
@@ -296,12 +295,8 @@ void MatrixStageEmitter::emitFmaItem(bvec::VecMulMatOp op, const Item &item) {
     edges.push_back(edge);
     valid.push_back(isValid);
   }
-  Value cols = arith::AddIOp::create(
-      b, loc, item.firstColumn,
-      arith::MulIOp::create(b, loc, k.lane, k.constIndex(width)));
-  Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         cols, outputLength);
-  Value safeCols = arith::SelectOp::create(b, loc, colValid, cols, zero);
+  auto [colValid, safeCols] = columnsOf(
+      op, item, arith::MulIOp::create(b, loc, k.lane, k.constIndex(width)));
   SmallVector<Value> rowStarts;
   for (Value edge : edges)
     rowStarts.push_back(arith::MulIOp::create(
@@ -359,6 +354,18 @@ void MatrixStageEmitter::emitFmaItem(bvec::VecMulMatOp op, const Item &item) {
                    tailLoop.getResult(j));
 }
 
+std::pair<Value, Value> MatrixStageEmitter::columnsOf(bvec::VecMulMatOp op,
+                                                     const Item &item,
+                                                     Value laneOffset) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Value cols = arith::AddIOp::create(b, loc, item.firstColumn, laneOffset);
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, cols,
+                                      k.lengthValue(op.getResult()));
+  return {valid,
+          arith::SelectOp::create(b, loc, valid, cols, k.constIndex(0))};
+}
+
 void MatrixStageEmitter::storeOutputRow(bvec::VecMulMatOp op, Value output,
                                         Value edge, Value store, Value cols,
                                         Value value) {
@@ -409,7 +416,6 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
   Value input = k.materializedView(op.getVec());
   Value output = k.materializedView(op.getResult());
   Value inputLength = k.lengthValue(op.getVec());
-  Value outputLength = k.lengthValue(op.getResult());
   Type f32 = b.getF32Type();
   Value zero = k.constIndex(0);
 
@@ -427,12 +433,8 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
   Value g = arith::ShRUIOp::create(b, loc, k.lane, k.constIndex(2));
   Value t = arith::AndIOp::create(b, loc, k.lane, k.constIndex(3));
   Value twoT = arith::MulIOp::create(b, loc, t, k.constIndex(2));
-  Value cols = arith::AddIOp::create(
-      b, loc, item.firstColumn,
-      arith::MulIOp::create(b, loc, g, k.constIndex(4)));
-  Value colValid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         cols, outputLength);
-  Value safeCols = arith::SelectOp::create(b, loc, colValid, cols, zero);
+  auto [colValid, safeCols] =
+      columnsOf(op, item, arith::MulIOp::create(b, loc, g, k.constIndex(4)));
   Value inputStride = k.rowStrideValue(op.getVec());
   // Block j: the lane's input row (edge 8j + g of the item) and its two
   // output edges (8j + 2t, 8j + 2t + 1).
@@ -456,45 +458,43 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
   }
 
   // The lane's operands of one step of 8 matrix rows from `kk`: rows
-  // kk + t and kk + 4 + t of its 4 columns, then of each block's input.
-  // Masked steps zero the rows past the input length.
-  auto loadStep = [&](Value kk, bool masked) -> SmallVector<Value> {
-    Value rows[2] = {arith::AddIOp::create(b, loc, kk, t),
-                     arith::AddIOp::create(
-                         b, loc, kk,
-                         arith::AddIOp::create(b, loc, t, k.constIndex(4)))};
-    Value valid[2];
-    if (masked)
-      for (int h = 0; h < 2; ++h) {
-        valid[h] = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         rows[h], inputLength);
-        rows[h] = arith::SelectOp::create(b, loc, valid[h], rows[h], zero);
-      }
-    SmallVector<Value> loaded;
+  // kk + t and kk + 4 + t of its 4 columns. The blocks' inputs are read
+  // from shared memory when multiplied (fewer live registers than loading
+  // them ahead), so the step keeps the two rows and, for masked steps
+  // (rows past the input length are zero), whether they exist.
+  struct Step {
+    Value matrix[2], rows[2], valid[2];
+  };
+  auto loadStep = [&](Value kk, bool masked) -> Step {
+    Step step;
+    step.rows[0] = arith::AddIOp::create(b, loc, kk, t);
+    step.rows[1] = arith::AddIOp::create(
+        b, loc, kk, arith::AddIOp::create(b, loc, t, k.constIndex(4)));
     for (int h = 0; h < 2; ++h) {
-      Value a = evaluate(op.getMat(), {zero, item.sharedRow, rows[h],
+      if (masked) {
+        step.valid[h] = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, step.rows[h], inputLength);
+        step.rows[h] =
+            arith::SelectOp::create(b, loc, step.valid[h], step.rows[h], zero);
+      }
+      Value a = evaluate(op.getMat(), {zero, item.sharedRow, step.rows[h],
                                        safeCols, colValid});
       if (masked)
-        a = arith::SelectOp::create(b, loc, valid[h], a,
+        a = arith::SelectOp::create(b, loc, step.valid[h], a,
                                     k.splat(k.constF32(0.0f)));
-      loaded.push_back(a);
+      step.matrix[h] = a;
     }
-    // The inputs are read from shared memory when multiplied (fewer live
-    // registers than loading them ahead): the rows, and whether they exist.
-    llvm::append_range(loaded, rows);
-    if (masked)
-      llvm::append_range(loaded, valid);
-    return loaded;
+    return step;
   };
 
   // 3xTF32: with a = a1 + a2 and x = x1 + x2 split into TF32 parts,
   // a x ~ a2 x1 + a1 x2 + a1 x1 (small terms first), FP32-accurate.
   auto resultType =
       LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-  auto accumulate = [&](ArrayRef<Value> step,
+  auto accumulate = [&](const Step &step,
                         SmallVector<Value> acc) -> SmallVector<Value> {
-    auto [loBig, loSmall] = splitTF32(step[0]);
-    auto [hiBig, hiSmall] = splitTF32(step[1]);
+    auto [loBig, loSmall] = splitTF32(step.matrix[0]);
+    auto [hiBig, hiSmall] = splitTF32(step.matrix[1]);
     auto fragment = [&](Value lo, Value hi, int64_t half) {
       return SmallVector<Value>{
           vector::ExtractOp::create(b, loc, lo, 2 * half),
@@ -510,9 +510,10 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
       Value x = memref::LoadOp::create(
           b, loc, input,
           ValueRange{arith::AddIOp::create(b, loc, blockInfo[j].xRow,
-                                           step[2 + h])});
-      if (step.size() == 6)
-        x = arith::SelectOp::create(b, loc, step[4 + h], x, k.constF32(0.0f));
+                                           step.rows[h])});
+      if (step.valid[h])
+        x = arith::SelectOp::create(b, loc, step.valid[h], x,
+                                    k.constF32(0.0f));
       return x;
     };
     for (int64_t j = 0; j < blocks; ++j) {
@@ -549,7 +550,7 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
       b, loc, zero, mainEnd, k.constIndex(span), init,
       [&](OpBuilder &, Location, Value kk, ValueRange acc) {
         // Every load of the unrolled steps before their products.
-        SmallVector<SmallVector<Value>> steps;
+        SmallVector<Step> steps;
         for (int64_t u = 0; u < kMmaUnroll; ++u)
           steps.push_back(loadStep(
               arith::AddIOp::create(b, loc, kk, k.constIndex(8 * u)), false));
@@ -558,7 +559,7 @@ void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
         // tensor cores' accumulator measured 8x the error against PyTorch
         // (2.0e-6 vs 2.5e-7 for TransR, D = 512; bench/NOTES.md).
         SmallVector<Value> result(init);
-        for (const SmallVector<Value> &step : steps)
+        for (const Step &step : steps)
           result = accumulate(step, result);
         for (auto [sum, part] : llvm::zip(result, acc))
           sum = arith::AddFOp::create(b, loc, part, sum);

@@ -120,6 +120,10 @@ private:
   /// Splits FP32 `value` (scalar or vector) into TF32 parts big + small,
   /// both as i32 bit patterns.
   std::pair<Value, Value> splitTF32(Value value);
+  /// The first output column of a lane (the item's first plus
+  /// `laneOffset`): whether it exists, and it clamped to 0 when not.
+  std::pair<Value, Value> columnsOf(bvec::VecMulMatOp op, const Item &item,
+                                    Value laneOffset);
   /// Stores `value` at columns [cols, ...) of `edge`'s row of the product's
   /// output buffer when `store` holds.
   void storeOutputRow(bvec::VecMulMatOp op, Value output, Value edge,
