@@ -57,6 +57,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       *this, "matrix-math",
       llvm::cl::desc("matrix products over shared matrices: tf32x3 (tensor "
                      "cores, FP32 accuracy) or fma (empty: choose)")};
+  Option<int64_t> carryFloats{
+      *this, "carry-floats",
+      llvm::cl::desc("keep vectors that later stages read again in "
+                     "registers when they need at most this many floats per "
+                     "lane; 0: never (-1: choose)"),
+      llvm::cl::init(-1)};
 };
 
 /// bvec -> fused gpu kernels -> NVVM/LLVM dialects.

@@ -44,6 +44,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.reorderGroup = options.reorderGroup;
   fuse.stageRepeats = options.stageRepeats;
   fuse.matrixMath = options.matrixMath;
+  fuse.carryFloats = options.carryFloats;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

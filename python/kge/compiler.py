@@ -6,7 +6,8 @@ import pathlib
 
 _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-width",
                    "reorder_key": "reorder-key", "reorder_group": "reorder-group",
-                   "stage_repeats": "stage-repeats", "matrix_math": "matrix-math"}
+                   "stage_repeats": "stage-repeats", "matrix_math": "matrix-math",
+                   "carry_floats": "carry-floats"}
 
 
 def _ir():
@@ -19,7 +20,7 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
-    matrix_math)."""
+    matrix_math, carry_floats)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():

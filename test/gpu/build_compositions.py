@@ -29,6 +29,8 @@ SOURCES = {
     # Static lengths, matrices shared by runs of edges: tensor cores.
     "matrix_runs": (ROOT / "test" / "python" / "Inputs" / "matrix_runs.mlir", {}),
     "two_products": (ROOT / "test" / "python" / "Inputs" / "two_products.mlir", {}),
+    # Three stages, vectors carried between them in registers.
+    "carried_stages": (ROOT / "test" / "python" / "Inputs" / "carried_stages.mlir", {}),
 }
 for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
     SOURCES[path.stem.replace("-", "_")] = (path, {})

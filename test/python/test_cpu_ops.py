@@ -51,6 +51,29 @@ def test_composite_matrices_match_numpy(tools, tmp_path):
     assert kgetest.scores_match(results["s"], np.sqrt((y * y).sum(1)))
 
 
+def test_carried_stages_match_numpy(tools, tmp_path):
+    """The three-stage composition whose GPU kernel carries vectors between
+    stages in registers (test/gpu compositions run it against this path)."""
+    rng = np.random.default_rng(6)
+    args = {"E": rng.uniform(-1, 1, (30, 128)).astype(np.float32),
+            "R": rng.uniform(-1, 1, (7, 128)).astype(np.float32),
+            "S": rng.uniform(-1, 1, (7, 64)).astype(np.float32),
+            "h": rng.integers(0, 30, 45).astype(np.int32),
+            "r": rng.integers(0, 7, 45).astype(np.int32),
+            "t": rng.integers(0, 30, 45).astype(np.int32)}
+    results = kgetest.run_cpu(tools, INPUTS / "carried_stages.mlir", args, tmp_path)
+    E, R, S = (args[k].astype(np.float64) for k in "ERS")
+    h, r, t = args["h"], args["r"], args["t"]
+    d = E[h] - E[t]
+    n = np.sqrt((d * d).sum(1))
+    m = n[:, None] * R[r] + d
+    k = (m * R[r]).sum(1)
+    w = k[:, None] * m - E[h]
+    assert kgetest.scores_match(results["w"], w)
+    assert kgetest.scores_match(results["score"], np.abs(w).sum(1))
+    assert kgetest.scores_match(results["small"], (n[:, None] * S[r]).mean(1))
+
+
 def test_batch_of_one_and_zero_rows_used(tools, tmp_path):
     """Batch size 1 works, and rows no index selects are never read."""
     rng = np.random.default_rng(4)

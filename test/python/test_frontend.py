@@ -93,6 +93,18 @@ def test_matrix_math_option_selects_tensor_cores():
         fn.compile(sizes=sizes, matrix_math="tf16")
 
 
+def test_carry_floats_option_keeps_vectors_in_registers():
+    """TransH at D = 64: with vectors carried between its two stages, each
+    edge's 4 rows are read once (4 edges x 4 rows of 16-byte loads per
+    warp); without, stage 1 reads head, tail and normal again."""
+    fn = FUNCTIONS["transh"]
+    sizes = {"D_Eemb": 64}
+    assert fn.compile(sizes=sizes, cubin=False).ptx.count("ld.global.v4") == 16
+    assert fn.compile(sizes=sizes, carry_floats=0, cubin=False).ptx.count("ld.global.v4") == 28
+    with pytest.raises(kge.MLIRError, match=r"carry_floats must be in \[0, 192\]"):
+        fn.compile(sizes=sizes, carry_floats=500)
+
+
 def test_bundles_save_and_load(tmp_path):
     bundle = FUNCTIONS["distmult"].compile(cubin=False)
     path = bundle.save(tmp_path / "distmult.kgebundle")

@@ -276,9 +276,8 @@ Value ChunkLoopEmitter::loadGatheredChunk(bvec::GatherVecOp gather, Value edge,
                                  k.splat(k.constF32(0.0f)));
 }
 
-/// The direct path unrolls chunks until about this many row loads per lane
-/// are in flight, and at most kMaxUnrolledChunks.
-static constexpr int64_t kLoadsInFlight = 16;
+/// The direct path unrolls chunks until about bvec::kRowLoadsInFlight row
+/// loads per lane are in flight, and at most kMaxUnrolledChunks.
 static constexpr int64_t kMaxUnrolledChunks = 4;
 
 struct ChunkLoopEmitter::Loop {
@@ -287,6 +286,7 @@ struct ChunkLoopEmitter::Loop {
   SmallVector<Operation *> reductions;
   SmallVector<Value> materialize;
   SmallVector<std::pair<unsigned, Value>> results; ///< (result index, value)
+  SmallVector<Value> carry; ///< Kept in registers for later stages.
 };
 
 /// Whether `vector` is read from shared memory in `stage` rather than
@@ -300,7 +300,7 @@ static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
   return stages.materialized.contains(vector) && stages.of(vector) < stage;
 }
 
-LogicalResult ChunkLoopEmitter::emitStage(int64_t stage) {
+std::vector<ChunkLoopEmitter::Loop> ChunkLoopEmitter::loopsOf(int64_t stage) {
   // Roots of the stage, grouped by length (in first-use order).
   std::vector<Loop> loops;
   auto loopFor = [&](Value vector) -> Loop & {
@@ -330,11 +330,99 @@ LogicalResult ChunkLoopEmitter::emitStage(int64_t stage) {
     if (isa<bvec::VecType>(value.getType()) &&
         std::max<int64_t>(k.stages.of(value), 0) == stage)
       loopFor(value).results.push_back({static_cast<unsigned>(r), value});
+  for (Value v : k.carriedFrom.lookup(stage))
+    loopFor(v).carry.push_back(v);
+  return loops;
+}
 
+LogicalResult ChunkLoopEmitter::emitStage(int64_t stage) {
+  std::vector<Loop> loops = loopsOf(stage);
   for (Loop &loop : loops)
     if (failed(emitLoop(stage, loop)))
       return failure();
   return success();
+}
+
+SetVector<Value> ChunkLoopEmitter::neededBy(int64_t stage, const Loop &loop,
+                                            const DenseSet<Value> &carried,
+                                            bool *readsCarried) {
+  SetVector<Value> needed;
+  std::function<void(Value)> visit = [&](Value v) {
+    if (!isa<bvec::VecType>(v.getType()) || needed.contains(v) ||
+        isSharedLeaf(k.stages, v, stage))
+      return;
+    if (carried.contains(v)) {
+      if (readsCarried)
+        *readsCarried = true;
+      return;
+    }
+    for (Value operand : v.getDefiningOp()->getOperands())
+      visit(operand);
+    needed.insert(v);
+  };
+  for (Operation *r : loop.reductions)
+    for (Value operand : r->getOperands())
+      visit(operand);
+  for (Value v : loop.materialize)
+    visit(v);
+  for (auto &[index, v] : loop.results)
+    visit(v);
+  for (Value v : loop.carry)
+    visit(v);
+  return needed;
+}
+
+void ChunkLoopEmitter::planCarried() {
+  const bvec::FusionStages &stages = k.stages;
+  if (k.layout.carryFloats == 0 || k.layout.stagesRows() ||
+      stages.numStages < 2)
+    return;
+  int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
+  int64_t chunk = 32 * k.layout.vectorWidth;
+  // Matrix products need every register they can get: nothing is carried
+  // into or across a stage with one.
+  DenseSet<int64_t> matrixStages;
+  k.func.getBody().walk([&](bvec::VecMulMatOp mm) {
+    matrixStages.insert(stages.of(mm.getResult()));
+  });
+  DenseSet<Value> carried;
+  DenseMap<int64_t, SmallVector<Value>> plan;
+  int64_t floats = 0;
+  for (int64_t s = 0; s + 1 < stages.numStages; ++s) {
+    // The vectors computable in stage s (stage <= s) that an operation of a
+    // later stage reads in its chunk loop.
+    SetVector<Value> frontier;
+    auto consider = [&](Value v, int64_t later) {
+      if (!isa<bvec::VecType>(v.getType()) || stages.of(v) > s ||
+          carried.contains(v) || isSharedLeaf(stages, v, later) ||
+          v.getDefiningOp<bvec::ConstantOp>())
+        return;
+      frontier.insert(v);
+    };
+    for (int64_t later = s + 1;
+         later < stages.numStages && !matrixStages.contains(later); ++later)
+      for (const Loop &loop : loopsOf(later)) {
+        for (Value v : neededBy(later, loop, carried))
+          if (stages.of(v) > s)
+            for (Value operand : v.getDefiningOp()->getOperands())
+              consider(operand, later);
+        for (Operation *r : loop.reductions)
+          for (Value operand : r->getOperands())
+            consider(operand, later);
+      }
+    for (Value v : frontier) {
+      kge_runtime::Dim length = k.lengthOf(v);
+      if (!length.isStatic())
+        return;
+      floats += edgesPerWarp * llvm::divideCeil(length.size, chunk) * chunk /
+                32;
+      carried.insert(v);
+      plan[s].push_back(v);
+    }
+  }
+  if (floats > k.layout.carryFloats)
+    return;
+  k.carriedFrom = std::move(plan);
 }
 
 Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
@@ -361,7 +449,8 @@ Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
 /// accumulated into `accumulators`, materialized and result stores.
 SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
                                                ValueRange accumulators,
-                                               bool staged) {
+                                               bool staged,
+                                               std::optional<int64_t> chunk) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
@@ -378,6 +467,8 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
     auto get = [&](Value v) -> Value {
       if (Value found = values.lookup(v))
         return found;
+      if (k.carried.contains(v))
+        return k.carriedChunks.lookup({v, i, *chunk});
       return readLeaf(v, edge, d0, valid);
     };
     for (Value v : body.needed) {
@@ -428,6 +519,10 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
       size_t at = r * edgesPerWarp + i;
       next[at] = combineReduction(b, loc, info.combine, accumulators[at], partial);
     }
+
+    // Carried vectors: kept for the later stages that read them.
+    for (Value v : loop.carry)
+      k.carriedChunks[{v, i, *chunk}] = get(v);
 
     // Materialized vectors: the whole vector of every local edge.
     for (Value m : loop.materialize) {
@@ -532,11 +627,11 @@ SmallVector<Value> ChunkLoopEmitter::emitDirect(ChunkBody &body,
   OpBuilder &b = k.b;
   Location loc = k.loc;
   int64_t chunk = 32 * k.layout.vectorWidth;
-  // About kLoadsInFlight row loads per lane: edges x gathers x chunks.
+  // About kRowLoadsInFlight row loads per lane: edges x gathers x chunks.
   int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
   int64_t perChunk = std::max<int64_t>(
       1, edgesPerWarp * static_cast<int64_t>(body.gathers.size()));
-  int64_t unroll = std::clamp<int64_t>(kLoadsInFlight / perChunk, 1,
+  int64_t unroll = std::clamp<int64_t>(bvec::kRowLoadsInFlight / perChunk, 1,
                                        kMaxUnrolledChunks);
   if (std::optional<int64_t> length = getConstantIntValue(body.length))
     unroll = std::min<int64_t>(unroll, llvm::divideCeil(*length, chunk));
@@ -556,29 +651,26 @@ SmallVector<Value> ChunkLoopEmitter::emitDirect(ChunkBody &body,
   return SmallVector<Value>(forOp.getResults());
 }
 
+SmallVector<Value> ChunkLoopEmitter::emitUnrolled(ChunkBody &body,
+                                                  ValueRange init) {
+  int64_t chunk = 32 * k.layout.vectorWidth;
+  std::optional<int64_t> length = getConstantIntValue(body.length);
+  assert(length && "carried vectors have static lengths");
+  SmallVector<Value> accumulators(init);
+  for (int64_t c = 0; c * chunk < *length; ++c)
+    accumulators = emitChunk(body, k.constIndex(c * chunk), accumulators,
+                             /*staged=*/false, c);
+  return accumulators;
+}
+
 LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
-  const bvec::FusionStages &stages = k.stages;
 
   // The vectors computed in this loop: everything the roots need that is
-  // not read from shared memory.
-  SetVector<Value> needed;
-  std::function<void(Value)> visit = [&](Value v) {
-    if (!isa<bvec::VecType>(v.getType()) || needed.contains(v) ||
-        isSharedLeaf(stages, v, stage))
-      return;
-    for (Value operand : v.getDefiningOp()->getOperands())
-      visit(operand);
-    needed.insert(v);
-  };
-  for (Operation *r : loop.reductions)
-    for (Value operand : r->getOperands())
-      visit(operand);
-  for (Value v : loop.materialize)
-    visit(v);
-  for (auto &[index, v] : loop.results)
-    visit(v);
+  // neither read from shared memory nor carried from an earlier stage.
+  bool readsCarried = false;
+  SetVector<Value> needed = neededBy(stage, loop, k.carried, &readsCarried);
   ChunkBody body{loop, needed, {}, k.lengthValue(loop.lengthOf)};
   for (Value v : needed)
     if (auto gather = v.getDefiningOp<bvec::GatherVecOp>())
@@ -595,7 +687,12 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
   // chunk of the unique rows in shared memory; otherwise read every row
   // directly, all chunks' loads in flight together.
   SmallVector<Value> accumulators;
-  if (body.gathers.empty() || !k.layout.stagesRows()) {
+  if (readsCarried || !loop.carry.empty()) {
+    // Carried vectors are kept chunk by chunk: one chunk after the other
+    // over the whole (static) length, no loop.
+    accumulators = emitUnrolled(body, init);
+    k.carried.insert(loop.carry.begin(), loop.carry.end());
+  } else if (body.gathers.empty() || !k.layout.stagesRows()) {
     accumulators = emitDirect(body, init);
   } else {
     Value anyStaged = arith::ConstantIntOp::create(b, loc, 0, 1);

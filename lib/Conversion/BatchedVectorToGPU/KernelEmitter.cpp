@@ -490,6 +490,7 @@ void KernelEmitter::emitInspectors() {
 LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel) {
   b.setInsertionPointToStart(&kernel.getBody().front());
   emitPrologue(kernel);
+  ChunkLoopEmitter(*this).planCarried();
   for (int64_t s = 0; s < stages.numStages; ++s)
     if (failed(emitStage(s)))
       return failure();

@@ -9,7 +9,9 @@
 //   stage s      the matrix products of the stage (MatrixStages.cpp), then
 //                one loop over the embedding length per length class, chunk
 //                by chunk (ChunkLoops.cpp), then the scalar operations whose
-//                reductions finished
+//                reductions finished; vectors that later stages read again
+//                may stay in registers (the loops that keep or read them are
+//                unrolled over the whole length)
 //   epilogue     matrix results
 //
 // Threads are laid out "edge-major" in chunk loops: warp w handles the local
@@ -180,6 +182,14 @@ private:
 
   // Per-edge scalars (value, i-th edge of the warp) computed so far.
   DenseMap<std::pair<Value, int64_t>, Value> scalars;
+
+  // Vectors carried in registers from the stage that computes them to the
+  // later stages that read them (ChunkLoopEmitter::planCarried): the
+  // vectors each stage keeps, those kept so far, and their chunk values by
+  // (vector, i-th edge of the warp, chunk).
+  DenseMap<int64_t, SmallVector<Value>> carriedFrom;
+  DenseSet<Value> carried;
+  DenseMap<std::tuple<Value, int64_t, int64_t>, Value> carriedChunks;
 };
 
 } // namespace kge

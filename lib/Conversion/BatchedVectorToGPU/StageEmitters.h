@@ -40,6 +40,13 @@ public:
   /// reductions, materialized vectors and vector results of the stage.
   LogicalResult emitStage(int64_t stage);
 
+  /// Chooses the vectors carried in registers between stages (the kernel's
+  /// carriedFrom): for each stage, the vectors it can compute that a later
+  /// stage's loop reads, when all of them have static lengths and need at
+  /// most the layout's carry_floats floats per lane together. Nothing is
+  /// carried otherwise, nor when rows may be staged.
+  void planCarried();
+
   /// The value of scalar `value` for the i-th edge of the warp.
   Value scalar(Value value, int64_t i);
 
@@ -66,11 +73,24 @@ private:
     SmallVector<bvec::GatherVecOp> gathers;
     Value length;
   };
+  /// The chunk loops of `stage` with their roots, by length class.
+  std::vector<Loop> loopsOf(int64_t stage);
+  /// The vectors a loop of `stage` computes for its roots: everything they
+  /// depend on that is neither read from shared memory nor carried;
+  /// `readsCarried` tells whether it reads a carried vector.
+  SetVector<Value> neededBy(int64_t stage, const Loop &loop,
+                            const DenseSet<Value> &carried,
+                            bool *readsCarried = nullptr);
   LogicalResult emitLoop(int64_t stage, Loop &loop);
+  /// `chunk` is the chunk's number when the loop is unrolled over the whole
+  /// length (carried vectors are kept and read by it), else none.
   SmallVector<Value> emitChunk(ChunkBody &body, Value jj,
-                               ValueRange accumulators, bool staged);
+                               ValueRange accumulators, bool staged,
+                               std::optional<int64_t> chunk = std::nullopt);
   SmallVector<Value> emitStaged(ChunkBody &body, ValueRange init);
   SmallVector<Value> emitDirect(ChunkBody &body, ValueRange init);
+  /// Every chunk of a static length one after the other, without a loop.
+  SmallVector<Value> emitUnrolled(ChunkBody &body, ValueRange init);
   /// A chunk of the row `gather` reads for local edge `edge`.
   Value loadGatheredChunk(bvec::GatherVecOp gather, Value edge, Value d0,
                           Value valid);

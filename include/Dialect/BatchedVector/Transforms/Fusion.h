@@ -53,6 +53,11 @@ FusionStages computeFusionStages(FuncOp func);
 /// matrices and get matrix layouts (see chooseKernelLayout).
 bool hasMatrixProducts(FuncOp func);
 
+/// Row loads per lane that chunk loops aim to keep in flight (edges per warp
+/// x gathers x chunks): the default layout gives each warp as many edges as
+/// reach it with one chunk (at most 4), and the loops unroll chunks up to it.
+inline constexpr int64_t kRowLoadsInFlight = 16;
+
 /// The kernel layout of a fused function, stored as the `bvec.kernel`
 /// dictionary attribute.
 struct KernelLayout {
@@ -70,6 +75,11 @@ struct KernelLayout {
   /// FP32 accuracy) or "fma" (FP32 FMAs). Per-edge matrices and 4-byte
   /// layouts always use FMAs.
   std::string matrixMath = "tf32x3";
+  /// Vectors that a later stage reads again (TransH's `d + r` after
+  /// `w . (h - t)`) stay in registers from the stage that computes them
+  /// when, all together, they need at most this many floats per lane
+  /// (0: every stage reads its rows again).
+  int64_t carryFloats = 128;
   int64_t stages = 1;
 
   /// Whether some tile may stage rows in shared memory.
@@ -90,7 +100,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            StringRef reorderKey,
                                            int64_t reorderGroup,
                                            int64_t stageRepeats = -1,
-                                           StringRef matrixMath = "");
+                                           StringRef matrixMath = "",
+                                           int64_t carryFloats = -1);
 
 } // namespace bvec
 } // namespace mlir

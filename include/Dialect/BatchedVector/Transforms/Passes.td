@@ -47,17 +47,21 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
       projection matrices (`reorder_key`) within groups of
       `reorder_group` tiles (0: the whole batch; 1: no reordering).
 
-    Options left at 0 or empty are chosen by the pass: tiles of 32 edges
-    and 8 warps (16 edges and 16 warps for functions with `vec_mul_mat`),
-    16-byte loads when every length is a static multiple of 4, and a
-    whole-batch reordering by the matrix index when the function gathers
-    matrices.
+    Options left at 0 or empty are chosen by the pass: 8 warps, each with
+    as many edges (at most 4) as keep 16 row loads per lane in flight
+    (4 for up to 4 gathers, so tiles of 32 edges; 2 for ComplEx's 6),
+    16 edges and 16 warps for functions with `vec_mul_mat`, 16-byte loads
+    when every length is a static multiple of 4, a whole-batch reordering
+    by the matrix index when the function gathers matrices, and
+    `carry_floats = 128`: vectors that a later stage reads again stay in
+    registers when they need at most 128 floats per lane.
 
     Example output (TransR):
 
     ```mlir
     bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
-        matrix_math = "tf32x3", reorder_group = 0 : i64, reorder_key = "r",
+        carry_floats = 128 : i64, matrix_math = "tf32x3",
+        reorder_group = 0 : i64, reorder_key = "r",
         stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64,
         vector_width = 1 : i64, warps = 16 : i64}} {
       %diff = bvec.sub %head, %tail {bvec.materialize, bvec.stage = 0 : i64} ...
@@ -83,6 +87,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     Option<"matrixMath", "matrix-math", "std::string", /*default=*/"\"\"",
            "matrix products over shared matrices: tf32x3 (tensor cores, "
            "FP32 accuracy) or fma (empty: choose)">,
+    Option<"carryFloats", "carry-floats", "int64_t", /*default=*/"-1",
+           "keep vectors that later stages read again in registers when "
+           "they need at most this many floats per lane; 0: never "
+           "(-1: choose)">,
   ];
 }
 

@@ -6,6 +6,9 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/bit.h"
+
+#include <algorithm>
 
 namespace mlir {
 namespace bvec {
@@ -85,9 +88,14 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
       b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
       b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
+      b.getNamedAttr("carry_floats", b.getI64IntegerAttr(carryFloats)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
   });
 }
+
+/// A thread has at most 255 registers; carried vectors leave the rest at
+/// least 63.
+static constexpr int64_t kMaxCarryFloats = 192;
 
 /// Checks a layout against `func`; emits the first problem.
 static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
@@ -150,6 +158,10 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
     return func.emitOpError()
            << "kernel layout: matrix_math must be \"tf32x3\" or \"fma\", got \""
            << layout.matrixMath << "\"";
+  if (layout.carryFloats < 0 || layout.carryFloats > kMaxCarryFloats)
+    return func.emitOpError()
+           << "kernel layout: carry_floats must be in [0, " << kMaxCarryFloats
+           << "] (floats per lane, 0: never carry), got " << layout.carryFloats;
   if (layout.stages < 1)
     return func.emitOpError() << "kernel layout: stages must be positive";
   return success();
@@ -191,6 +203,7 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("reorder_group", layout.reorderGroup)) ||
       failed(readInt("stage_repeats", layout.stageRepeats)) ||
       failed(readInt("stages", layout.stages)) ||
+      failed(readInt("carry_floats", layout.carryFloats)) ||
       failed(verifyLayout(func, layout)))
     return failure();
   return layout;
@@ -202,17 +215,28 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
 /// neither the inspector nor a barrier per chunk.
 static constexpr int64_t kDefaultStageRepeats = 101;
 
+
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
     StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats,
-    StringRef matrixMath) {
+    StringRef matrixMath, int64_t carryFloats) {
   KernelLayout layout;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
   // batch over many blocks, and 16 warps keep enough of each in flight.
+  // Otherwise 8 warps, each with as many edges (at most 4) as keep about
+  // kRowLoadsInFlight row loads of a chunk in flight per lane: fewer edges
+  // per warp when every edge gathers many rows (ComplEx's 6), whose loads
+  // would otherwise take more registers than two blocks per SM leave.
   bool anyMatrixProduct = hasMatrixProducts(func);
+  int64_t gathers = 0;
+  func.getBody().walk([&](GatherVecOp) { ++gathers; });
+  int64_t edgesPerWarp = static_cast<int64_t>(llvm::bit_floor(
+      static_cast<uint64_t>(std::clamp<int64_t>(
+          kRowLoadsInFlight / std::max<int64_t>(gathers, 1), 1, 4))));
   layout.warps = warps > 0 ? warps : (anyMatrixProduct ? 16 : 8);
-  layout.tile = tile > 0 ? tile : (anyMatrixProduct ? 16 : 32);
+  layout.tile = tile > 0 ? tile
+                         : (anyMatrixProduct ? 16 : layout.warps * edgesPerWarp);
   if (vectorWidth > 0) {
     layout.vectorWidth = vectorWidth;
   } else {
@@ -246,6 +270,8 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
   if (!matrixMath.empty())
     layout.matrixMath = matrixMath.str();
+  if (carryFloats >= 0)
+    layout.carryFloats = carryFloats;
   layout.stages = computeFusionStages(func).numStages;
   if (failed(verifyLayout(func, layout)))
     return failure();
@@ -265,7 +291,7 @@ struct BatchedVectorFusePass
     for (auto func : getOperation().getOps<FuncOp>()) {
       FailureOr<KernelLayout> layout = chooseKernelLayout(
           func, tile, warps, vectorWidth, reorderKey, reorderGroup,
-          stageRepeats, matrixMath);
+          stageRepeats, matrixMath, carryFloats);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);
