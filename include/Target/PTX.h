@@ -22,11 +22,24 @@ struct PTXOptions {
 struct PTXModule {
   std::string name;
   std::string ptx;
+  /// Every kernel begins with griddepcontrol.wait (see waitsForPriorGrids).
+  bool waitsForPriorGrids = false;
 };
+
+/// The compute capability of an `sm_XY[a]` chip name (XY), or 0.
+int computeCapability(llvm::StringRef chip);
+
+/// Whether kernels for `chip` wait for the work before them in their stream
+/// at their entry (`griddepcontrol.wait`, sm_90 and newer), so that the
+/// runtime may launch them while that work finishes (programmatic dependent
+/// launch).
+bool waitsForPriorGrids(llvm::StringRef chip);
 
 /// Serializes every `gpu.module` of `module` (already lowered to the NVVM
 /// and LLVM dialects) to PTX. Modules without a target get one from
-/// `options`. `module` is not modified. Diagnostics go to the context.
+/// `options`; every kernel of a module for a chip where waitsForPriorGrids
+/// holds begins with `griddepcontrol.wait`. `module` is not modified.
+/// Diagnostics go to the context.
 FailureOr<std::vector<PTXModule>>
 serializeToPTX(ModuleOp module, const PTXOptions &options = {});
 

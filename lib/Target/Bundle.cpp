@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Base64.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -132,6 +133,21 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
       library.push_back(function.getValue().str());
   }
 
+  // Kernels of modules that wait for the prior grids at their entry (sm_90
+  // and newer) may be launched as dependents. Library kernels run in stream
+  // order.
+  llvm::StringSet<> waiting;
+  for (const PTXModule &m : *ptx)
+    if (m.waitsForPriorGrids)
+      waiting.insert(m.name);
+  llvm::json::Value plan = toJSON(launches);
+  for (llvm::json::Value &step : *plan.getAsArray())
+    if (llvm::json::Object *object = step.getAsObject())
+      if (std::optional<StringRef> module = object->getString("module");
+          module && object->getString("kind") == "kernel" &&
+          waiting.contains(*module))
+        (*object)["dependent"] = true;
+
   llvm::json::Object bundle{
       {"format", "kge-bundle"},
       {"version", kBundleFormatVersion},
@@ -144,7 +160,7 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
       {"modules", std::move(modules)},
       {"library", std::move(library)},
       {"scratch", toJSON(scratch)},
-      {"launches", toJSON(launches)},
+      {"launches", std::move(plan)},
       {"checks", toJSON(checks)},
   };
   std::string text;

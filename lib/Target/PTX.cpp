@@ -6,12 +6,12 @@
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::kge;
 
-/// The compute capability of an `sm_XY[a]` chip name (XY), or 0.
-static int computeCapability(StringRef chip) {
+int mlir::kge::computeCapability(StringRef chip) {
   int capability = 0;
   if (!chip.consume_front("sm_"))
     return 0;
@@ -39,6 +39,24 @@ static LogicalResult checkTensorCores(gpu::GPUModuleOp module,
   return failure(walk.wasInterrupted());
 }
 
+bool mlir::kge::waitsForPriorGrids(StringRef chip) {
+  return computeCapability(chip) >= 90;
+}
+
+/// Makes every kernel of `module` wait at its entry until the grids before
+/// it in the stream have completed and their memory is visible. Launched
+/// normally the wait returns at once; launched as a programmatic dependent
+/// it lets the kernel's blocks start while the previous kernel finishes.
+static void insertPriorGridWaits(gpu::GPUModuleOp module) {
+  module.walk([](LLVM::LLVMFuncOp func) {
+    if (func.isExternal() || !func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
+      return;
+    OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+    NVVM::GriddepcontrolOp::create(b, func.getLoc(),
+                                   NVVM::GridDepActionKind::wait);
+  });
+}
+
 FailureOr<std::vector<PTXModule>>
 mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   OwningOpRef<ModuleOp> copy = module.clone();
@@ -46,6 +64,7 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   // Input that holds no NVVM op has not loaded the dialect of its target.
   context->getOrLoadDialect<NVVM::NVVMDialect>();
   bool any = false;
+  llvm::StringSet<> waiting;
   for (auto gpuModule : copy->getOps<gpu::GPUModuleOp>()) {
     any = true;
     if (!gpuModule.getTargetsAttr() || gpuModule.getTargetsAttr().empty()) {
@@ -55,9 +74,15 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
       gpuModule.setTargetsAttr(ArrayAttr::get(context, {target}));
     }
     for (Attribute target : gpuModule.getTargetsAttr())
-      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target))
+      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target)) {
         if (failed(checkTensorCores(gpuModule, nvvm.getChip())))
           return failure();
+        if (waitsForPriorGrids(nvvm.getChip())) {
+          insertPriorGridWaits(gpuModule);
+          waiting.insert(gpuModule.getName());
+          break;
+        }
+      }
   }
   if (!any) {
     module.emitError("the module has no gpu.module to serialize");
@@ -75,8 +100,9 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   for (auto binary : copy->getOps<gpu::BinaryOp>()) {
     for (Attribute attr : binary.getObjects()) {
       auto object = cast<gpu::ObjectAttr>(attr);
-      result.push_back(
-          {binary.getSymName().str(), object.getObject().getValue().str()});
+      result.push_back({binary.getSymName().str(),
+                        object.getObject().getValue().str(),
+                        waiting.contains(binary.getSymName())});
     }
   }
   return result;

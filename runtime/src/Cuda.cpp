@@ -42,6 +42,8 @@ Driver load() {
   resolve(library, d.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(library, d.cuFuncSetAttribute, "cuFuncSetAttribute");
   resolve(library, d.cuLaunchKernel, "cuLaunchKernel");
+  d.cuLaunchKernelEx = reinterpret_cast<decltype(d.cuLaunchKernelEx)>(
+      dlsym(library, "cuLaunchKernelEx"));
   resolve(library, d.cuMemAlloc, "cuMemAlloc_v2");
   resolve(library, d.cuMemFree, "cuMemFree_v2");
   resolve(library, d.cuMemsetD8Async, "cuMemsetD8Async");

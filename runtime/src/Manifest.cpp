@@ -368,6 +368,15 @@ Manifest Manifest::parse(const std::string &text) {
     }
     step.sharedBytes =
         expressions.read(field(l, "shared_bytes", where), where + ".shared_bytes");
+    if (l.contains("dependent")) {
+      if (!l["dependent"].is_boolean())
+        fail("'" + where + ".dependent' must be a boolean");
+      step.dependent = l["dependent"].get<bool>();
+      // Library kernels do not wait for the work before them.
+      if (step.dependent && step.module == "library")
+        fail("'" + where + "' launches library kernel '" + step.function +
+             "' as dependent; library kernels run in stream order");
+    }
     const json &args = array(l, "args", where);
     for (size_t a = 0; a < args.size(); ++a) {
       std::string argWhere = where + ".args[" + std::to_string(a) + "]";

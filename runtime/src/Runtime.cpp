@@ -5,6 +5,7 @@
 #include "DeviceLibrary.h"
 #include "kge/runtime/Cuda.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -143,6 +144,10 @@ struct Program::Impl {
   /// Dynamic shared memory each function is configured for.
   std::vector<int> configuredShared;
   int maxSharedOptin = 0;
+  /// Launch steps marked dependent with programmatic stream serialization:
+  /// on sm_90 and newer, with a driver that has cuLaunchKernelEx, unless
+  /// KGE_DEPENDENT_LAUNCH=0.
+  bool dependentLaunch = false;
   CUfunction checkKernel = nullptr;
   /// Scratch buffers per stream: one call on a stream at a time uses them.
   struct StreamScratch {
@@ -205,6 +210,10 @@ std::shared_ptr<Program> Program::load(const std::string &bundleText,
   Impl &impl = *program->impl_;
   impl.maxSharedOptin = deviceAttribute(
       device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  const char *dependentSetting = std::getenv("KGE_DEPENDENT_LAUNCH");
+  impl.dependentLaunch =
+      major >= 9 && driver().cuLaunchKernelEx &&
+      !(dependentSetting && std::string(dependentSetting) == "0");
   const Manifest &m = program->manifest_;
   std::map<std::string, CUmodule> byName;
   for (const ModuleImage &image : m.modules) {
@@ -532,12 +541,33 @@ void Program::call(const Bindings &bindings,
     for (auto [isHalf, index] : slots)
       params.push_back(isHalf ? static_cast<void *>(&halves[index])
                               : static_cast<void *>(&words[index]));
-    CUresult launched = d.cuLaunchKernel(
-        function, static_cast<unsigned>(grid[0]),
-        static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
-        static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
-        static_cast<unsigned>(block[2]), static_cast<unsigned>(shared), stream,
-        params.data(), nullptr);
+    CUresult launched;
+    if (step.dependent && impl_->dependentLaunch) {
+      // The kernel waits for the previous work itself: it may start (its
+      // blocks resident, waiting) while the previous kernel finishes.
+      CUlaunchAttribute attribute = {};
+      attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config = {};
+      config.gridDimX = static_cast<unsigned>(grid[0]);
+      config.gridDimY = static_cast<unsigned>(grid[1]);
+      config.gridDimZ = static_cast<unsigned>(grid[2]);
+      config.blockDimX = static_cast<unsigned>(block[0]);
+      config.blockDimY = static_cast<unsigned>(block[1]);
+      config.blockDimZ = static_cast<unsigned>(block[2]);
+      config.sharedMemBytes = static_cast<unsigned>(shared);
+      config.hStream = stream;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      launched = d.cuLaunchKernelEx(&config, function, params.data(), nullptr);
+    } else {
+      launched = d.cuLaunchKernel(
+          function, static_cast<unsigned>(grid[0]),
+          static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
+          static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
+          static_cast<unsigned>(block[2]), static_cast<unsigned>(shared),
+          stream, params.data(), nullptr);
+    }
     check(launched, [&] {
       return "launching kernel '" + step.function + "' of bundle '" +
              signature.name + "'";

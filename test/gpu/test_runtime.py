@@ -139,3 +139,23 @@ def test_streams(transe):
 def test_empty_batch(transe):
     args = transe_args(batch=0)
     assert transe(**args)["score"].shape == (0,)
+
+
+def test_dependent_launches_wait_for_prior_kernels(program):
+    """On sm_90 the fused kernel is launched while the previous kernel of the
+    stream finishes and waits at its entry (griddepcontrol.wait) before it
+    touches memory: it must see the tables a PyTorch kernel just rewrote
+    (read after write) and must not overwrite `out` before a PyTorch kernel
+    that reads it is done (write after read)."""
+    transe = program("transe_l2", "pos", "D512")
+    args = transe_args(rows=14951, length=512, batch=16384)
+    out = torch.empty(16384, device="cuda")
+    snapshots = []
+    for _ in range(30):
+        args["Eemb"].mul_(-1.0)
+        transe(**args, out={"score": out})
+        snapshots.append(out.clone())
+    torch.cuda.synchronize()
+    # After an even number of flips the table is the original one.
+    for i, snapshot in enumerate(snapshots):
+        assert_matches(snapshot, dict(args, Eemb=args["Eemb"] * (-1.0) ** (i + 1)))

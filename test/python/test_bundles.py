@@ -54,6 +54,28 @@ def test_example_bundles_validate(tools, name, mode):
     assert bundle["modules"][0]["ptx"].count(".entry ") == 1
 
 
+def test_kernels_wait_for_prior_grids_on_sm90(tools):
+    """On sm_90 the fused kernel begins with griddepcontrol.wait and its
+    launch is marked dependent (the runtime may start it while the previous
+    kernel finishes); the library kernels of the plan are not. For older
+    chips neither."""
+    for chip, dependent in (("sm_90", True), ("sm_80", False)):
+        lowered = subprocess.run([str(tools["kge-opt"]), str(SOURCE_ROOT / "examples" / "bvec" / "transr.mlir"),
+                                  "-kge-lower-to-gpu"], capture_output=True, text=True, check=True).stdout
+        text = subprocess.run([str(tools["kge-translate"]), "--kge-to-bundle", f"--ptx-chip={chip}"],
+                              input=lowered, capture_output=True, text=True, check=True).stdout
+        bundle = json.loads(text)
+        marks = {l["function"]: l.get("dependent", False) for l in bundle["launches"] if l["kind"] == "kernel"}
+        assert marks == {"kge_key_histogram": False, "kge_key_scan": False, "kge_key_scatter": False,
+                         "transr": dependent}
+        assert ("griddepcontrol.wait" in bundle["modules"][0]["ptx"]) == dependent
+        rt.validate_bundle(text)
+    # A library kernel marked dependent would not wait: refused.
+    bundle["launches"][1]["dependent"] = True
+    with pytest.raises(rt.BundleError, match="launches library kernel 'kge_key_histogram' as dependent"):
+        rt.validate_bundle(json.dumps(bundle))
+
+
 def corrupt(edit):
     def apply(text):
         bundle = json.loads(text)
@@ -74,6 +96,8 @@ CORRUPTIONS = {
                              "'modules\\[0\\].ptx' holds no kernel entry"),
     "unknown module": (corrupt(lambda b: b["launches"][-1].update(module="other")),
                        "names no module: 'other'"),
+    "dependent not a boolean": (corrupt(lambda b: b["launches"][-1].update(dependent="yes")),
+                                "'launches\\[0\\].dependent' must be a boolean"),
     "bad base64": (corrupt(lambda b: b["modules"][0].update(cubin_base64="@@@@")), "not valid base64"),
     "unknown size": (corrupt(lambda b: b["launches"][-1].update(grid=["ceildiv(X, 32)", 1, 1])),
                      "uses the size 'X', which no parameter defines"),

@@ -51,6 +51,10 @@ struct LaunchStep {
   std::string module;     ///< A bundle module, or "library"
   ExpressionPtr grid[3], block[3], sharedBytes;
   std::vector<KernelArg> args;
+  /// The kernel waits at its entry for the work before it in the stream
+  /// (griddepcontrol.wait): it may be launched while that work finishes
+  /// (programmatic dependent launch, sm_90 and newer).
+  bool dependent = false;
 };
 
 struct ScratchBuffer {
