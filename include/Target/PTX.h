@@ -37,8 +37,8 @@ bool waitsForPriorGrids(llvm::StringRef chip);
 
 /// Serializes every `gpu.module` of `module` (already lowered to the NVVM
 /// and LLVM dialects) to PTX. Modules without a target get one from
-/// `options`; every kernel of a module for a chip where waitsForPriorGrids
-/// holds begins with `griddepcontrol.wait`. `module` is not modified.
+/// `options`; every kernel of a module whose targets are all chips where
+/// waitsForPriorGrids holds begins with `griddepcontrol.wait`. `module` is not modified.
 /// Diagnostics go to the context.
 FailureOr<std::vector<PTXModule>>
 serializeToPTX(ModuleOp module, const PTXOptions &options = {});

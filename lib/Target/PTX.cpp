@@ -73,16 +73,23 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
           options.features);
       gpuModule.setTargetsAttr(ArrayAttr::get(context, {target}));
     }
-    for (Attribute target : gpuModule.getTargetsAttr())
-      if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target)) {
-        if (failed(checkTensorCores(gpuModule, nvvm.getChip())))
-          return failure();
-        if (waitsForPriorGrids(nvvm.getChip())) {
-          insertPriorGridWaits(gpuModule);
-          waiting.insert(gpuModule.getName());
-          break;
-        }
+    // The IR is shared by every target of the module: the waits go in only
+    // when every target has them.
+    bool allWait = true;
+    for (Attribute target : gpuModule.getTargetsAttr()) {
+      auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(target);
+      if (!nvvm) {
+        allWait = false;
+        continue;
       }
+      if (failed(checkTensorCores(gpuModule, nvvm.getChip())))
+        return failure();
+      allWait &= waitsForPriorGrids(nvvm.getChip());
+    }
+    if (allWait) {
+      insertPriorGridWaits(gpuModule);
+      waiting.insert(gpuModule.getName());
+    }
   }
   if (!any) {
     module.emitError("the module has no gpu.module to serialize");

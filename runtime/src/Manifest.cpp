@@ -331,6 +331,8 @@ Manifest Manifest::parse(const std::string &text) {
     std::string kindText = string(l, "kind", where);
     if (kindText == "memset") {
       step.kind = LaunchStep::Kind::Memset;
+      if (l.contains("dependent"))
+        fail("'" + where + ".dependent' applies to kernel steps only");
       step.buffer = readBuffer(l, where);
       if (step.buffer.kind != BufferRef::Kind::Scratch)
         fail("'" + where + "' may only clear scratch buffers");
@@ -372,10 +374,19 @@ Manifest Manifest::parse(const std::string &text) {
       if (!l["dependent"].is_boolean())
         fail("'" + where + ".dependent' must be a boolean");
       step.dependent = l["dependent"].get<bool>();
-      // Library kernels do not wait for the work before them.
+      // Library kernels do not wait for the work before them; a bundle
+      // kernel launched as dependent must (or it would read memory the
+      // previous kernel is still writing).
       if (step.dependent && step.module == "library")
         fail("'" + where + "' launches library kernel '" + step.function +
              "' as dependent; library kernels run in stream order");
+      if (step.dependent)
+        for (const ModuleImage &image : m.modules)
+          if (image.name == step.module &&
+              image.ptx.find("griddepcontrol.wait") == std::string::npos)
+            fail("'" + where + "' launches '" + step.function +
+                 "' as dependent, but module '" + step.module +
+                 "' does not wait for prior grids (griddepcontrol.wait)");
     }
     const json &args = array(l, "args", where);
     for (size_t a = 0; a < args.size(); ++a) {

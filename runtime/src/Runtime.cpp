@@ -146,7 +146,7 @@ struct Program::Impl {
   int maxSharedOptin = 0;
   /// Launch steps marked dependent with programmatic stream serialization:
   /// on sm_90 and newer, with a driver that has cuLaunchKernelEx, unless
-  /// KGE_DEPENDENT_LAUNCH=0.
+  /// KGE_DEPENDENT_LAUNCH=0 when the program is loaded.
   bool dependentLaunch = false;
   CUfunction checkKernel = nullptr;
   /// Scratch buffers per stream: one call on a stream at a time uses them.

@@ -31,6 +31,7 @@ SOURCES = {
     "two_products": (ROOT / "test" / "python" / "Inputs" / "two_products.mlir", {}),
     # Three stages, vectors carried between them in registers.
     "carried_stages": (ROOT / "test" / "python" / "Inputs" / "carried_stages.mlir", {}),
+    "carried_across_matrix": (ROOT / "test" / "python" / "Inputs" / "carried_across_matrix.mlir", {}),
 }
 for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
     SOURCES[path.stem.replace("-", "_")] = (path, {})

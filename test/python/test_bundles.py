@@ -70,10 +70,15 @@ def test_kernels_wait_for_prior_grids_on_sm90(tools):
                          "transr": dependent}
         assert ("griddepcontrol.wait" in bundle["modules"][0]["ptx"]) == dependent
         rt.validate_bundle(text)
-    # A library kernel marked dependent would not wait: refused.
-    bundle["launches"][1]["dependent"] = True
-    with pytest.raises(rt.BundleError, match="launches library kernel 'kge_key_histogram' as dependent"):
-        rt.validate_bundle(json.dumps(bundle))
+    # Steps marked dependent whose kernels would not wait are refused: the
+    # sm_80 kernel, a library kernel, a memset.
+    for step, message in ((4, "launches 'transr' as dependent, but module 'transr_kernels' does not wait"),
+                          (1, "launches library kernel 'kge_key_histogram' as dependent"),
+                          (0, "'launches\\[0\\].dependent' applies to kernel steps only")):
+        wrong = json.loads(text)
+        wrong["launches"][step]["dependent"] = True
+        with pytest.raises(rt.BundleError, match=message):
+            rt.validate_bundle(json.dumps(wrong))
 
 
 def corrupt(edit):

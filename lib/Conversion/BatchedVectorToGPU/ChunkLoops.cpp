@@ -343,15 +343,15 @@ LogicalResult ChunkLoopEmitter::emitStage(int64_t stage) {
   return success();
 }
 
-SetVector<Value> ChunkLoopEmitter::neededBy(int64_t stage, const Loop &loop,
-                                            const DenseSet<Value> &carried,
-                                            bool *readsCarried) {
+SetVector<Value> ChunkLoopEmitter::neededBy(
+    int64_t stage, const Loop &loop, const DenseSet<Value> &carried,
+    const DenseMap<Value, int64_t> &through, bool *readsCarried) {
   SetVector<Value> needed;
   std::function<void(Value)> visit = [&](Value v) {
     if (!isa<bvec::VecType>(v.getType()) || needed.contains(v) ||
         isSharedLeaf(k.stages, v, stage))
       return;
-    if (carried.contains(v)) {
+    if (carried.contains(v) && stage <= through.lookup(v)) {
       if (readsCarried)
         *readsCarried = true;
       return;
@@ -386,9 +386,14 @@ void ChunkLoopEmitter::planCarried() {
     matrixStages.insert(stages.of(mm.getResult()));
   });
   DenseSet<Value> carried;
+  DenseMap<Value, int64_t> through;
   DenseMap<int64_t, SmallVector<Value>> plan;
   int64_t floats = 0;
   for (int64_t s = 0; s + 1 < stages.numStages; ++s) {
+    // The later stages that may read registers of stage s.
+    int64_t last = s;
+    while (last + 1 < stages.numStages && !matrixStages.contains(last + 1))
+      ++last;
     // The vectors computable in stage s (stage <= s) that an operation of a
     // later stage reads in its chunk loop.
     SetVector<Value> frontier;
@@ -399,10 +404,9 @@ void ChunkLoopEmitter::planCarried() {
         return;
       frontier.insert(v);
     };
-    for (int64_t later = s + 1;
-         later < stages.numStages && !matrixStages.contains(later); ++later)
+    for (int64_t later = s + 1; later <= last; ++later)
       for (const Loop &loop : loopsOf(later)) {
-        for (Value v : neededBy(later, loop, carried))
+        for (Value v : neededBy(later, loop, carried, through))
           if (stages.of(v) > s)
             for (Value operand : v.getDefiningOp()->getOperands())
               consider(operand, later);
@@ -417,12 +421,14 @@ void ChunkLoopEmitter::planCarried() {
       floats += edgesPerWarp * llvm::divideCeil(length.size, chunk) * chunk /
                 32;
       carried.insert(v);
+      through[v] = last;
       plan[s].push_back(v);
     }
   }
   if (floats > k.layout.carryFloats)
     return;
   k.carriedFrom = std::move(plan);
+  k.carriedThrough = std::move(through);
 }
 
 Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
@@ -670,7 +676,8 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
   // The vectors computed in this loop: everything the roots need that is
   // neither read from shared memory nor carried from an earlier stage.
   bool readsCarried = false;
-  SetVector<Value> needed = neededBy(stage, loop, k.carried, &readsCarried);
+  SetVector<Value> needed =
+      neededBy(stage, loop, k.carried, k.carriedThrough, &readsCarried);
   ChunkBody body{loop, needed, {}, k.lengthValue(loop.lengthOf)};
   for (Value v : needed)
     if (auto gather = v.getDefiningOp<bvec::GatherVecOp>())

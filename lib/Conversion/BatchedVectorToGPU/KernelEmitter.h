@@ -185,9 +185,12 @@ private:
 
   // Vectors carried in registers from the stage that computes them to the
   // later stages that read them (ChunkLoopEmitter::planCarried): the
-  // vectors each stage keeps, those kept so far, and their chunk values by
-  // (vector, i-th edge of the warp, chunk).
+  // vectors each stage keeps, the last stage that reads each from registers
+  // (the stage before the next one with matrix products, or the last), the
+  // vectors kept so far, and their chunk values by (vector, i-th edge of
+  // the warp, chunk).
   DenseMap<int64_t, SmallVector<Value>> carriedFrom;
+  DenseMap<Value, int64_t> carriedThrough;
   DenseSet<Value> carried;
   DenseMap<std::tuple<Value, int64_t, int64_t>, Value> carriedChunks;
 };

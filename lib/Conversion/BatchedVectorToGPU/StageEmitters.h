@@ -76,10 +76,12 @@ private:
   /// The chunk loops of `stage` with their roots, by length class.
   std::vector<Loop> loopsOf(int64_t stage);
   /// The vectors a loop of `stage` computes for its roots: everything they
-  /// depend on that is neither read from shared memory nor carried;
-  /// `readsCarried` tells whether it reads a carried vector.
+  /// depend on that is neither read from shared memory nor carried into
+  /// `stage` (`carried` holds the vectors and the last stage that reads
+  /// each from registers); `readsCarried` tells whether it reads one.
   SetVector<Value> neededBy(int64_t stage, const Loop &loop,
                             const DenseSet<Value> &carried,
+                            const DenseMap<Value, int64_t> &through,
                             bool *readsCarried = nullptr);
   LogicalResult emitLoop(int64_t stage, Loop &loop);
   /// `chunk` is the chunk's number when the loop is unrolled over the whole

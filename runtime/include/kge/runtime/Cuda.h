@@ -47,10 +47,10 @@ enum : int {
 
 /// cuLaunchKernelEx's attribute (id, padding, a 64-byte value union) and
 /// configuration, as in cuda.h.
-struct CUlaunchAttribute {
+struct alignas(8) CUlaunchAttribute {
   int id;
   char pad[4];
-  union {
+  union alignas(8) {
     char bytes[64];
     int programmaticStreamSerializationAllowed;
   } value;
@@ -63,8 +63,15 @@ struct CUlaunchConfig {
   CUlaunchAttribute *attrs;
   unsigned numAttrs;
 };
-static_assert(sizeof(CUlaunchAttribute) == 72, "mirrors cuda.h");
-static_assert(sizeof(CUlaunchConfig) == 56, "mirrors cuda.h");
+static_assert(sizeof(CUlaunchAttribute) == 72 &&
+                  alignof(CUlaunchAttribute) == 8 &&
+                  offsetof(CUlaunchAttribute, value) == 8,
+              "mirrors cuda.h");
+static_assert(sizeof(CUlaunchConfig) == 56 &&
+                  offsetof(CUlaunchConfig, hStream) == 32 &&
+                  offsetof(CUlaunchConfig, attrs) == 40 &&
+                  offsetof(CUlaunchConfig, numAttrs) == 48,
+              "mirrors cuda.h");
 
 /// The driver entry points, resolved once.
 struct Driver {
