@@ -26,9 +26,6 @@ struct PTXModule {
   bool waitsForPriorGrids = false;
 };
 
-/// The compute capability of an `sm_XY[a]` chip name (XY), or 0.
-int computeCapability(llvm::StringRef chip);
-
 /// Whether kernels for `chip` wait for the work before them in their stream
 /// at their entry (`griddepcontrol.wait`, sm_90 and newer), so that the
 /// runtime may launch them while that work finishes (programmatic dependent
@@ -38,8 +35,8 @@ bool waitsForPriorGrids(llvm::StringRef chip);
 /// Serializes every `gpu.module` of `module` (already lowered to the NVVM
 /// and LLVM dialects) to PTX. Modules without a target get one from
 /// `options`; every kernel of a module whose targets are all chips where
-/// waitsForPriorGrids holds begins with `griddepcontrol.wait`. `module` is not modified.
-/// Diagnostics go to the context.
+/// waitsForPriorGrids holds begins with `griddepcontrol.wait`. `module` is
+/// not modified. Diagnostics go to the context.
 FailureOr<std::vector<PTXModule>>
 serializeToPTX(ModuleOp module, const PTXOptions &options = {});
 

@@ -11,7 +11,8 @@
 using namespace mlir;
 using namespace mlir::kge;
 
-int mlir::kge::computeCapability(StringRef chip) {
+/// The compute capability of an `sm_XY[a]` chip name (XY), or 0.
+static int computeCapability(StringRef chip) {
   int capability = 0;
   if (!chip.consume_front("sm_"))
     return 0;

@@ -343,6 +343,7 @@ Manifest Manifest::parse(const std::string &text) {
       fail("'" + where + ".kind' must be memset or kernel");
     step.function = string(l, "function", where);
     step.module = string(l, "module", where);
+    const ModuleImage *image = nullptr;
     if (step.module == "library") {
       if (std::find(m.library.begin(), m.library.end(), step.function) ==
           m.library.end())
@@ -353,12 +354,13 @@ Manifest Manifest::parse(const std::string &text) {
     } else {
       // The kernel must be an entry of its module's PTX (checked again by
       // the driver when the module is loaded).
-      for (const ModuleImage &image : m.modules)
-        if (image.name == step.module &&
-            image.ptx.find(".entry " + step.function + "(") ==
-                std::string::npos)
-          fail("'" + where + "' launches '" + step.function +
-               "', which is not a kernel of module '" + step.module + "'");
+      for (const ModuleImage &candidate : m.modules)
+        if (candidate.name == step.module)
+          image = &candidate;
+      if (image->ptx.find(".entry " + step.function + "(") ==
+          std::string::npos)
+        fail("'" + where + "' launches '" + step.function +
+             "', which is not a kernel of module '" + step.module + "'");
       anyBundleKernel = true;
     }
     const json &grid = array(l, "grid", where), &block = array(l, "block", where);
@@ -380,13 +382,11 @@ Manifest Manifest::parse(const std::string &text) {
       if (step.dependent && step.module == "library")
         fail("'" + where + "' launches library kernel '" + step.function +
              "' as dependent; library kernels run in stream order");
-      if (step.dependent)
-        for (const ModuleImage &image : m.modules)
-          if (image.name == step.module &&
-              image.ptx.find("griddepcontrol.wait") == std::string::npos)
-            fail("'" + where + "' launches '" + step.function +
-                 "' as dependent, but module '" + step.module +
-                 "' does not wait for prior grids (griddepcontrol.wait)");
+      if (step.dependent &&
+          image->ptx.find("griddepcontrol.wait") == std::string::npos)
+        fail("'" + where + "' launches '" + step.function +
+             "' as dependent, but module '" + step.module +
+             "' does not wait for prior grids (griddepcontrol.wait)");
     }
     const json &args = array(l, "args", where);
     for (size_t a = 0; a < args.size(); ++a) {

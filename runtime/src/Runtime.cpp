@@ -541,6 +541,15 @@ void Program::call(const Bindings &bindings,
     for (auto [isHalf, index] : slots)
       params.push_back(isHalf ? static_cast<void *>(&halves[index])
                               : static_cast<void *>(&words[index]));
+    CUlaunchConfig config = {};
+    config.gridDimX = static_cast<unsigned>(grid[0]);
+    config.gridDimY = static_cast<unsigned>(grid[1]);
+    config.gridDimZ = static_cast<unsigned>(grid[2]);
+    config.blockDimX = static_cast<unsigned>(block[0]);
+    config.blockDimY = static_cast<unsigned>(block[1]);
+    config.blockDimZ = static_cast<unsigned>(block[2]);
+    config.sharedMemBytes = static_cast<unsigned>(shared);
+    config.hStream = stream;
     CUresult launched;
     if (step.dependent && impl_->dependentLaunch) {
       // The kernel waits for the previous work itself: it may start (its
@@ -548,25 +557,14 @@ void Program::call(const Bindings &bindings,
       CUlaunchAttribute attribute = {};
       attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attribute.value.programmaticStreamSerializationAllowed = 1;
-      CUlaunchConfig config = {};
-      config.gridDimX = static_cast<unsigned>(grid[0]);
-      config.gridDimY = static_cast<unsigned>(grid[1]);
-      config.gridDimZ = static_cast<unsigned>(grid[2]);
-      config.blockDimX = static_cast<unsigned>(block[0]);
-      config.blockDimY = static_cast<unsigned>(block[1]);
-      config.blockDimZ = static_cast<unsigned>(block[2]);
-      config.sharedMemBytes = static_cast<unsigned>(shared);
-      config.hStream = stream;
       config.attrs = &attribute;
       config.numAttrs = 1;
       launched = d.cuLaunchKernelEx(&config, function, params.data(), nullptr);
     } else {
       launched = d.cuLaunchKernel(
-          function, static_cast<unsigned>(grid[0]),
-          static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
-          static_cast<unsigned>(block[0]), static_cast<unsigned>(block[1]),
-          static_cast<unsigned>(block[2]), static_cast<unsigned>(shared),
-          stream, params.data(), nullptr);
+          function, config.gridDimX, config.gridDimY, config.gridDimZ,
+          config.blockDimX, config.blockDimY, config.blockDimZ,
+          config.sharedMemBytes, stream, params.data(), nullptr);
     }
     check(launched, [&] {
       return "launching kernel '" + step.function + "' of bundle '" +

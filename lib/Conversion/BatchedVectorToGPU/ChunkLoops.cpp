@@ -343,15 +343,16 @@ LogicalResult ChunkLoopEmitter::emitStage(int64_t stage) {
   return success();
 }
 
-SetVector<Value> ChunkLoopEmitter::neededBy(
-    int64_t stage, const Loop &loop, const DenseSet<Value> &carried,
-    const DenseMap<Value, int64_t> &through, bool *readsCarried) {
+SetVector<Value>
+ChunkLoopEmitter::neededBy(int64_t stage, const Loop &loop,
+                           const DenseMap<Value, CarriedRange> &carried,
+                           bool *readsCarried) {
   SetVector<Value> needed;
   std::function<void(Value)> visit = [&](Value v) {
     if (!isa<bvec::VecType>(v.getType()) || needed.contains(v) ||
         isSharedLeaf(k.stages, v, stage))
       return;
-    if (carried.contains(v) && stage <= through.lookup(v)) {
+    if (carried.lookup(v).readIn(stage)) {
       if (readsCarried)
         *readsCarried = true;
       return;
@@ -385,8 +386,7 @@ void ChunkLoopEmitter::planCarried() {
   k.func.getBody().walk([&](bvec::VecMulMatOp mm) {
     matrixStages.insert(stages.of(mm.getResult()));
   });
-  DenseSet<Value> carried;
-  DenseMap<Value, int64_t> through;
+  DenseMap<Value, CarriedRange> carried;
   DenseMap<int64_t, SmallVector<Value>> plan;
   int64_t floats = 0;
   for (int64_t s = 0; s + 1 < stages.numStages; ++s) {
@@ -406,7 +406,7 @@ void ChunkLoopEmitter::planCarried() {
     };
     for (int64_t later = s + 1; later <= last; ++later)
       for (const Loop &loop : loopsOf(later)) {
-        for (Value v : neededBy(later, loop, carried, through))
+        for (Value v : neededBy(later, loop, carried))
           if (stages.of(v) > s)
             for (Value operand : v.getDefiningOp()->getOperands())
               consider(operand, later);
@@ -420,15 +420,14 @@ void ChunkLoopEmitter::planCarried() {
         return;
       floats += edgesPerWarp * llvm::divideCeil(length.size, chunk) * chunk /
                 32;
-      carried.insert(v);
-      through[v] = last;
+      carried[v] = {s, last};
       plan[s].push_back(v);
     }
   }
   if (floats > k.layout.carryFloats)
     return;
   k.carriedFrom = std::move(plan);
-  k.carriedThrough = std::move(through);
+  k.carriedRanges = std::move(carried);
 }
 
 Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
@@ -473,7 +472,7 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
     auto get = [&](Value v) -> Value {
       if (Value found = values.lookup(v))
         return found;
-      if (k.carried.contains(v))
+      if (k.carriedRanges.contains(v))
         return k.carriedChunks.lookup({v, i, *chunk});
       return readLeaf(v, edge, d0, valid);
     };
@@ -676,8 +675,7 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
   // The vectors computed in this loop: everything the roots need that is
   // neither read from shared memory nor carried from an earlier stage.
   bool readsCarried = false;
-  SetVector<Value> needed =
-      neededBy(stage, loop, k.carried, k.carriedThrough, &readsCarried);
+  SetVector<Value> needed = neededBy(stage, loop, k.carriedRanges, &readsCarried);
   ChunkBody body{loop, needed, {}, k.lengthValue(loop.lengthOf)};
   for (Value v : needed)
     if (auto gather = v.getDefiningOp<bvec::GatherVecOp>())
@@ -698,7 +696,6 @@ LogicalResult ChunkLoopEmitter::emitLoop(int64_t stage, Loop &loop) {
     // Carried vectors are kept chunk by chunk: one chunk after the other
     // over the whole (static) length, no loop.
     accumulators = emitUnrolled(body, init);
-    k.carried.insert(loop.carry.begin(), loop.carry.end());
   } else if (body.gathers.empty() || !k.layout.stagesRows()) {
     accumulators = emitDirect(body, init);
   } else {

@@ -73,6 +73,14 @@ struct InspectorSlot {
   bool inspected = false;
 };
 
+/// The stages that read a carried vector from registers: after the stage
+/// that computes it (`from`) through the stage before the next one with
+/// matrix products, or the last (`through`).
+struct CarriedRange {
+  int64_t from = 0, through = -1;
+  bool readIn(int64_t stage) const { return from < stage && stage <= through; }
+};
+
 class KernelEmitter {
 public:
   KernelEmitter(OpBuilder &builder, bvec::FuncOp func,
@@ -185,13 +193,10 @@ private:
 
   // Vectors carried in registers from the stage that computes them to the
   // later stages that read them (ChunkLoopEmitter::planCarried): the
-  // vectors each stage keeps, the last stage that reads each from registers
-  // (the stage before the next one with matrix products, or the last), the
-  // vectors kept so far, and their chunk values by (vector, i-th edge of
-  // the warp, chunk).
+  // vectors each stage keeps, the stages that read each from registers,
+  // and their chunk values by (vector, i-th edge of the warp, chunk).
   DenseMap<int64_t, SmallVector<Value>> carriedFrom;
-  DenseMap<Value, int64_t> carriedThrough;
-  DenseSet<Value> carried;
+  DenseMap<Value, CarriedRange> carriedRanges;
   DenseMap<std::tuple<Value, int64_t, int64_t>, Value> carriedChunks;
 };
 

@@ -77,11 +77,9 @@ private:
   std::vector<Loop> loopsOf(int64_t stage);
   /// The vectors a loop of `stage` computes for its roots: everything they
   /// depend on that is neither read from shared memory nor carried into
-  /// `stage` (`carried` holds the vectors and the last stage that reads
-  /// each from registers); `readsCarried` tells whether it reads one.
+  /// `stage` (by `carried`); `readsCarried` tells whether it reads one.
   SetVector<Value> neededBy(int64_t stage, const Loop &loop,
-                            const DenseSet<Value> &carried,
-                            const DenseMap<Value, int64_t> &through,
+                            const DenseMap<Value, CarriedRange> &carried,
                             bool *readsCarried = nullptr);
   LogicalResult emitLoop(int64_t stage, Loop &loop);
   /// `chunk` is the chunk's number when the loop is unrolled over the whole
