@@ -2,7 +2,9 @@
 bundle variant (<model>.pos.D512.<variant>.kgebundle), the time per call as
 the benchmark measures it, the GPU time alone (20 calls in one CUDA graph)
 and the relative error against PyTorch, next to torch.compile in the same
-run.
+run. Time per call: the median over rounds of 20 back-to-back calls, the
+rounds of all variants (and torch.compile) interleaved, so that a drift of
+the machine during the run does not favour one of them.
 
     PYTHONPATH=/tmp/kge-runtime/python_packages python3 bench/proto/variant_probe.py \\
         .carry/variants s25 s50 s101 ...
@@ -12,12 +14,13 @@ import json
 import pathlib
 import sys
 
+import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import datasets  # noqa: E402
-from bench_score_functions import TORCH, make_tables, time_per_call  # noqa: E402
+from bench_score_functions import TORCH, make_tables  # noqa: E402
 from vector_probe_lib import graph_time  # noqa: E402
 import kge_runtime  # noqa: E402
 
@@ -27,6 +30,7 @@ parser.add_argument("variants", nargs="+")
 parser.add_argument("--models", nargs="*", default=["transe_l1", "transe_l2", "transh", "transf", "distmult", "complex"])
 parser.add_argument("--batch", type=int, default=16384)
 parser.add_argument("--negatives", type=int, default=0, help="K: time negative-mode bundles, B/K edges")
+parser.add_argument("--rounds", type=int, default=15)
 args = parser.parse_args()
 directory, variants, models = args.directory, args.variants, args.models
 B, D = args.batch, 512
@@ -35,6 +39,30 @@ triples, entities, relations = datasets.fb15k_like()
 triples = torch.from_numpy(triples).cuda()
 g = torch.Generator(device="cuda").manual_seed(0)
 results = []
+
+
+def interleaved_per_call(fns, rounds, calls=20):
+    """Median µs per call of each of `fns` (name -> callable), their rounds
+    of `calls` back-to-back calls taken in turn."""
+    for fn in fns.values():
+        for _ in range(5):
+            fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = {name: [] for name in fns}
+    for r in range(rounds):
+        names = list(fns)
+        names = names[r % len(names):] + names[:r % len(names)]
+        for name in names:
+            start.record()
+            for _ in range(calls):
+                fns[name]()
+            end.record()
+            torch.cuda.synchronize()
+            samples[name].append(start.elapsed_time(end) * 1e3 / calls)
+    return {name: float(np.median(s)) for name, s in samples.items()}
+
+
 for model in models:
     first = kge_runtime.Program((directory / f"{model}.{mode}.D{D}.{variants[0]}.kgebundle").read_text())
     tables, _ = make_tables(first.signature, entities, relations, D, g)
@@ -45,18 +73,26 @@ for model in models:
         inputs["t"] = torch.randint(0, entities, (B // K, K), generator=g, device="cuda")
     out = torch.empty(inputs["t"].shape, device="cuda")
     row = {"model": model}
+    fns = {}
     if not args.negatives:
         ref = TORCH[model](**inputs)
         compiled = torch.compile(TORCH[model], dynamic=False)
-        row["compile"] = time_per_call(lambda: compiled(**inputs))[0]
+        fns["compile"] = lambda: compiled(**inputs)
+    programs, errors = {}, {}
     for variant in variants:
         program = kge_runtime.Program((directory / f"{model}.{mode}.D{D}.{variant}.kgebundle").read_text())
-        err = 0.0
+        programs[variant] = program
+        errors[variant] = 0.0
         if not args.negatives:
-            err = float((program(**inputs)["score"] - ref).norm() / ref.norm())
-            assert err < 1e-5, (model, variant, err)
-        row[variant] = (time_per_call(lambda: program(**inputs))[0],
-                        graph_time(lambda st: program(**inputs, out={"score": out}, stream=st.cuda_stream)), err)
+            errors[variant] = float((program(**inputs)["score"] - ref).norm() / ref.norm())
+            assert errors[variant] < 1e-5, (model, variant, errors[variant])
+        fns[variant] = lambda program=program: program(**inputs)
+    per_call = interleaved_per_call(fns, args.rounds)
+    row["compile"] = per_call.get("compile", 0.0)
+    for variant, program in programs.items():
+        row[variant] = (per_call[variant],
+                        graph_time(lambda st: program(**inputs, out={"score": out}, stream=st.cuda_stream)),
+                        errors[variant])
     results.append(row)
     print(model, mode, f"compile {row.get('compile', 0):.1f}", "  ".join(
         f"{v}: {row[v][0]:.1f}/{row[v][1]:.1f} err {row[v][2]:.1e}" for v in variants), flush=True)

@@ -63,6 +63,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
                      "registers when they need at most this many floats per "
                      "lane; 0: never (-1: choose)"),
       llvm::cl::init(-1)};
+  Option<int64_t> blocksPerSM{
+      *this, "blocks-per-sm",
+      llvm::cl::desc("thread blocks per multiprocessor to compile for "
+                     "(registers per thread: 64K / (blocks x threads), at "
+                     "least 64); 0: no request (-1: choose)"),
+      llvm::cl::init(-1)};
 };
 
 /// bvec -> fused gpu kernels -> NVVM/LLVM dialects.

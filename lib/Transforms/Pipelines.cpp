@@ -45,6 +45,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.stageRepeats = options.stageRepeats;
   fuse.matrixMath = options.matrixMath;
   fuse.carryFloats = options.carryFloats;
+  fuse.blocksPerSM = options.blocksPerSM;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

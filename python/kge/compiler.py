@@ -7,7 +7,7 @@ import pathlib
 _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-width",
                    "reorder_key": "reorder-key", "reorder_group": "reorder-group",
                    "stage_repeats": "stage-repeats", "matrix_math": "matrix-math",
-                   "carry_floats": "carry-floats"}
+                   "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm"}
 
 
 def _ir():
@@ -20,7 +20,7 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
-    matrix_math, carry_floats)."""
+    matrix_math, carry_floats, blocks_per_sm)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
 #include <unordered_map>
 
 namespace py = pybind11;
@@ -98,23 +97,23 @@ std::optional<DType> dtypeFromDLPack(DLDataType t) {
   return std::nullopt;
 }
 
+// The caches below are only touched with the GIL held (every caller runs
+// in a Python call before the GIL is released), which serializes them.
+
 /// Caches the DType of torch dtype objects (str() of a dtype is slow).
 DType torchDType(py::handle dtype, const std::string &name) {
-  static std::mutex mutex;
   static std::unordered_map<PyObject *, DType> cache;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(dtype.ptr());
-    if (it != cache.end())
-      return it->second;
-  }
+  auto it = cache.find(dtype.ptr());
+  if (it != cache.end())
+    return it->second;
   std::string text = py::str(dtype);
   std::optional<DType> parsed = dtypeFromTorchName(text);
   if (!parsed)
     throw ArgumentError("'" + name + "' has dtype " + text +
                         ", which KGE bundles do not use");
-  std::lock_guard<std::mutex> lock(mutex);
-  cache[dtype.ptr()] = *parsed;
+  // dtype objects are singletons that live as long as torch: a borrowed
+  // pointer is a stable key.
+  cache.emplace(dtype.ptr(), *parsed);
   return *parsed;
 }
 
@@ -137,11 +136,18 @@ struct Names {
 };
 
 /// obj.name(args...) as a new reference; throws the Python error on
-/// failure.
+/// failure. Vectorcall (Python 3.9+) builds no bound-method object.
 template <typename... Args>
 py::object callMethod(py::handle obj, PyObject *name, Args... args) {
+#if PY_VERSION_HEX >= 0x03090000
+  PyObject *stack[] = {obj.ptr(), args.ptr()...};
+  PyObject *result = PyObject_VectorcallMethod(
+      name, stack, (1 + sizeof...(Args)) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+      nullptr);
+#else
   PyObject *result = PyObject_CallMethodObjArgs(obj.ptr(), name, args.ptr()...,
                                                 nullptr);
+#endif
   if (!result)
     throw py::error_already_set();
   return py::reinterpret_steal<py::object>(result);
@@ -176,21 +182,27 @@ std::vector<int64_t> toInt64s(py::handle sequence) {
 /// Whether `object` is a PyTorch tensor (its type, or a base, was seen to
 /// have the tensor attributes; cached per type).
 bool isTorchTensor(py::handle object) {
-  static std::mutex mutex;
   static std::unordered_map<PyTypeObject *, bool> known;
   PyTypeObject *type = Py_TYPE(object.ptr());
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = known.find(type);
-    if (it != known.end())
-      return it->second;
-  }
+  auto it = known.find(type);
+  if (it != known.end())
+    return it->second;
   bool torch = py::hasattr(object, "data_ptr") &&
                py::hasattr(object, "get_device") &&
                py::hasattr(object, "is_contiguous");
-  std::lock_guard<std::mutex> lock(mutex);
-  known[type] = torch;
+  // Keep the type alive: its address is the key.
+  Py_INCREF(type);
+  known.emplace(type, torch);
   return torch;
+}
+
+/// The data pointer of a torch tensor.
+uint64_t torchDataPointer(py::handle tensor) {
+  py::object pointer = callMethod(tensor, Names::get().dataPtr);
+  uint64_t data = PyLong_AsUnsignedLongLong(pointer.ptr());
+  if (PyErr_Occurred())
+    throw py::error_already_set();
+  return data;
 }
 
 /// Reads one array argument.
@@ -200,10 +212,7 @@ DeviceArray readArray(py::handle object, const std::string &name) {
   // building __cuda_array_interface__ or a DLPack capsule.
   if (isTorchTensor(object)) {
     const Names &n = Names::get();
-    py::object pointer = callMethod(object, n.dataPtr);
-    array.data = PyLong_AsUnsignedLongLong(pointer.ptr());
-    if (PyErr_Occurred())
-      throw py::error_already_set();
+    array.data = torchDataPointer(object);
     array.shape = toInt64s(getAttr(object, n.shape));
     if (callMethod(object, n.isContiguous).ptr() != Py_True)
       array.strides = toInt64s(callMethod(object, n.stride));
@@ -385,6 +394,7 @@ public:
     std::vector<DeviceArray> arguments;
     arguments.reserve(signature.numArguments());
     py::handle firstTable;
+    unsigned firstTableIndex = 0;
     for (unsigned i = 0; i < signature.numArguments(); ++i) {
       const Parameter &p = signature.params[i];
       PyObject *value = PyDict_GetItemWithError(kw, names[i].ptr());
@@ -396,8 +406,10 @@ public:
       }
       ++recognized;
       arguments.push_back(readArray(value, p.name));
-      if (p.role == ParamRole::Table && !firstTable)
+      if (p.role == ParamRole::Table && !firstTable) {
         firstTable = value;
+        firstTableIndex = i;
+      }
     }
     if (PyDict_Size(kw) != recognized)
       rejectUnknown(kwargs);
@@ -416,17 +428,25 @@ public:
         throw py::error_already_set();
       if (given) {
         out = py::reinterpret_borrow<py::object>(given);
+        resultArrays.push_back(readArray(out, p.name));
       } else if (firstTable && isTorchTensor(firstTable)) {
         py::tuple shape(shapes[r].size());
         for (size_t d = 0; d < shapes[r].size(); ++d)
           shape[d] = py::int_(shapes[r][d]);
         out = callMethod(firstTable, Names::get().newEmpty, shape);
+        // new_empty gives a contiguous tensor of this shape with the
+        // table's dtype and device: only its address is new.
+        DeviceArray array = arguments[firstTableIndex];
+        array.data = torchDataPointer(out);
+        array.shape = shapes[r];
+        array.strides.clear();
+        resultArrays.push_back(std::move(array));
       } else {
         int device = arguments.empty() ? program->device() : arguments[0].device;
         out = py::cast(std::make_shared<DeviceBuffer>(
             shapes[r], p.dtype, device < 0 ? program->device() : device));
+        resultArrays.push_back(readArray(out, p.name));
       }
-      resultArrays.push_back(readArray(out, p.name));
       if (PyDict_SetItem(results.ptr(), names[index].ptr(), out.ptr()) < 0)
         throw py::error_already_set();
     }

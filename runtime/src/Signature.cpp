@@ -105,20 +105,35 @@ static std::string shapeString(const std::vector<Dim> &shape) {
   return text + "]";
 }
 
-/// Checks one array against `param`, binding its symbols. `origin` records,
-/// for each bound symbol, which parameter bound it (for messages).
-static bool bindOne(const Parameter &param, const ArrayDesc &array,
-                    Bindings &bindings,
-                    std::map<std::string, std::string> &origin,
-                    std::string &error) {
-  std::string what = std::string(roleName(param.role)) + " '" + param.name + "'";
+/// What set `symbol` first: the requested batch size or the first of
+/// `signature`'s parameters before `before` that has it (for messages).
+static std::string originOf(const Signature &signature, unsigned before,
+                            const std::string &symbol, bool batchSizeGiven) {
+  if (batchSizeGiven && symbol == "B")
+    return "the requested batch size";
+  for (unsigned i = 0; i < before; ++i)
+    for (const Dim &dim : signature.params[i].shape)
+      if (!dim.isStatic() && dim.symbol == symbol)
+        return signature.params[i].name;
+  return symbol;
+}
+
+/// Checks argument `index` against its parameter, binding its symbols. No
+/// string is built unless there is an error (this runs on every call).
+static bool bindOne(const Signature &signature, unsigned index,
+                    const ArrayDesc &array, bool batchSizeGiven,
+                    Bindings &bindings, std::string &error) {
+  const Parameter &param = signature.params[index];
+  auto what = [&] {
+    return std::string(roleName(param.role)) + " '" + param.name + "'";
+  };
   if (array.dtype != param.dtype) {
-    error = what + " expects dtype " + dtypeName(param.dtype) + ", got " +
+    error = what() + " expects dtype " + dtypeName(param.dtype) + ", got " +
             dtypeName(array.dtype);
     return false;
   }
   if (array.shape.size() != param.shape.size()) {
-    error = what + " expects rank " + std::to_string(param.shape.size()) +
+    error = what() + " expects rank " + std::to_string(param.shape.size()) +
             " (shape " + shapeString(param.shape) + "), got rank " +
             std::to_string(array.shape.size()) + " (shape " +
             shapeString(array.shape) + ")";
@@ -127,14 +142,14 @@ static bool bindOne(const Parameter &param, const ArrayDesc &array,
   for (size_t d = 0; d < param.shape.size(); ++d) {
     const Dim &dim = param.shape[d];
     int64_t actual = array.shape[d];
-    std::string where = " in dimension " + std::to_string(d);
+    auto where = [&] { return " in dimension " + std::to_string(d); };
     if (actual < 0) {
-      error = what + " has negative size " + std::to_string(actual) + where;
+      error = what() + " has negative size " + std::to_string(actual) + where();
       return false;
     }
     if (dim.isStatic()) {
       if (actual != dim.size) {
-        error = what + " expects size " + std::to_string(dim.size) + where +
+        error = what() + " expects size " + std::to_string(dim.size) + where() +
                 " (shape " + shapeString(param.shape) + "), got " +
                 std::to_string(actual) + " (shape " +
                 shapeString(array.shape) + ")";
@@ -145,13 +160,13 @@ static bool bindOne(const Parameter &param, const ArrayDesc &array,
     int64_t bound = bindings.lookup(dim.symbol);
     if (bound < 0) {
       bindings.symbols[dim.symbol] = actual;
-      origin[dim.symbol] = param.name;
       continue;
     }
     if (bound != actual) {
-      error = what + " has size " + std::to_string(actual) + where + " but '" +
-              dim.symbol + "' is " + std::to_string(bound) + " (set by '" +
-              origin[dim.symbol] + "')";
+      error = what() + " has size " + std::to_string(actual) + where() +
+              " but '" + dim.symbol + "' is " + std::to_string(bound) +
+              " (set by '" +
+              originOf(signature, index, dim.symbol, batchSizeGiven) + "')";
       return false;
     }
   }
@@ -168,7 +183,6 @@ bool bindArguments(const Signature &signature,
             " arguments, got " + std::to_string(arguments.size());
     return false;
   }
-  std::map<std::string, std::string> origin;
   if (batchSize) {
     if (*batchSize < 0) {
       error = "batch size must not be negative, got " +
@@ -176,10 +190,10 @@ bool bindArguments(const Signature &signature,
       return false;
     }
     bindings.symbols["B"] = *batchSize;
-    origin["B"] = "the requested batch size";
   }
   for (unsigned i = 0; i < numArgs; ++i)
-    if (!bindOne(signature.params[i], arguments[i], bindings, origin, error))
+    if (!bindOne(signature, i, arguments[i], batchSize.has_value(), bindings,
+                 error))
       return false;
   for (unsigned i = numArgs; i < signature.params.size(); ++i)
     for (const Dim &dim : signature.params[i].shape)

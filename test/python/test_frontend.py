@@ -105,6 +105,21 @@ def test_carry_floats_option_keeps_vectors_in_registers():
         fn.compile(sizes=sizes, carry_floats=500)
 
 
+def test_static_lengths_unroll_every_chunk_and_blocks_per_sm_caps_registers():
+    """TransF at D = 512 (two inner products per edge): all 4 chunks of
+    the 3 rows of a warp's 4 edges are loaded in one unrolled sequence
+    (48 loads, no loop over the length), and the kernel is compiled for 4
+    blocks of 8 warps per multiprocessor unless asked otherwise."""
+    fn = FUNCTIONS["transf"]
+    ptx = fn.compile(sizes={"D_Eemb": 512}, cubin=False).ptx
+    assert ptx.count("ld.global.v4") == 48
+    assert ".minnctapersm 4" in ptx
+    assert ".minnctapersm" not in fn.compile(blocks_per_sm=0, cubin=False).ptx
+    assert ".minnctapersm 2" in fn.compile(warps=16, tile=64, cubin=False).ptx
+    with pytest.raises(kge.MLIRError, match=r"blocks_per_sm must be in \[0, 2\] for blocks of 512 threads"):
+        fn.compile(warps=16, tile=64, blocks_per_sm=3)
+
+
 def test_bundles_save_and_load(tmp_path):
     bundle = FUNCTIONS["distmult"].compile(cubin=False)
     path = bundle.save(tmp_path / "distmult.kgebundle")

@@ -294,16 +294,11 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
                     rewriter.getUnitAttr());
     kernel.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
         {static_cast<int32_t>(emitter.blockSize()), 1, 1}));
-    // Two blocks per multiprocessor (registers capped at 128 for 256
-    // threads): chunk loops keep many loads in flight and need the warps.
-    // Only where that leaves every thread the registers the device
-    // library's inspector needs (about 64: blocks of at most 512 threads);
-    // the link fails otherwise. Matrix products are limited by shared
-    // memory instead and keep their registers.
-    constexpr int64_t kRegistersPerSM = 65536, kInspectorRegisters = 64;
-    if (!bvec::hasMatrixProducts(func) &&
-        2 * emitter.blockSize() * kInspectorRegisters <= kRegistersPerSM)
-      kernel->setAttr("nvvm.minctasm", rewriter.getI32IntegerAttr(2));
+    // The occupancy the layout asks for (bvec-fuse checked that it leaves
+    // every thread the registers the inspector needs).
+    if (layout->blocksPerSM > 0)
+      kernel->setAttr("nvvm.minctasm", rewriter.getI32IntegerAttr(
+                                           static_cast<int32_t>(layout->blocksPerSM)));
     if (failed(emitter.emit(kernel))) {
       rewriter.eraseOp(module);
       return failure();

@@ -276,8 +276,10 @@ Value ChunkLoopEmitter::loadGatheredChunk(bvec::GatherVecOp gather, Value edge,
                                  k.splat(k.constF32(0.0f)));
 }
 
-/// The direct path unrolls chunks until about bvec::kRowLoadsInFlight row
-/// loads per lane are in flight, and at most kMaxUnrolledChunks.
+/// The direct path unrolls at most kMaxUnrolledChunks chunks: all of them
+/// over a static length (the assembler keeps as many of their loads in
+/// flight as the registers allow), otherwise until about
+/// bvec::kRowLoadsInFlight row loads per lane are in flight.
 static constexpr int64_t kMaxUnrolledChunks = 4;
 
 struct ChunkLoopEmitter::Loop {
@@ -632,14 +634,21 @@ SmallVector<Value> ChunkLoopEmitter::emitDirect(ChunkBody &body,
   OpBuilder &b = k.b;
   Location loc = k.loc;
   int64_t chunk = 32 * k.layout.vectorWidth;
-  // About kRowLoadsInFlight row loads per lane: edges x gathers x chunks.
-  int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
-  int64_t perChunk = std::max<int64_t>(
-      1, edgesPerWarp * static_cast<int64_t>(body.gathers.size()));
-  int64_t unroll = std::clamp<int64_t>(bvec::kRowLoadsInFlight / perChunk, 1,
-                                       kMaxUnrolledChunks);
-  if (std::optional<int64_t> length = getConstantIntValue(body.length))
+  // Over a static length every chunk (up to kMaxUnrolledChunks): a loop
+  // the assembler cannot see through waits for each group of loads, and
+  // with the registers of 4 blocks per SM it spilled (TransF, ComplEx).
+  // Over a dynamic length, about kRowLoadsInFlight row loads per lane:
+  // edges x gathers x chunks.
+  int64_t unroll = kMaxUnrolledChunks;
+  if (std::optional<int64_t> length = getConstantIntValue(body.length)) {
     unroll = std::min<int64_t>(unroll, llvm::divideCeil(*length, chunk));
+  } else {
+    int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
+    int64_t perChunk = std::max<int64_t>(
+        1, edgesPerWarp * static_cast<int64_t>(body.gathers.size()));
+    unroll = std::clamp<int64_t>(bvec::kRowLoadsInFlight / perChunk, 1,
+                                 kMaxUnrolledChunks);
+  }
   auto forOp = scf::ForOp::create(b, loc, k.constIndex(0), body.length,
                                   k.constIndex(chunk * unroll), init);
   if (init.empty())

@@ -1,6 +1,7 @@
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu | FileCheck %s
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu=negative=t | FileCheck %s --check-prefix=NEG
 // RUN: kge-opt %s -split-input-file -bvec-fuse=stage-repeats=25 -convert-bvec-to-gpu | FileCheck %s --check-prefix=STAGED
+// RUN: kge-opt %s -split-input-file -bvec-fuse=blocks-per-sm=0 -convert-bvec-to-gpu | FileCheck %s --check-prefix=NOOCC
 
 // One score function becomes one gpu.module with ONE kernel. The kernel
 // carves its buffers out of dynamic shared memory, loads every row directly
@@ -23,6 +24,7 @@
 // CHECK-NEXT: llvm.func @kge_inspect_frequent(i64, i32, i64, i64) -> i32
 // CHECK-NEXT: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: nvvm.minctasm = 4 : i32
 // CHECK-NOT: gpu.grid_dim
 // CHECK: %[[BLOCK:.*]] = gpu.block_id x
 // CHECK-NOT: gpu.grid_dim
@@ -37,6 +39,12 @@
 // CHECK: gpu.return
 // CHECK-NOT: gpu.func
 // CHECK-NOT: bvec.
+
+// The layout's blocks_per_sm (4 for vector kernels of 8 warps) becomes
+// nvvm.minctasm; 0 asks for nothing.
+// NOOCC: gpu.func @transe
+// NOOCC-NOT: minctasm
+// NOOCC: gpu.block_id
 
 // STAGED: gpu.func @transe
 // STAGED-COUNT-3: llvm.call @kge_inspect_unique
@@ -82,6 +90,7 @@ bvec.func @transe(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
 // CHECK-SAME: function = "transr"
 // CHECK-SAME: kge.scratch = [{count = "B", dtype = "i32", name = "perm"}
 // CHECK: gpu.func @transr
+// CHECK-NOT: minctasm
 // CHECK: %[[BLOCK:.*]] = gpu.block_id x
 // CHECK: %[[GRID:.*]] = gpu.grid_dim x
 // CHECK: %[[HALF:.*]] = arith.divui %[[BLOCK]], %{{.*}} : index

@@ -58,6 +58,12 @@ bool hasMatrixProducts(FuncOp func);
 /// reach it with one chunk (at most 4), and the loops unroll chunks up to it.
 inline constexpr int64_t kRowLoadsInFlight = 16;
 
+/// 32-bit registers of one multiprocessor (sm_80 and sm_90).
+inline constexpr int64_t kRegistersPerSM = 65536;
+/// Registers per thread that every kernel keeps at least: the device
+/// library's inspector needs about 64, and the link fails with fewer.
+inline constexpr int64_t kMinRegistersPerThread = 64;
+
 /// The kernel layout of a fused function, stored as the `bvec.kernel`
 /// dictionary attribute.
 struct KernelLayout {
@@ -80,6 +86,11 @@ struct KernelLayout {
   /// when, all together, they need at most this many floats per lane
   /// (0: every stage reads its rows again).
   int64_t carryFloats = 128;
+  /// Thread blocks per multiprocessor the kernel is compiled for
+  /// (`nvvm.minctasm`): registers are capped at 64K / (blocks x threads) per
+  /// thread, at least 64 (the device library's inspector needs them).
+  /// 0: no request, registers left to the assembler.
+  int64_t blocksPerSM = 0;
   int64_t stages = 1;
 
   /// Whether some tile may stage rows in shared memory.
@@ -101,7 +112,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            int64_t reorderGroup,
                                            int64_t stageRepeats = -1,
                                            StringRef matrixMath = "",
-                                           int64_t carryFloats = -1);
+                                           int64_t carryFloats = -1,
+                                           int64_t blocksPerSM = -1);
 
 } // namespace bvec
 } // namespace mlir

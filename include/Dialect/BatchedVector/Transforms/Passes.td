@@ -92,6 +92,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
            "keep vectors that later stages read again in registers when "
            "they need at most this many floats per lane; 0: never "
            "(-1: choose)">,
+    Option<"blocksPerSM", "blocks-per-sm", "int64_t", /*default=*/"-1",
+           "thread blocks per multiprocessor to compile for (registers per "
+           "thread: 64K / (blocks x threads), at least 64); 0: no request "
+           "(-1: choose)">,
   ];
 }
 

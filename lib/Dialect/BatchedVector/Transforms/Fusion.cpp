@@ -89,6 +89,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
       b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
       b.getNamedAttr("carry_floats", b.getI64IntegerAttr(carryFloats)),
+      b.getNamedAttr("blocks_per_sm", b.getI64IntegerAttr(blocksPerSM)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
   });
 }
@@ -162,6 +163,15 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
     return func.emitOpError()
            << "kernel layout: carry_floats must be in [0, " << kMaxCarryFloats
            << "] (floats per lane, 0: never carry), got " << layout.carryFloats;
+  int64_t threads = 32 * layout.warps;
+  if (layout.blocksPerSM < 0 ||
+      layout.blocksPerSM * threads * kMinRegistersPerThread > kRegistersPerSM)
+    return func.emitOpError()
+           << "kernel layout: blocks_per_sm must be in [0, "
+           << kRegistersPerSM / (threads * kMinRegistersPerThread)
+           << "] for blocks of " << threads << " threads (each thread keeps "
+           << kMinRegistersPerThread << " of the " << kRegistersPerSM
+           << " registers of a multiprocessor), got " << layout.blocksPerSM;
   if (layout.stages < 1)
     return func.emitOpError() << "kernel layout: stages must be positive";
   return success();
@@ -204,6 +214,7 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("stage_repeats", layout.stageRepeats)) ||
       failed(readInt("stages", layout.stages)) ||
       failed(readInt("carry_floats", layout.carryFloats)) ||
+      failed(readInt("blocks_per_sm", layout.blocksPerSM)) ||
       failed(verifyLayout(func, layout)))
     return failure();
   return layout;
@@ -219,7 +230,7 @@ static constexpr int64_t kDefaultStageRepeats = 101;
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
     StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats,
-    StringRef matrixMath, int64_t carryFloats) {
+    StringRef matrixMath, int64_t carryFloats, int64_t blocksPerSM) {
   KernelLayout layout;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
@@ -272,6 +283,16 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     layout.matrixMath = matrixMath.str();
   if (carryFloats >= 0)
     layout.carryFloats = carryFloats;
+  // Vector kernels: as many blocks per multiprocessor as leave each thread
+  // 64 registers (4 blocks of 8 warps), so that every block of a batch
+  // of 16384 edges is resident at once; the assembler then schedules the
+  // unrolled row loads within that budget. Matrix kernels are limited by
+  // shared memory instead and keep their registers.
+  if (blocksPerSM >= 0)
+    layout.blocksPerSM = blocksPerSM;
+  else if (!anyMatrixProduct)
+    layout.blocksPerSM =
+        kRegistersPerSM / (32 * layout.warps * kMinRegistersPerThread);
   layout.stages = computeFusionStages(func).numStages;
   if (failed(verifyLayout(func, layout)))
     return failure();
@@ -291,7 +312,7 @@ struct BatchedVectorFusePass
     for (auto func : getOperation().getOps<FuncOp>()) {
       FailureOr<KernelLayout> layout = chooseKernelLayout(
           func, tile, warps, vectorWidth, reorderKey, reorderGroup,
-          stageRepeats, matrixMath, carryFloats);
+          stageRepeats, matrixMath, carryFloats, blocksPerSM);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);
