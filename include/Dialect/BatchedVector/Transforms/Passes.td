@@ -55,13 +55,17 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     when every length is a static multiple of 4, a whole-batch reordering
     by the matrix index when the function gathers matrices, and
     `carry_floats = 128`: vectors that a later stage reads again stay in
-    registers when they need at most 128 floats per lane.
+    registers when they need at most 128 floats per lane, and
+    `blocks_per_sm` (the kernel's `nvvm.minctasm`) as many blocks per
+    multiprocessor as leave each thread 64 registers for functions without
+    `vec_mul_mat` (4 for 8 warps), 0 (no request) for those with it.
 
     Example output (TransR):
 
     ```mlir
     bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
-        carry_floats = 128 : i64, matrix_math = "tf32x3",
+        blocks_per_sm = 0 : i64, carry_floats = 128 : i64,
+        matrix_math = "tf32x3",
         reorder_group = 0 : i64, reorder_key = "r",
         stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64,
         vector_width = 1 : i64, warps = 16 : i64}} {
