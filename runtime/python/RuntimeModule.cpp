@@ -436,10 +436,11 @@ public:
         out = callMethod(firstTable, Names::get().newEmpty, shape);
         // new_empty gives a contiguous tensor of this shape with the
         // table's dtype and device: only its address is new.
-        DeviceArray array = arguments[firstTableIndex];
+        DeviceArray array;
         array.data = torchDataPointer(out);
+        array.dtype = arguments[firstTableIndex].dtype;
         array.shape = shapes[r];
-        array.strides.clear();
+        array.device = arguments[firstTableIndex].device;
         resultArrays.push_back(std::move(array));
       } else {
         int device = arguments.empty() ? program->device() : arguments[0].device;

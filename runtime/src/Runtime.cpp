@@ -282,9 +282,7 @@ static void checkPlacement(const Signature &signature,
   for (size_t i = 0; i < arrays.size(); ++i) {
     const DeviceArray &a = arrays[i];
     const Parameter &p = signature.params[firstParam + i];
-    auto what = [&] {
-      return std::string(roleName(p.role)) + " '" + p.name + "'";
-    };
+    auto what = [&] { return p.describe(); };
     int ordinal = a.device;
     size_t elements = elementCount(a.shape);
     if (elements == 0)

@@ -46,6 +46,10 @@ unsigned dtypeSize(DType dtype) {
   return 0;
 }
 
+std::string Parameter::describe() const {
+  return std::string(roleName(role)) + " '" + name + "'";
+}
+
 const char *roleName(ParamRole role) {
   switch (role) {
   case ParamRole::Table:
@@ -124,9 +128,7 @@ static bool bindOne(const Signature &signature, unsigned index,
                     const ArrayDesc &array, bool batchSizeGiven,
                     Bindings &bindings, std::string &error) {
   const Parameter &param = signature.params[index];
-  auto what = [&] {
-    return std::string(roleName(param.role)) + " '" + param.name + "'";
-  };
+  auto what = [&] { return param.describe(); };
   if (array.dtype != param.dtype) {
     error = what() + " expects dtype " + dtypeName(param.dtype) + ", got " +
             dtypeName(array.dtype);

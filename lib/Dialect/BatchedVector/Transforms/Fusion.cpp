@@ -98,6 +98,12 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
 /// least 63.
 static constexpr int64_t kMaxCarryFloats = 192;
 
+/// The most blocks of `warps` warps per multiprocessor that leave each
+/// thread kMinRegistersPerThread registers.
+static int64_t maxBlocksPerSM(int64_t warps) {
+  return kRegistersPerSM / (32 * warps * kMinRegistersPerThread);
+}
+
 /// Checks a layout against `func`; emits the first problem.
 static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
   if (layout.warps < 1 || layout.warps > 32)
@@ -163,13 +169,12 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
     return func.emitOpError()
            << "kernel layout: carry_floats must be in [0, " << kMaxCarryFloats
            << "] (floats per lane, 0: never carry), got " << layout.carryFloats;
-  int64_t threads = 32 * layout.warps;
   if (layout.blocksPerSM < 0 ||
-      layout.blocksPerSM * threads * kMinRegistersPerThread > kRegistersPerSM)
+      layout.blocksPerSM > maxBlocksPerSM(layout.warps))
     return func.emitOpError()
            << "kernel layout: blocks_per_sm must be in [0, "
-           << kRegistersPerSM / (threads * kMinRegistersPerThread)
-           << "] for blocks of " << threads << " threads (each thread keeps "
+           << maxBlocksPerSM(layout.warps) << "] for blocks of "
+           << 32 * layout.warps << " threads (each thread keeps "
            << kMinRegistersPerThread << " of the " << kRegistersPerSM
            << " registers of a multiprocessor), got " << layout.blocksPerSM;
   if (layout.stages < 1)
@@ -291,8 +296,7 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   if (blocksPerSM >= 0)
     layout.blocksPerSM = blocksPerSM;
   else if (!anyMatrixProduct)
-    layout.blocksPerSM =
-        kRegistersPerSM / (32 * layout.warps * kMinRegistersPerThread);
+    layout.blocksPerSM = maxBlocksPerSM(layout.warps);
   layout.stages = computeFusionStages(func).numStages;
   if (failed(verifyLayout(func, layout)))
     return failure();

@@ -53,6 +53,9 @@ struct Parameter {
   /// For index arrays: positions (in `Signature::params`) of the tables the
   /// indices select rows of.
   std::vector<unsigned> indexedTables;
+
+  /// How messages name it: its role and name ("table 'Eemb'").
+  std::string describe() const;
 };
 
 /// The parameters of a function: arguments first (in declaration order),
