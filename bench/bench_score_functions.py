@@ -4,8 +4,9 @@ torch.compile, measured in one run on the GPU machine.
 
 For every example score function, batch size and embedding length, on a
 knowledge graph (FB15k-like synthetic, or WN18-like from WordNet 3.0):
-time per call (median of back-to-back calls timed with CUDA events, results
-allocated by each call), edges per second, peak GPU memory of one call, and
+time per call (median over rounds of back-to-back calls timed with CUDA events,
+results allocated by each call; the rounds of KGE, eager and torch.compile
+taken in turn), edges per second, peak GPU memory of one call, and
 the fraction of the bytes-moved bound reached: the bytes of the unique rows
 and matrices a batch needs (plus indices and scores) over the
 device-to-device bandwidth measured in the same run.
@@ -18,6 +19,7 @@ Bundles come from test/gpu/build_bundles.py (<model>.pos.D<length>).
 
 import argparse
 import json
+import math
 import pathlib
 import re
 import sys
@@ -73,20 +75,49 @@ TORCH = {"transe_l1": transe(1), "transe_l2": transe(2), "transh": transh, "tran
          "transf": transf, "rescal": rescal, "distmult": distmult, "complex": complex_}
 
 
-def time_per_call(fn, warmup=5, calls=20, rounds=7):
-    for _ in range(warmup):
+def calls_per_round(fn, round_seconds=2e-3, min_calls=20, max_calls=2000):
+    """Back-to-back calls in one timed round: enough for the round to last
+    about `round_seconds`. A round starts on an idle GPU, which waits for
+    the host to issue the first call; over a long round that wait is a
+    negligible part of the time per call, over 20 calls of a GPU-bound
+    function it is not (about 0.5 us per call)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(min_calls):
         fn()
     torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(rounds):
-        start.record()
-        for _ in range(calls):
+    per_call = (time.perf_counter() - start) / min_calls
+    return int(min(max_calls, max(min_calls, math.ceil(round_seconds / per_call))))
+
+
+def interleaved_per_call(fns, rounds=7, warmup=5, calls=None):
+    """Time per call (us) of each of `fns` (name -> callable): (median, min,
+    max) over `rounds` rounds of back-to-back calls timed with CUDA events.
+    The rounds of all functions are taken in turn, so that a drift of the
+    machine during the measurement favours none of them. `calls`: calls per
+    round, by default calls_per_round() of each function."""
+    for fn in fns.values():
+        for _ in range(warmup):
             fn()
-        end.record()
-        torch.cuda.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3 / calls)
-    return float(np.median(samples)), float(np.min(samples)), float(np.max(samples))
+    counts = {name: calls or calls_per_round(fn) for name, fn in fns.items()}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            torch.cuda.synchronize()
+            start.record()
+            for _ in range(counts[name]):
+                fns[name]()
+            end.record()
+            torch.cuda.synchronize()
+            samples[name].append(start.elapsed_time(end) * 1e3 / counts[name])
+    return {name: (float(np.median(s)), float(np.min(s)), float(np.max(s))) for name, s in samples.items()}
+
+
+def time_per_call(fn, warmup=5, calls=None, rounds=7):
+    """interleaved_per_call() of one function: (median, min, max) us."""
+    return interleaved_per_call({"fn": fn}, rounds, warmup, calls)["fn"]
 
 
 def peak_bytes(fn):
@@ -158,6 +189,8 @@ def main():
     parser.add_argument("--batches", type=int, nargs="*", default=[4096, 16384])
     parser.add_argument("--lengths", type=int, nargs="*", default=[128, 512])
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--calls", type=int, default=None,
+                        help="calls per timed round (default: about 2 ms of calls, at least 20)")
     parser.add_argument("--variant", default="",
                         help="bundle name suffix (<model>.pos.D<length><variant>), for layout studies")
     args = parser.parse_args()
@@ -179,7 +212,9 @@ def main():
     results = {"device": torch.cuda.get_device_name(), "dataset": args.dataset,
                "entities": entities, "relations": relations, "triples": len(triples), "variant": args.variant,
                "copy_bandwidth_bytes_per_s": bandwidth, "torch": torch.__version__,
-               "timing": "median of 7 rounds of 20 back-to-back calls (CUDA events), after 5 warm-up calls",
+               "timing": "median of 7 rounds of back-to-back calls (CUDA events; "
+               + (f"{args.calls} calls" if args.calls else "at least 20 calls and about 2 ms")
+               + " per round), the rounds of KGE, eager and torch.compile taken in turn, after 5 warm-up calls",
                "entries": []}
     generator = torch.Generator(device="cuda").manual_seed(0)
     for model in args.models:
@@ -202,16 +237,15 @@ def main():
                 entry = {"model": model, "length": length, "batch": batch, "relative_error": error,
                          "unique_relations": torch.unique(indices["r"]).numel()}
                 sizes = {"B": batch, **{f"N_{n}": t.shape[0] for n, t in tables.items()}}
-                for name, fn in (("kge", kge), ("eager", eager), ("compile", compiled and (lambda: compiled(**inputs)))):
-                    if fn is None:
-                        continue
-                    if name == "compile":
-                        t0 = time.time()
-                        fn()
-                        torch.cuda.synchronize()
-                        entry["compile_seconds"] = time.time() - t0
-                    median, best, worst = time_per_call(fn)
-                    peak = peak_bytes(fn)
+                fns = {"kge": kge, "eager": eager}
+                if compiled is not None:
+                    t0 = time.time()
+                    compiled(**inputs)
+                    torch.cuda.synchronize()
+                    entry["compile_seconds"] = time.time() - t0
+                    fns["compile"] = lambda: compiled(**inputs)
+                for name, (median, best, worst) in interleaved_per_call(fns, calls=args.calls).items():
+                    peak = peak_bytes(fns[name])
                     if name == "kge":
                         peak += scratch_bytes(json.loads(bundle_text), sizes)
                     entry[name] = {"us_per_call": median, "us_min": best, "us_max": worst,

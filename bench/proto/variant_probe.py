@@ -2,9 +2,10 @@
 bundle variant (<model>.pos.D512.<variant>.kgebundle), the time per call as
 the benchmark measures it, the GPU time alone (20 calls in one CUDA graph)
 and the relative error against PyTorch, next to torch.compile in the same
-run. Time per call: the median over rounds of 20 back-to-back calls, the
-rounds of all variants (and torch.compile) interleaved, so that a drift of
-the machine during the run does not favour one of them.
+run. Time per call: the median over rounds of back-to-back calls (about
+2 ms of calls per round unless --calls says otherwise), the rounds of all
+variants (and torch.compile) interleaved, so that a drift of the machine
+during the run does not favour one of them.
 
     PYTHONPATH=/tmp/kge-runtime/python_packages python3 bench/proto/variant_probe.py \\
         .carry/variants s25 s50 s101 ...
@@ -14,13 +15,12 @@ import json
 import pathlib
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import datasets  # noqa: E402
-from bench_score_functions import TORCH, make_tables  # noqa: E402
+from bench_score_functions import TORCH, interleaved_per_call, make_tables  # noqa: E402
 from vector_probe_lib import graph_time  # noqa: E402
 import kge_runtime  # noqa: E402
 
@@ -31,6 +31,7 @@ parser.add_argument("--models", nargs="*", default=["transe_l1", "transe_l2", "t
 parser.add_argument("--batch", type=int, default=16384)
 parser.add_argument("--negatives", type=int, default=0, help="K: time negative-mode bundles, B/K edges")
 parser.add_argument("--rounds", type=int, default=15)
+parser.add_argument("--calls", type=int, default=None, help="calls per round (default: about 2 ms of calls)")
 args = parser.parse_args()
 directory, variants, models = args.directory, args.variants, args.models
 B, D = args.batch, 512
@@ -39,28 +40,6 @@ triples, entities, relations = datasets.fb15k_like()
 triples = torch.from_numpy(triples).cuda()
 g = torch.Generator(device="cuda").manual_seed(0)
 results = []
-
-
-def interleaved_per_call(fns, rounds, calls=20):
-    """Median µs per call of each of `fns` (name -> callable), their rounds
-    of `calls` back-to-back calls taken in turn."""
-    for fn in fns.values():
-        for _ in range(5):
-            fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = {name: [] for name in fns}
-    for r in range(rounds):
-        names = list(fns)
-        names = names[r % len(names):] + names[:r % len(names)]
-        for name in names:
-            start.record()
-            for _ in range(calls):
-                fns[name]()
-            end.record()
-            torch.cuda.synchronize()
-            samples[name].append(start.elapsed_time(end) * 1e3 / calls)
-    return {name: float(np.median(s)) for name, s in samples.items()}
 
 
 for model in models:
@@ -87,7 +66,7 @@ for model in models:
             errors[variant] = float((program(**inputs)["score"] - ref).norm() / ref.norm())
             assert errors[variant] < 1e-5, (model, variant, errors[variant])
         fns[variant] = lambda program=program: program(**inputs)
-    per_call = interleaved_per_call(fns, args.rounds)
+    per_call = {name: t[0] for name, t in interleaved_per_call(fns, args.rounds, calls=args.calls).items()}
     row["compile"] = per_call.get("compile", 0.0)
     for variant, program in programs.items():
         row[variant] = (per_call[variant],
