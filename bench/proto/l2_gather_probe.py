@@ -83,6 +83,18 @@ def gpu_time(launch, calls=200):
     return cp.cuda.get_elapsed_time(start, end) * 1e3 / calls
 
 
+def fb15k_batch(batch):
+    """Head, relation and tail indices (CuPy) of `batch` edges drawn from the
+    FB15k-like graph's triples as the benchmark draws them, and the numbers
+    of entities and relations."""
+    triples, entities, relations = datasets.fb15k_like()
+    triples = torch.from_numpy(triples).cuda()
+    g = torch.Generator(device="cuda").manual_seed(0)
+    s = triples[torch.randint(0, len(triples), (batch,), generator=g, device="cuda")]
+    h, r, t = (cp.asarray(s[:, i].contiguous()) for i in range(3))
+    return h, r, t, entities, relations
+
+
 def main():
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     out = cp.zeros(1 << 20, dtype=cp.float32)
@@ -93,12 +105,8 @@ def main():
         us = gpu_time(lambda: stream((sms * 8,), (512,), (x, cp.int64(n4), out)))
         print(f"contiguous {label}: {us:.2f} us, {x.nbytes / us / 1e6:.2f} TB/s", flush=True)
 
-    triples, entities, relations = datasets.fb15k_like()
-    triples = torch.from_numpy(triples).cuda()
-    g = torch.Generator(device="cuda").manual_seed(0)
     B, D = 16384, 512
-    s = triples[torch.randint(0, len(triples), (B,), generator=g, device="cuda")]
-    h, r, t = (cp.asarray(s[:, i].contiguous()) for i in range(3))
+    h, r, t, entities, relations = fb15k_batch(B)
     E = cp.random.standard_normal((entities, D), dtype=cp.float32)
     R = cp.random.standard_normal((relations, D), dtype=cp.float32)
     unique = len(cp.unique(cp.concatenate([h, t])))

@@ -24,10 +24,9 @@ import pathlib
 import sys
 
 import cupy as cp
-import torch
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-import datasets  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from l2_gather_probe import fb15k_batch, gpu_time  # noqa: E402
 
 SOURCE = r"""
 // One warp per EDGES edges. Each of ET entity tables gives a head and a tail
@@ -90,7 +89,8 @@ __global__ void rows(const float4 *__restrict__ E0, const float4 *__restrict__ E
 """
 
 KERNELS = {
-    # label: (template arguments, rows per edge, split)
+    # label: (template arguments, the first one edges per warp; rows per
+    # edge; split)
     "TransE rows, 2 edges per warp": ("2, 1, 1, 1", 3, 1),
     "TransE rows, 4 edges per warp": ("4, 1, 1, 1", 3, 1),
     "TransH rows, 1 edge per warp": ("1, 1, 2, 1", 4, 1),
@@ -111,33 +111,18 @@ NAMES = {label: f"rows<{args}>" for label, (args, _, _) in KERNELS.items()}
 module = cp.RawModule(code=SOURCE, options=("-std=c++17",), name_expressions=list(NAMES.values()))
 
 
-def gpu_time(launch, calls=200):
-    launch()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(calls):
-        launch()
-    end.record()
-    end.synchronize()
-    return cp.cuda.get_elapsed_time(start, end) * 1e3 / calls
-
-
 def main():
-    triples, entities, relations = datasets.fb15k_like()
-    triples = torch.from_numpy(triples).cuda()
-    g = torch.Generator(device="cuda").manual_seed(0)
     B, D = 16384, 512
-    s = triples[torch.randint(0, len(triples), (B,), generator=g, device="cuda")]
-    h, r, t = (cp.asarray(s[:, i].contiguous()) for i in range(3))
+    h, r, t, entities, relations = fb15k_batch(B)
     E0, E1 = (cp.random.standard_normal((entities, D), dtype=cp.float32) for _ in range(2))
     R0, R1 = (cp.random.standard_normal((relations, D), dtype=cp.float32) for _ in range(2))
     out = cp.zeros(B, dtype=cp.float32)
     unique = len(cp.unique(cp.concatenate([h, t])))
     print(f"B={B} D={D}: {unique} distinct entities, {len(cp.unique(r))} distinct relations; "
           f"one entity table {entities * D * 4 / 1e6:.1f} MB", flush=True)
-    for label, (_, rows, split) in KERNELS.items():
+    for label, (args, rows, split) in KERNELS.items():
         kernel = module.get_function(NAMES[label])
-        edges = int(NAMES[label][5])
+        edges = int(args.split(",")[0])
         warps = -(-B // edges)
         blocks = -(-warps * 32 // 256)
         us = gpu_time(lambda: kernel((blocks * split,), (256,),
