@@ -31,7 +31,8 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import datasets  # noqa: E402
 
-MODELS = ["transe_l1", "transe_l2", "transh", "transr", "transf", "rescal", "distmult", "complex"]
+MODELS = ["transe_l1", "transe_l2", "transh", "transr", "transf", "rescal", "distmult", "complex",
+          "rotate", "transd", "simple", "crosse"]
 
 
 # PyTorch implementations, as a KGE system writes them (fp32).
@@ -71,8 +72,34 @@ def complex_(Ere, Eim, Rre, Rim, h, r, t):
     return ((hre * rre - him * rim) * tre + (hre * rim + him * rre) * tim).sum(-1)
 
 
+def rotate(Ere, Eim, Rph, h, r, t):
+    phase, hre, him = Rph[r], Ere[h], Eim[h]
+    rre, rim = torch.cos(phase), torch.sin(phase)
+    real = hre * rre - him * rim - Ere[t]
+    imag = hre * rim + him * rre - Eim[t]
+    return torch.sqrt(real * real + imag * imag).sum(-1)
+
+
+def transd(Eemb, Ep, Remb, Rp, h, r, t):
+    head, tail, rp = Eemb[h], Eemb[t], Rp[r]
+    head = head + (Ep[h] * head).sum(-1, keepdim=True) * rp
+    tail = tail + (Ep[t] * tail).sum(-1, keepdim=True) * rp
+    return torch.linalg.vector_norm(head + Remb[r] - tail, dim=-1)
+
+
+def simple(EH, ET, R, Rinv, h, r, t):
+    return 0.5 * ((EH[h] * R[r] * ET[t]).sum(-1) + (EH[t] * Rinv[r] * ET[h]).sum(-1))
+
+
+def crosse(Eemb, Remb, Cemb, Bias, h, r, t):
+    crossed = Cemb[r] * Eemb[h]
+    hidden = torch.tanh(crossed + crossed * Remb[r] + Bias[r])
+    return torch.sigmoid((hidden * Eemb[t]).sum(-1))
+
+
 TORCH = {"transe_l1": transe(1), "transe_l2": transe(2), "transh": transh, "transr": transr,
-         "transf": transf, "rescal": rescal, "distmult": distmult, "complex": complex_}
+         "transf": transf, "rescal": rescal, "distmult": distmult, "complex": complex_,
+         "rotate": rotate, "transd": transd, "simple": simple, "crosse": crosse}
 
 
 def calls_per_round(fn, round_seconds=2e-3, min_calls=20, max_calls=2000):

@@ -32,6 +32,9 @@ SOURCES = {
     # Three stages, vectors carried between them in registers.
     "carried_stages": (ROOT / "test" / "python" / "Inputs" / "carried_stages.mlir", {}),
     "carried_across_matrix": (ROOT / "test" / "python" / "Inputs" / "carried_across_matrix.mlir", {}),
+    # Elementwise functions (test_elementary.py also runs it over every
+    # magnitude of float).
+    "elementary": (ROOT / "test" / "python" / "Inputs" / "elementary.mlir", {}),
 }
 for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
     SOURCES[path.stem.replace("-", "_")] = (path, {})

@@ -63,6 +63,33 @@ def complex_(Ere, Eim, Rre, Rim, h, r, t):
     return ((hre * rre - him * rim) * tre + (hre * rim + him * rre) * tim).sum(-1)
 
 
+def rotate(Ere, Eim, Rph, h, r, t):
+    phase = _rows(Rph, r)
+    hre, him = _rows(Ere, h), _rows(Eim, h)
+    real = hre * torch.cos(phase) - him * torch.sin(phase) - _rows(Ere, t)
+    imag = hre * torch.sin(phase) + him * torch.cos(phase) - _rows(Eim, t)
+    return torch.sqrt(real * real + imag * imag).sum(-1)
+
+
+def transd(Eemb, Ep, Remb, Rp, h, r, t):
+    head, tail, rp = _rows(Eemb, h), _rows(Eemb, t), _rows(Rp, r)
+    head = head + (_rows(Ep, h) * head).sum(-1, keepdim=True) * rp
+    tail = tail + (_rows(Ep, t) * tail).sum(-1, keepdim=True) * rp
+    return torch.linalg.vector_norm(head + _rows(Remb, r) - tail, dim=-1)
+
+
+def simple(EH, ET, R, Rinv, h, r, t):
+    forward = (_rows(EH, h) * _rows(R, r) * _rows(ET, t)).sum(-1)
+    backward = (_rows(EH, t) * _rows(Rinv, r) * _rows(ET, h)).sum(-1)
+    return 0.5 * (forward + backward)
+
+
+def crosse(Eemb, Remb, Cemb, Bias, h, r, t):
+    crossed = _rows(Cemb, r) * _rows(Eemb, h)
+    hidden = torch.tanh(crossed + crossed * _rows(Remb, r) + _rows(Bias, r))
+    return torch.sigmoid((hidden * _rows(Eemb, t)).sum(-1))
+
+
 REFERENCES = {
     "transe_l1": transe(1),
     "transe_l2": transe(2),
@@ -72,4 +99,8 @@ REFERENCES = {
     "rescal": rescal,
     "distmult": distmult,
     "complex": complex_,
+    "rotate": rotate,
+    "transd": transd,
+    "simple": simple,
+    "crosse": crosse,
 }

@@ -1,4 +1,4 @@
-"""The eight examples built op by op through the IR builder API
+"""The examples built op by op through the IR builder API
 (kge.ir.Builder), as a compiler embedding KGE would emit them."""
 
 from kge import ir
@@ -84,9 +84,59 @@ def complex_():
     return module
 
 
+def rotate():
+    _, b, module, a = _function("rotate", [("Ere", "T"), ("Eim", "T"), ("Rph", "T"),
+                                           ("h", "I"), ("r", "I"), ("t", "I")])
+    hre, him = b.gather_vec(a["Ere"], a["h"]), b.gather_vec(a["Eim"], a["h"])
+    tre, tim = b.gather_vec(a["Ere"], a["t"]), b.gather_vec(a["Eim"], a["t"])
+    phase = b.gather_vec(a["Rph"], a["r"])
+    rre, rim = b.cos(phase), b.sin(phase)
+    real = b.sub(b.sub(b.mul(hre, rre), b.mul(him, rim)), tre)
+    imag = b.sub(b.add(b.mul(hre, rim), b.mul(him, rre)), tim)
+    modulus = b.sqrt(b.add(b.mul(real, real), b.mul(imag, imag)))
+    b.ret([b.reduce(modulus, "sum")])
+    return module
+
+
+def transd():
+    _, b, module, a = _function("transd", [("Eemb", "T"), ("Ep", "T"), ("Remb", "T"),
+                                           ("Rp", "T"), ("h", "I"), ("r", "I"), ("t", "I")])
+    head, tail = b.gather_vec(a["Eemb"], a["h"]), b.gather_vec(a["Eemb"], a["t"])
+    hp, tp = b.gather_vec(a["Ep"], a["h"]), b.gather_vec(a["Ep"], a["t"])
+    rel, rp = b.gather_vec(a["Remb"], a["r"]), b.gather_vec(a["Rp"], a["r"])
+    head = b.add(head, b.scal_mul_vec(b.vec_mul_vec(hp, head), rp))
+    tail = b.add(tail, b.scal_mul_vec(b.vec_mul_vec(tp, tail), rp))
+    b.ret([b.norm(b.sub(b.add(head, rel), tail), 2)])
+    return module
+
+
+def simple():
+    ctx, b, module, a = _function("simple", [("EH", "T"), ("ET", "T"), ("R", "T"),
+                                             ("Rinv", "T"), ("h", "I"), ("r", "I"), ("t", "I")])
+    forward = b.vec_mul_vec(b.mul(b.gather_vec(a["EH"], a["h"]), b.gather_vec(a["R"], a["r"])),
+                            b.gather_vec(a["ET"], a["t"]))
+    backward = b.vec_mul_vec(
+        b.mul(b.gather_vec(a["EH"], a["t"]), b.gather_vec(a["Rinv"], a["r"])),
+        b.gather_vec(a["ET"], a["h"]))
+    both = b.add(forward, backward)
+    b.ret([b.mul(b.constant(ir.Type.scalar(ctx), 0.5), both)])
+    return module
+
+
+def crosse():
+    _, b, module, a = _function("crosse", [("Eemb", "T"), ("Remb", "T"), ("Cemb", "T"),
+                                           ("Bias", "T"), ("h", "I"), ("r", "I"), ("t", "I")])
+    crossed = b.mul(b.gather_vec(a["Cemb"], a["r"]), b.gather_vec(a["Eemb"], a["h"]))
+    hidden = b.tanh(b.add(b.add(crossed, b.mul(crossed, b.gather_vec(a["Remb"], a["r"]))),
+                          b.gather_vec(a["Bias"], a["r"])))
+    b.ret([b.sigmoid(b.vec_mul_vec(hidden, b.gather_vec(a["Eemb"], a["t"])))])
+    return module
+
+
 BUILDERS = {
     "transe_l1": lambda: transe("transe_l1", 1),
     "transe_l2": lambda: transe("transe_l2", 2),
     "transh": transh, "transr": transr, "transf": transf, "rescal": rescal,
-    "distmult": distmult, "complex": complex_,
+    "distmult": distmult, "complex": complex_, "rotate": rotate, "transd": transd,
+    "simple": simple, "crosse": crosse,
 }

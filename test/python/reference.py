@@ -52,6 +52,31 @@ def complex_(Ere, Eim, Rre, Rim, h, r, t):
     return np.real(np.sum(head * rel * np.conj(tail), axis=1))
 
 
+def rotate(Ere, Eim, Rph, h, r, t):
+    head = _rows(Ere, h) + 1j * _rows(Eim, h)
+    tail = _rows(Ere, t) + 1j * _rows(Eim, t)
+    return np.sum(np.abs(head * np.exp(1j * _rows(Rph, r)) - tail), axis=1)
+
+
+def transd(Eemb, Ep, Remb, Rp, h, r, t):
+    head, tail, rp = _rows(Eemb, h), _rows(Eemb, t), _rows(Rp, r)
+    head = head + np.sum(_rows(Ep, h) * head, axis=1, keepdims=True) * rp
+    tail = tail + np.sum(_rows(Ep, t) * tail, axis=1, keepdims=True) * rp
+    return np.linalg.norm(head + _rows(Remb, r) - tail, axis=1)
+
+
+def simple(EH, ET, R, Rinv, h, r, t):
+    forward = np.sum(_rows(EH, h) * _rows(R, r) * _rows(ET, t), axis=1)
+    backward = np.sum(_rows(EH, t) * _rows(Rinv, r) * _rows(ET, h), axis=1)
+    return 0.5 * (forward + backward)
+
+
+def crosse(Eemb, Remb, Cemb, Bias, h, r, t):
+    crossed = _rows(Cemb, r) * _rows(Eemb, h)
+    hidden = np.tanh(crossed + crossed * _rows(Remb, r) + _rows(Bias, r))
+    return 1 / (1 + np.exp(-np.sum(hidden * _rows(Eemb, t), axis=1)))
+
+
 # name -> (reference, {table: shape factory}). Shapes take (rows, length).
 EXAMPLES = {
     "transe_l1": transe(1),
@@ -62,4 +87,8 @@ EXAMPLES = {
     "rescal": rescal,
     "distmult": distmult,
     "complex": complex_,
+    "rotate": rotate,
+    "transd": transd,
+    "simple": simple,
+    "crosse": crosse,
 }

@@ -10,6 +10,8 @@
 
 #include "KernelEmitter.h"
 
+#include "Conversion/GPUCommon/ElementaryFunctions.h"
+
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir {
@@ -20,9 +22,6 @@ Value alignedLoad(OpBuilder &b, Location loc, VectorType type, Value memref,
                   ValueRange indices, int64_t alignment);
 void alignedStore(OpBuilder &b, Location loc, Value value, Value memref,
                   ValueRange indices, int64_t alignment);
-
-/// Correctly rounded f32 square root (sqrt.rn, like PyTorch's).
-Value sqrtRN(OpBuilder &b, Location loc, Value x);
 
 /// The index array shared by every gathered matrix of `matrix`, or null
 /// when the matrix of each edge is its own (outer products, gathers through
@@ -96,7 +95,15 @@ private:
                           Value valid);
   Value readLeaf(Value vector, Value edge, Value d0, Value valid);
 
+  /// sin and cos of chunk vector or scalar `x`, one reduction for both.
+  SinCos sinCos(Value x);
+
   KernelEmitter &k;
+  DenseMap<Value, SinCos> sinCosOf;
+  /// While set, sines and cosines take the in-range reduction and OR into
+  /// trigOutOfRange whether some argument needed the slow path.
+  bool trigInRange = false;
+  Value trigOutOfRange;
 };
 
 /// Matrix products and matrix results (MatrixStages.cpp).
