@@ -166,21 +166,9 @@ class _Tracer:
                          "traced operation")
 
     def constant(self, number, like):
-        from . import ir
-        kind = like.kind
-        shape = like.type.shape
-        if kind == "scalar":
-            type_ = ir.Type.scalar(self.context, shape[0], like.type.dtype)
-        elif kind == "vec":
-            if shape[1] is None:
-                raise self.error(
-                    f"the number {number:g} would be a constant vector of dynamic length; "
-                    "give the table a static length (kge.Table(None, 128)) or write the "
-                    "operation with a batch of scalars")
-            type_ = like.type
-        else:
-            raise self.error(f"numbers cannot be combined with a batch of {kind}s here")
-        return self.emit("constant", type_, number)
+        """`number` broadcast to the type of `like` (its sizes, dynamic ones
+        included: they are those of `like`)."""
+        return self.emit("constant", like.type, number)
 
     def scalar_constant(self, number, like):
         from . import ir

@@ -514,8 +514,8 @@ public:
 
   ValueHandle constant(const TypeHandle &type, double value) {
     requireFunction();
-    if (!bvec::ConstantOp::isMaterializable(type.type))
-      fail("bvec.constant needs a batch of floats with static item sizes, "
+    if (!isa<bvec::ScalarType, bvec::VecType, bvec::MatType>(type.type))
+      fail("bvec.constant needs a batch of scalars, vectors or matrices, "
            "got " + printed(type.type));
     return create<bvec::ConstantOp>(type.type, value);
   }

@@ -209,7 +209,6 @@ def test_control_flow_is_a_trace_error_at_the_users_line():
     (lambda E, P, h: E[0], "must be indexed by an index array"),
     (lambda E, P, h: E[h] + P[h], "bvec.add needs operands of one type"),
     (lambda E, P, h: kge.norm(E[h]) + E[h], "'+' of a batch of scalars and a batch of vectors"),
-    (lambda E, P, h: E[h] + 1.0, "constant vector of dynamic length"),
     (lambda E, P, h: E[h] @ E[h], "'@' multiplies a batch of vectors by a batch of matrices"),
     (lambda E, P, h: kge.norm(E[h], p=3), "p = 1 and p = 2"),
     (lambda E, P, h: kge.norm(P[h]), "bvec.norm expects a batch of vectors"),
@@ -222,6 +221,33 @@ def test_bad_operands_are_trace_errors(body, message):
     error = trace_error(kge.function(fn))
     assert message in str(error)
     assert error.filename == __file__
+
+
+def test_numbers_broadcast_over_dynamic_lengths():
+    """A number combined with a vector or matrix of dynamic sizes is a
+    constant of those sizes: it runs on the CPU like NumPy and compiles."""
+    @kge.function
+    def padded(E: Table, P: Table(None, None, None), h: Indices):
+        x = E[h]
+        safe = kge.sqrt(x * x + 1e-9)
+        shifted = kge.maximum(1.0 - x / 2.0, 0.25) - kge.minimum(x, -0.5)
+        return {"a": kge.sum(safe + shifted), "b": kge.sum((x + 3.0) @ (P[h] - 1.0))}
+
+    assert "bvec.constant 9.99999971E-10 : !bvec.vec<?x?xf32>" in padded.ir
+    assert "bvec.constant 1.000000e+00 : !bvec.mat<?x?x?xf32>" in padded.ir
+    rng = np.random.default_rng(3)
+    E = rng.standard_normal((7, 5), dtype=np.float32)
+    P = rng.standard_normal((7, 5, 3), dtype=np.float32)
+    h = rng.integers(0, 7, 11)
+    out = padded.run_cpu(E=E, P=P, h=h)
+    x = E[h].astype(np.float64)
+    expected_a = np.sum(np.sqrt(x * x + 1e-9) + np.maximum(1 - x / 2, 0.25) - np.minimum(x, -0.5),
+                        axis=1)
+    expected_b = np.einsum("bk,bkj->b", x + 3.0, P[h].astype(np.float64) - 1.0)
+    assert np.allclose(out["a"], expected_a, rtol=1e-5)
+    assert np.allclose(out["b"], expected_b, rtol=1e-4)
+    bundle = padded.compile(cubin=False)
+    assert ".entry padded(" in bundle.ptx
 
 
 def test_static_length_mismatch_is_reported():

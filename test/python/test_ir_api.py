@@ -128,8 +128,8 @@ def test_builder_errors_name_the_problem(ctx):
         b.norm(v, 3)
     with pytest.raises(ir.MLIRError, match="unknown reduction 'median'"):
         b.reduce(v, "median")
-    with pytest.raises(ir.MLIRError, match="static item sizes"):
-        b.constant(ir.Type.vec(ctx, None, None), 1.0)
+    with pytest.raises(ir.MLIRError, match="batch of scalars, vectors or matrices"):
+        b.constant(ir.Type.table(ctx, [None, None]), 1.0)
     with pytest.raises(ir.MLIRError, match="names 1 results but returns 2"):
         b.ret([b.norm(v), b.norm(v)])
     # Failed operations leave no trace; the function still completes.

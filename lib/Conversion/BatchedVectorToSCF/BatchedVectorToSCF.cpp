@@ -3,6 +3,7 @@
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
 #include "LoopBuilder.h"
 
+#include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -53,14 +54,61 @@ static void freeTemporaries(func::FuncOp func) {
     memref::DeallocOp::create(builder, alloc.getLoc(), alloc);
 }
 
+/// Records on every constant of a dynamic item size where that size comes
+/// from (loops::kItemSizesAttrName): the signature analysis unifies it
+/// with a table dimension, which the lowered function reads from the
+/// table's buffer.
+static LogicalResult recordConstantSizes(bvec::FuncOp func) {
+  SmallVector<bvec::ConstantOp> dynamic;
+  func.walk([&](bvec::ConstantOp constant) {
+    if (!bvec::ConstantOp::isMaterializable(constant.getType()))
+      dynamic.push_back(constant);
+  });
+  if (dynamic.empty())
+    return success();
+  FailureOr<bvec::DimensionSymbols> dims =
+      bvec::DimensionSymbols::compute(func);
+  if (failed(dims))
+    return failure();
+  Builder b(func.getContext());
+  for (bvec::ConstantOp constant : dynamic) {
+    SmallVector<Attribute> sizes;
+    unsigned rank = bvec::getFullShape(constant.getType()).size();
+    for (unsigned pos = 1; pos < rank; ++pos) {
+      kge_runtime::Dim dim = dims->dimOf(constant, pos);
+      if (dim.isStatic()) {
+        sizes.push_back(b.getI64IntegerAttr(dim.size));
+        continue;
+      }
+      // The first table dimension with the same symbol.
+      for (BlockArgument arg : func.getArguments()) {
+        if (!isa<bvec::TableType>(arg.getType()))
+          continue;
+        for (unsigned d = 0, e = bvec::getFullShape(arg.getType()).size();
+             d < e && sizes.size() < pos; ++d)
+          if (dims->dimOf(arg, d).symbol == dim.symbol)
+            sizes.push_back(b.getI64ArrayAttr({arg.getArgNumber(), d}));
+        if (sizes.size() == pos)
+          break;
+      }
+      assert(sizes.size() == pos && "item sizes come from table dimensions");
+    }
+    constant->setAttr(loops::kItemSizesAttrName, b.getArrayAttr(sizes));
+  }
+  return success();
+}
+
 namespace {
 struct ConvertBatchedVectorToSCFPass
     : kge::impl::ConvertBatchedVectorToSCFBase<ConvertBatchedVectorToSCFPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<StringAttr> lowered;
-    for (auto func : module.getOps<bvec::FuncOp>())
+    for (auto func : module.getOps<bvec::FuncOp>()) {
       lowered.push_back(func.getSymNameAttr());
+      if (failed(recordConstantSizes(func)))
+        return signalPassFailure();
+    }
 
     BatchedVectorToMemRefTypeConverter typeConverter;
     ConversionTarget target(getContext());

@@ -4,6 +4,7 @@
 #include "LoopBuilder.h"
 
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
@@ -24,8 +25,28 @@ struct ConstantOpLowering : OpConversionPattern<bvec::ConstantOp> {
     if (failed(batch))
       return rewriter.notifyMatchFailure(op, "enclosing function not lowered");
     SmallVector<Value> sizes{*batch};
-    for (int64_t d : type.getShape().drop_front())
-      sizes.push_back(arith::ConstantIndexOp::create(rewriter, loc, d));
+    auto dynamicSizes =
+        op->getAttrOfType<ArrayAttr>(loops::kItemSizesAttrName);
+    for (auto [i, d] : llvm::enumerate(type.getShape().drop_front())) {
+      if (!ShapedType::isDynamic(d)) {
+        sizes.push_back(arith::ConstantIndexOp::create(rewriter, loc, d));
+        continue;
+      }
+      if (!dynamicSizes)
+        return rewriter.notifyMatchFailure(op, "dynamic size not recorded");
+      // A table dimension of the lowered function's arguments.
+      Attribute size = dynamicSizes[i];
+      if (auto fixed = dyn_cast<IntegerAttr>(size)) {
+        sizes.push_back(
+            arith::ConstantIndexOp::create(rewriter, loc, fixed.getInt()));
+        continue;
+      }
+      auto source = cast<ArrayAttr>(size);
+      auto func = op->getParentOfType<func::FuncOp>();
+      Value table = func.getArgument(cast<IntegerAttr>(source[0]).getInt());
+      sizes.push_back(loops::dimSize(rewriter, loc, table,
+                                     cast<IntegerAttr>(source[1]).getInt()));
+    }
     Value out = loops::alloc(rewriter, loc, type, sizes);
     Value value = arith::ConstantOp::create(rewriter, loc, op.getValueAttr());
     loops::forEach(rewriter, loc, sizes,

@@ -21,6 +21,10 @@ namespace loops {
 /// lowered function, and of the one that marks an output (result) buffer.
 inline constexpr llvm::StringLiteral kParamAttrName = "kge.param";
 inline constexpr llvm::StringLiteral kResultAttrName = "kge.result";
+/// Name of the attribute the pass puts on constants of dynamic item sizes
+/// before converting them: one entry per item dimension, its static size
+/// or [argument number, dimension] of the table dimension that gives it.
+inline constexpr llvm::StringLiteral kItemSizesAttrName = "kge.item_sizes";
 
 /// Size of dimension `dim` of `memref` as an index value.
 Value dimSize(OpBuilder &b, Location loc, Value memref, unsigned dim);

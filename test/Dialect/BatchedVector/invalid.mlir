@@ -269,14 +269,6 @@ bvec.func @constant_not_batched(%E: !bvec.table<?x4xf32>) -> (s: !bvec.scalar<?x
 
 // -----
 
-bvec.func @constant_dynamic_length(%E: !bvec.table<?x?xf32>) -> (s: !bvec.vec<?x?xf32>) {
-  // expected-error @+1 {{'bvec.constant' op needs static item dimensions, got '!bvec.vec<?x?xf32>'}}
-  %c = bvec.constant 1.0 : !bvec.vec<?x?xf32>
-  bvec.return %c : !bvec.vec<?x?xf32>
-}
-
-// -----
-
 bvec.func @constant_value_type(%E: !bvec.table<?x4xf32>) -> (s: !bvec.scalar<?xf32>) {
   // expected-error @+1 {{'bvec.constant' op value of type 'f64' does not match the element type 'f32'}}
   %c = "bvec.constant"() <{value = 1.0 : f64}> : () -> !bvec.scalar<?xf32>

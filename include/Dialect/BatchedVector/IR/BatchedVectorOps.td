@@ -217,15 +217,19 @@ def BatchedVector_ConstantOp : BatchedVector_Op<"constant",
   let summary = "a batch whose every element is one constant";
   let description = [{
     Every element of every item of the batch equals `value`. The batch size
-    is the function's; the item dimensions must be static. The value is
-    written as a floating-point literal and stored with the element type of
-    the result.
+    is the function's; a dynamic item size is the size of the values the
+    constant is combined with (`x + 1e-9` on a vector of dynamic length),
+    and a constant whose size nothing determines is refused when the
+    function is compiled. The value is written as a floating-point literal
+    and stored with the element type of the result.
 
     Example:
 
     ```mlir
     %two = bvec.constant 2.0 : !bvec.scalar<?xf32>
     %zero = bvec.constant 0.0 : !bvec.vec<?x128xf32>
+    %eps = bvec.constant 1.0e-09 : !bvec.vec<?x?xf32>
+    %safe = bvec.add %squares, %eps : !bvec.vec<?x?xf32>
     ```
   }];
   let arguments = (ins BatchedVector_FloatValueAttr:$value);
@@ -235,8 +239,9 @@ def BatchedVector_ConstantOp : BatchedVector_Op<"constant",
   let hasFolder = 1;
   let builders = [OpBuilder<(ins "::mlir::Type":$type, "double":$value)>];
   let extraClassDeclaration = [{
-    /// True when `type` can hold a constant: a batched float type whose
-    /// item dimensions are static.
+    /// True when folding may create a constant of `type`: a batched float
+    /// type whose item dimensions are static (a folded constant has no
+    /// operation to take a dynamic size from).
     static bool isMaterializable(::mlir::Type type);
   }];
 }

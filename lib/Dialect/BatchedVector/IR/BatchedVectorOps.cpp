@@ -402,9 +402,9 @@ bool ConstantOp::isMaterializable(Type type) {
 }
 
 LogicalResult ConstantOp::verify() {
+  // Dynamic item sizes are those of the values the constant is combined
+  // with (the signature analysis unifies them).
   auto type = cast<BatchedType>(getType());
-  if (llvm::any_of(type.getItemShape(), ShapedType::isDynamic))
-    return emitOpError() << "needs static item dimensions, got " << getType();
   Type elementType = type.getElementType();
   if (getValueAttr().getType() != elementType)
     return emitOpError() << "value of type " << getValueAttr().getType()
