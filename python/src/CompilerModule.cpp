@@ -431,8 +431,13 @@ public:
            (matrices ? "matrices (rank 3)" : "vectors (rank 2)") + ", got " +
            printed(tableType) + "; use bvec." +
            (matrices ? "gather_vec" : "gather_mat"));
-    Type result = batched(indices.getType(), tableType.getShape().drop_front(),
-                          tableType.getElementType());
+    // Rows of a half-precision table are widened to f32: KGE computes in
+    // f32 (bvec.gather_vec).
+    Type element = tableType.getElementType();
+    if (isa<Float16Type, BFloat16Type>(element))
+      element = builder.getF32Type();
+    Type result =
+        batched(indices.getType(), tableType.getShape().drop_front(), element);
     if (matrices)
       return create<bvec::GatherMatOp>(result, table, indices);
     return create<bvec::GatherVecOp>(result, table, indices);
@@ -600,6 +605,11 @@ kge_runtime::DType dtypeOfArray(const py::array &array, const std::string &name)
     return kge_runtime::DType::I64;
   if (dtype.kind() == 'f' && dtype.itemsize() == 2)
     return kge_runtime::DType::F16;
+  // NumPy has no bfloat16; the ml_dtypes package (ml_dtypes.bfloat16)
+  // registers it.
+  if (dtype.itemsize() == 2 &&
+      py::str(dtype.attr("name")).cast<std::string>() == "bfloat16")
+    return kge_runtime::DType::BF16;
   throw py::type_error("argument '" + name + "' has dtype " +
                        py::str(dtype).cast<std::string>() +
                        ", which KGE does not support");
@@ -610,7 +620,13 @@ py::dtype numpyDType(kge_runtime::DType dtype) {
   case kge_runtime::DType::F16:
     return py::dtype("float16");
   case kge_runtime::DType::BF16:
-    throw py::type_error("NumPy has no bfloat16 results");
+    try {
+      return py::dtype::from_args(
+          py::module_::import("ml_dtypes").attr("bfloat16"));
+    } catch (py::error_already_set &) {
+      throw py::type_error("bfloat16 results need the ml_dtypes package "
+                           "(NumPy has no bfloat16)");
+    }
   case kge_runtime::DType::F32:
     return py::dtype::of<float>();
   case kge_runtime::DType::F64:

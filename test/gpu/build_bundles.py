@@ -8,7 +8,9 @@ machine):
 modes: pos (positive scoring), neg (tail corruption, K negatives per edge);
 variants: dyn (every length dynamic, 4-byte loads), D<n> (lengths
 specialized to n, 16-byte loads), staged.dyn and staged.D128 (rows staged
-in shared memory in every tile, layout option stage-repeats=0).
+in shared memory in every tile, layout option stage-repeats=0), and
+bf16.<v> / f16.<v> (every table in half precision, its gathers widened to
+f32) for v in dyn, D128, D512 and staged.D128.
 """
 
 import argparse
@@ -19,6 +21,16 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LENGTHS = (32, 100, 128, 512)
+HALF_VARIANTS = ("dyn", "D128", "D512", "staged.D128")
+
+
+def in_precision(text, precision):
+    """The example with every table in `precision`; its gathers, which give
+    f32 vectors and matrices, then widen the rows."""
+    if precision == "f32":
+        return text
+    return (text.replace("!bvec.table<?x?xf32>", f"!bvec.table<?x?x{precision}>")
+            .replace("!bvec.table<?x?x?xf32>", f"!bvec.table<?x?x?x{precision}>"))
 
 
 def run(*command, stdin=None):
@@ -39,6 +51,9 @@ def main():
                         help="bvec-fuse options for every bundle, e.g. tile=16 (tuning)")
     parser.add_argument("--suffix", default="", help="appended to the variant names")
     parser.add_argument("--modes", nargs="*", default=["pos", "neg"])
+    parser.add_argument("--precisions", nargs="*", default=["f32", "bf16", "f16"],
+                        help="table precisions: f32 builds every variant, bf16/f16 "
+                             + ", ".join(HALF_VARIANTS))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     opt, translate = args.bin / "kge-opt", args.bin / "kge-translate"
@@ -58,7 +73,9 @@ def main():
             variants = ([("dyn", None, "")] + [(f"D{n}", n, "") for n in args.lengths]
                         + [("staged.dyn", None, "stage-repeats=0"),
                            ("staged.D128", 128, "stage-repeats=0")])
-            for name, n, extra in variants:
+            variants = [(precision, v) for precision in args.precisions for v in variants
+                        if precision == "f32" or v[0] in HALF_VARIANTS]
+            for precision, (name, n, extra) in variants:
                 passes = []
                 if n is not None:
                     sizes = ",".join(f"{s}={n}" for s in lengths)
@@ -66,7 +83,10 @@ def main():
                 lowering = " ".join(o for o in (options, extra) if o)
                 passes.append(f"-kge-lower-to-gpu={lowering}" if lowering else "-kge-lower-to-gpu")
                 name += args.suffix
-                lowered = run(opt, source, *passes)
+                if precision != "f32":
+                    name = f"{precision}.{name}"
+                lowered = run(opt, "-", *passes,
+                              stdin=in_precision(source.read_text(), precision))
                 bundle = run(translate, "--kge-to-bundle", stdin=lowered)
                 path = args.out / f"{source.stem}.{mode}.{name}.kgebundle"
                 path.write_text(bundle)

@@ -83,9 +83,11 @@ def flatten_for_reference(args, mode, batch):
     return flat
 
 
-def check(program, example, mode, batch, length, kind):
+def check(program, example, mode, batch, length, kind, table_dtype=torch.float32):
     seed = zlib.crc32(f"{example}/{mode}/{batch}/{length}/{kind}".encode())
     args = make_inputs(program.signature, mode, batch, length, kind, seed)
+    args = {name: value.to(table_dtype) if value.is_floating_point() else value
+            for name, value in args.items()}
     shape = (batch, NEGATIVES) if mode == "neg" else (batch,)
     out = torch.full(shape, float("nan"), device="cuda")
     result = program(**args, out={"score": out})["score"]
@@ -131,3 +133,23 @@ def test_staged_kernel(program, example, mode, batch, variant, length, kind):
     """Rows staged in shared memory (stage-repeats=0), the layout option
     that the default leaves off."""
     check(program(example, mode, variant), example, mode, batch, length, kind)
+
+
+HALF_VARIANTS = (("dyn", 100), ("dyn", 512), ("D128", 128), ("D512", 512),
+                 ("staged.D128", 128))
+
+
+@pytest.mark.parametrize("kind", ("uniform", "zipf", "distinct"))
+@pytest.mark.parametrize("variant,length", HALF_VARIANTS,
+                         ids=[f"{v}-{n}" for v, n in HALF_VARIANTS])
+@pytest.mark.parametrize("batch", (37, 4096))
+@pytest.mark.parametrize("mode", ("pos", "neg"))
+@pytest.mark.parametrize("precision", ("bf16", "f16"))
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_half_precision_tables(program, example, precision, mode, batch, variant, length, kind):
+    """Every table in half precision: the kernel reads the rows in half
+    precision, widens them and computes in f32, like the float64 reference
+    on the same numbers."""
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[precision]
+    check(program(example, mode, f"{precision}.{variant}"), example, mode, batch, length, kind,
+          table_dtype=dtype)

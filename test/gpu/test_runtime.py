@@ -66,6 +66,8 @@ def test_truncated_bundle_is_refused(rt):
 
 @pytest.mark.parametrize("change,message", [
     (lambda a: a.update(Eemb=a["Eemb"].double()), "table 'Eemb' expects dtype f32, got f64"),
+    (lambda a: a.update(Eemb=a["Eemb"].bfloat16()), "table 'Eemb' expects dtype f32, got bf16"),
+    (lambda a: a.update(Remb=a["Remb"].half()), "table 'Remb' expects dtype f32, got f16"),
     (lambda a: a.update(h=a["h"].int()), "indices 'h' expects dtype i64, got i32"),
     (lambda a: a.update(Eemb=a["Eemb"][:, :64].contiguous()),
      "table 'Eemb' expects size 128 in dimension 1"),
@@ -139,6 +141,35 @@ def test_streams(transe):
 def test_empty_batch(transe):
     args = transe_args(batch=0)
     assert transe(**args)["score"].shape == (0,)
+
+
+def test_half_precision_bundle_refuses_f32_tables(rt, program):
+    """A bundle compiled for bf16 tables takes bf16 tables only: f32 ones
+    (the reverse of the case above) are refused, the program stays usable."""
+    half = program("transe_l2", "pos", "bf16.D128")
+    args = transe_args()
+    with pytest.raises(rt.ArgumentError, match="table 'Eemb' expects dtype bf16, got f32"):
+        half(**args)
+    args = {k: v.bfloat16() if v.is_floating_point() else v for k, v in args.items()}
+    with pytest.raises(rt.ArgumentError, match="table 'Remb' expects dtype bf16, got f16"):
+        half(**dict(args, Remb=args["Remb"].half()))
+    assert_matches(half(**args)["score"], args)
+    assert half(**transe_args(batch=0) | {"Eemb": args["Eemb"], "Remb": args["Remb"]}
+                )["score"].shape == (0,)
+
+
+def test_half_precision_values_beyond_range_follow_ieee(program):
+    """f16 holds at most 65504: larger float32 values convert to inf, and
+    the scores of the edges that read them are inf, the others exact."""
+    half = program("transe_l2", "pos", "f16.D128")
+    args = transe_args()
+    args["Eemb"][args["h"][5], 7] = 1.0e6
+    args = {k: v.half() if v.is_floating_point() else v for k, v in args.items()}
+    assert torch.isinf(args["Eemb"]).sum() == 1
+    score = half(**args)["score"].double()
+    reference = REFERENCES["transe_l2"](**args)
+    assert torch.isinf(reference).any() and torch.isfinite(reference).any()
+    torch.testing.assert_close(score, reference, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
 def test_dependent_launches_wait_for_prior_kernels(program):

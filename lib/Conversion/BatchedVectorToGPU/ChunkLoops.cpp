@@ -158,14 +158,22 @@ Value ChunkLoopEmitter::scalar(Value value, int64_t i) {
 //===----------------------------------------------------------------------===//
 
 Value ChunkLoopEmitter::loadGlobalChunk(Value memref, ValueRange prefix,
-                                        Value d0, Value valid) {
+                                        Value d0, Value valid, bool widen) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   Value safe = arith::SelectOp::create(b, loc, valid, d0, k.constIndex(0));
   SmallVector<Value> indices(prefix);
   indices.push_back(safe);
   int64_t width = k.layout.vectorWidth;
-  Value loaded = alignedLoad(b, loc, k.chunkType(), memref, indices, 4 * width);
+  // Half-precision rows: half the bytes per load, widened in registers.
+  Type element = cast<MemRefType>(memref.getType()).getElementType();
+  auto type = VectorType::get({width}, element);
+  Value loaded = alignedLoad(b, loc, type, memref, indices,
+                             element.getIntOrFloatBitWidth() / 8 * width);
+  if (!widen)
+    return loaded;
+  if (element != b.getF32Type())
+    loaded = arith::ExtFOp::create(b, loc, k.chunkType(), loaded);
   Value zero = k.splat(k.constF32(0.0f));
   return arith::SelectOp::create(b, loc, valid, loaded, zero);
 }
@@ -246,11 +254,16 @@ Value ChunkLoopEmitter::loadGatheredChunk(bvec::GatherVecOp gather, Value edge,
       return arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
     return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
   };
+  // Staged rows keep the table's element type: one load, from either
+  // memory, then the widening.
+  Type element = gather.getTable().getType().getElementType();
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
   auto bytes = [&](Value elements) {
-    return arith::MulIOp::create(b, loc, elements,
-                                 arith::ConstantIntOp::create(b, loc, 4, 64));
+    return arith::MulIOp::create(
+        b, loc, elements,
+        arith::ConstantIntOp::create(b, loc, elementBytes, 64));
   };
-  Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
+  Value buffer = k.view(k.stagingBuffers.lookup(gather), element,
                         k.layout.tile * chunk);
   Value laneOffset = arith::MulIOp::create(b, loc, k.lane, k.constIndex(width));
   Value u = toI64(k.loadI32(slot.slotOf, edge));
@@ -273,8 +286,11 @@ Value ChunkLoopEmitter::loadGatheredChunk(bvec::GatherVecOp gather, Value edge,
                                           globalAddress);
   Value pointer = LLVM::IntToPtrOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext()), address);
-  Value loaded = LLVM::LoadOp::create(b, loc, k.chunkType(), pointer,
-                                      /*alignment=*/4 * width);
+  Value loaded = LLVM::LoadOp::create(b, loc, VectorType::get({width}, element),
+                                      pointer,
+                                      /*alignment=*/elementBytes * width);
+  if (element != b.getF32Type())
+    loaded = arith::ExtFOp::create(b, loc, k.chunkType(), loaded);
   return arith::SelectOp::create(b, loc, valid, loaded,
                                  k.splat(k.constF32(0.0f)));
 }
@@ -598,7 +614,8 @@ SmallVector<Value> ChunkLoopEmitter::emitStaged(ChunkBody &body,
   int64_t rowsPerWarp = k.layout.tile / k.layout.warps;
   for (bvec::GatherVecOp gather : body.gathers) {
     InspectorSlot &slot = k.slotFor(gather.getIndices());
-    Value buffer = k.view(k.stagingBuffers.lookup(gather), b.getF32Type(),
+    Type element = gather.getTable().getType().getElementType();
+    Value buffer = k.view(k.stagingBuffers.lookup(gather), element,
                           k.layout.tile * chunk);
     Value table = k.memrefOf(gather.getTable());
     scf::IfOp::create(b, loc, slot.staged, [&](OpBuilder &, Location) {
@@ -613,14 +630,16 @@ SmallVector<Value> ChunkLoopEmitter::emitStaged(ChunkBody &body,
         Value row = k.toIndex(k.loadI32(slot.uniq, safe));
         rows.push_back(safe);
         present.push_back(ok);
-        loaded.push_back(loadGlobalChunk(table, ValueRange{row}, d0, valid));
+        loaded.push_back(loadGlobalChunk(table, ValueRange{row}, d0, valid,
+                                         /*widen=*/false));
       }
       for (int64_t i = 0; i < rowsPerWarp; ++i) {
         Value at = arith::AddIOp::create(
             b, loc, arith::MulIOp::create(b, loc, rows[i], k.constIndex(chunk)),
             laneOffset);
         scf::IfOp::create(b, loc, present[i], [&](OpBuilder &, Location) {
-          alignedStore(b, loc, loaded[i], buffer, ValueRange{at}, 4 * width);
+          alignedStore(b, loc, loaded[i], buffer, ValueRange{at},
+                       element.getIntOrFloatBitWidth() / 8 * width);
           scf::YieldOp::create(b, loc);
         });
       }

@@ -34,14 +34,32 @@ LogicalResult KernelEmitter::plan() {
     return failure();
   dims = std::move(*symbols);
 
-  // Element types: f32 tables and results on the GPU.
-  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-    if (auto table = dyn_cast<bvec::TableType>(type); table &&
-                                                      !table.getElementType()
-                                                           .isF32())
+  // Element types: kernels compute in f32. Tables hold f32, or f16/bf16
+  // rows that their gathers widen to f32; results are f32.
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto table = dyn_cast<bvec::TableType>(type);
+    if (!table)
+      continue;
+    Type element = table.getElementType();
+    if (!isa<Float32Type, Float16Type, BFloat16Type>(element))
       return func.emitOpError()
-             << "GPU lowering supports f32 tables only; table '"
-             << func.getArgName(i) << "' has " << table.getElementType();
+             << "GPU lowering supports f32, f16 and bf16 tables; table '"
+             << func.getArgName(i) << "' has " << element;
+  }
+  WalkResult computesInF32 = func.getBody().walk([&](Operation *op) {
+    for (Value v : op->getResults())
+      if (auto batched = dyn_cast<bvec::BatchedType>(v.getType());
+          batched && isa<FloatType>(batched.getElementType()) &&
+          !batched.getElementType().isF32()) {
+        op->emitOpError() << "GPU lowering computes in f32, got "
+                          << v.getType()
+                          << " (gathers widen half-precision tables to f32)";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (computesInF32.wasInterrupted())
+    return failure();
 
   // Static item sizes become byte counts of shared memory and offsets in
   // 32-bit index arithmetic; larger ones could not run anyway.
@@ -125,7 +143,13 @@ LogicalResult KernelEmitter::plan() {
     func.getBody().walk([&](bvec::GatherVecOp gather) {
       std::string name = "stage." + std::to_string(stagingBuffers.size());
       stagingBuffers[gather] = name;
-      shared.allocate(name, tile * chunk * 4);
+      // Rows are staged as the table holds them.
+      shared.allocate(name, tile * chunk *
+                                gather.getTable()
+                                    .getType()
+                                    .getElementType()
+                                    .getIntOrFloatBitWidth() /
+                                8);
     });
   shared.staticBytes = llvm::alignTo(shared.staticBytes, 16);
 

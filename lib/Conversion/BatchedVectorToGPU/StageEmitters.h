@@ -54,9 +54,11 @@ public:
   Value applyElementwise(Operation *op, ValueRange operands, bool scalarMode);
 
   /// Loads a chunk of a row of global `memref` at `prefix` + [d0, d0 + V),
-  /// zero where `valid` is false (the address is clamped to stay inside).
+  /// zero where `valid` is false (the address is clamped to stay inside);
+  /// rows of half precision are widened to f32 (with `widen`; otherwise
+  /// the raw elements are returned, not masked).
   Value loadGlobalChunk(Value memref, ValueRange prefix, Value d0,
-                        Value valid);
+                        Value valid, bool widen = true);
 
   /// Loads a chunk of a shared float buffer at `offset`, zero where `valid`
   /// is false; `aligned` says whether offset is a multiple of V.

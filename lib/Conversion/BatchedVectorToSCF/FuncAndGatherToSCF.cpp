@@ -4,6 +4,7 @@
 #include "LoopBuilder.h"
 
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 using namespace mlir;
@@ -77,6 +78,16 @@ struct ReturnOpLowering : OpConversionPattern<bvec::ReturnOp> {
   }
 };
 
+/// Loads `table[indices]`, widened to `element` (f32 from a half-precision
+/// table) when the types differ.
+Value loadElement(OpBuilder &b, Location loc, Value table, ValueRange indices,
+                  Type element) {
+  Value v = memref::LoadOp::create(b, loc, table, indices);
+  if (v.getType() == element)
+    return v;
+  return arith::ExtFOp::create(b, loc, element, v);
+}
+
 /// Loads `indices[b]` as an index value.
 Value loadIndex(OpBuilder &b, Location loc, Value indices, Value batchIv) {
   Value raw = memref::LoadOp::create(b, loc, indices, batchIv);
@@ -101,9 +112,10 @@ struct GatherVecOpLowering : OpConversionPattern<bvec::GatherVecOp> {
                      loops::forEach(b, l, {length},
                                     [&](OpBuilder &b2, Location l2,
                                         ValueRange inner) {
-                                      Value v = memref::LoadOp::create(
+                                      Value v = loadElement(
                                           b2, l2, adaptor.getTable(),
-                                          ValueRange{row, inner[0]});
+                                          ValueRange{row, inner[0]},
+                                          type.getElementType());
                                       memref::StoreOp::create(
                                           b2, l2, v, out,
                                           ValueRange{ivs[0], inner[0]});
@@ -132,9 +144,10 @@ struct GatherMatOpLowering : OpConversionPattern<bvec::GatherMatOp> {
           Value row = loadIndex(b, l, adaptor.getIndices(), ivs[0]);
           loops::forEach(b, l, {rows, cols},
                          [&](OpBuilder &b2, Location l2, ValueRange inner) {
-                           Value v = memref::LoadOp::create(
+                           Value v = loadElement(
                                b2, l2, adaptor.getTable(),
-                               ValueRange{row, inner[0], inner[1]});
+                               ValueRange{row, inner[0], inner[1]},
+                               type.getElementType());
                            memref::StoreOp::create(
                                b2, l2, v, out,
                                ValueRange{ivs[0], inner[0], inner[1]});

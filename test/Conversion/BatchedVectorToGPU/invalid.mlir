@@ -3,13 +3,24 @@
 // The GPU lowering refuses what it cannot implement, with a diagnostic on
 // the function.
 
-// expected-error@+1 {{GPU lowering supports f32 tables only; table 'E' has 'f64'}}
+// expected-error@+1 {{GPU lowering supports f32, f16 and bf16 tables; table 'E' has 'f64'}}
 bvec.func @f64_table(%E: !bvec.table<?x?xf64>, %h: !bvec.indices<?xi64>,
                      %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf64>) {
   %a = bvec.gather_vec %E[%h] : !bvec.table<?x?xf64>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf64>
   %b = bvec.gather_vec %E[%t] : !bvec.table<?x?xf64>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf64>
   %s = bvec.vec_mul_vec %a, %b : !bvec.vec<?x?xf64>, !bvec.vec<?x?xf64> -> !bvec.scalar<?xf64>
   bvec.return %s : !bvec.scalar<?xf64>
+}
+
+// -----
+
+// Half-precision tables are read in half precision, but kernels compute in
+// f32: their gathers must widen.
+bvec.func @half_compute(%E: !bvec.table<?x?xbf16>, %h: !bvec.indices<?xi64>,
+                        %t: !bvec.indices<?xi64>) -> (v: !bvec.vec<?x?xbf16>) {
+  // expected-error@+1 {{GPU lowering computes in f32, got '!bvec.vec<?x?xbf16>' (gathers widen half-precision tables to f32)}}
+  %a = bvec.gather_vec %E[%h] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xbf16>
+  bvec.return %a : !bvec.vec<?x?xbf16>
 }
 
 // -----

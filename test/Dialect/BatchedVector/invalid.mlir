@@ -217,9 +217,26 @@ bvec.func @gather_vec_dynamic_length(%E: !bvec.table<?x?xf32>, %h: !bvec.indices
 // -----
 
 bvec.func @gather_vec_element(%E: !bvec.table<?x4xf64>, %h: !bvec.indices<?xi64>) -> (s: !bvec.vec<?x4xf32>) {
-  // expected-error @+1 {{'bvec.gather_vec' op element type 'f32' of the result differs from element type 'f64' of the table}}
+  // expected-error @+1 {{'bvec.gather_vec' op gives element type 'f32' from a table of 'f64'; expected 'f64'}}
   %v = bvec.gather_vec %E[%h] : !bvec.table<?x4xf64>, !bvec.indices<?xi64> -> !bvec.vec<?x4xf32>
   bvec.return %v : !bvec.vec<?x4xf32>
+}
+
+// -----
+
+// Half-precision tables widen to f32, and only to f32.
+bvec.func @gather_vec_narrowing(%E: !bvec.table<?x4xbf16>, %h: !bvec.indices<?xi64>) -> (s: !bvec.vec<?x4xf16>) {
+  // expected-error @+1 {{'bvec.gather_vec' op gives element type 'f16' from a table of 'bf16'; expected 'bf16' or f32 (widened)}}
+  %v = bvec.gather_vec %E[%h] : !bvec.table<?x4xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x4xf16>
+  bvec.return %v : !bvec.vec<?x4xf16>
+}
+
+// -----
+
+bvec.func @gather_mat_to_f64(%P: !bvec.table<?x4x4xf16>, %h: !bvec.indices<?xi64>) -> (s: !bvec.mat<?x4x4xf64>) {
+  // expected-error @+1 {{'bvec.gather_mat' op gives element type 'f64' from a table of 'f16'; expected 'f16' or f32 (widened)}}
+  %m = bvec.gather_mat %P[%h] : !bvec.table<?x4x4xf16>, !bvec.indices<?xi64> -> !bvec.mat<?x4x4xf64>
+  bvec.return %m : !bvec.mat<?x4x4xf64>
 }
 
 // -----

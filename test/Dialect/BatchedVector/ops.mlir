@@ -17,6 +17,19 @@ bvec.func @gathers(%Eemb: !bvec.table<?x128xf32>, %Pm: !bvec.table<1345x128x64xf
   bvec.return %v, %m : !bvec.vec<?x128xf32>, !bvec.mat<?x128x64xf32>
 }
 
+// Gathers from half-precision tables widen their rows to f32.
+// CHECK-LABEL: bvec.func @widening_gathers(
+// CHECK: bvec.gather_vec %E[%h] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+// CHECK: bvec.gather_mat %P[%h] : !bvec.table<?x8x8xf16>, !bvec.indices<?xi64> -> !bvec.mat<?x8x8xf32>
+// CHECK: bvec.gather_vec %E[%h] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xbf16>
+bvec.func @widening_gathers(%E: !bvec.table<?x?xbf16>, %P: !bvec.table<?x8x8xf16>, %h: !bvec.indices<?xi64>)
+    -> (v: !bvec.vec<?x?xf32>, m: !bvec.mat<?x8x8xf32>, raw: !bvec.vec<?x?xbf16>) {
+  %v = bvec.gather_vec %E[%h] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %m = bvec.gather_mat %P[%h] : !bvec.table<?x8x8xf16>, !bvec.indices<?xi64> -> !bvec.mat<?x8x8xf32>
+  %raw = bvec.gather_vec %E[%h] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xbf16>
+  bvec.return %v, %m, %raw : !bvec.vec<?x?xf32>, !bvec.mat<?x8x8xf32>, !bvec.vec<?x?xbf16>
+}
+
 // CHECK-LABEL: bvec.func @elementwise(
 bvec.func @elementwise(%E: !bvec.table<?x?xf64>, %h: !bvec.indices<37xi64>)
     -> (out: !bvec.vec<37x?xf64>) {

@@ -159,12 +159,15 @@ def BatchedVector_GatherVecOp : BatchedVector_Op<"gather_vec", [Pure]> {
     (cuKE's `gather_vec`, written `Eemb[h]` in a score function). The table
     must have rank 2 and the result length must equal its row length.
     Indices outside `[0, N)` are rejected by the runner before any kernel
-    runs.
+    runs. The result has the table's element type, or f32 for a table in
+    half precision (f16, bf16): its rows are read in half precision, half
+    the bytes, and widened exactly, so that the function computes in f32.
 
     Example:
 
     ```mlir
     %eh = bvec.gather_vec %Eemb[%h] : !bvec.table<?x128xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x128xf32>
+    %th = bvec.gather_vec %Ebf16[%t] : !bvec.table<?x128xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x128xf32>
     ```
   }];
   let arguments = (ins BatchedVector_TableType:$table,
@@ -182,7 +185,8 @@ def BatchedVector_GatherMatOp : BatchedVector_Op<"gather_mat", [Pure]> {
   let summary = "gathers one matrix of a projection tensor per edge";
   let description = [{
     `result[b] = table[indices[b]]` for a rank-3 table of matrices
-    (cuKE's `gather_mat`, written `Pm[r]`).
+    (cuKE's `gather_mat`, written `Pm[r]`). Like `bvec.gather_vec`, it
+    widens a table in half precision to f32.
 
     Example:
 

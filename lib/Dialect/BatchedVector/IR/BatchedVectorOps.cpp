@@ -322,6 +322,20 @@ LogicalResult ReturnOp::verify() {
 // Gathers
 //===----------------------------------------------------------------------===//
 
+/// A gather gives rows of the table's element type, or widens rows of a
+/// half-precision table (f16, bf16) to f32.
+static LogicalResult verifyGatheredElementType(Operation *op, TableType table,
+                                               BatchedType result) {
+  Type from = table.getElementType(), to = result.getElementType();
+  if (from == to || (isa<Float16Type, BFloat16Type>(from) && to.isF32()))
+    return success();
+  return op->emitOpError() << "gives element type " << to << " from a table of "
+                           << from << "; expected " << from
+                           << (isa<Float16Type, BFloat16Type>(from)
+                                   ? " or f32 (widened)"
+                                   : "");
+}
+
 LogicalResult GatherVecOp::verify() {
   TableType table = getTable().getType();
   if (!table.holdsVectors())
@@ -330,8 +344,7 @@ LogicalResult GatherVecOp::verify() {
   VecType result = getResult().getType();
   if (failed(verifyDim(*this, result.getLength(), table.getShape()[1],
                        "result length", "the table's row length")) ||
-      failed(verifySameElementType(*this, {table, result},
-                                   {"table", "result"})) ||
+      failed(verifyGatheredElementType(*this, table, result)) ||
       failed(verifySameBatch(*this, {getIndices().getType(), result},
                              {"indices", "result"})))
     return failure();
@@ -348,8 +361,7 @@ LogicalResult GatherMatOp::verify() {
                        "result row count", "the table's row count")) ||
       failed(verifyDim(*this, result.getCols(), table.getShape()[2],
                        "result column count", "the table's column count")) ||
-      failed(verifySameElementType(*this, {table, result},
-                                   {"table", "result"})) ||
+      failed(verifyGatheredElementType(*this, table, result)) ||
       failed(verifySameBatch(*this, {getIndices().getType(), result},
                              {"indices", "result"})))
     return failure();
