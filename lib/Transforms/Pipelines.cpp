@@ -46,6 +46,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.matrixMath = options.matrixMath;
   fuse.carryFloats = options.carryFloats;
   fuse.blocksPerSM = options.blocksPerSM;
+  fuse.deterministic = options.deterministic;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

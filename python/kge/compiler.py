@@ -7,7 +7,8 @@ import pathlib
 _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-width",
                    "reorder_key": "reorder-key", "reorder_group": "reorder-group",
                    "stage_repeats": "stage-repeats", "matrix_math": "matrix-math",
-                   "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm"}
+                   "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm",
+                   "deterministic": "deterministic"}
 
 
 def _ir():
@@ -20,7 +21,7 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
-    matrix_math, carry_floats, blocks_per_sm)."""
+    matrix_math, carry_floats, blocks_per_sm, deterministic: a bool)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():
@@ -34,6 +35,8 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
         if name not in _LAYOUT_OPTIONS:
             raise TypeError(f"unknown layout option '{name}' (expected one of "
                             f"{', '.join(sorted(_LAYOUT_OPTIONS))})")
+        if isinstance(value, bool):
+            value = int(value)
         if value is not None:
             options.append(f"{_LAYOUT_OPTIONS[name]}={value}")
     passes.append("kge-lower-to-gpu" + ("{" + " ".join(options) + "}" if options else ""))

@@ -521,7 +521,8 @@ class ScoreFunction:
         names the index array corrupted in negative-sampling mode, `sizes`
         gives static sizes (e.g. {"D_Eemb": 512}), `layout` the options of
         bvec-fuse (tile, warps, vector_width, reorder_key, reorder_group,
-        stage_repeats, matrix_math, carry_floats, blocks_per_sm)."""
+        stage_repeats, matrix_math, carry_floats, blocks_per_sm,
+        deterministic)."""
         from .compiler import compile_bundle
         return compile_bundle(self.module, negative, sizes, cubin, **layout)
 

@@ -93,6 +93,23 @@ def test_matrix_math_option_selects_tensor_cores():
         fn.compile(sizes=sizes, matrix_math="tf16")
 
 
+def test_deterministic_option_reaches_the_matrix_products():
+    """deterministic (default True) makes runs that continue into a
+    neighbouring tile take tensor cores: the kernel reads the keys next to
+    its tile through the permutation."""
+    fn = FUNCTIONS["transr"]
+    sizes = {"D_Eemb": 64, "D_Remb": 64}
+    default = fn.compile(sizes=sizes, cubin=False)
+    assert default.manifest == fn.compile(sizes=sizes, deterministic=True, cubin=False).manifest
+    anyorder = fn.compile(sizes=sizes, deterministic=False, cubin=False)
+    assert default.ptx != anyorder.ptx
+    # Two more key loads per tile (the neighbours) and their comparisons.
+    assert default.ptx.count("ld.global") == anyorder.ptx.count("ld.global") + 4
+    assert default.ptx.count("setp.eq.b32") > anyorder.ptx.count("setp.eq.b32")
+    with pytest.raises(kge.MLIRError, match="deterministic must be 0 or 1, got 2"):
+        fn.compile(sizes=sizes, deterministic=2)
+
+
 def test_carry_floats_option_keeps_vectors_in_registers():
     """TransH at D = 64: with vectors carried between its two stages, each
     edge's 4 rows are read once (4 edges x 4 rows of 16-byte loads per

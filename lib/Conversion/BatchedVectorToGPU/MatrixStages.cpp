@@ -126,18 +126,53 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
       std::min<int64_t>(kMmaBlocks, llvm::divideCeil(k.layout.tile, kMmaEdges));
   int64_t fmaColumns = 32 * k.layout.vectorWidth;
   Value zero = k.constIndex(0), one = k.constIndex(1);
-  // How the items of a run of `size` edges multiply: on tensor cores or
-  // not, edges and columns per item, items per run.
+  // Deterministic products of a sorted batch: the edges of one matrix are
+  // in the order the sort's atomics chose, so which of them a tile holds
+  // varies between calls when their run continues into a neighbouring
+  // tile. Such runs take tensor cores whatever their size in this tile, so
+  // that an edge's arithmetic depends only on the sorted keys. The keys of
+  // the scored edges just before and after the tile tell (-1: none).
+  Value keyBefore, keyAfter;
+  if (tensorCores && k.layout.deterministic && k.permMemref &&
+      k.func.getArgumentByName(k.layout.reorderKey) == slot->indexArray) {
+    Value total = memref::DimOp::create(b, loc, k.resultMemrefs.front(), 0);
+    auto keyAt = [&](Value valid, Value position) -> Value {
+      Value safe = arith::SelectOp::create(b, loc, valid, position, zero);
+      Value positive = k.toIndex(k.loadI32(
+          k.permMemref, arith::DivUIOp::create(b, loc, safe, k.negatives)));
+      Value key = k.toI32(memref::LoadOp::create(
+          b, loc, k.memrefOf(slot->indexArray), ValueRange{positive}));
+      return arith::SelectOp::create(b, loc, valid, key, k.constI32(-1));
+    };
+    Value end = arith::AddIOp::create(b, loc, k.first, k.count);
+    keyBefore = keyAt(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, k.first, zero),
+        arith::SubIOp::create(b, loc, k.first, one));
+    keyAfter = keyAt(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, end, total),
+        end);
+  }
+  // How the items of a run of `size` edges with matrix `key` multiply: on
+  // tensor cores or not, edges and columns per item, items per run.
   struct Shape {
     Value tensor, edges, columns, groups, items;
   };
-  auto shapeOf = [&](Value size) -> Shape {
+  auto shapeOf = [&](Value size, Value key) -> Shape {
     Shape shape;
     shape.tensor =
         tensorCores
             ? arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, size,
                                     k.constIndex(kMmaMinRun))
             : arith::ConstantIntOp::create(b, loc, 0, 1).getResult();
+    if (keyBefore) {
+      auto equals = [&](Value other) {
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, key,
+                                     other);
+      };
+      shape.tensor = arith::OrIOp::create(
+          b, loc, shape.tensor,
+          arith::OrIOp::create(b, loc, equals(keyBefore), equals(keyAfter)));
+    }
     auto pick = [&](int64_t onTensor, int64_t onFma) -> Value {
       if (!tensorCores)
         return k.constIndex(onFma);
@@ -167,6 +202,12 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
         slot->offsets, arith::AddIOp::create(b, loc, u, one)));
     return {start, arith::SubIOp::create(b, loc, end, start)};
   };
+  // The matrix row of run r (i32), or null without a shared key.
+  auto keyOfRun = [&](Value r) -> Value {
+    if (!slot)
+      return Value();
+    return k.loadI32(slot->uniq, k.toIndex(k.loadI32(slot->ranked, r)));
+  };
 
   // Work-item offsets of the runs, most frequent first (one thread).
   Value isFirst =
@@ -178,8 +219,8 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
         [&](OpBuilder &, Location, Value r, ValueRange args) {
           auto [start, size] = runOf(r);
           (void)start;
-          Value total =
-              arith::AddIOp::create(b, loc, args[0], shapeOf(size).items);
+          Value total = arith::AddIOp::create(
+              b, loc, args[0], shapeOf(size, keyOfRun(r)).items);
           Value next = arith::AddIOp::create(b, loc, r, one);
           memref::StoreOp::create(b, loc, k.toI32(total), items,
                                   ValueRange{next});
@@ -213,17 +254,14 @@ void MatrixStageEmitter::emitProduct(bvec::VecMulMatOp op) {
         std::tie(item.start, item.size) = runOf(r);
         Value local = arith::SubIOp::create(
             b, loc, index, k.toIndex(k.loadI32(items, r)));
-        Shape shape = shapeOf(item.size);
+        item.sharedRow = keyOfRun(r);
+        Shape shape = shapeOf(item.size, item.sharedRow);
         item.base = arith::MulIOp::create(
             b, loc, arith::RemUIOp::create(b, loc, local, shape.groups),
             shape.edges);
         item.firstColumn = arith::MulIOp::create(
             b, loc, arith::DivUIOp::create(b, loc, local, shape.groups),
             shape.columns);
-        if (slot) {
-          Value u = k.toIndex(k.loadI32(slot->ranked, r));
-          item.sharedRow = k.loadI32(slot->uniq, u);
-        }
         auto emitTensorCore = [&] {
           // Items whose edges fit one block of 8 skip the others' products.
           if (mmaBlocks == 1) {

@@ -2,6 +2,7 @@
 // RUN: kge-opt %s -split-input-file -bvec-fuse=matrix-math=fma -convert-bvec-to-gpu | FileCheck %s --check-prefix=FMA
 // RUN: kge-opt %s -split-input-file -bvec-fuse="matrix-math=fma tile=32" -convert-bvec-to-gpu | FileCheck %s --check-prefix=FMA
 // RUN: kge-opt %s -split-input-file -bvec-fuse=tile=32 -convert-bvec-to-gpu | FileCheck %s --check-prefix=TILE32
+// RUN: kge-opt %s -split-input-file -bvec-fuse=deterministic=0 -convert-bvec-to-gpu | FileCheck %s --check-prefix=ANYORDER
 
 // Matrix products over runs of a shared matrix (the tile's edges grouped by
 // relation) run on tensor cores when the layout has 16-byte loads: a run of
@@ -14,11 +15,32 @@
 // mod 32), so that the inputs of 8 edges read by one mma lie in different
 // banks.
 
+// The batch is sorted by relation, the edges of one relation in the order
+// of the sort's atomics. Deterministic products (the default): a run that
+// continues into the tile before or after (its key is the key of the scored
+// edge before the tile's first or after its last, read through the
+// permutation) takes tensor cores whatever its size in this tile, so that
+// the order never decides an edge's arithmetic.
+
+// Without the guarantee, runs of at most 2 edges in the tile take FMAs.
+// ANYORDER-LABEL: gpu.func @transr
+// ANYORDER: %[[TC:.*]] = arith.cmpi ugt, %{{.*}}, %c2{{.*}} : index
+// ANYORDER-NEXT: arith.constant 4 : index
+// ANYORDER: arith.select %[[TC]], %c16{{.*}}, %c4{{.*}} : index
+
 // CHECK-LABEL: gpu.module @transr_kernels
 // CHECK-SAME: shared_bytes = "864 + 64*68 + 64*68"
 // CHECK: gpu.func @transr
+// CHECK: %[[PERM_BEFORE:.*]] = memref.load %arg7[%{{.*}}] : memref<?xi32>
+// CHECK: %[[BEFORE:.*]] = arith.select %{{.*}}, %{{.*}}, %c-1_i32 : i32
+// CHECK: %[[PERM_AFTER:.*]] = memref.load %arg7[%{{.*}}] : memref<?xi32>
+// CHECK: %[[AFTER:.*]] = arith.select %{{.*}}, %{{.*}}, %c-1_i32{{.*}} : i32
 // Items per run: 16 edges x 32 columns on tensor cores, 4 x 128 with FMAs.
-// CHECK: %[[TC:.*]] = arith.cmpi ugt, %{{.*}}, %c2{{.*}} : index
+// CHECK: %[[LONG:.*]] = arith.cmpi ugt, %{{.*}}, %c2{{.*}} : index
+// CHECK-DAG: %[[IS_AFTER:.*]] = arith.cmpi eq, %{{.*}}, %[[AFTER]] : i32
+// CHECK-DAG: %[[IS_BEFORE:.*]] = arith.cmpi eq, %{{.*}}, %[[BEFORE]] : i32
+// CHECK: %[[SPLIT:.*]] = arith.ori %[[IS_BEFORE]], %[[IS_AFTER]] : i1
+// CHECK: %[[TC:.*]] = arith.ori %[[LONG]], %[[SPLIT]] : i1
 // CHECK: arith.select %[[TC]], %c16{{.*}}, %c4{{.*}} : index
 // CHECK: arith.select %[[TC]], %c32{{.*}}, %c128{{.*}} : index
 // CHECK: gpu.barrier

@@ -91,6 +91,12 @@ struct KernelLayout {
   /// thread, at least 64 (the device library's inspector needs them).
   /// 0: no request, registers left to the assembler.
   int64_t blocksPerSM = 0;
+  /// Bitwise-identical results for identical inputs (1) or not guaranteed
+  /// (0). A batch sorted by matrix has its edges of one matrix in an order
+  /// that the sort's atomics choose; with 1, whether an edge's product runs
+  /// on tensor cores depends only on the sorted keys (runs that continue
+  /// into a neighbouring tile take tensor cores), never on that order.
+  int64_t deterministic = 1;
   int64_t stages = 1;
 
   /// Whether some tile may stage rows in shared memory.
@@ -113,7 +119,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            int64_t stageRepeats = -1,
                                            StringRef matrixMath = "",
                                            int64_t carryFloats = -1,
-                                           int64_t blocksPerSM = -1);
+                                           int64_t blocksPerSM = -1,
+                                           int64_t deterministic = -1);
 
 } // namespace bvec
 } // namespace mlir

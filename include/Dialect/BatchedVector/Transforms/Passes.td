@@ -58,14 +58,17 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     registers when they need at most 128 floats per lane, and
     `blocks_per_sm` (the kernel's `nvvm.minctasm`) as many blocks per
     multiprocessor as leave each thread 64 registers for functions without
-    `vec_mul_mat` (4 for 8 warps), 0 (no request) for those with it.
+    `vec_mul_mat` (4 for 8 warps), 0 (no request) for those with it, and
+    `deterministic = 1`: identical inputs give bitwise-identical results
+    (0: the sort's atomics may decide which products of a batch sorted by
+    matrix run on tensor cores, and so their last bits).
 
     Example output (TransR):
 
     ```mlir
     bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
         blocks_per_sm = 0 : i64, carry_floats = 128 : i64,
-        matrix_math = "tf32x3",
+        deterministic = 1 : i64, matrix_math = "tf32x3",
         reorder_group = 0 : i64, reorder_key = "r",
         stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64,
         vector_width = 1 : i64, warps = 16 : i64}} {
@@ -100,6 +103,9 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
            "thread blocks per multiprocessor to compile for (registers per "
            "thread: 64K / (blocks x threads), at least 64); 0: no request "
            "(-1: choose)">,
+    Option<"deterministic", "deterministic", "int64_t", /*default=*/"-1",
+           "1: bitwise-identical results for identical inputs; 0: not "
+           "guaranteed (-1: choose, 1)">,
   ];
 }
 

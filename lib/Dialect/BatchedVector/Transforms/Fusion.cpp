@@ -90,6 +90,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
       b.getNamedAttr("carry_floats", b.getI64IntegerAttr(carryFloats)),
       b.getNamedAttr("blocks_per_sm", b.getI64IntegerAttr(blocksPerSM)),
+      b.getNamedAttr("deterministic", b.getI64IntegerAttr(deterministic)),
       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
   });
 }
@@ -177,6 +178,10 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
            << 32 * layout.warps << " threads (each thread keeps "
            << kMinRegistersPerThread << " of the " << kRegistersPerSM
            << " registers of a multiprocessor), got " << layout.blocksPerSM;
+  if (layout.deterministic != 0 && layout.deterministic != 1)
+    return func.emitOpError()
+           << "kernel layout: deterministic must be 0 or 1, got "
+           << layout.deterministic;
   if (layout.stages < 1)
     return func.emitOpError() << "kernel layout: stages must be positive";
   return success();
@@ -220,6 +225,7 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("stages", layout.stages)) ||
       failed(readInt("carry_floats", layout.carryFloats)) ||
       failed(readInt("blocks_per_sm", layout.blocksPerSM)) ||
+      failed(readInt("deterministic", layout.deterministic)) ||
       failed(verifyLayout(func, layout)))
     return failure();
   return layout;
@@ -235,7 +241,8 @@ static constexpr int64_t kDefaultStageRepeats = 101;
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
     StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats,
-    StringRef matrixMath, int64_t carryFloats, int64_t blocksPerSM) {
+    StringRef matrixMath, int64_t carryFloats, int64_t blocksPerSM,
+    int64_t deterministic) {
   KernelLayout layout;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
@@ -301,6 +308,8 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     layout.matrixMath = matrixMath.str();
   if (carryFloats >= 0)
     layout.carryFloats = carryFloats;
+  if (deterministic >= 0)
+    layout.deterministic = deterministic;
   // Vector kernels: as many blocks per multiprocessor as leave each thread
   // 64 registers (4 blocks of 8 warps), so that every block of a batch
   // of 16384 edges is resident at once; the assembler then schedules the
@@ -329,7 +338,7 @@ struct BatchedVectorFusePass
     for (auto func : getOperation().getOps<FuncOp>()) {
       FailureOr<KernelLayout> layout = chooseKernelLayout(
           func, tile, warps, vectorWidth, reorderKey, reorderGroup,
-          stageRepeats, matrixMath, carryFloats, blocksPerSM);
+          stageRepeats, matrixMath, carryFloats, blocksPerSM, deterministic);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);
