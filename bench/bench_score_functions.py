@@ -3,7 +3,10 @@
 torch.compile, measured in one run on the GPU machine.
 
 For every example score function, batch size and embedding length, on a
-knowledge graph (FB15k-like synthetic, or WN18-like from WordNet 3.0):
+knowledge graph (FB15k-like and BioKG-like synthetic graphs with skewed
+entities, or WN18-like from WordNet 3.0), with tables in f32 or, with
+--precision, in bf16/f16 (PyTorch then runs on the same half-precision
+tables, and KGE's kernel for f32 tables is timed beside):
 time per call (median over rounds of back-to-back calls timed with CUDA events,
 results allocated by each call; the rounds of KGE, eager and torch.compile
 taken in turn), edges per second, peak GPU memory of one call, and
@@ -14,7 +17,8 @@ device-to-device bandwidth measured in the same run.
     python3 bench/bench_score_functions.py --bundles .carry/bundles \\
         --dataset fb15k --out $OUT/fb15k.json
 
-Bundles come from test/gpu/build_bundles.py (<model>.pos.D<length>).
+Bundles come from test/gpu/build_bundles.py (<model>.pos.D<length>,
+<model>.pos.<precision>.D<length>).
 """
 
 import argparse
@@ -206,15 +210,27 @@ def scratch_bytes(bundle, sizes):
     return total
 
 
+def load_graph(name, wn18_path):
+    if name == "fb15k":
+        return datasets.fb15k_like()
+    if name == "biokg":
+        return datasets.biokg_like()
+    data = np.load(wn18_path)
+    return data["triples"], int(data["entities"]), int(data["relations"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bundles", type=pathlib.Path, required=True)
-    parser.add_argument("--dataset", choices=["fb15k", "wn18"], required=True)
+    parser.add_argument("--dataset", choices=["fb15k", "wn18", "biokg"], required=True)
     parser.add_argument("--wn18", type=pathlib.Path, default=pathlib.Path(".carry/wn18like.npz"))
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--models", nargs="*", default=MODELS)
-    parser.add_argument("--batches", type=int, nargs="*", default=[4096, 16384])
-    parser.add_argument("--lengths", type=int, nargs="*", default=[128, 512])
+    parser.add_argument("--batches", type=int, nargs="*", default=[16384, 262144])
+    parser.add_argument("--lengths", type=int, nargs="*", default=[512])
+    parser.add_argument("--precision", choices=["f32", "bf16", "f16"], default="f32",
+                        help="table precision: bf16/f16 tables for KGE and PyTorch (its own "
+                             "half-precision path), KGE with f32 tables in the same run")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--calls", type=int, default=None,
                         help="calls per timed round (default: about 2 ms of calls, at least 20)")
@@ -226,18 +242,18 @@ def main():
     torch._dynamo.config.cache_size_limit = 64
     torch.backends.cuda.matmul.allow_tf32 = False
 
-    if args.dataset == "fb15k":
-        triples, entities, relations = datasets.fb15k_like()
-    else:
-        data = np.load(args.wn18)
-        triples, entities, relations = data["triples"], int(data["entities"]), int(data["relations"])
+    triples, entities, relations = load_graph(args.dataset, args.wn18)
+    skew = datasets.skew_summary(triples, entities)
     triples = torch.from_numpy(triples).cuda()
     bandwidth = copy_bandwidth()
     print(f"{torch.cuda.get_device_name()}: copy bandwidth {bandwidth / 1e9:.0f} GB/s; "
-          f"{args.dataset}: {entities} entities, {relations} relations, {len(triples)} triples", flush=True)
+          f"{args.dataset}: {entities} entities, {relations} relations, {len(triples)} triples, "
+          f"entity skew {skew}; tables {args.precision}", flush=True)
 
+    half = {"bf16": torch.bfloat16, "f16": torch.float16}.get(args.precision)
     results = {"device": torch.cuda.get_device_name(), "dataset": args.dataset,
-               "entities": entities, "relations": relations, "triples": len(triples), "variant": args.variant,
+               "entities": entities, "relations": relations, "triples": len(triples),
+               "entity_skew": skew, "precision": args.precision, "variant": args.variant,
                "copy_bandwidth_bytes_per_s": bandwidth, "torch": torch.__version__,
                "timing": "median of 7 rounds of back-to-back calls (CUDA events; "
                + (f"{args.calls} calls" if args.calls else "at least 20 calls and about 2 ms")
@@ -247,10 +263,20 @@ def main():
     for model in args.models:
         compiled = None if args.no_compile else torch.compile(TORCH[model], dynamic=False)
         for length in args.lengths:
-            bundle_path = args.bundles / f"{model}.pos.D{length}{args.variant}.kgebundle"
-            bundle_text = bundle_path.read_text()
+            name = f"{model}.pos.D{length}{args.variant}"
+            bundle_text = (args.bundles / f"{name}.kgebundle").read_text()
             program = kge_runtime.Program(bundle_text)
             tables, _ = make_tables(program.signature, entities, relations, length, generator)
+            f32_program = None
+            if half is not None:
+                # The same model with half-precision tables: KGE's bundle for
+                # them, PyTorch's own path on them; the f32 tables stay for
+                # KGE's f32 kernel and the reference.
+                f32_program, f32_tables = program, tables
+                bundle_text = (args.bundles / f"{model}.pos.{args.precision}.D{length}"
+                               f"{args.variant}.kgebundle").read_text()
+                program = kge_runtime.Program(bundle_text)
+                tables = {k: v.to(half) for k, v in f32_tables.items()}
             for batch in args.batches:
                 sample = triples[torch.randint(0, len(triples), (batch,), generator=generator, device="cuda")]
                 indices = {"h": sample[:, 0].contiguous(), "r": sample[:, 1].contiguous(),
@@ -258,13 +284,18 @@ def main():
                 inputs = {**tables, **indices}
                 kge = lambda: program(**inputs)["score"]  # noqa: E731
                 eager = lambda: TORCH[model](**inputs)  # noqa: E731
-                expected = eager()
-                got = kge()
-                error = ((got - expected).norm() / expected.norm()).item()
+                reference = TORCH[model](**(f32_tables if half is not None else tables), **indices)
+                relative = lambda x: ((x.float() - reference).norm() / reference.norm()).item()  # noqa: E731
+                error = relative(kge())
                 entry = {"model": model, "length": length, "batch": batch, "relative_error": error,
-                         "unique_relations": torch.unique(indices["r"]).numel()}
+                         "unique_relations": torch.unique(indices["r"]).numel(),
+                         "unique_entities": torch.unique(torch.cat([indices["h"], indices["t"]])).numel()}
                 sizes = {"B": batch, **{f"N_{n}": t.shape[0] for n, t in tables.items()}}
                 fns = {"kge": kge, "eager": eager}
+                if half is not None:
+                    entry["eager_relative_error"] = relative(eager())
+                    f32_inputs = {**f32_tables, **indices}
+                    fns["kge_f32"] = lambda: f32_program(**f32_inputs)["score"]
                 if compiled is not None:
                     t0 = time.time()
                     compiled(**inputs)
@@ -273,14 +304,14 @@ def main():
                     fns["compile"] = lambda: compiled(**inputs)
                 for name, (median, best, worst) in interleaved_per_call(fns, calls=args.calls).items():
                     peak = peak_bytes(fns[name])
-                    if name == "kge":
+                    if name.startswith("kge"):
                         peak += scratch_bytes(json.loads(bundle_text), sizes)
                     entry[name] = {"us_per_call": median, "us_min": best, "us_max": worst,
                                    "edges_per_s": batch / (median * 1e-6), "peak_bytes": peak}
                 bound = bytes_bound(program.signature, tables, indices, batch)
                 entry["bytes_bound"] = bound
                 entry["kge"]["fraction_of_bound"] = bound / bandwidth / (entry["kge"]["us_per_call"] * 1e-6)
-                for base in ("eager", "compile"):
+                for base in ("eager", "compile", "kge_f32"):
                     if base in entry:
                         entry[f"speedup_vs_{base}"] = entry[base]["us_per_call"] / entry["kge"]["us_per_call"]
                         entry[f"memory_vs_{base}"] = entry["kge"]["peak_bytes"] / max(entry[base]["peak_bytes"], 1)
@@ -290,7 +321,8 @@ def main():
                       + (f"  compile {entry['compile']['us_per_call']:9.1f}" if "compile" in entry else "")
                       + f"  x{entry.get('speedup_vs_compile', float('nan')):6.2f} vs compile"
                       f"  x{entry['speedup_vs_eager']:6.2f} vs eager"
-                      f"  bound {100 * entry['kge']['fraction_of_bound']:5.1f}%"
+                      + (f"  x{entry['speedup_vs_kge_f32']:5.2f} vs f32 tables" if half is not None else "")
+                      + f"  bound {100 * entry['kge']['fraction_of_bound']:5.1f}%"
                       f"  mem {100 * entry['memory_vs_eager']:6.2f}% of eager  err {error:.1e}", flush=True)
                 args.out.write_text(json.dumps(results, indent=1))
             del program

@@ -3,8 +3,8 @@
 // Loads kernel bundles and runs them on framework tensors. Arrays are read
 // from PyTorch tensors directly (data_ptr/shape/stride/dtype/device), or
 // from any object with __cuda_array_interface__ or __dlpack__ (CuPy, JAX,
-// ...). Results are allocated like the first table argument (torch:
-// new_empty) or, for other frameworks, as DeviceBuffer objects exposing
+// ...). Results are allocated on the device of the first table argument
+// (torch: new_empty, with the result's dtype) or, for other frameworks, as DeviceBuffer objects exposing
 // __cuda_array_interface__.
 //
 //===----------------------------------------------------------------------===//
@@ -134,6 +134,14 @@ struct Names {
     return names;
   }
 };
+
+/// The torch dtype object of `dtype` (torch is imported: a table is a
+/// torch tensor).
+py::object torchDType(DType dtype) {
+  static const char *const names[] = {"float16", "bfloat16", "float32",
+                                      "float64", "int32",    "int64"};
+  return py::module_::import("torch").attr(names[static_cast<int>(dtype)]);
+}
 
 /// obj.name(args...) as a new reference; throws the Python error on
 /// failure. Vectorcall (Python 3.9+) builds no bound-method object.
@@ -433,12 +441,17 @@ public:
         py::tuple shape(shapes[r].size());
         for (size_t d = 0; d < shapes[r].size(); ++d)
           shape[d] = py::int_(shapes[r][d]);
-        out = callMethod(firstTable, Names::get().newEmpty, shape);
-        // new_empty gives a contiguous tensor of this shape with the
-        // table's dtype and device: only its address is new.
+        // new_empty gives a contiguous tensor of this shape on the table's
+        // device: only its address is new. It has the table's dtype unless
+        // told otherwise (f32 scores of half-precision tables).
+        if (arguments[firstTableIndex].dtype == p.dtype)
+          out = callMethod(firstTable, Names::get().newEmpty, shape);
+        else
+          out = getAttr(firstTable, Names::get().newEmpty)(
+              shape, py::arg("dtype") = torchDType(p.dtype));
         DeviceArray array;
         array.data = torchDataPointer(out);
-        array.dtype = arguments[firstTableIndex].dtype;
+        array.dtype = p.dtype;
         array.shape = shapes[r];
         array.device = arguments[firstTableIndex].device;
         resultArrays.push_back(std::move(array));
