@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the score-function benchmark on the GPU machine (CUDA, PyTorch, no
 # MLIR): builds runtime/ there, then bench_score_functions.py for each
-# dataset given (fb15k, wn18), writing $OUT/<dataset>.json and .log.
+# dataset given (fb15k, biokg, wn18), writing $OUT/<dataset>.json and .log.
 # Bundles are compiled beforehand where the compiler is:
 #   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles --modes pos --lengths 128 512
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR,
