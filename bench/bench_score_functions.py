@@ -106,6 +106,22 @@ TORCH = {"transe_l1": transe(1), "transe_l2": transe(2), "transh": transh, "tran
          "rotate": rotate, "transd": transd, "simple": simple, "crosse": crosse}
 
 
+class Scorer(torch.nn.Module):
+    """A model's score function with its tables as (frozen) parameters:
+    what torch.compile's CUDA graphs (mode="reduce-overhead") treat as
+    static inputs, so that a call copies only its indices."""
+
+    def __init__(self, fn, tables):
+        super().__init__()
+        self.fn = fn
+        self.names = list(tables)
+        for name, table in tables.items():
+            self.register_parameter(name, torch.nn.Parameter(table, requires_grad=False))
+
+    def forward(self, h, r, t):
+        return self.fn(**{n: getattr(self, n) for n in self.names}, h=h, r=r, t=t)
+
+
 def calls_per_round(fn, round_seconds=2e-3, min_calls=20, max_calls=2000):
     """Back-to-back calls in one timed round: enough for the round to last
     about `round_seconds`. A round starts on an idle GPU, which waits for
@@ -232,6 +248,10 @@ def main():
                         help="table precision: bf16/f16 tables for KGE and PyTorch (its own "
                              "half-precision path), KGE with f32 tables in the same run")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--graphs", action="store_true",
+                        help="also time both with CUDA graphs: KGE's captured call and "
+                             "torch.compile(mode='reduce-overhead') on a module whose "
+                             "tables are parameters")
     parser.add_argument("--calls", type=int, default=None,
                         help="calls per timed round (default: about 2 ms of calls, at least 20)")
     parser.add_argument("--variant", default="",
@@ -302,6 +322,16 @@ def main():
                     torch.cuda.synchronize()
                     entry["compile_seconds"] = time.time() - t0
                     fns["compile"] = lambda: compiled(**inputs)
+                if args.graphs:
+                    captured = program.capture(**inputs)
+                    fns["kge_graph"] = captured.replay
+                    scorer = torch.compile(Scorer(TORCH[model], tables), mode="reduce-overhead",
+                                           dynamic=False)
+                    for _ in range(3):  # record, then replay
+                        scorer(**indices)
+                    torch.cuda.synchronize()
+                    entry["compile_graphs_relative_error"] = relative(scorer(**indices).clone())
+                    fns["compile_graphs"] = lambda: scorer(**indices)
                 for name, (median, best, worst) in interleaved_per_call(fns, calls=args.calls).items():
                     peak = peak_bytes(fns[name])
                     if name.startswith("kge"):
@@ -311,10 +341,13 @@ def main():
                 bound = bytes_bound(program.signature, tables, indices, batch)
                 entry["bytes_bound"] = bound
                 entry["kge"]["fraction_of_bound"] = bound / bandwidth / (entry["kge"]["us_per_call"] * 1e-6)
-                for base in ("eager", "compile", "kge_f32"):
+                for base in ("eager", "compile", "kge_f32", "compile_graphs"):
                     if base in entry:
                         entry[f"speedup_vs_{base}"] = entry[base]["us_per_call"] / entry["kge"]["us_per_call"]
                         entry[f"memory_vs_{base}"] = entry["kge"]["peak_bytes"] / max(entry[base]["peak_bytes"], 1)
+                if args.graphs:
+                    entry["speedup_graphs"] = (entry["compile_graphs"]["us_per_call"]
+                                               / entry["kge_graph"]["us_per_call"])
                 results["entries"].append(entry)
                 print(f"{model:10s} D{length:<4d} B{batch:<6d} kge {entry['kge']['us_per_call']:9.1f} us"
                       f"  eager {entry['eager']['us_per_call']:9.1f}"
@@ -322,6 +355,10 @@ def main():
                       + f"  x{entry.get('speedup_vs_compile', float('nan')):6.2f} vs compile"
                       f"  x{entry['speedup_vs_eager']:6.2f} vs eager"
                       + (f"  x{entry['speedup_vs_kge_f32']:5.2f} vs f32 tables" if half is not None else "")
+                      + (f"  graphs: kge {entry['kge_graph']['us_per_call']:.1f} us, compile "
+                         f"{entry['compile_graphs']['us_per_call']:.1f} us, x"
+                         f"{entry['compile_graphs']['us_per_call'] / entry['kge_graph']['us_per_call']:.2f}"
+                         if args.graphs else "")
                       + f"  bound {100 * entry['kge']['fraction_of_bound']:5.1f}%"
                       f"  mem {100 * entry['memory_vs_eager']:6.2f}% of eager  err {error:.1e}", flush=True)
                 args.out.write_text(json.dumps(results, indent=1))

@@ -45,7 +45,9 @@ def inputs(batch):
 small, empty = inputs(64), inputs(0)
 out64, out0 = torch.empty(64, device="cuda"), torch.empty(0, device="cuda")
 h = small["h"]
+captured = program.capture(**small)
 rows = {
+    "KGE captured call (CUDA graph), B=64": captured.replay,
     "KGE call, B=64": lambda: program(**small),
     "KGE call, B=64, out=": lambda: program(**small, out={"score": out64}),
     "KGE call, B=0 (no launch)": lambda: program(**empty),

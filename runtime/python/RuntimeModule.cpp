@@ -369,7 +369,16 @@ public:
           PyUnicode_InternFromString(p.name.c_str())));
   }
 
-  py::dict call(py::kwargs kwargs) {
+  /// A call's arrays read and checked, its results allocated.
+  struct Prepared {
+    CallOptions options;
+    Bindings bindings;
+    std::vector<DeviceArray> arguments, results;
+    py::dict resultObjects;
+  };
+
+  Prepared prepare(const py::kwargs &kwargs) {
+    Prepared prepared;
     const Signature &signature = program->manifest().signature;
     PyObject *kw = kwargs.ptr();
     static const std::array<PyObject *, 4> keys = [] {
@@ -387,7 +396,7 @@ public:
       seen += value != nullptr;
       return value;
     };
-    CallOptions options;
+    CallOptions &options = prepared.options;
     py::dict outs;
     Py_ssize_t recognized = 0;
     if (py::handle v = option(streamKey, recognized); v && !v.is_none())
@@ -399,7 +408,7 @@ public:
     if (py::handle v = option(outKey, recognized); v && !v.is_none())
       outs = v.cast<py::dict>();
 
-    std::vector<DeviceArray> arguments;
+    std::vector<DeviceArray> &arguments = prepared.arguments;
     arguments.reserve(signature.numArguments());
     py::handle firstTable;
     unsigned firstTableIndex = 0;
@@ -422,10 +431,11 @@ public:
     if (PyDict_Size(kw) != recognized)
       rejectUnknown(kwargs);
 
-    Bindings bindings = program->bind(arguments, options.batchSize);
-    std::vector<std::vector<int64_t>> shapes = program->resultShapes(bindings);
-    py::dict results;
-    std::vector<DeviceArray> resultArrays;
+    prepared.bindings = program->bind(arguments, options.batchSize);
+    std::vector<std::vector<int64_t>> shapes =
+        program->resultShapes(prepared.bindings);
+    py::dict &results = prepared.resultObjects;
+    std::vector<DeviceArray> &resultArrays = prepared.results;
     resultArrays.reserve(shapes.size());
     for (unsigned r = 0; r < shapes.size(); ++r) {
       unsigned index = signature.numArguments() + r;
@@ -464,11 +474,17 @@ public:
       if (PyDict_SetItem(results.ptr(), names[index].ptr(), out.ptr()) < 0)
         throw py::error_already_set();
     }
+    return prepared;
+  }
+
+  py::dict call(const py::kwargs &kwargs) {
+    Prepared prepared = prepare(kwargs);
     {
       py::gil_scoped_release release;
-      program->call(bindings, arguments, resultArrays, options);
+      program->call(prepared.bindings, prepared.arguments, prepared.results,
+                    prepared.options);
     }
-    return results;
+    return prepared.resultObjects;
   }
 
   /// Names the first keyword that is neither an argument nor an option.
@@ -490,6 +506,33 @@ public:
   /// Interned parameter names, in signature order.
   std::vector<py::object> names;
 };
+
+/// A call captured in a CUDA graph, with the Python objects of its arrays
+/// (kept alive: the graph holds their addresses).
+struct PyCapturedCall {
+  std::unique_ptr<CapturedCall> captured;
+  py::dict arrays;
+  py::dict results;
+
+  void replay(uint64_t stream) {
+    py::gil_scoped_release release;
+    captured->replay(stream);
+  }
+};
+
+PyCapturedCall capture(PyProgram &self, const py::kwargs &kwargs) {
+  PyProgram::Prepared prepared = self.prepare(kwargs);
+  PyCapturedCall result;
+  {
+    py::gil_scoped_release release;
+    result.captured = std::make_unique<CapturedCall>(
+        self.program, prepared.arguments, prepared.results, prepared.options);
+  }
+  for (auto item : kwargs)
+    result.arrays[item.first] = item.second;
+  result.results = prepared.resultObjects;
+  return result;
+}
 
 } // namespace
 
@@ -519,6 +562,16 @@ PYBIND11_MODULE(kge_runtime, m) {
         return py::tuple(py::cast(b.shape));
       });
 
+  py::class_<PyCapturedCall>(m, "CapturedCall")
+      .def("replay", &PyCapturedCall::replay, py::arg("stream") = 0,
+           "Launch the captured call on a stream (a CUstream handle; 0: the "
+           "legacy default stream)")
+      .def("__call__", &PyCapturedCall::replay, py::arg("stream") = 0)
+      .def_readonly("results", &PyCapturedCall::results,
+                    "The result arrays the replays write, by name")
+      .def_readonly("arrays", &PyCapturedCall::arrays,
+                    "The arguments and options of the captured call");
+
   py::class_<PyProgram>(m, "Program")
       .def(py::init<const py::object &, int>(), py::arg("bundle"),
            py::arg("device") = 0,
@@ -527,6 +580,12 @@ PYBIND11_MODULE(kge_runtime, m) {
            "Run with the arguments by name; returns the results by name. "
            "Options: out={name: tensor}, stream=handle, checked=bool, "
            "batch_size=int")
+      .def("capture", &capture,
+           "Capture one call (the same arguments and options as a call) in "
+           "a CUDA graph: returns a CapturedCall whose replay() runs it "
+           "again on the same arrays with one graph launch. Write the next "
+           "inputs into those arrays; read the results from "
+           "CapturedCall.results")
       .def_property_readonly(
           "signature",
           [](const PyProgram &p) {

@@ -53,6 +53,14 @@ Driver load() {
   resolve(library, d.cuPointerGetAttribute, "cuPointerGetAttribute");
   resolve(library, d.cuGetErrorName, "cuGetErrorName");
   resolve(library, d.cuGetErrorString, "cuGetErrorString");
+  resolve(library, d.cuStreamCreate, "cuStreamCreate");
+  resolve(library, d.cuStreamDestroy, "cuStreamDestroy_v2");
+  resolve(library, d.cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+  resolve(library, d.cuStreamEndCapture, "cuStreamEndCapture");
+  resolve(library, d.cuGraphInstantiate, "cuGraphInstantiateWithFlags");
+  resolve(library, d.cuGraphLaunch, "cuGraphLaunch");
+  resolve(library, d.cuGraphExecDestroy, "cuGraphExecDestroy");
+  resolve(library, d.cuGraphDestroy, "cuGraphDestroy");
   CUresult status = d.cuInit(0);
   if (status != CUDA_SUCCESS) {
     const char *name = "?";

@@ -331,6 +331,17 @@ void Program::call(const Bindings &bindings,
                    const std::vector<DeviceArray> &arguments,
                    const std::vector<DeviceArray> &results,
                    const CallOptions &options) {
+  Impl::StreamScratch &scratch = impl_->scratchFor(options.stream);
+  std::lock_guard<std::mutex> lock(scratch.mutex);
+  launch(bindings, arguments, results, options, &scratch, options.stream,
+         /*mayDepend=*/true);
+}
+
+void Program::launch(const Bindings &bindings,
+                     const std::vector<DeviceArray> &arguments,
+                     const std::vector<DeviceArray> &results,
+                     const CallOptions &options, void *scratchState,
+                     uint64_t streamHandle, bool mayDepend) {
   const Signature &signature = manifest_.signature;
   std::string error;
   if (arguments.size() != signature.numArguments())
@@ -344,7 +355,7 @@ void Program::call(const Bindings &bindings,
   checkPlacement(signature, results, signature.numArguments(), device_);
 
   const Driver &d = driver();
-  CUstream stream = reinterpret_cast<CUstream>(options.stream);
+  CUstream stream = reinterpret_cast<CUstream>(streamHandle);
   auto evaluate = [&](const ExpressionPtr &e) {
     int64_t value;
     std::string message;
@@ -359,8 +370,8 @@ void Program::call(const Bindings &bindings,
                : results[index - numArgs].data;
   };
 
-  Impl::StreamScratch &scratch = impl_->scratchFor(options.stream);
-  std::lock_guard<std::mutex> lock(scratch.mutex);
+  Impl::StreamScratch &scratch =
+      *static_cast<Impl::StreamScratch *>(scratchState);
   auto ensure = [&](std::pair<CUdeviceptr, size_t> &buffer, size_t bytes) {
     bytes = std::max<size_t>(bytes, 16);
     if (buffer.second >= bytes)
@@ -551,7 +562,7 @@ void Program::call(const Bindings &bindings,
     config.sharedMemBytes = static_cast<unsigned>(shared);
     config.hStream = stream;
     CUresult launched;
-    if (step.dependent && impl_->dependentLaunch) {
+    if (step.dependent && impl_->dependentLaunch && mayDepend) {
       // The kernel waits for the previous work itself: it may start (its
       // blocks resident, waiting) while the previous kernel finishes.
       CUlaunchAttribute attribute = {};
@@ -571,6 +582,89 @@ void Program::call(const Bindings &bindings,
              signature.name + "'";
     });
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Captured calls
+//===----------------------------------------------------------------------===//
+
+struct CapturedCall::State {
+  Program::Impl::StreamScratch scratch;
+  CUstream stream = nullptr;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+};
+
+CapturedCall::CapturedCall(std::shared_ptr<Program> program,
+                           const std::vector<DeviceArray> &arguments,
+                           const std::vector<DeviceArray> &results,
+                           const CallOptions &options)
+    : program_(std::move(program)), state_(std::make_unique<State>()) {
+  if (options.checked)
+    throw ArgumentError("a checked call synchronizes to read the index "
+                        "checks and cannot be captured; check the indices "
+                        "with a checked call first");
+  const Driver &d = driver();
+  Bindings bindings = program_->bind(arguments, options.batchSize);
+  useDevice(program_->device());
+  check(d.cuStreamCreate(&state_->stream, CU_STREAM_NON_BLOCKING),
+        "cuStreamCreate");
+  uint64_t stream = reinterpret_cast<uint64_t>(state_->stream);
+  // The first run allocates the scratch buffers and configures shared
+  // memory: neither may happen while capturing. Then the plan is captured
+  // in order (no programmatic dependences inside the graph).
+  program_->launch(bindings, arguments, results, options, &state_->scratch,
+                   stream, /*mayDepend=*/false);
+  check(d.cuStreamSynchronize(state_->stream), "the call before the capture");
+  check(d.cuStreamBeginCapture(state_->stream,
+                               CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCapture");
+  try {
+    program_->launch(bindings, arguments, results, options, &state_->scratch,
+                     stream, /*mayDepend=*/false);
+  } catch (...) {
+    CUgraph discarded = nullptr;
+    d.cuStreamEndCapture(state_->stream, &discarded);
+    if (discarded)
+      d.cuGraphDestroy(discarded);
+    throw;
+  }
+  check(d.cuStreamEndCapture(state_->stream, &state_->graph),
+        "cuStreamEndCapture");
+  check(d.cuGraphInstantiate(&state_->exec, state_->graph, 0),
+        "cuGraphInstantiate");
+}
+
+CapturedCall::~CapturedCall() {
+  try {
+    const Driver &d = driver();
+    useDevice(program_->device());
+    if (state_->stream)
+      d.cuStreamSynchronize(state_->stream);
+    if (state_->exec)
+      d.cuGraphExecDestroy(state_->exec);
+    if (state_->graph)
+      d.cuGraphDestroy(state_->graph);
+    if (state_->stream)
+      d.cuStreamDestroy(state_->stream);
+    // Replays on other streams may still run: free the scratch buffers
+    // once the device is idle.
+    d.cuCtxSynchronize();
+    for (auto &[name, buffer] : state_->scratch.buffers)
+      d.cuMemFree(buffer.first);
+  } catch (...) {
+    // Destructors never throw; the driver reclaims everything at exit.
+  }
+}
+
+void CapturedCall::replay(uint64_t stream) {
+  const Driver &d = driver();
+  useDevice(program_->device());
+  check(d.cuGraphLaunch(state_->exec, reinterpret_cast<CUstream>(stream)),
+        [&] {
+          return "replaying the captured call of '" +
+                 program_->manifest().signature.name + "'";
+        });
 }
 
 } // namespace kge_runtime

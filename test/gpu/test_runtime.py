@@ -190,3 +190,58 @@ def test_dependent_launches_wait_for_prior_kernels(program):
     # After an even number of flips the table is the original one.
     for i, snapshot in enumerate(snapshots):
         assert_matches(snapshot, dict(args, Eemb=args["Eemb"] * (-1.0) ** (i + 1)))
+
+
+def test_captured_call_replays_on_new_inputs(rt, transe):
+    """A call captured in a CUDA graph replays on whatever its arrays hold:
+    new indices written in place give their scores."""
+    args = transe_args()
+    captured = transe.capture(**args)
+    assert isinstance(captured, rt.CapturedCall)
+    score = captured.results["score"]
+    torch.cuda.synchronize()
+    assert_matches(score, args)
+    generator = torch.Generator(device="cuda").manual_seed(9)
+    for _ in range(3):
+        for name in ("h", "t"):
+            args[name].copy_(torch.randint(0, 100, (64,), device="cuda", generator=generator))
+        score.fill_(float("nan"))
+        captured.replay()
+        torch.cuda.synchronize()
+        assert_matches(score, args)
+    stream = torch.cuda.Stream()
+    score.fill_(float("nan"))
+    captured.replay(stream=stream.cuda_stream)
+    stream.synchronize()
+    assert_matches(score, args)
+
+
+def test_captured_matrix_model_with_its_sort(program):
+    """The launch plan of a matrix model (memsets, the sort's kernels, the
+    fused kernel with its scratch buffers) replays from the graph."""
+    transr = program("transr", "pos", "D128")
+    generator = torch.Generator(device="cuda").manual_seed(4)
+    args = {"Eemb": torch.randn(500, 128, device="cuda", generator=generator),
+            "Remb": torch.randn(20, 128, device="cuda", generator=generator),
+            "Pm": torch.randn(20, 128, 128, device="cuda", generator=generator) / 12,
+            "h": torch.randint(0, 500, (3000,), device="cuda", generator=generator),
+            "r": torch.randint(0, 20, (3000,), device="cuda", generator=generator),
+            "t": torch.randint(0, 500, (3000,), device="cuda", generator=generator)}
+    captured = transr.capture(**args)
+    for _ in range(2):
+        args["r"].copy_(torch.randint(0, 20, (3000,), device="cuda", generator=generator))
+        captured.replay()
+        torch.cuda.synchronize()
+        reference = REFERENCES["transr"](**args)
+        got = captured.results["score"].double()
+        assert ((got - reference).norm() / reference.norm()).item() < 1e-5
+        assert torch.equal(captured.results["score"], transr(**args)["score"])
+
+
+def test_capture_refuses_checked_mode_and_bad_arguments(rt, transe):
+    args = transe_args()
+    with pytest.raises(rt.ArgumentError, match="cannot be captured"):
+        transe.capture(**args, checked=True)
+    with pytest.raises(rt.ArgumentError, match="indices 'h' expects dtype i64, got i32"):
+        transe.capture(**dict(args, h=args["h"].int()))
+    assert_matches(transe(**args)["score"], args)

@@ -25,6 +25,8 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUlinkState = struct CUlinkState_st *;
 using CUstream = struct CUstream_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 
 enum : int {
   CUDA_SUCCESS = 0,
@@ -43,6 +45,8 @@ enum : int {
   CU_MEMORYTYPE_DEVICE = 2,
   CU_MEMORYTYPE_UNIFIED = 4,
   CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+  CU_STREAM_NON_BLOCKING = 1,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 };
 
 /// cuLaunchKernelEx's attribute (id, padding, a 64-byte value union) and
@@ -108,6 +112,15 @@ struct Driver {
   CUresult (*cuPointerGetAttribute)(void *, int, CUdeviceptr);
   CUresult (*cuGetErrorName)(CUresult, const char **);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  // Streams and graphs: captured calls.
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamBeginCapture)(CUstream, int);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
 };
 
 /// The driver, loaded and initialized on first use. Throws CudaError when

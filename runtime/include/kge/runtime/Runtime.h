@@ -77,10 +77,50 @@ public:
   struct Impl;
 
 private:
+  friend class CapturedCall;
   Program(Manifest manifest, int device);
+  /// The checks of a call and its launches on `stream` with `scratch` (an
+  /// Impl::StreamScratch); dependent launches only with `mayDepend`.
+  void launch(const Bindings &bindings,
+              const std::vector<DeviceArray> &arguments,
+              const std::vector<DeviceArray> &results,
+              const CallOptions &options, void *scratch, uint64_t stream,
+              bool mayDepend);
   Manifest manifest_;
   int device_;
   std::unique_ptr<Impl> impl_;
+};
+
+/// One call of a program captured in a CUDA graph: its launch plan for one
+/// set of arrays, replayed with a single cuGraphLaunch (a few microseconds
+/// of host time, whatever the plan). The arrays' addresses are part of the
+/// graph: a caller writes the next inputs into the same arrays and reads
+/// the results from the same arrays (like torch.cuda.CUDAGraph's static
+/// inputs), and keeps them alive as long as the captured call. The call
+/// owns its scratch buffers.
+class CapturedCall {
+public:
+  /// Checks the arrays like Program::call, runs the plan once on a stream
+  /// of its own (allocating its scratch buffers), then captures it. Throws
+  /// ArgumentError (bad arrays; checked mode, which synchronizes, cannot be
+  /// captured) or CudaError.
+  CapturedCall(std::shared_ptr<Program> program,
+               const std::vector<DeviceArray> &arguments,
+               const std::vector<DeviceArray> &results,
+               const CallOptions &options = {});
+  ~CapturedCall();
+  CapturedCall(const CapturedCall &) = delete;
+  CapturedCall &operator=(const CapturedCall &) = delete;
+
+  /// Launches the captured plan on `stream` (0: the legacy default stream).
+  void replay(uint64_t stream = 0);
+
+  const Program &program() const { return *program_; }
+
+private:
+  struct State;
+  std::shared_ptr<Program> program_;
+  std::unique_ptr<State> state_;
 };
 
 /// Number of CUDA devices (0 when there is no driver).
