@@ -26,6 +26,36 @@ using namespace kge_runtime;
 
 namespace {
 
+/// `value` (finite, |value| <= 1) as an f16 or bf16 bit pattern, rounded
+/// to nearest even.
+static uint16_t encodeHalf(float value, DType dtype) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if (dtype == DType::BF16)
+    return static_cast<uint16_t>((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+  uint32_t sign = (bits >> 16) & 0x8000;
+  int exponent = static_cast<int>((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (exponent <= 0) {
+    // Subnormal (or zero) in f16: shift the implicit bit in, round.
+    if (exponent < -10)
+      return static_cast<uint16_t>(sign);
+    mantissa |= 0x800000;
+    int shift = 14 - exponent;
+    uint32_t half = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = (static_cast<uint32_t>(exponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -105,6 +135,13 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
           v = dist(rng);
         buffers.push_back(upload(host.data(), n * 8));
       }
+    } else if (p.dtype == DType::F16 || p.dtype == DType::BF16) {
+      // Tables in half precision: the same numbers, encoded.
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      std::vector<uint16_t> host(n);
+      for (auto &v : host)
+        v = encodeHalf(dist(rng), p.dtype);
+      buffers.push_back(upload(host.data(), n * 2));
     } else {
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
       std::vector<float> host(n);
