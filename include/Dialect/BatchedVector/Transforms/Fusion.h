@@ -55,7 +55,9 @@ bool hasMatrixProducts(FuncOp func);
 
 /// Row loads per lane that chunk loops aim to keep in flight (edges per warp
 /// x gathers x chunks): the default layout gives each warp as many edges as
-/// reach it with one chunk (at most 4), and the loops unroll chunks up to it.
+/// reach it with one chunk (at most 4; elementwise functions of vectors
+/// count like loads, they hold registers too), and the loops unroll chunks
+/// up to it.
 inline constexpr int64_t kRowLoadsInFlight = 16;
 
 /// 32-bit registers of one multiprocessor (sm_80 and sm_90).

@@ -49,8 +49,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
 
     Options left at 0 or empty are chosen by the pass: 8 warps, each with
     as many edges (at most 4) as keep 16 row loads per lane in flight
-    (4 for up to 4 gathers, so tiles of 32 edges; 2 for ComplEx's 6; the
-    tile is the warps times those edges when only `warps` is given),
+    (4 for up to 4 gathers, so tiles of 32 edges; 2 for ComplEx's 6; an
+    elementwise function of vectors counts like 2 loads and a square root
+    like 1, so RotatE gets 1; the tile is the warps times those edges when
+    only `warps` is given),
     16 edges and 16 warps for functions with `vec_mul_mat`, 16-byte loads
     when every length is a static multiple of 4, a whole-batch reordering
     by the matrix index when the function gathers matrices, and
