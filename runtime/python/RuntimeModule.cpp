@@ -135,14 +135,6 @@ struct Names {
   }
 };
 
-/// The torch dtype object of `dtype` (torch is imported: a table is a
-/// torch tensor).
-py::object torchDType(DType dtype) {
-  static const char *const names[] = {"float16", "bfloat16", "float32",
-                                      "float64", "int32",    "int64"};
-  return py::module_::import("torch").attr(names[static_cast<int>(dtype)]);
-}
-
 /// obj.name(args...) as a new reference; throws the Python error on
 /// failure. Vectorcall (Python 3.9+) builds no bound-method object.
 template <typename... Args>
@@ -166,6 +158,35 @@ py::object getAttr(py::handle obj, PyObject *name) {
   if (!result)
     throw py::error_already_set();
   return py::reinterpret_steal<py::object>(result);
+}
+
+/// table.new_empty(shape, dtype=<torch dtype of `dtype`>): a tensor on the
+/// table's device in another dtype (f32 scores of half-precision tables).
+/// The dtype objects are looked up once (torch is imported: the table is a
+/// torch tensor) and the call is a vectorcall with one keyword.
+py::object newEmptyOfDType(py::handle table, py::handle shape, DType dtype) {
+  static const char *const names[] = {"float16", "bfloat16", "float32",
+                                      "float64", "int32",    "int64"};
+  static std::array<PyObject *, 6> dtypes{};
+  PyObject *&object = dtypes[static_cast<int>(dtype)];
+  if (!object) // kept for the life of the process, like torch's own
+    object = py::object(py::module_::import("torch").attr(
+                            names[static_cast<int>(dtype)]))
+                 .release()
+                 .ptr();
+#if PY_VERSION_HEX >= 0x03090000
+  static PyObject *keywords = Py_BuildValue("(s)", "dtype");
+  PyObject *stack[] = {table.ptr(), shape.ptr(), object};
+  PyObject *result = PyObject_VectorcallMethod(
+      Names::get().newEmpty, stack, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+      keywords);
+  if (!result)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+#else
+  return getAttr(table, Names::get().newEmpty)(
+      shape, py::arg("dtype") = py::handle(object));
+#endif
 }
 
 /// The integers of a tuple (torch.Size is one) or any sequence.
@@ -457,8 +478,7 @@ public:
         if (arguments[firstTableIndex].dtype == p.dtype)
           out = callMethod(firstTable, Names::get().newEmpty, shape);
         else
-          out = getAttr(firstTable, Names::get().newEmpty)(
-              shape, py::arg("dtype") = torchDType(p.dtype));
+          out = newEmptyOfDType(firstTable, shape, p.dtype);
         DeviceArray array;
         array.data = torchDataPointer(out);
         array.dtype = p.dtype;
