@@ -29,6 +29,7 @@ parser.add_argument("directory", type=pathlib.Path)
 parser.add_argument("variants", nargs="+")
 parser.add_argument("--models", nargs="*", default=["transe_l1", "transe_l2", "transh", "transf", "distmult", "complex"])
 parser.add_argument("--batch", type=int, default=16384)
+parser.add_argument("--dataset", choices=["fb15k", "biokg"], default="fb15k")
 parser.add_argument("--negatives", type=int, default=0, help="K: time negative-mode bundles, B/K edges")
 parser.add_argument("--rounds", type=int, default=15)
 parser.add_argument("--calls", type=int, default=None, help="calls per round (default: about 2 ms of calls)")
@@ -36,7 +37,8 @@ args = parser.parse_args()
 directory, variants, models = args.directory, args.variants, args.models
 B, D = args.batch, 512
 mode = "neg" if args.negatives else "pos"
-triples, entities, relations = datasets.fb15k_like()
+triples, entities, relations = (datasets.biokg_like() if args.dataset == "biokg"
+                                 else datasets.fb15k_like())
 triples = torch.from_numpy(triples).cuda()
 g = torch.Generator(device="cuda").manual_seed(0)
 results = []

@@ -69,6 +69,11 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
                      "(registers per thread: 64K / (blocks x threads), at "
                      "least 64); 0: no request (-1: choose)"),
       llvm::cl::init(-1)};
+  Option<int64_t> reorderMinBatch{
+      *this, "reorder-min-batch",
+      llvm::cl::desc("with a whole-batch sort, sort only batches of at least "
+                     "this many edges; 0: always (-1: choose)"),
+      llvm::cl::init(-1)};
   Option<int64_t> deterministic{
       *this, "deterministic",
       llvm::cl::desc("1: bitwise-identical results for identical inputs; 0: "

@@ -47,6 +47,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.carryFloats = options.carryFloats;
   fuse.blocksPerSM = options.blocksPerSM;
   fuse.deterministic = options.deterministic;
+  fuse.reorderMinBatch = options.reorderMinBatch;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

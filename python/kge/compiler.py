@@ -8,7 +8,7 @@ _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-wid
                    "reorder_key": "reorder-key", "reorder_group": "reorder-group",
                    "stage_repeats": "stage-repeats", "matrix_math": "matrix-math",
                    "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm",
-                   "deterministic": "deterministic"}
+                   "deterministic": "deterministic", "reorder_min_batch": "reorder-min-batch"}
 
 
 def _ir():
@@ -21,7 +21,8 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
-    matrix_math, carry_floats, blocks_per_sm, deterministic: a bool)."""
+    matrix_math, carry_floats, blocks_per_sm, deterministic: a bool,
+    reorder_min_batch)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():

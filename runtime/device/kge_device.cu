@@ -309,32 +309,36 @@ extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
 
 extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   __shared__ int partials[32];
-  __shared__ int rareTotal;
-  // One block scans all keys in chunks of blockDim.x: first the positions of
-  // the rare keys, then those of the frequent ones after all rare items.
+  // One block: each thread takes a contiguous range of keys, sums the items
+  // of its rare and of its frequent keys, and two block-wide scans of those
+  // sums give each thread where its runs start (rare keys' runs first, the
+  // frequent keys' after all rare items). Two scans in all, whatever the
+  // number of keys (93,773 for BioKG), instead of two per 1024 keys.
   int n = static_cast<int>(numKeys);
-  if (threadIdx.x == 0)
-    rareTotal = 0;
-  __syncthreads();
-  int mine = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x)
-    mine += counts[i] < KGE_RARE_KEY_COUNT ? counts[i] : 0;
-  atomicAdd(&rareTotal, mine);
-  __syncthreads();
-  int rareRun = 0, frequentRun = rareTotal;
-  for (int base = 0; base < n; base += blockDim.x) {
-    int i = base + threadIdx.x;
-    int count = i < n ? counts[i] : 0;
-    bool rare = count < KGE_RARE_KEY_COUNT;
-    int rareChunk, frequentChunk;
-    int rarePrefix =
-        blockExclusivePrefix(rare ? count : 0, partials, rareChunk);
-    int frequentPrefix =
-        blockExclusivePrefix(rare ? 0 : count, partials, frequentChunk);
-    if (i < n)
-      counts[i] = rare ? rareRun + rarePrefix : frequentRun + frequentPrefix;
-    rareRun += rareChunk;
-    frequentRun += frequentChunk;
+  int per = (n + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
+  int begin = min(n, static_cast<int>(threadIdx.x) * per);
+  int end = min(n, begin + per);
+  int rare = 0, frequent = 0;
+  for (int i = begin; i < end; ++i) {
+    int count = counts[i];
+    if (count < KGE_RARE_KEY_COUNT)
+      rare += count;
+    else
+      frequent += count;
+  }
+  int rareTotal, frequentTotal;
+  int rareRun = blockExclusivePrefix(rare, partials, rareTotal);
+  int frequentRun =
+      rareTotal + blockExclusivePrefix(frequent, partials, frequentTotal);
+  for (int i = begin; i < end; ++i) {
+    int count = counts[i];
+    if (count < KGE_RARE_KEY_COUNT) {
+      counts[i] = rareRun;
+      rareRun += count;
+    } else {
+      counts[i] = frequentRun;
+      frequentRun += count;
+    }
   }
 }
 

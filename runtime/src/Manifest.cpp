@@ -329,6 +329,8 @@ Manifest Manifest::parse(const std::string &text) {
     const json &l = launches[i];
     LaunchStep step;
     std::string kindText = string(l, "kind", where);
+    if (l.contains("when"))
+      step.when = expressions.read(l["when"], where + ".when");
     if (kindText == "memset") {
       step.kind = LaunchStep::Kind::Memset;
       if (l.contains("dependent"))

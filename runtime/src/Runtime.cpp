@@ -458,6 +458,8 @@ void Program::launch(const Bindings &bindings,
 
   for (size_t s = 0; s < manifest_.launches.size(); ++s) {
     const LaunchStep &step = manifest_.launches[s];
+    if (step.when && evaluate(step.when) <= 0)
+      continue;
     if (step.kind == LaunchStep::Kind::Memset) {
       const ScratchBuffer &buffer = manifest_.scratch[step.buffer.index];
       size_t bytes =

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <utility>
 #include <vector>
 
 #define CHECK(call)                                                           \
@@ -164,8 +165,9 @@ static void testInspector(int tile, int blockSize, const char *kind,
 }
 
 static void testSorts(std::mt19937 &rng) {
-  for (long long n : {1LL, 37LL, 4096LL, 16384LL, 100000LL}) {
-    int numKeys = 1345;
+  for (auto [n, numKeys] : {std::pair{1LL, 1345}, {37LL, 1345}, {4096LL, 1345},
+                            {16384LL, 1345}, {100000LL, 1345}, {5LL, 93773},
+                            {262144LL, 93773}, {3000LL, 1}, {3000LL, 2000}}) {
     std::vector<long long> keys(n);
     std::uniform_int_distribution<int> dist(0, numKeys - 1);
     for (auto &k : keys)

@@ -153,6 +153,18 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
   };
 
   SmallVector<Attribute> scratch, steps, checks;
+  // Layouts that sort large batches only: the sort's steps run when B
+  // reaches the threshold, and the kernel is told whether they ran.
+  std::string sortedWhen;
+  if (layout.reorderMinBatch > 0)
+    sortedWhen = "B / " + std::to_string(layout.reorderMinBatch);
+  auto onlyWhenSorted = [&](Attribute step) -> Attribute {
+    if (sortedWhen.empty())
+      return step;
+    NamedAttrList fields(cast<DictionaryAttr>(step));
+    fields.set("when", bb.str(sortedWhen));
+    return fields.getDictionary(step.getContext());
+  };
 
   // Edge reordering by the key index array (cuKE, Section VI-B).
   bool reorders = !layout.reorderKey.empty() && layout.reorderGroup != 1;
@@ -167,24 +179,24 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       scratch.push_back(bb.dict({{"name", bb.str("counts")},
                                  {"dtype", bb.str("i32")},
                                  {"count", bb.str(keyRange(signature, key))}}));
-      steps.push_back(bb.dict({{"kind", bb.str("memset")},
-                               {"buffer", bb.str("scratch:counts")}}));
+      steps.push_back(onlyWhenSorted(bb.dict(
+          {{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:counts")}})));
       SmallVector<Attribute> histogram{
           pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
           scalarArg("i64", bb.str("B")), pointer("scratch:counts")};
-      steps.push_back(launch("kge_key_histogram", "library",
-                             {"ceildiv(B, 256)", "1", "1"}, 256, "0",
-                             histogram));
-      steps.push_back(launch(
+      steps.push_back(onlyWhenSorted(launch("kge_key_histogram", "library",
+                                            {"ceildiv(B, 256)", "1", "1"}, 256,
+                                            "0", histogram)));
+      steps.push_back(onlyWhenSorted(launch(
           "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
           {pointer("scratch:counts"),
-           scalarArg("i64", bb.str(keyRange(signature, key)))}));
-      steps.push_back(launch("kge_key_scatter", "library",
-                             {"ceildiv(B, 256)", "1", "1"}, 256, "0",
-                             {pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
-                              scalarArg("i64", bb.str("B")),
-                              pointer("scratch:counts"),
-                              pointer("scratch:perm")}));
+           scalarArg("i64", bb.str(keyRange(signature, key)))})));
+      steps.push_back(onlyWhenSorted(launch(
+          "kge_key_scatter", "library", {"ceildiv(B, 256)", "1", "1"}, 256,
+          "0",
+          {pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
+           scalarArg("i64", bb.str("B")), pointer("scratch:counts"),
+           pointer("scratch:perm")})));
     } else {
       int64_t group = layout.reorderGroup * layout.tile;
       int64_t padded = llvm::PowerOf2Ceil(group);
@@ -220,6 +232,8 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
     args.push_back(bb.dict({{"kind", bb.str("memref")},
                             {"buffer", bb.str("scratch:perm")},
                             {"shape", bb.dims({"B"})}}));
+  if (!sortedWhen.empty())
+    args.push_back(scalarArg("i32", bb.str("min(1, " + sortedWhen + ")")));
   std::string sharedBytes =
       std::to_string(emitter.sharedLayout().staticBytes);
   for (Value m : emitter.sharedLayout().materialized)

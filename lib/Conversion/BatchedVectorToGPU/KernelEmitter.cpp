@@ -201,6 +201,8 @@ SmallVector<Type> KernelEmitter::kernelArgumentTypes() {
     types.push_back(memrefOfType(result, isNegative()));
   if (!layout.reorderKey.empty() && layout.reorderGroup != 1)
     types.push_back(MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
+  if (layout.reorderMinBatch > 0)
+    types.push_back(b.getI32Type()); // whether the batch was sorted
   return types;
 }
 
@@ -374,6 +376,8 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
     resultMemrefs.push_back(kernel.getArgument(numArgs + r));
   if (!layout.reorderKey.empty() && layout.reorderGroup != 1)
     permMemref = kernel.getArgument(numArgs + func.getNumResults());
+  if (layout.reorderMinBatch > 0)
+    sortedFlag = kernel.getArgument(numArgs + func.getNumResults() + 1);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value c32 = constIndex(32);
@@ -447,8 +451,25 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
     Value position = arith::AddIOp::create(b, loc, first, e);
     Value positive = arith::DivUIOp::create(b, loc, position, negatives);
     Value negative = arith::RemUIOp::create(b, loc, position, negatives);
-    if (permMemref)
+    if (permMemref && sortedFlag) {
+      // Batches below the layout's reorder_min_batch are not sorted: their
+      // permutation was not computed.
+      Value sorted = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           sortedFlag, constI32(0));
+      Value unsorted = positive;
+      auto choice = scf::IfOp::create(
+          b, loc, sorted,
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, loc,
+                                 ValueRange{toIndex(loadI32(permMemref, unsorted))});
+          },
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, loc, ValueRange{unsorted});
+          });
+      positive = choice.getResult(0);
+    } else if (permMemref) {
       positive = toIndex(loadI32(permMemref, positive));
+    }
     Value row = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, positive, negatives), negative);
     memref::StoreOp::create(b, loc, toI32(positive), itemOf, tid);

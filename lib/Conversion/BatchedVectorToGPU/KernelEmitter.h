@@ -183,6 +183,8 @@ private:
   DenseMap<Value, Value> argMemrefs;
   SmallVector<Value> resultMemrefs;
   Value permMemref;
+  Value sortedFlag; ///< i32: the batch was sorted (layouts that sort only
+                    ///< large batches), or null.
   Value smem;
   Value tid, lane, warp, first, count, batch, negatives;
   Value itemOf, rowOf; ///< memref<tile x i32, 3>: positive / result row.

@@ -74,6 +74,10 @@ struct KernelLayout {
   int64_t vectorWidth = 1;  ///< Elements per lane per load (1 or 4).
   std::string reorderKey;   ///< Index array that sorts edges ("" if none).
   int64_t reorderGroup = 1; ///< Sort groups of this many tiles (0: all).
+  /// With a whole-batch sort: sort only batches of at least this many edges
+  /// (the launch plan's sort runs when B reaches it; smaller batches are
+  /// scored in their own order). 0: always sort.
+  int64_t reorderMinBatch = 0;
   /// A tile stages a gather's unique rows in shared memory when at least
   /// this percentage of its edges repeat a row (0: always, 101: never);
   /// otherwise every edge loads its row directly.
@@ -122,7 +126,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            StringRef matrixMath = "",
                                            int64_t carryFloats = -1,
                                            int64_t blocksPerSM = -1,
-                                           int64_t deterministic = -1);
+                                           int64_t deterministic = -1,
+                                           int64_t reorderMinBatch = -1);
 
 } // namespace bvec
 } // namespace mlir

@@ -105,6 +105,9 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
            "thread blocks per multiprocessor to compile for (registers per "
            "thread: 64K / (blocks x threads), at least 64); 0: no request "
            "(-1: choose)">,
+    Option<"reorderMinBatch", "reorder-min-batch", "int64_t", /*default=*/"-1",
+           "with a whole-batch sort, sort only batches of at least this many "
+           "edges; 0: always (-1: choose)">,
     Option<"deterministic", "deterministic", "int64_t", /*default=*/"-1",
            "1: bitwise-identical results for identical inputs; 0: not "
            "guaranteed (-1: choose, 1)">,

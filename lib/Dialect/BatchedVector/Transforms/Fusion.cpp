@@ -86,6 +86,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("vector_width", b.getI64IntegerAttr(vectorWidth)),
       b.getNamedAttr("reorder_key", b.getStringAttr(reorderKey)),
       b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
+      b.getNamedAttr("reorder_min_batch", b.getI64IntegerAttr(reorderMinBatch)),
       b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
       b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
       b.getNamedAttr("carry_floats", b.getI64IntegerAttr(carryFloats)),
@@ -178,6 +179,19 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
            << 32 * layout.warps << " threads (each thread keeps "
            << kMinRegistersPerThread << " of the " << kRegistersPerSM
            << " registers of a multiprocessor), got " << layout.blocksPerSM;
+  if (layout.reorderMinBatch < 0)
+    return func.emitOpError()
+           << "kernel layout: reorder_min_batch must be non-negative, got "
+           << layout.reorderMinBatch;
+  if (layout.reorderMinBatch > 0 &&
+      (layout.reorderKey.empty() || layout.reorderGroup != 0))
+    return func.emitOpError()
+           << "kernel layout: reorder_min_batch " << layout.reorderMinBatch
+           << " needs a whole-batch sort (a reorder key, reorder_group 0)";
+  if (layout.reorderMinBatch > 0 && hasMatrixProducts(func))
+    return func.emitOpError()
+           << "kernel layout: reorder_min_batch applies to functions without "
+              "matrix products (theirs always sort by matrix)";
   if (layout.deterministic != 0 && layout.deterministic != 1)
     return func.emitOpError()
            << "kernel layout: deterministic must be 0 or 1, got "
@@ -221,6 +235,7 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("warps", layout.warps)) ||
       failed(readInt("vector_width", layout.vectorWidth)) ||
       failed(readInt("reorder_group", layout.reorderGroup)) ||
+      failed(readInt("reorder_min_batch", layout.reorderMinBatch)) ||
       failed(readInt("stage_repeats", layout.stageRepeats)) ||
       failed(readInt("stages", layout.stages)) ||
       failed(readInt("carry_floats", layout.carryFloats)) ||
@@ -242,7 +257,7 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
     StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats,
     StringRef matrixMath, int64_t carryFloats, int64_t blocksPerSM,
-    int64_t deterministic) {
+    int64_t deterministic, int64_t reorderMinBatch) {
   KernelLayout layout;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
@@ -303,6 +318,8 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   }
   layout.reorderGroup =
       reorderGroup >= 0 ? reorderGroup : (layout.reorderKey.empty() ? 1 : 0);
+  if (reorderMinBatch >= 0)
+    layout.reorderMinBatch = reorderMinBatch;
   layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
   if (!matrixMath.empty())
     layout.matrixMath = matrixMath.str();
@@ -338,7 +355,8 @@ struct BatchedVectorFusePass
     for (auto func : getOperation().getOps<FuncOp>()) {
       FailureOr<KernelLayout> layout = chooseKernelLayout(
           func, tile, warps, vectorWidth, reorderKey, reorderGroup,
-          stageRepeats, matrixMath, carryFloats, blocksPerSM, deterministic);
+          stageRepeats, matrixMath, carryFloats, blocksPerSM, deterministic,
+          reorderMinBatch);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);

@@ -55,6 +55,9 @@ struct LaunchStep {
   /// (griddepcontrol.wait): it may be launched while that work finishes
   /// (programmatic dependent launch, sm_90 and newer).
   bool dependent = false;
+  /// The step runs only where this evaluates to a positive number (null:
+  /// always): a plan that sorts large batches only, say (`B / 65536`).
+  ExpressionPtr when;
 };
 
 struct ScratchBuffer {
