@@ -22,6 +22,9 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 LENGTHS = (32, 100, 128, 512)
 HALF_VARIANTS = ("dyn", "D128", "D512", "staged.D128")
+# Sorted by head only from 4096 edges on (layout option reorder-min-batch):
+# the examples without matrix products, positive mode, D128.
+SORT_LARGE = "reorder-key=h reorder-group=0 reorder-min-batch=4096"
 
 
 def in_precision(text, precision):
@@ -75,6 +78,8 @@ def main():
                            ("staged.D128", 128, "stage-repeats=0")])
             variants = [(precision, v) for precision in args.precisions for v in variants
                         if precision == "f32" or v[0] in HALF_VARIANTS]
+            if mode == "pos" and "vec_mul_mat" not in source.read_text():
+                variants.append(("f32", ("sort_large.D128", 128, SORT_LARGE)))
             for precision, (name, n, extra) in variants:
                 passes = []
                 if n is not None:

@@ -157,6 +157,16 @@ def test_matrix_models_are_bitwise_deterministic(program, example):
         assert torch.equal(fn(**args)["score"], first)
 
 
+@pytest.mark.parametrize("kind", ("uniform", "zipf", "identical"))
+@pytest.mark.parametrize("batch", (37, 4095, 4096, 16384))
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e not in ("transr", "rescal")])
+def test_batches_sorted_from_a_size_on(program, example, batch, kind):
+    """reorder-min-batch=4096: batches of 4096 edges and more are sorted by
+    head before scoring, smaller ones scored in their own order (the sort's
+    steps skipped, its permutation never read); both like the reference."""
+    check(program(example, "pos", "sort_large.D128"), example, "pos", batch, 128, kind)
+
+
 HALF_VARIANTS = (("dyn", 100), ("dyn", 512), ("D128", 128), ("D512", 512),
                  ("staged.D128", 128))
 

@@ -60,7 +60,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     registers when they need at most 128 floats per lane, and
     `blocks_per_sm` (the kernel's `nvvm.minctasm`) as many blocks per
     multiprocessor as leave each thread 64 registers for functions without
-    `vec_mul_mat` (4 for 8 warps), 0 (no request) for those with it, and
+    `vec_mul_mat` (4 for 8 warps), 0 (no request) for those with it,
+    `reorder_min_batch = 0` (a whole-batch sort runs for every batch; a
+    positive value sorts only batches of at least that many edges, for
+    functions without matrix products), and
     `deterministic = 1`: identical inputs give bitwise-identical results
     (0: the sort's atomics may decide which products of a batch sorted by
     matrix run on tensor cores, and so their last bits).
@@ -71,7 +74,7 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     bvec.func @transr(...) -> (score: ...) attributes {bvec.kernel = {
         blocks_per_sm = 0 : i64, carry_floats = 128 : i64,
         deterministic = 1 : i64, matrix_math = "tf32x3",
-        reorder_group = 0 : i64, reorder_key = "r",
+        reorder_group = 0 : i64, reorder_key = "r", reorder_min_batch = 0 : i64,
         stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64,
         vector_width = 1 : i64, warps = 16 : i64}} {
       %diff = bvec.sub %head, %tail {bvec.materialize, bvec.stage = 0 : i64} ...

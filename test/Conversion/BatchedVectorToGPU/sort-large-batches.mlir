@@ -1,0 +1,36 @@
+// RUN: kge-opt %s -bvec-fuse="reorder-key=h reorder-group=0 reorder-min-batch=65536" -convert-bvec-to-gpu | FileCheck %s
+
+// A layout that sorts large batches only: the launch plan's counting sort
+// runs where B / 65536 is positive (the runtime evaluates `when`), and the
+// kernel is told whether it ran; a batch that was not sorted is scored in
+// its own order, the permutation never read.
+
+// CHECK: gpu.module @transe_kernels
+// CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / 65536"}
+// CHECK-SAME: function = "kge_key_histogram"
+// CHECK-SAME: when = "B / 65536"
+// CHECK-SAME: function = "kge_key_scan"
+// CHECK-SAME: when = "B / 65536"
+// CHECK-SAME: function = "kge_key_scatter"
+// CHECK-SAME: when = "B / 65536"
+// CHECK-SAME: {buffer = "scratch:perm", kind = "memref", shape = ["B"]}, {kind = "i32", value = "min(1, B / 65536)"}], block
+// CHECK-SAME: function = "transe"
+// CHECK: gpu.func @transe(
+// CHECK-SAME: %[[PERM:[^ ]*]]: memref<?xi32>, %[[SORTED:[^ ]*]]: i32)
+// CHECK: %[[WAS:.*]] = arith.cmpi ne, %[[SORTED]], %{{.*}} : i32
+// CHECK: scf.if %[[WAS]] -> (index) {
+// CHECK: memref.load %[[PERM]]
+// CHECK: } else {
+// CHECK-NOT: memref.load %[[PERM]]
+// CHECK: scf.yield
+bvec.func @transe(%E: !bvec.table<?x64xf32>, %R: !bvec.table<?x64xf32>,
+                  %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>)
+    -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %E[%h] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %tail = bvec.gather_vec %E[%t] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %rel = bvec.gather_vec %R[%r] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %d = bvec.sub %head, %tail : !bvec.vec<?x64xf32>
+  %s = bvec.add %d, %rel : !bvec.vec<?x64xf32>
+  %score = bvec.norm %s, p = 2 : !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}
