@@ -4,8 +4,8 @@
 // from PyTorch tensors directly (data_ptr/shape/stride/dtype/device), or
 // from any object with __cuda_array_interface__ or __dlpack__ (CuPy, JAX,
 // ...). Results are allocated on the device of the first table argument
-// (torch: new_empty, with the result's dtype) or, for other frameworks, as DeviceBuffer objects exposing
-// __cuda_array_interface__.
+// (torch: new_empty, with the result's dtype) or, for other frameworks, as
+// DeviceBuffer objects exposing __cuda_array_interface__.
 //
 //===----------------------------------------------------------------------===//
 

@@ -590,11 +590,36 @@ void Program::launch(const Bindings &bindings,
 // Captured calls
 //===----------------------------------------------------------------------===//
 
+/// What a captured call owns on the device: released when the call is
+/// destroyed, or when its construction fails halfway.
 struct CapturedCall::State {
+  int device = 0;
   Program::Impl::StreamScratch scratch;
   CUstream stream = nullptr;
   CUgraph graph = nullptr;
   CUgraphExec exec = nullptr;
+
+  ~State() {
+    try {
+      const Driver &d = driver();
+      useDevice(device);
+      if (stream)
+        d.cuStreamSynchronize(stream);
+      if (exec)
+        d.cuGraphExecDestroy(exec);
+      if (graph)
+        d.cuGraphDestroy(graph);
+      if (stream)
+        d.cuStreamDestroy(stream);
+      // Replays on other streams may still run: free the scratch buffers
+      // once the device is idle.
+      d.cuCtxSynchronize();
+      for (auto &[name, buffer] : scratch.buffers)
+        d.cuMemFree(buffer.first);
+    } catch (...) {
+      // Destructors never throw; the driver reclaims everything at exit.
+    }
+  }
 };
 
 CapturedCall::CapturedCall(std::shared_ptr<Program> program,
@@ -608,7 +633,8 @@ CapturedCall::CapturedCall(std::shared_ptr<Program> program,
                         "with a checked call first");
   const Driver &d = driver();
   Bindings bindings = program_->bind(arguments, options.batchSize);
-  useDevice(program_->device());
+  state_->device = program_->device();
+  useDevice(state_->device);
   check(d.cuStreamCreate(&state_->stream, CU_STREAM_NON_BLOCKING),
         "cuStreamCreate");
   uint64_t stream = reinterpret_cast<uint64_t>(state_->stream);
@@ -637,27 +663,7 @@ CapturedCall::CapturedCall(std::shared_ptr<Program> program,
         "cuGraphInstantiate");
 }
 
-CapturedCall::~CapturedCall() {
-  try {
-    const Driver &d = driver();
-    useDevice(program_->device());
-    if (state_->stream)
-      d.cuStreamSynchronize(state_->stream);
-    if (state_->exec)
-      d.cuGraphExecDestroy(state_->exec);
-    if (state_->graph)
-      d.cuGraphDestroy(state_->graph);
-    if (state_->stream)
-      d.cuStreamDestroy(state_->stream);
-    // Replays on other streams may still run: free the scratch buffers
-    // once the device is idle.
-    d.cuCtxSynchronize();
-    for (auto &[name, buffer] : state_->scratch.buffers)
-      d.cuMemFree(buffer.first);
-  } catch (...) {
-    // Destructors never throw; the driver reclaims everything at exit.
-  }
-}
+CapturedCall::~CapturedCall() = default;
 
 void CapturedCall::replay(uint64_t stream) {
   const Driver &d = driver();

@@ -451,24 +451,26 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
     Value position = arith::AddIOp::create(b, loc, first, e);
     Value positive = arith::DivUIOp::create(b, loc, position, negatives);
     Value negative = arith::RemUIOp::create(b, loc, position, negatives);
-    if (permMemref && sortedFlag) {
-      // Batches below the layout's reorder_min_batch are not sorted: their
-      // permutation was not computed.
-      Value sorted = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                           sortedFlag, constI32(0));
+    if (permMemref) {
       Value unsorted = positive;
-      auto choice = scf::IfOp::create(
-          b, loc, sorted,
-          [&](OpBuilder &, Location) {
-            scf::YieldOp::create(b, loc,
-                                 ValueRange{toIndex(loadI32(permMemref, unsorted))});
-          },
-          [&](OpBuilder &, Location) {
-            scf::YieldOp::create(b, loc, ValueRange{unsorted});
-          });
-      positive = choice.getResult(0);
-    } else if (permMemref) {
-      positive = toIndex(loadI32(permMemref, positive));
+      auto permuted = [&] { return toIndex(loadI32(permMemref, unsorted)); };
+      if (!sortedFlag) {
+        positive = permuted();
+      } else {
+        // Batches below the layout's reorder_min_batch are not sorted:
+        // their permutation was not computed.
+        Value sorted = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ne, sortedFlag, constI32(0));
+        positive = scf::IfOp::create(
+                       b, loc, sorted,
+                       [&](OpBuilder &, Location) {
+                         scf::YieldOp::create(b, loc, ValueRange{permuted()});
+                       },
+                       [&](OpBuilder &, Location) {
+                         scf::YieldOp::create(b, loc, ValueRange{unsorted});
+                       })
+                       .getResult(0);
+      }
     }
     Value row = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, positive, negatives), negative);

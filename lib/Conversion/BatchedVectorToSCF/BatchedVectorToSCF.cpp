@@ -71,27 +71,25 @@ static LogicalResult recordConstantSizes(bvec::FuncOp func) {
   if (failed(dims))
     return failure();
   Builder b(func.getContext());
+  // [argument number, dimension] of the first table dimension named
+  // `symbol` (the analysis names only table dimensions and the batch).
+  auto tableDimension = [&](StringRef symbol) -> Attribute {
+    for (BlockArgument arg : func.getArguments())
+      if (isa<bvec::TableType>(arg.getType()))
+        for (unsigned d = 0, e = bvec::getFullShape(arg.getType()).size();
+             d < e; ++d)
+          if (dims->dimOf(arg, d).symbol == symbol)
+            return b.getI64ArrayAttr({arg.getArgNumber(), d});
+    return {};
+  };
   for (bvec::ConstantOp constant : dynamic) {
     SmallVector<Attribute> sizes;
     unsigned rank = bvec::getFullShape(constant.getType()).size();
     for (unsigned pos = 1; pos < rank; ++pos) {
       kge_runtime::Dim dim = dims->dimOf(constant, pos);
-      if (dim.isStatic()) {
-        sizes.push_back(b.getI64IntegerAttr(dim.size));
-        continue;
-      }
-      // The first table dimension with the same symbol.
-      for (BlockArgument arg : func.getArguments()) {
-        if (!isa<bvec::TableType>(arg.getType()))
-          continue;
-        for (unsigned d = 0, e = bvec::getFullShape(arg.getType()).size();
-             d < e && sizes.size() < pos; ++d)
-          if (dims->dimOf(arg, d).symbol == dim.symbol)
-            sizes.push_back(b.getI64ArrayAttr({arg.getArgNumber(), d}));
-        if (sizes.size() == pos)
-          break;
-      }
-      assert(sizes.size() == pos && "item sizes come from table dimensions");
+      sizes.push_back(dim.isStatic() ? b.getI64IntegerAttr(dim.size)
+                                     : tableDimension(dim.symbol));
+      assert(sizes.back() && "item sizes come from table dimensions");
     }
     constant->setAttr(loops::kItemSizesAttrName, b.getArrayAttr(sizes));
   }
