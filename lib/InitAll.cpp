@@ -5,6 +5,7 @@
 #include "Conversion/Passes.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/BatchedVector/Transforms/Passes.h"
+#include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 #include "Transforms/Passes.h"
 #include "Transforms/Pipelines.h"
 
@@ -47,7 +48,7 @@
 using namespace mlir;
 
 void kge::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<bvec::BatchedVectorDialect>();
+  registry.insert<bvec::BatchedVectorDialect, tile::TileIteratorDialect>();
   registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
                   func::FuncDialect, gpu::GPUDialect, index::IndexDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,

@@ -39,6 +39,42 @@ def ConvertBatchedVectorToSCF : Pass<"convert-bvec-to-scf", "ModuleOp"> {
   ];
 }
 
+def ConvertTileIteratorToSCF : Pass<"convert-tile-to-scf", "ModuleOp"> {
+  let summary = "Lower matmul-like tasks to loops over their memrefs (the CPU path)";
+  let description = [{
+    Replaces every `tile.task` with a loop nest over `i`, `j` and `k` that
+    computes it one pair at a time: the join predicate guards the
+    reduction, the inner computation and the accumulator run in the `k`
+    loop, and the output operator stores each result (dense stores,
+    read-combine-write of aggregate groups, a counter for select and
+    distinct, an insertion into the sorted `k` best for top-k). Extents are
+    read from the operands with `memref.dim`. This is the reference
+    semantics of the dialect that the CPU runner executes and the GPU
+    lowering is tested against.
+
+    Example:
+
+    ```mlir
+    // Before
+    tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+        outs(%C : memref<?x?xf32>) maps [...] accumulate add output dense
+        inner { ... }
+    // After
+    scf.for %i = %c0 to %M step %c1 {
+      scf.for %j = %c0 to %N step %c1 {
+        %acc = scf.for %k = %c0 to %K step %c1 iter_args(%a = %zero) -> (f32) { ... }
+        memref.store %acc, %C[%i, %j] : memref<?x?xf32>
+      }
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def ConvertBatchedVectorToGPU : Pass<"convert-bvec-to-gpu", "ModuleOp"> {
   let summary = "Lower each planned bvec function to one fused GPU kernel";
   let description = [{

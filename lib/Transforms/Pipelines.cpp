@@ -17,6 +17,7 @@ using namespace mlir;
 
 void kge::buildLowerToCPUPipeline(OpPassManager &pm) {
   pm.addPass(createConvertBatchedVectorToSCF());
+  pm.addPass(createConvertTileIteratorToSCF());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // f16/bf16 math is computed in f32.

@@ -1,0 +1,387 @@
+//===- TileIteratorToSCF.cpp - tile to loops ------------------------------===//
+//
+// The reference lowering of `tile.task`: one loop nest over (i, j, k) per
+// task, computing each pair on its own. The CPU runner executes it and the
+// GPU lowering is tested against it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileIteratorToSCF/TileIteratorToSCF.h"
+
+#include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir {
+namespace kge {
+#define GEN_PASS_DEF_CONVERTTILEITERATORTOSCF
+#include "Conversion/Passes.h.inc"
+} // namespace kge
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::tile;
+
+namespace {
+
+/// Emits the loops of one task.
+class TaskLowering {
+public:
+  TaskLowering(OpBuilder &builder, TaskOp task)
+      : b(builder), task(task), loc(task.getLoc()) {}
+
+  void lower();
+
+private:
+  Value constantIndex(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value extent(TaskOp::Axis axis) {
+    auto [source, dim] = task.getExtentSource(axis);
+    return memref::DimOp::create(b, loc, source, dim);
+  }
+  /// The element of input `index` at (i, j, k) (`k` may be null for
+  /// spatial-only inputs).
+  Value loadInput(unsigned index, Value i, Value j, Value k) {
+    AffineMap map =
+        cast<AffineMapAttr>(task.getIndexingMaps()[index]).getValue();
+    Value axes[3] = {i, j, k};
+    SmallVector<Value> indices;
+    for (unsigned d = 0; d < map.getNumResults(); ++d)
+      indices.push_back(axes[map.getDimPosition(d)]);
+    return memref::LoadOp::create(b, loc, task.getInputs()[index], indices);
+  }
+  /// Clones the single block of `region` at the insertion point with its
+  /// arguments replaced by `arguments`; returns the yielded value.
+  Value inlineRegion(Region &region, ValueRange arguments) {
+    IRMapping mapping;
+    Block &block = region.front();
+    mapping.map(block.getArguments(), arguments);
+    for (Operation &op : block.without_terminator())
+      b.clone(op, mapping);
+    return mapping.lookupOrDefault(
+        cast<YieldOp>(block.getTerminator()).getValue());
+  }
+  /// `combiner` applied to `lhs` and `rhs` (not `custom`).
+  Value combine(Combiner combiner, Value lhs, Value rhs) {
+    bool isFloat = isa<FloatType>(lhs.getType());
+    switch (combiner) {
+    case Combiner::add:
+      return isFloat ? arith::AddFOp::create(b, loc, lhs, rhs).getResult()
+                     : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
+    case Combiner::mul:
+      return isFloat ? arith::MulFOp::create(b, loc, lhs, rhs).getResult()
+                     : arith::MulIOp::create(b, loc, lhs, rhs).getResult();
+    case Combiner::max:
+      return isFloat ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
+                     : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
+    case Combiner::min:
+      return isFloat ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
+                     : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
+    case Combiner::custom:
+      break;
+    }
+    llvm_unreachable("custom combinations are inlined from their region");
+  }
+  /// Whether `lhs` ranks strictly before `rhs` in a top-k output.
+  Value better(Value lhs, Value rhs) {
+    bool smallest = task.getSmallest();
+    if (isa<FloatType>(lhs.getType()))
+      return arith::CmpFOp::create(b, loc,
+                                   smallest ? arith::CmpFPredicate::OLT
+                                            : arith::CmpFPredicate::OGT,
+                                   lhs, rhs);
+    return arith::CmpIOp::create(b, loc,
+                                 smallest ? arith::CmpIPredicate::slt
+                                          : arith::CmpIPredicate::sgt,
+                                 lhs, rhs);
+  }
+  Value castIndex(Value value, Type type) {
+    if (value.getType() == type)
+      return value;
+    return arith::IndexCastOp::create(b, loc, type, value);
+  }
+
+  void initializeOutputs();
+  Value reduce(Value i, Value j);
+  void store(Value value, Value i, Value j, ValueRange spatial);
+  void storeSelect(Value value, Value i, Value j);
+  void storeDistinct(Value value);
+  void storeTopK(Value value, Value i, Value j);
+
+  OpBuilder &b;
+  TaskOp task;
+  Location loc;
+};
+
+} // namespace
+
+void TaskLowering::initializeOutputs() {
+  ValueRange outputs = task.getOutputs();
+  Value zero = constantIndex(0);
+  switch (task.getOutput()) {
+  case OutputKind::dense:
+  case OutputKind::aggregate:
+    return;
+  case OutputKind::select:
+  case OutputKind::distinct: {
+    Value count = outputs.back();
+    memref::StoreOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0),
+        count, zero);
+    return;
+  }
+  case OutputKind::top_k: {
+    Type valueType = task.getValueType();
+    Type coordType = cast<MemRefType>(outputs[1].getType()).getElementType();
+    Combiner worst = task.getSmallest() ? Combiner::min : Combiner::max;
+    Value initial = arith::ConstantOp::create(
+        b, loc, getCombinerIdentity(worst, valueType));
+    Value none = arith::ConstantIntOp::create(b, loc, coordType, -1);
+    auto loop = scf::ForOp::create(b, loc, zero, constantIndex(*task.getK()),
+                                   constantIndex(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value slot = loop.getInductionVar();
+    memref::StoreOp::create(b, loc, initial, outputs[0], slot);
+    memref::StoreOp::create(b, loc, none, outputs[1], slot);
+    memref::StoreOp::create(b, loc, none, outputs[2], slot);
+    return;
+  }
+  }
+}
+
+Value TaskLowering::reduce(Value i, Value j) {
+  Type accType = task.getAccumulatorType();
+  TypedAttr identity = task.getIdentityAttr();
+  if (!identity)
+    identity = getCombinerIdentity(task.getAccumulate(), accType);
+  Value init = arith::ConstantOp::create(b, loc, identity);
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0),
+                                 extent(TaskOp::K), constantIndex(1),
+                                 ValueRange{init});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value k = loop.getInductionVar();
+  SmallVector<Value> scalars;
+  for (unsigned index = 0, e = task.getInputs().size(); index < e; ++index)
+    scalars.push_back(loadInput(index, i, j, k));
+  Value inner = inlineRegion(task.getInner(), scalars);
+  Value acc = loop.getRegionIterArg(0);
+  Value next = task.getAccumulate() == Combiner::custom
+                   ? inlineRegion(task.getCombine(), {acc, inner})
+                   : combine(task.getAccumulate(), acc, inner);
+  scf::YieldOp::create(b, loc, next);
+  return loop.getResult(0);
+}
+
+void TaskLowering::storeSelect(Value value, Value i, Value j) {
+  ValueRange outputs = task.getOutputs();
+  Value zero = constantIndex(0);
+  Value count = memref::LoadOp::create(b, loc, outputs[3], zero);
+  Value n = arith::IndexCastOp::create(b, loc, b.getIndexType(), count);
+  Value capacity = memref::DimOp::create(b, loc, outputs[0], 0);
+  Value fits =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, capacity);
+  auto ifFits = scf::IfOp::create(b, loc, fits, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifFits.thenBlock());
+    Type coordType = cast<MemRefType>(outputs[0].getType()).getElementType();
+    memref::StoreOp::create(b, loc, castIndex(i, coordType), outputs[0], n);
+    memref::StoreOp::create(b, loc, castIndex(j, coordType), outputs[1], n);
+    memref::StoreOp::create(b, loc, value, outputs[2], n);
+  }
+  Value one = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+  memref::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, count, one),
+                          outputs[3], zero);
+}
+
+void TaskLowering::storeDistinct(Value value) {
+  ValueRange outputs = task.getOutputs();
+  Value zero = constantIndex(0);
+  Value count = memref::LoadOp::create(b, loc, outputs[1], zero);
+  Value n = arith::IndexCastOp::create(b, loc, b.getIndexType(), count);
+  Value capacity = memref::DimOp::create(b, loc, outputs[0], 0);
+  Value stored = arith::MinSIOp::create(b, loc, n, capacity);
+  Value no = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  auto search = scf::ForOp::create(b, loc, zero, stored, constantIndex(1),
+                                   ValueRange{no});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(search.getBody());
+    Value seen = memref::LoadOp::create(b, loc, outputs[0],
+                                        search.getInductionVar());
+    Value equal;
+    if (isa<FloatType>(value.getType())) {
+      // Values compare with ==, and all NaNs are one value.
+      Value eq = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                       seen, value);
+      Value seenNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                            seen, seen);
+      Value valueNaN = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::UNO, value, value);
+      equal = arith::OrIOp::create(
+          b, loc, eq, arith::AndIOp::create(b, loc, seenNaN, valueNaN));
+    } else {
+      equal = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, seen,
+                                    value);
+    }
+    scf::YieldOp::create(
+        b, loc,
+        arith::OrIOp::create(b, loc, search.getRegionIterArg(0), equal)
+            .getResult());
+  }
+  Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+  Value isNew = arith::XOrIOp::create(b, loc, search.getResult(0), yes);
+  auto ifNew = scf::IfOp::create(b, loc, isNew, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifNew.thenBlock());
+  Value fits =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, n, capacity);
+  auto ifFits = scf::IfOp::create(b, loc, fits, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(ifFits.thenBlock());
+    memref::StoreOp::create(b, loc, value, outputs[0], n);
+  }
+  Value one = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+  memref::StoreOp::create(b, loc, arith::AddIOp::create(b, loc, count, one),
+                          outputs[1], zero);
+}
+
+void TaskLowering::storeTopK(Value value, Value i, Value j) {
+  ValueRange outputs = task.getOutputs();
+  Value values = outputs[0], rows = outputs[1], cols = outputs[2];
+  Type coordType = cast<MemRefType>(rows.getType()).getElementType();
+  Value none = arith::ConstantIntOp::create(b, loc, coordType, -1);
+  int64_t k = *task.getK();
+  Value last = constantIndex(k - 1);
+  auto isFree = [&](Value slot) {
+    Value row = memref::LoadOp::create(b, loc, rows, slot);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, row, none);
+  };
+  // Enter at the last slot when it is free or worse, then move up past
+  // every free or worse slot. Ties never move: the earlier pair stays first.
+  Value enters = arith::OrIOp::create(
+      b, loc, isFree(last),
+      better(value, memref::LoadOp::create(b, loc, values, last)));
+  auto ifEnters = scf::IfOp::create(b, loc, enters, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifEnters.thenBlock());
+  memref::StoreOp::create(b, loc, value, values, last);
+  memref::StoreOp::create(b, loc, castIndex(i, coordType), rows, last);
+  memref::StoreOp::create(b, loc, castIndex(j, coordType), cols, last);
+  auto bubble = scf::ForOp::create(b, loc, constantIndex(0), last,
+                                   constantIndex(1));
+  b.setInsertionPointToStart(bubble.getBody());
+  Value slot =
+      arith::SubIOp::create(b, loc, last, bubble.getInductionVar());
+  Value above = arith::SubIOp::create(b, loc, slot, constantIndex(1));
+  Value current = memref::LoadOp::create(b, loc, values, slot);
+  Value previous = memref::LoadOp::create(b, loc, values, above);
+  Value moves = arith::OrIOp::create(b, loc, isFree(above),
+                                     better(current, previous));
+  auto ifMoves = scf::IfOp::create(b, loc, moves, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(ifMoves.thenBlock());
+  for (Value array : {values, rows, cols}) {
+    Value x = memref::LoadOp::create(b, loc, array, slot);
+    Value y = memref::LoadOp::create(b, loc, array, above);
+    memref::StoreOp::create(b, loc, y, array, slot);
+    memref::StoreOp::create(b, loc, x, array, above);
+  }
+}
+
+void TaskLowering::store(Value value, Value i, Value j, ValueRange spatial) {
+  auto guarded = [&](llvm::function_ref<void()> emit) {
+    if (task.getPredicate().empty())
+      return emit();
+    SmallVector<Value> arguments = {value, i, j};
+    llvm::append_range(arguments, spatial);
+    Value holds = inlineRegion(task.getPredicate(), arguments);
+    auto ifHolds = scf::IfOp::create(b, loc, holds, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifHolds.thenBlock());
+    emit();
+  };
+  ValueRange outputs = task.getOutputs();
+  switch (task.getOutput()) {
+  case OutputKind::dense: {
+    AffineMap map = task.getDenseOutputMap();
+    Value axes[2] = {i, j};
+    memref::StoreOp::create(
+        b, loc, value, outputs[0],
+        ValueRange{axes[map.getDimPosition(0)], axes[map.getDimPosition(1)]});
+    return;
+  }
+  case OutputKind::aggregate: {
+    Value row = memref::LoadOp::create(b, loc, task.getKeys()[0], i);
+    Value col = memref::LoadOp::create(b, loc, task.getKeys()[1], j);
+    SmallVector<Value> group = {castIndex(row, b.getIndexType()),
+                                castIndex(col, b.getIndexType())};
+    Value old = memref::LoadOp::create(b, loc, outputs[0], group);
+    memref::StoreOp::create(
+        b, loc, combine(task.getAggregateCombiner(), old, value), outputs[0],
+        group);
+    return;
+  }
+  case OutputKind::select:
+    return guarded([&] { storeSelect(value, i, j); });
+  case OutputKind::distinct:
+    return guarded([&] { storeDistinct(value); });
+  case OutputKind::top_k:
+    return guarded([&] { storeTopK(value, i, j); });
+  }
+}
+
+void TaskLowering::lower() {
+  b.setInsertionPoint(task);
+  initializeOutputs();
+  Value zero = constantIndex(0), one = constantIndex(1);
+  auto rows = scf::ForOp::create(b, loc, zero, extent(TaskOp::I), one);
+  b.setInsertionPointToStart(rows.getBody());
+  auto cols = scf::ForOp::create(b, loc, zero, extent(TaskOp::J), one);
+  b.setInsertionPointToStart(cols.getBody());
+  Value i = rows.getInductionVar(), j = cols.getInductionVar();
+
+  SmallVector<Value> spatial;
+  for (unsigned index : task.spatialOnlyInputs())
+    spatial.push_back(loadInput(index, i, j, Value()));
+  SmallVector<Value> pair = {i, j};
+  llvm::append_range(pair, spatial);
+
+  if (!task.getWhen().empty()) {
+    Value joined = inlineRegion(task.getWhen(), pair);
+    auto ifJoined = scf::IfOp::create(b, loc, joined, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(ifJoined.thenBlock());
+  }
+  Value value = reduce(i, j);
+  if (!task.getProject().empty()) {
+    SmallVector<Value> arguments = {value};
+    llvm::append_range(arguments, pair);
+    value = inlineRegion(task.getProject(), arguments);
+  }
+  store(value, i, j, spatial);
+  task.erase();
+}
+
+void mlir::kge::lowerTaskToLoops(OpBuilder &builder, TaskOp task) {
+  OpBuilder::InsertionGuard guard(builder);
+  TaskLowering(builder, task).lower();
+}
+
+namespace {
+struct ConvertTileIteratorToSCFPass
+    : kge::impl::ConvertTileIteratorToSCFBase<ConvertTileIteratorToSCFPass> {
+  void runOnOperation() override {
+    SmallVector<TaskOp> tasks;
+    getOperation()->walk([&](TaskOp task) { tasks.push_back(task); });
+    OpBuilder builder(&getContext());
+    for (TaskOp task : tasks)
+      kge::lowerTaskToLoops(builder, task);
+  }
+};
+} // namespace

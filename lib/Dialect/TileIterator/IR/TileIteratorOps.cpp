@@ -1,0 +1,536 @@
+//===- TileIteratorOps.cpp - tile operations ------------------------------===//
+//
+// Verification of `tile.task`: the three axes and GAMUT's operand kinds,
+// the accumulator, the regions' signatures and the operands of each output
+// operator.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::tile;
+
+#define GET_OP_CLASSES
+#include "Dialect/TileIterator/IR/TileIteratorOps.cpp.inc"
+
+static constexpr const char *kAxisNames[] = {"i", "j", "k"};
+
+/// Largest extent tile arithmetic handles (32-bit signed indices).
+static constexpr int64_t kMaxExtent = std::numeric_limits<int32_t>::max();
+
+TypedAttr mlir::tile::getCombinerIdentity(Combiner combiner, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    switch (combiner) {
+    case Combiner::add:
+      return FloatAttr::get(type, 0.0);
+    case Combiner::mul:
+      return FloatAttr::get(type, 1.0);
+    case Combiner::max:
+      return FloatAttr::get(type, APFloat::getInf(semantics, /*Negative=*/true));
+    case Combiner::min:
+      return FloatAttr::get(type, APFloat::getInf(semantics, false));
+    case Combiner::custom:
+      return nullptr;
+    }
+  }
+  if (auto intType = dyn_cast<IntegerType>(type)) {
+    unsigned width = intType.getWidth();
+    switch (combiner) {
+    case Combiner::add:
+      return IntegerAttr::get(type, APInt(width, 0));
+    case Combiner::mul:
+      return IntegerAttr::get(type, APInt(width, 1));
+    case Combiner::max:
+      return IntegerAttr::get(type, APInt::getSignedMinValue(width));
+    case Combiner::min:
+      return IntegerAttr::get(type, APInt::getSignedMaxValue(width));
+    case Combiner::custom:
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// TaskOp queries
+//===----------------------------------------------------------------------===//
+
+static AffineMap mapOf(TaskOp op, unsigned index) {
+  return cast<AffineMapAttr>(op.getIndexingMaps()[index]).getValue();
+}
+
+bool TaskOp::inputUses(unsigned index, Axis axis) {
+  return mapOf(*this, index).isFunctionOfDim(axis);
+}
+
+SmallVector<unsigned> TaskOp::spatialOnlyInputs() {
+  SmallVector<unsigned> result;
+  for (unsigned i = 0, e = getInputs().size(); i < e; ++i)
+    if (!inputUses(i, K))
+      result.push_back(i);
+  return result;
+}
+
+Type TaskOp::getAccumulatorType() {
+  return getInner().front().getTerminator()->getOperand(0).getType();
+}
+
+Type TaskOp::getValueType() {
+  if (getProject().empty())
+    return getAccumulatorType();
+  return getProject().front().getTerminator()->getOperand(0).getType();
+}
+
+AffineMap TaskOp::getDenseOutputMap() {
+  if (auto map = getOutputMapAttr())
+    return map.getValue();
+  MLIRContext *context = getContext();
+  return AffineMap::get(3, 0,
+                        {getAffineDimExpr(I, context),
+                         getAffineDimExpr(J, context)},
+                        context);
+}
+
+Combiner TaskOp::getAggregateCombiner() {
+  return getAggregate().value_or(Combiner::add);
+}
+
+std::pair<Value, unsigned> TaskOp::getExtentSource(Axis axis) {
+  for (unsigned i = 0, e = getInputs().size(); i < e; ++i) {
+    AffineMap map = mapOf(*this, i);
+    for (unsigned d = 0; d < map.getNumResults(); ++d)
+      if (map.getDimPosition(d) == axis)
+        return {getInputs()[i], d};
+  }
+  if (getOutput() == OutputKind::aggregate && axis != K &&
+      getKeys().size() == 2)
+    return {getKeys()[axis], 0};
+  if (getOutput() == OutputKind::dense && axis != K &&
+      getOutputs().size() == 1) {
+    AffineMap map = getDenseOutputMap();
+    for (unsigned d = 0; d < map.getNumResults(); ++d)
+      if (map.getDimPosition(d) == axis)
+        return {getOutputs()[0], d};
+  }
+  return {Value(), 0};
+}
+
+void TaskOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  for (OpOperand &operand : getInputsMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &operand : getKeysMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &operand : getOutputsMutable()) {
+    // An aggregate combines into its output, and join leaves rejected
+    // pairs of a dense output as they were.
+    if (getOutput() == OutputKind::aggregate)
+      effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                           SideEffects::DefaultResource::get());
+    effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                         SideEffects::DefaultResource::get());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// TaskOp verification
+//===----------------------------------------------------------------------===//
+
+static bool isScalarElement(Type type) {
+  return isa<FloatType, IntegerType>(type);
+}
+
+static bool isIndexElement(Type type) {
+  auto intType = dyn_cast<IntegerType>(type);
+  return intType && (intType.getWidth() == 32 || intType.getWidth() == 64);
+}
+
+namespace {
+/// Static extents of the three axes, as found so far, and where each came
+/// from (for diagnostics).
+struct Extents {
+  int64_t size[3] = {ShapedType::kDynamic, ShapedType::kDynamic,
+                     ShapedType::kDynamic};
+  std::string origin[3];
+
+  LogicalResult record(Operation *op, unsigned axis, int64_t dim,
+                       const std::string &what) {
+    if (ShapedType::isDynamic(dim))
+      return success();
+    if (dim > kMaxExtent)
+      return op->emitOpError()
+             << "axis " << kAxisNames[axis] << " has extent " << dim << " ("
+             << what << "), which overflows 32-bit tile arithmetic (at most "
+             << kMaxExtent << ")";
+    if (ShapedType::isDynamic(size[axis])) {
+      size[axis] = dim;
+      origin[axis] = what;
+      return success();
+    }
+    if (size[axis] != dim)
+      return op->emitOpError()
+             << "axis " << kAxisNames[axis] << " has extent " << dim << " in "
+             << what << " but " << size[axis] << " in " << origin[axis];
+    return success();
+  }
+};
+} // namespace
+
+LogicalResult TaskOp::verify() {
+  Operation *op = getOperation();
+  ArrayAttr maps = getIndexingMaps();
+  if (maps.size() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size() << " inputs but "
+                         << maps.size() << " indexing maps";
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+
+  // Axes and operand kinds.
+  Extents extents;
+  bool axisSeen[3] = {false, false, false};
+  for (unsigned index = 0; index < maps.size(); ++index) {
+    AffineMap map = mapOf(*this, index);
+    auto type = cast<MemRefType>(getInputs()[index].getType());
+    std::string what = "input #" + std::to_string(index);
+    if (map.getNumDims() != 3 || map.getNumSymbols() != 0)
+      return emitOpError()
+             << "indexing map of " << what << " has " << map.getNumDims()
+             << " dimensions and " << map.getNumSymbols()
+             << " symbols; a matmul-like task has exactly three axes (i, j, "
+                "k) and no symbols";
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/false) ||
+        map.getNumResults() == 0)
+      return emitOpError() << "indexing map of " << what << " (" << AffineMapAttr::get(map)
+                           << ") must select distinct axes";
+    if (type.getRank() != map.getNumResults())
+      return emitOpError() << what << " has rank " << type.getRank()
+                           << " but its indexing map selects "
+                           << map.getNumResults() << " axes";
+    if (map.isFunctionOfDim(I) && map.isFunctionOfDim(J))
+      return emitOpError()
+             << what
+             << " is indexed by both spatial axes; an input of a matmul-like "
+                "task has at most one spatial axis (only outputs are indexed "
+                "by (i, j))";
+    if (!isScalarElement(type.getElementType()))
+      return emitOpError() << what << " has element type "
+                           << type.getElementType()
+                           << "; inputs hold integers or floats";
+    for (unsigned d = 0; d < map.getNumResults(); ++d) {
+      unsigned axis = map.getDimPosition(d);
+      axisSeen[axis] = true;
+      if (failed(extents.record(op, axis, type.getDimSize(d),
+                                what + " dimension " + std::to_string(d))))
+        return failure();
+    }
+  }
+  if (!axisSeen[K])
+    return emitOpError()
+           << "no input is indexed by the reduction axis k, so its extent is "
+              "unknown";
+
+  // Accumulator.
+  bool custom = getAccumulate() == Combiner::custom;
+  if (custom) {
+    if (getCombine().empty())
+      return emitOpError() << "accumulate custom needs a combine region";
+    if (!getIdentityAttr())
+      return emitOpError()
+             << "accumulate custom needs an identity: the accumulator's "
+                "neutral element";
+    if (!getAssociative())
+      return emitOpError()
+             << "accumulate custom needs the 'associative' declaration: tiling "
+                "the reduction reorders the combinations";
+  } else {
+    if (!getCombine().empty())
+      return emitOpError() << "a combine region needs accumulate custom, not "
+                           << stringifyCombiner(getAccumulate());
+    if (getIdentityAttr())
+      return emitOpError() << "accumulate "
+                           << stringifyCombiner(getAccumulate())
+                           << " has its own identity; 'identity' is for "
+                              "accumulate custom";
+    if (getAssociative())
+      return emitOpError() << "'associative' is for accumulate custom";
+  }
+
+  // Output operator attributes.
+  OutputKind kind = getOutput();
+  if (getAggregate() && kind != OutputKind::aggregate)
+    return emitOpError() << "'aggregate' is for output aggregate";
+  if ((getK() || getSmallest()) && kind != OutputKind::top_k)
+    return emitOpError() << "'k' and 'smallest' are for output top_k";
+  if (getOutputMapAttr() && kind != OutputKind::dense)
+    return emitOpError() << "'output_map' is for output dense";
+  if (!getKeys().empty() && kind != OutputKind::aggregate)
+    return emitOpError() << "keys are for output aggregate";
+  if (!getPredicate().empty() && kind != OutputKind::select &&
+      kind != OutputKind::distinct && kind != OutputKind::top_k)
+    return emitOpError() << "a predicate region is for outputs select, "
+                            "distinct and top_k";
+  if (kind == OutputKind::select && getPredicate().empty())
+    return emitOpError() << "output select needs a predicate region";
+
+  auto outputType = [&](unsigned n) {
+    return cast<MemRefType>(getOutputs()[n].getType());
+  };
+  auto expectOutputs = [&](unsigned count, StringRef names) -> LogicalResult {
+    if (getOutputs().size() != count)
+      return emitOpError() << "output " << stringifyOutputKind(kind)
+                           << " takes " << count << " outputs (" << names
+                           << "), got " << getOutputs().size();
+    return success();
+  };
+  auto expectRank1 = [&](unsigned n, StringRef name) -> LogicalResult {
+    if (outputType(n).getRank() != 1)
+      return emitOpError() << "output '" << name << "' must have rank 1, got "
+                           << outputType(n);
+    return success();
+  };
+  auto expectIndexOutput = [&](unsigned n, StringRef name) -> LogicalResult {
+    if (failed(expectRank1(n, name)))
+      return failure();
+    if (!isIndexElement(outputType(n).getElementType()))
+      return emitOpError() << "output '" << name
+                           << "' must hold i32 or i64 coordinates, got "
+                           << outputType(n);
+    return success();
+  };
+  auto expectCount = [&](unsigned n) -> LogicalResult {
+    MemRefType type = outputType(n);
+    if (type.getRank() != 1 || type.getDimSize(0) != 1 ||
+        !type.getElementType().isInteger(64))
+      return emitOpError() << "output 'count' must be memref<1xi64>, got "
+                           << type;
+    return success();
+  };
+
+  switch (kind) {
+  case OutputKind::dense: {
+    if (failed(expectOutputs(1, "C")))
+      return failure();
+    AffineMap map = getDenseOutputMap();
+    if (map.getNumDims() != 3 || map.getNumSymbols() != 0 ||
+        map.getNumResults() != 2 || !map.isProjectedPermutation() ||
+        map.isFunctionOfDim(K))
+      return emitOpError() << "the dense output must be indexed by the two "
+                              "spatial axes, (i, j) or (j, i); got "
+                           << AffineMapAttr::get(map);
+    MemRefType type = outputType(0);
+    if (type.getRank() != 2)
+      return emitOpError() << "the dense output must have rank 2, got "
+                           << type;
+    for (unsigned d = 0; d < 2; ++d) {
+      unsigned axis = map.getDimPosition(d);
+      axisSeen[axis] = true;
+      if (failed(extents.record(op, axis, type.getDimSize(d),
+                                "output dimension " + std::to_string(d))))
+        return failure();
+    }
+    break;
+  }
+  case OutputKind::aggregate: {
+    if (getKeys().size() != 2)
+      return emitOpError() << "output aggregate takes two key arrays (row "
+                              "keys indexed by i, column keys by j), got "
+                           << getKeys().size();
+    if (failed(expectOutputs(1, "C")))
+      return failure();
+    if (outputType(0).getRank() != 2)
+      return emitOpError() << "the aggregate output must have rank 2, got "
+                           << outputType(0);
+    for (unsigned axis : {I, J}) {
+      auto type = cast<MemRefType>(getKeys()[axis].getType());
+      StringRef name = axis == I ? "row keys" : "column keys";
+      if (type.getRank() != 1 || !isIndexElement(type.getElementType()))
+        return emitOpError() << "the " << name
+                             << " must be a rank-1 memref of i32 or i64, got "
+                             << type;
+      axisSeen[axis] = true;
+      if (failed(extents.record(op, axis, type.getDimSize(0),
+                                std::string("the ") + name.str())))
+        return failure();
+    }
+    Combiner combiner = getAggregateCombiner();
+    if (combiner != Combiner::add && combiner != Combiner::max &&
+        combiner != Combiner::min)
+      return emitOpError() << "aggregate " << stringifyCombiner(combiner)
+                           << " is not supported: groups combine with add, "
+                              "max or min";
+    break;
+  }
+  case OutputKind::select:
+    if (failed(expectOutputs(4, "rows, cols, values, count")) ||
+        failed(expectIndexOutput(0, "rows")) ||
+        failed(expectIndexOutput(1, "cols")) ||
+        failed(expectRank1(2, "values")) || failed(expectCount(3)))
+      return failure();
+    if (outputType(0).getElementType() != outputType(1).getElementType())
+      return emitOpError() << "outputs 'rows' and 'cols' must share one "
+                              "element type";
+    for (unsigned n : {1u, 2u})
+      if (outputType(n).getDimSize(0) != outputType(0).getDimSize(0))
+        return emitOpError()
+               << "outputs 'rows', 'cols' and 'values' must share one "
+                  "capacity";
+    break;
+  case OutputKind::top_k: {
+    if (failed(expectOutputs(3, "values, rows, cols")) ||
+        failed(expectRank1(0, "values")) ||
+        failed(expectIndexOutput(1, "rows")) ||
+        failed(expectIndexOutput(2, "cols")))
+      return failure();
+    if (!getK())
+      return emitOpError() << "output top_k needs 'k'";
+    int64_t k = *getK();
+    if (k < 1 || k > kMaxExtent)
+      return emitOpError() << "'k' must be in [1, " << kMaxExtent << "], got "
+                           << k;
+    for (unsigned n = 0; n < 3; ++n)
+      if (outputType(n).getDimSize(0) != k)
+        return emitOpError() << "the top_k outputs must have static length "
+                             << k << ", got " << outputType(n);
+    if (outputType(1).getElementType() != outputType(2).getElementType())
+      return emitOpError() << "outputs 'rows' and 'cols' must share one "
+                              "element type";
+    break;
+  }
+  case OutputKind::distinct:
+    if (failed(expectOutputs(2, "values, count")) ||
+        failed(expectRank1(0, "values")) || failed(expectCount(1)))
+      return failure();
+    break;
+  }
+  for (unsigned axis : {I, J})
+    if (!axisSeen[axis])
+      return emitOpError() << "no operand is indexed by the spatial axis "
+                           << kAxisNames[axis] << ", so its extent is unknown";
+  return success();
+}
+
+/// Checks that `region` has arguments of `types` and yields one value; on
+/// success sets `yielded` to its type.
+static LogicalResult verifyRegion(TaskOp op, Region &region, StringRef name,
+                                  ArrayRef<Type> types, Type &yielded) {
+  if (!region.hasOneBlock())
+    return op.emitOpError() << "region '" << name << "' must have one block";
+  Block &block = region.front();
+  if (block.getNumArguments() != types.size())
+    return op.emitOpError()
+           << "region '" << name << "' takes " << types.size()
+           << " arguments, got " << block.getNumArguments();
+  for (auto [n, pair] : llvm::enumerate(llvm::zip(block.getArguments(), types)))
+    if (std::get<0>(pair).getType() != std::get<1>(pair))
+      return op.emitOpError()
+             << "argument #" << n << " of region '" << name << "' must be "
+             << std::get<1>(pair) << ", got " << std::get<0>(pair).getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return op.emitOpError() << "region '" << name
+                            << "' must end with tile.yield";
+  yielded = yield.getValue().getType();
+  return success();
+}
+
+LogicalResult TaskOp::verifyRegions() {
+  MLIRContext *context = getContext();
+  Type indexType = IndexType::get(context);
+  Type i1 = IntegerType::get(context, 1);
+
+  SmallVector<Type> elementTypes;
+  for (Value input : getInputs())
+    elementTypes.push_back(cast<MemRefType>(input.getType()).getElementType());
+  SmallVector<Type> spatialTypes;
+  for (unsigned index : spatialOnlyInputs())
+    spatialTypes.push_back(elementTypes[index]);
+
+  Type acc;
+  if (failed(verifyRegion(*this, getInner(), "inner", elementTypes, acc)))
+    return failure();
+  if (!isScalarElement(acc))
+    return emitOpError() << "the accumulator type " << acc
+                         << " must be an integer or float type";
+  if (TypedAttr identity = getIdentityAttr())
+    if (identity.getType() != acc)
+      return emitOpError() << "identity " << identity
+                           << " does not have the accumulator type " << acc;
+  if (!getCombine().empty()) {
+    Type combined;
+    if (failed(verifyRegion(*this, getCombine(), "combine", {acc, acc},
+                            combined)))
+      return failure();
+    if (combined != acc)
+      return emitOpError() << "region 'combine' must yield the accumulator "
+                              "type "
+                           << acc << ", got " << combined;
+  }
+
+  SmallVector<Type> pairTypes = {indexType, indexType};
+  llvm::append_range(pairTypes, spatialTypes);
+  if (!getWhen().empty()) {
+    Type yielded;
+    if (failed(verifyRegion(*this, getWhen(), "when", pairTypes, yielded)))
+      return failure();
+    if (yielded != i1)
+      return emitOpError() << "region 'when' must yield i1, got " << yielded;
+  }
+
+  Type value = acc;
+  if (!getProject().empty()) {
+    SmallVector<Type> types = {acc};
+    llvm::append_range(types, pairTypes);
+    if (failed(verifyRegion(*this, getProject(), "project", types, value)))
+      return failure();
+  }
+  if (!getPredicate().empty()) {
+    SmallVector<Type> types = {value};
+    llvm::append_range(types, pairTypes);
+    Type yielded;
+    if (failed(verifyRegion(*this, getPredicate(), "predicate", types,
+                            yielded)))
+      return failure();
+    if (yielded != i1)
+      return emitOpError() << "region 'predicate' must yield i1, got "
+                           << yielded;
+  }
+
+  // The output value's type against the outputs.
+  OutputKind kind = getOutput();
+  unsigned valuesOperand = 0;
+  switch (kind) {
+  case OutputKind::dense:
+  case OutputKind::aggregate:
+  case OutputKind::top_k:
+  case OutputKind::distinct:
+    valuesOperand = 0;
+    break;
+  case OutputKind::select:
+    valuesOperand = 2;
+    break;
+  }
+  Type stored =
+      cast<MemRefType>(getOutputs()[valuesOperand].getType()).getElementType();
+  if (stored != value)
+    return emitOpError() << "the output value has type " << value
+                         << " but output #" << valuesOperand << " holds "
+                         << stored;
+  if ((kind == OutputKind::top_k || kind == OutputKind::aggregate) &&
+      !isScalarElement(value))
+    return emitOpError() << "output " << stringifyOutputKind(kind)
+                         << " orders its values, which must be integers or "
+                            "floats, got "
+                         << value;
+  return success();
+}

@@ -1,0 +1,833 @@
+// RUN: kge-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier error of tile.task.
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Structure.
+func.func @map_count(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{has 2 inputs but 1 indexing maps}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @four_axes(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{indexing map of input #0 has 4 dimensions and 0 symbols; a matmul-like task has exactly three axes (i, j, k) and no symbols}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [affine_map<(i, j, k, l) -> (i, l)>, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @repeated_axis(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{indexing map of input #1 (affine_map<(d0, d1, d2) -> (d2, d2)>) must select distinct axes}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, affine_map<(i, j, k) -> (k, k)>] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @rank_mismatch(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{input #0 has rank 2 but its indexing map selects 1 axes}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i)>, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @both_spatial(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{input #1 is indexed by both spatial axes; an input of a matmul-like task has at most one spatial axis (only outputs are indexed by (i, j))}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, affine_map<(i, j, k) -> (i, j)>] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @no_k(%x: memref<?xf32>, %y: memref<?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{no input is indexed by the reduction axis k, so its extent is unknown}}
+  tile.task ins(%x, %y : memref<?xf32>, memref<?xf32>) outs(%C : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i)>, affine_map<(i, j, k) -> (j)>] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @no_j(%A: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %v: memref<?xf32>, %n: memref<1xi64>) {
+  // expected-error @+1 {{no operand is indexed by the spatial axis j, so its extent is unknown}}
+  tile.task ins(%A, %y : memref<?x?xf32>, memref<?xf32>) outs(%r, %c, %v, %n : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      maps [#ik, affine_map<(i, j, k) -> (k)>] accumulate add output select
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%v0: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @extent_mismatch(%A: memref<4x8xf32>, %B: memref<16x4xf32>, %C: memref<4x4xf32>) {
+  // expected-error @+1 {{axis k has extent 16 in input #1 dimension 0 but 8 in input #0 dimension 1}}
+  tile.task ins(%A, %B : memref<4x8xf32>, memref<16x4xf32>) outs(%C : memref<4x4xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @overflow(%A: memref<3000000000x8xf32>, %B: memref<8x4xf32>, %C: memref<?x4xf32>) {
+  // expected-error @+1 {{axis i has extent 3000000000 (input #0 dimension 0), which overflows 32-bit tile arithmetic (at most 2147483647)}}
+  tile.task ins(%A, %B : memref<3000000000x8xf32>, memref<8x4xf32>) outs(%C : memref<?x4xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @index_input(%A: memref<?x?xindex>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{input #0 has element type 'index'; inputs hold integers or floats}}
+  tile.task ins(%A, %B : memref<?x?xindex>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: index, %b: f32):
+        tile.yield %b : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Accumulators.
+func.func @custom_no_region(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{accumulate custom needs a combine region}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate custom output dense {identity = 0.0 : f32, associative}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @custom_no_identity(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{accumulate custom needs an identity: the accumulator's neutral element}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate custom output dense {associative}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      combine {
+      ^bb0(%x: f32, %y: f32):
+        %s = arith.addf %x, %y : f32
+        tile.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @custom_not_associative(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{accumulate custom needs the 'associative' declaration: tiling the reduction reorders the combinations}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate custom output dense {identity = 0.0 : f32}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      combine {
+      ^bb0(%x: f32, %y: f32):
+        %s = arith.addf %x, %y : f32
+        tile.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @identity_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{identity 0 : i32 does not have the accumulator type 'f32'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate custom output dense {identity = 0 : i32, associative}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      combine {
+      ^bb0(%x: f32, %y: f32):
+        %s = arith.addf %x, %y : f32
+        tile.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @combine_without_custom(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{a combine region needs accumulate custom, not max}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate max output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      combine {
+      ^bb0(%x: f32, %y: f32):
+        %s = arith.addf %x, %y : f32
+        tile.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @identity_builtin(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{accumulate add has its own identity; 'identity' is for accumulate custom}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense {identity = 0.0 : f32}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @combine_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{region 'combine' must yield the accumulator type 'f32', got 'i32'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate custom output dense {identity = 0.0 : f32, associative}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      combine {
+      ^bb0(%x: f32, %y: f32):
+        %s = arith.constant 0 : i32
+        tile.yield %s : i32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @index_acc(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{the accumulator type 'index' must be an integer or float type}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.constant 0 : index
+        tile.yield %p : index
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Regions.
+func.func @inner_args(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{region 'inner' takes 2 arguments, got 1}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32):
+        tile.yield %a : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @inner_arg_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{argument #1 of region 'inner' must be 'f32', got 'f16'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f16):
+        tile.yield %a : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @when_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{region 'when' must yield i1, got 'f32'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      when {
+      ^bb0(%i: index, %j: index):
+        %z = arith.constant 0.0 : f32
+        tile.yield %z : f32
+      }
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @when_args(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{region 'when' takes 2 arguments, got 1}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      when {
+      ^bb0(%i: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @project_args(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{argument #0 of region 'project' must be 'f32', got 'index'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      project {
+      ^bb0(%i: index, %j: index, %acc: f32):
+        tile.yield %acc : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @project_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{the output value has type 'i32' but output #0 holds 'f32'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      project {
+      ^bb0(%acc: f32, %i: index, %j: index):
+        %n = arith.fptosi %acc : f32 to i32
+        tile.yield %n : i32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @predicate_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{a predicate region is for outputs select, distinct and top_k}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%v: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Output operators.
+func.func @output_map_k(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{the dense output must be indexed by the two spatial axes, (i, j) or (j, i); got affine_map<(d0, d1, d2) -> (d0, d2)>}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense {output_map = affine_map<(i, j, k) -> (i, k)>}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @dense_two(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>, %D: memref<?x?xf32>) {
+  // expected-error @+1 {{output dense takes 1 outputs (C), got 2}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C, %D : memref<?x?xf32>, memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @dense_rank(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?xf32>) {
+  // expected-error @+1 {{the dense output must have rank 2, got 'memref<?xf32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @aggregate_no_keys(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{output aggregate takes two key arrays (row keys indexed by i, column keys by j), got 0}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output aggregate
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @aggregate_key_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{the column keys must be a rank-1 memref of i32 or i64, got 'memref<?xf32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+      keys(%r, %c : memref<?xi32>, memref<?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output aggregate
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @aggregate_mul(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{aggregate mul is not supported: groups combine with add, max or min}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+      keys(%r, %c : memref<?xi32>, memref<?xi32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output aggregate {aggregate = 1 : i32}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @aggregate_attr_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{'aggregate' is for output aggregate}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense {aggregate = 0 : i32}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @keys_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{keys are for output aggregate}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+      keys(%r, %c : memref<?xi32>, memref<?xi32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @select_no_predicate(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %v: memref<?xf32>, %n: memref<1xi64>) {
+  // expected-error @+1 {{output select needs a predicate region}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%r, %c, %v, %n : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output select
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @select_count(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{output select takes 4 outputs (rows, cols, values, count), got 1}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output select
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%v0: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @select_count_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %v: memref<?xf32>, %n: memref<1xi32>) {
+  // expected-error @+1 {{output 'count' must be memref<1xi64>, got 'memref<1xi32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%r, %c, %v, %n : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi32>)
+      maps [#ik, #kj] accumulate add output select
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%v0: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @select_capacity(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<8xi32>, %c: memref<8xi32>, %v: memref<4xf32>, %n: memref<1xi64>) {
+  // expected-error @+1 {{outputs 'rows', 'cols' and 'values' must share one capacity}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%r, %c, %v, %n : memref<8xi32>, memref<8xi32>, memref<4xf32>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output select
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%v0: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @select_rows(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xf32>, %c: memref<?xi32>, %v: memref<?xf32>, %n: memref<1xi64>) {
+  // expected-error @+1 {{output 'rows' must hold i32 or i64 coordinates, got 'memref<?xf32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%r, %c, %v, %n : memref<?xf32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output select
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%v0: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @topk_no_k(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<4xf32>, %r: memref<4xi32>, %c: memref<4xi32>) {
+  // expected-error @+1 {{output top_k needs 'k'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%v, %r, %c : memref<4xf32>, memref<4xi32>, memref<4xi32>)
+      maps [#ik, #kj] accumulate add output top_k
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @topk_length(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<4xf32>, %r: memref<4xi32>, %c: memref<4xi32>) {
+  // expected-error @+1 {{the top_k outputs must have static length 8, got 'memref<4xf32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%v, %r, %c : memref<4xf32>, memref<4xi32>, memref<4xi32>)
+      maps [#ik, #kj] accumulate add output top_k {k = 8}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @topk_zero(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<4xf32>, %r: memref<4xi32>, %c: memref<4xi32>) {
+  // expected-error @+1 {{'k' must be in [1, 2147483647], got 0}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%v, %r, %c : memref<4xf32>, memref<4xi32>, memref<4xi32>)
+      maps [#ik, #kj] accumulate add output top_k {k = 0}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @smallest_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{'k' and 'smallest' are for output top_k}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense {smallest}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @distinct_outputs(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{output distinct takes 2 outputs (values, count), got 1}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output distinct
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+func.func @yield_parent(%x: f32) {
+  // expected-error @+1 {{'tile.yield' op expects parent op 'tile.task'}}
+  tile.yield %x : f32
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @captured(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>, %s: f32) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        // expected-error @+1 {{using value defined outside the region}}
+        %p = arith.mulf %a, %s : f32
+        tile.yield %p : f32
+      }
+  return
+}
