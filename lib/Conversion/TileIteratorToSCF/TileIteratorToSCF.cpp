@@ -39,7 +39,7 @@ private:
   Value constantIndex(int64_t value) {
     return arith::ConstantIndexOp::create(b, loc, value);
   }
-  Value extent(TaskOp::Axis axis) {
+  Value readExtent(TaskOp::Axis axis) {
     auto [source, dim] = task.getExtentSource(axis);
     return memref::DimOp::create(b, loc, source, dim);
   }
@@ -106,7 +106,7 @@ private:
   }
 
   void initializeOutputs();
-  Value reduce(Value i, Value j);
+  Value reduce(Value i, Value j, ValueRange spatial);
   void store(Value value, Value i, Value j, ValueRange spatial);
   void storeSelect(Value value, Value i, Value j);
   void storeDistinct(Value value);
@@ -115,6 +115,8 @@ private:
   OpBuilder &b;
   TaskOp task;
   Location loc;
+  /// The extents of i, j and k, read once before the loops.
+  Value extents[3];
 };
 
 } // namespace
@@ -154,21 +156,25 @@ void TaskLowering::initializeOutputs() {
   }
 }
 
-Value TaskLowering::reduce(Value i, Value j) {
+Value TaskLowering::reduce(Value i, Value j, ValueRange spatial) {
   Type accType = task.getAccumulatorType();
   TypedAttr identity = task.getIdentityAttr();
   if (!identity)
     identity = getCombinerIdentity(task.getAccumulate(), accType);
   Value init = arith::ConstantOp::create(b, loc, identity);
   auto loop = scf::ForOp::create(b, loc, constantIndex(0),
-                                 extent(TaskOp::K), constantIndex(1),
+                                 extents[TaskOp::K], constantIndex(1),
                                  ValueRange{init});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value k = loop.getInductionVar();
+  // Spatial-only elements were loaded once per pair.
   SmallVector<Value> scalars;
+  unsigned nextSpatial = 0;
   for (unsigned index = 0, e = task.getInputs().size(); index < e; ++index)
-    scalars.push_back(loadInput(index, i, j, k));
+    scalars.push_back(task.inputUses(index, TaskOp::K)
+                          ? loadInput(index, i, j, k)
+                          : spatial[nextSpatial++]);
   Value inner = inlineRegion(task.getInner(), scalars);
   Value acc = loop.getRegionIterArg(0);
   Value next = task.getAccumulate() == Combiner::custom
@@ -339,11 +345,13 @@ void TaskLowering::store(Value value, Value i, Value j, ValueRange spatial) {
 
 void TaskLowering::lower() {
   b.setInsertionPoint(task);
+  for (TaskOp::Axis axis : {TaskOp::I, TaskOp::J, TaskOp::K})
+    extents[axis] = readExtent(axis);
   initializeOutputs();
   Value zero = constantIndex(0), one = constantIndex(1);
-  auto rows = scf::ForOp::create(b, loc, zero, extent(TaskOp::I), one);
+  auto rows = scf::ForOp::create(b, loc, zero, extents[TaskOp::I], one);
   b.setInsertionPointToStart(rows.getBody());
-  auto cols = scf::ForOp::create(b, loc, zero, extent(TaskOp::J), one);
+  auto cols = scf::ForOp::create(b, loc, zero, extents[TaskOp::J], one);
   b.setInsertionPointToStart(cols.getBody());
   Value i = rows.getInductionVar(), j = cols.getInductionVar();
 
@@ -358,7 +366,7 @@ void TaskLowering::lower() {
     auto ifJoined = scf::IfOp::create(b, loc, joined, /*withElseRegion=*/false);
     b.setInsertionPointToStart(ifJoined.thenBlock());
   }
-  Value value = reduce(i, j);
+  Value value = reduce(i, j, spatial);
   if (!task.getProject().empty()) {
     SmallVector<Value> arguments = {value};
     llvm::append_range(arguments, pair);

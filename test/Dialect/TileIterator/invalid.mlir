@@ -821,6 +821,7 @@ func.func @yield_parent(%x: f32) {
 #ik = affine_map<(i, j, k) -> (i, k)>
 #kj = affine_map<(i, j, k) -> (k, j)>
 func.func @captured(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>, %s: f32) {
+  // expected-note @+1 {{required by region isolation constraints}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output dense
       inner {
