@@ -3,8 +3,11 @@
 #include "ExecutionEngine/CpuRunner.h"
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
+#include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
 #include "Transforms/Pipelines.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
@@ -42,33 +45,49 @@ std::unique_ptr<CpuFunction> CpuFunction::compile(ModuleOp module,
     llvm::InitializeNativeTargetAsmPrinter();
   });
 
-  SmallVector<bvec::FuncOp> candidates;
+  // Runnable functions: bvec.funcs and tile functions (func.funcs of
+  // tile.tasks).
+  SmallVector<Operation *> candidates;
   for (auto func : module.getOps<bvec::FuncOp>())
     if (name.empty() || func.getSymName() == name)
       candidates.push_back(func);
+  for (auto func : module.getOps<func::FuncOp>())
+    if ((name.empty() || func.getSymName() == name) &&
+        tile::isTileFunction(func))
+      candidates.push_back(func);
   if (candidates.empty()) {
-    error = name.empty() ? "the module has no bvec.func"
-                         : ("the module has no bvec.func named '" + name + "'")
-                               .str();
+    error = name.empty()
+                ? "the module has no bvec.func and no tile function"
+                : ("the module has no bvec.func or tile function named '" +
+                   name + "'")
+                      .str();
     return nullptr;
   }
   if (candidates.size() > 1) {
-    error = "the module has several bvec.func; name the one to run";
+    error = "the module has several functions to run; name the one to run";
     return nullptr;
   }
-  bvec::FuncOp func = candidates.front();
+  Operation *func = candidates.front();
   MLIRContext *context = module.getContext();
 
   std::unique_ptr<CpuFunction> result(new CpuFunction());
-  FailureOr<kge_runtime::Signature> signature = captureDiagnostics(
-      context, error, [&] { return bvec::computeSignature(func); });
+  FailureOr<kge_runtime::Signature> signature =
+      captureDiagnostics(context, error, [&] {
+        if (auto bvecFunc = dyn_cast<bvec::FuncOp>(func))
+          return bvec::computeSignature(bvecFunc);
+        return tile::computeSignature(cast<func::FuncOp>(func));
+      });
   if (failed(signature))
     return nullptr;
   result->signature_ = std::move(*signature);
 
   // Lower a copy that holds only this function.
   OwningOpRef<ModuleOp> lowered = ModuleOp::create(module.getLoc());
-  lowered->getBody()->push_front(func->clone());
+  Operation *copy = func->clone();
+  if (isa<func::FuncOp>(copy))
+    copy->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                  UnitAttr::get(context));
+  lowered->getBody()->push_front(copy);
   PassManager pm(context);
   buildLowerToCPUPipeline(pm);
   if (failed(captureDiagnostics(context, error,

@@ -25,6 +25,8 @@ mlir::kge::signatureToJSON(const kge_runtime::Signature &signature) {
       for (unsigned table : param.indexedTables)
         indexes.push_back(signature.params[table].name);
       object["indexes"] = std::move(indexes);
+      if (param.indexedDim != 0)
+        object["indexed_dim"] = static_cast<int64_t>(param.indexedDim);
     }
     params.push_back(std::move(object));
   }

@@ -21,6 +21,7 @@
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
+#include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
 #include "ExecutionEngine/CpuRunner.h"
 #include "InitAll.h"
 #include "Target/Bundle.h"
@@ -314,6 +315,23 @@ bvec::FuncOp findFunction(const ModuleRef &module, const std::string &name) {
     throw py::value_error("the module has " + std::to_string(count) +
                           " bvec.func ops; name the one to use");
   return found;
+}
+
+/// The tile function (a func.func of tile.tasks) called `name`, or the only
+/// one when `name` is empty and the module has no bvec.func; null if none.
+func::FuncOp findTileFunction(const ModuleRef &module,
+                              const std::string &name) {
+  if (name.empty() && !module->module->getOps<bvec::FuncOp>().empty())
+    return nullptr;
+  SmallVector<func::FuncOp> found;
+  for (auto func : module->module->getOps<func::FuncOp>())
+    if ((name.empty() || func.getSymName() == name) &&
+        tile::isTileFunction(func))
+      found.push_back(func);
+  if (name.empty() && found.size() > 1)
+    throw py::value_error("the module has " + std::to_string(found.size()) +
+                          " tile functions; name the one to use");
+  return found.empty() ? nullptr : found.front();
 }
 
 //===----------------------------------------------------------------------===//
@@ -664,6 +682,13 @@ struct CpuFunctionHandle {
         throw py::type_error("argument '" + param.name +
                              "' must be a NumPy array, got " +
                              py::str(object.get_type()).cast<std::string>());
+      if (param.role == kge_runtime::ParamRole::Output) {
+        // Outputs are written in place: no copy may stand in for them.
+        auto output = py::reinterpret_borrow<py::array>(object);
+        if (!(output.flags() & py::array::c_style) || !output.writeable())
+          throw py::type_error("output '" + param.name +
+                               "' must be a writable C-contiguous array");
+      }
       auto array = py::array::ensure(object, py::array::c_style);
       if (!array)
         throw py::type_error("argument '" + param.name +
@@ -1038,10 +1063,13 @@ PYBIND11_MODULE(_compiler, m) {
   m.def(
       "signature",
       [](const ModuleRef &mod, const std::string &name) {
-        bvec::FuncOp func = findFunction(mod, name);
         DiagnosticCollector diagnostics(mod->context->get());
-        FailureOr<kge_runtime::Signature> signature =
-            bvec::computeSignature(func);
+        FailureOr<kge_runtime::Signature> signature = failure();
+        func::FuncOp tileFunc = findTileFunction(mod, name);
+        if (tileFunc)
+          signature = tile::computeSignature(tileFunc);
+        else
+          signature = bvec::computeSignature(findFunction(mod, name));
         if (failed(signature))
           diagnostics.fail();
         std::string text;
@@ -1057,11 +1085,14 @@ PYBIND11_MODULE(_compiler, m) {
       .def_static(
           "compile",
           [](const ModuleRef &mod, const std::string &name) {
-            bvec::FuncOp func = findFunction(mod, name);
+            func::FuncOp tileFunc = findTileFunction(mod, name);
+            std::string symbol =
+                tileFunc ? tileFunc.getSymName().str()
+                         : findFunction(mod, name).getSymName().str();
             DiagnosticCollector diagnostics(mod->context->get());
             std::string error;
-            auto function = kge::CpuFunction::compile(
-                *mod->module, func.getSymName(), error);
+            auto function =
+                kge::CpuFunction::compile(*mod->module, symbol, error);
             if (!function) {
               if (!error.empty())
                 diagnostics.messages.push_back(error);

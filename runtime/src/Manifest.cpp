@@ -146,9 +146,12 @@ Signature parseSignature(const json &function) {
       param.role = ParamRole::Indices;
     else if (role == "result")
       param.role = ParamRole::Result;
+    else if (role == "output")
+      param.role = ParamRole::Output;
     else
-      fail("'" + where + ".role' must be table, indices or result, got '" +
-           role + "'");
+      fail("'" + where +
+           ".role' must be table, indices, result or output, got '" + role +
+           "'");
     std::string dtype = string(p, "dtype", where);
     std::optional<DType> parsed = parseDType(dtype);
     if (!parsed)
@@ -169,9 +172,10 @@ Signature parseSignature(const json &function) {
     signature.params.push_back(std::move(param));
   }
   // Arguments come before results; index arrays name their tables.
-  bool seenResult = false;
+  bool seenResult = false, seenOutput = false;
   for (size_t i = 0; i < params.size(); ++i) {
     Parameter &param = signature.params[i];
+    seenOutput |= param.role == ParamRole::Output;
     if (param.role == ParamRole::Result)
       seenResult = true;
     else if (seenResult)
@@ -189,14 +193,28 @@ Signature parseSignature(const json &function) {
       auto it = table.is_string() ? byName.find(table.get<std::string>())
                                   : byName.end();
       if (it == byName.end() ||
-          signature.params[it->second].role != ParamRole::Table)
+          (signature.params[it->second].role != ParamRole::Table &&
+           signature.params[it->second].role != ParamRole::Output))
         fail("index array '" + param.name +
-             "' indexes something that is not a table");
+             "' indexes something that is not a table or an output");
       param.indexedTables.push_back(static_cast<unsigned>(it->second));
     }
+    auto dim = params[i].find("indexed_dim");
+    if (dim != params[i].end()) {
+      if (!dim->is_number_integer() || dim->get<int64_t>() < 0 ||
+          dim->get<int64_t>() > 1)
+        fail("'indexed_dim' of '" + param.name + "' must be 0 or 1");
+      param.indexedDim = dim->get<unsigned>();
+      for (unsigned table : param.indexedTables)
+        if (signature.params[table].shape.size() <= param.indexedDim)
+          fail("index array '" + param.name + "' indexes dimension " +
+               std::to_string(param.indexedDim) + " of '" +
+               signature.params[table].name + "', which has rank " +
+               std::to_string(signature.params[table].shape.size()));
+    }
   }
-  if (!seenResult)
-    fail("the function has no result");
+  if (!seenResult && !seenOutput)
+    fail("the function has no result and no output");
   return signature;
 }
 

@@ -58,6 +58,8 @@ const char *roleName(ParamRole role) {
     return "indices";
   case ParamRole::Result:
     return "result";
+  case ParamRole::Output:
+    return "output";
   }
   return "?";
 }
@@ -245,7 +247,8 @@ bool checkIndexRange(const Signature &signature, const Bindings &bindings,
   int64_t count = bindings.shapeOf(param)[0];
   for (unsigned tableIndex : param.indexedTables) {
     const Parameter &table = signature.params[tableIndex];
-    int64_t rows = bindings.shapeOf(table)[0];
+    int64_t rows = bindings.shapeOf(table)[param.indexedDim];
+    const char *unit = param.indexedDim == 0 ? " rows" : " columns";
     for (int64_t i = 0; i < count; ++i) {
       int64_t index = param.dtype == DType::I32
                           ? static_cast<const int32_t *>(data)[i]
@@ -253,8 +256,8 @@ bool checkIndexRange(const Signature &signature, const Bindings &bindings,
       if (index < 0 || index >= rows) {
         error = "index " + std::to_string(index) + " at position " +
                 std::to_string(i) + " of '" + param.name +
-                "' is out of range for table '" + table.name + "' with " +
-                std::to_string(rows) + " rows";
+                "' is out of range for " + roleName(table.role) + " '" +
+                table.name + "' with " + std::to_string(rows) + unit;
         return false;
       }
     }

@@ -116,7 +116,7 @@ CORRUPTIONS = {
     "duplicate parameter": (corrupt(lambda b: b["function"]["params"].insert(0, b["function"]["params"][0])),
                             "parameter name 'Eemb' is used twice"),
     "unknown role": (corrupt(lambda b: b["function"]["params"][0].update(role="weights")),
-                     "must be table, indices or result, got 'weights'"),
+                     "must be table, indices, result or output, got 'weights'"),
     "unknown dtype": (corrupt(lambda b: b["function"]["params"][0].update(dtype="f8")),
                       "is not a known dtype: 'f8'"),
     "float indices": (corrupt(lambda b: b["function"]["params"][2].update(dtype="f32")),

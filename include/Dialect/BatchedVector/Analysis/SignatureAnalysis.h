@@ -50,9 +50,6 @@ private:
 /// operation and fails when a dynamic size is determined by nothing.
 FailureOr<kge_runtime::Signature> computeSignature(FuncOp func);
 
-/// The runtime dtype of an MLIR element type, if it has one.
-std::optional<kge_runtime::DType> getDType(Type elementType);
-
 } // namespace bvec
 } // namespace mlir
 

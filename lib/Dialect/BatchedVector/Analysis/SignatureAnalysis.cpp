@@ -2,26 +2,11 @@
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 
+#include "Dialect/Common/RuntimeTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::bvec;
-
-std::optional<kge_runtime::DType> mlir::bvec::getDType(Type type) {
-  if (type.isF16())
-    return kge_runtime::DType::F16;
-  if (type.isBF16())
-    return kge_runtime::DType::BF16;
-  if (type.isF32())
-    return kge_runtime::DType::F32;
-  if (type.isF64())
-    return kge_runtime::DType::F64;
-  if (type.isSignlessInteger(32))
-    return kge_runtime::DType::I32;
-  if (type.isSignlessInteger(64))
-    return kge_runtime::DType::I64;
-  return std::nullopt;
-}
 
 SmallVector<int64_t> mlir::bvec::getFullShape(Type type) {
   if (auto table = dyn_cast<TableType>(type))
@@ -171,7 +156,8 @@ FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
     kge_runtime::Parameter param;
     param.name = name.str();
     param.role = role;
-    std::optional<kge_runtime::DType> dtype = getDType(elementTypeOf(type));
+    std::optional<kge_runtime::DType> dtype =
+        kge::getDType(elementTypeOf(type));
     if (!dtype)
       return func.emitOpError()
              << "parameter '" << name << "' has element type "

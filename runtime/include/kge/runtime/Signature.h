@@ -42,7 +42,11 @@ struct Dim {
   std::string str() const;
 };
 
-enum class ParamRole { Table, Indices, Result };
+/// Table: an array the function reads. Indices: an index array. Result: an
+/// array the caller receives (allocated for it). Output: an array the caller
+/// passes and the function writes (destination-passing style, as `tile`
+/// tasks take their outputs); it counts among the arguments.
+enum class ParamRole { Table, Indices, Result, Output };
 const char *roleName(ParamRole role);
 
 struct Parameter {
@@ -53,6 +57,9 @@ struct Parameter {
   /// For index arrays: positions (in `Signature::params`) of the tables the
   /// indices select rows of.
   std::vector<unsigned> indexedTables;
+  /// For index arrays: the dimension of those tables the indices select (0:
+  /// rows, 1: columns).
+  unsigned indexedDim = 0;
 
   /// How messages name it: its role and name ("table 'Eemb'").
   std::string describe() const;
@@ -100,7 +107,8 @@ bool checkResults(const Signature &signature, const Bindings &bindings,
                   const std::vector<ArrayDesc> &results, std::string &error);
 
 /// Checks that every index of the index-array parameter `paramIndex`
-/// (held in host memory at `data`) selects a row of every table it indexes.
+/// (held in host memory at `data`) selects a row (a column, when its
+/// `indexedDim` is 1) of every table it indexes.
 /// Reports the first offending position.
 bool checkIndexRange(const Signature &signature, const Bindings &bindings,
                      unsigned paramIndex, const void *data,
