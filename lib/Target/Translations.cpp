@@ -4,12 +4,18 @@
 //   --kge-to-bundle      a function lowered by kge-lower-to-gpu -> bundle
 //   --bvec-to-signature  bvec.func -> JSON signatures (the manifest's
 //                        parameter lists)
+//   --tile-to-signature  tile functions -> JSON signatures
+//   --import-gamut       a query in GAMUT's declarative syntax -> a tile
+//                        function (`--gamut-name`, `--gamut-dtype=X:i32`)
 //
 //===----------------------------------------------------------------------===//
 
 #include "InitAll.h"
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
+#include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
+#include "Dialect/TileIterator/Query/QueryParser.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "Target/Bundle.h"
 #include "Target/PTX.h"
 #include "Target/SignatureJSON.h"
@@ -18,6 +24,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <mutex>
 
@@ -29,6 +37,16 @@ llvm::cl::opt<std::string> ptxChip("ptx-chip",
                                    llvm::cl::desc("chip of gpu.modules that "
                                                   "have no target (sm_90)"),
                                    llvm::cl::init("sm_90"));
+llvm::cl::opt<std::string> gamutName("gamut-name",
+                                     llvm::cl::desc("name of the function "
+                                                    "--import-gamut builds"),
+                                     llvm::cl::init("query"));
+llvm::cl::list<std::string>
+    gamutDTypes("gamut-dtype",
+                llvm::cl::desc("element type of an array of a GAMUT query, "
+                               "as name:dtype (f16, bf16, f32, f64, i32, "
+                               "i64)"),
+                llvm::cl::CommaSeparated);
 } // namespace
 
 static LogicalResult translateToPTX(Operation *op, llvm::raw_ostream &os) {
@@ -58,11 +76,16 @@ static LogicalResult translateBundle(Operation *op, llvm::raw_ostream &os) {
   return success();
 }
 
-static LogicalResult translateToSignature(Operation *op,
-                                          llvm::raw_ostream &os) {
+/// Prints the signatures of the functions `Fn` computes them for.
+template <typename FuncT, typename Fn>
+static LogicalResult
+printSignatures(Operation *op, llvm::raw_ostream &os, Fn computeSignature,
+                llvm::function_ref<bool(FuncT)> include = nullptr) {
   llvm::json::Array signatures;
-  WalkResult result = op->walk([&](bvec::FuncOp func) {
-    FailureOr<kge_runtime::Signature> signature = bvec::computeSignature(func);
+  WalkResult result = op->walk([&](FuncT func) {
+    if (include && !include(func))
+      return WalkResult::advance();
+    FailureOr<kge_runtime::Signature> signature = computeSignature(func);
     if (failed(signature))
       return WalkResult::interrupt();
     signatures.push_back(signatureToJSON(*signature));
@@ -73,6 +96,43 @@ static LogicalResult translateToSignature(Operation *op,
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(signatures)))
      << "\n";
   return success();
+}
+
+static LogicalResult translateToSignature(Operation *op,
+                                          llvm::raw_ostream &os) {
+  return printSignatures<bvec::FuncOp>(op, os, [](bvec::FuncOp func) {
+    return bvec::computeSignature(func);
+  });
+}
+
+static LogicalResult translateTileToSignature(Operation *op,
+                                              llvm::raw_ostream &os) {
+  return printSignatures<func::FuncOp>(
+      op, os, [](func::FuncOp func) { return tile::computeSignature(func); },
+      tile::isTileFunction);
+}
+
+static OwningOpRef<Operation *> importGamut(llvm::SourceMgr &sourceMgr,
+                                            MLIRContext *context) {
+  const llvm::MemoryBuffer *buffer =
+      sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+  tile::QueryOptions options;
+  options.name = gamutName;
+  options.bufferName = buffer->getBufferIdentifier().str();
+  for (const std::string &entry : gamutDTypes) {
+    auto [name, dtype] = StringRef(entry).split(':');
+    if (dtype.empty()) {
+      emitError(UnknownLoc::get(context))
+          << "--gamut-dtype expects name:dtype, got '" << entry << "'";
+      return nullptr;
+    }
+    options.dtypes[name] = dtype.str();
+  }
+  OwningOpRef<ModuleOp> module =
+      tile::parseQuery(buffer->getBuffer(), context, options);
+  if (!module)
+    return nullptr;
+  return OwningOpRef<Operation *>(module.release());
 }
 
 void mlir::kge::registerAllTranslations() {
@@ -90,5 +150,12 @@ void mlir::kge::registerAllTranslations() {
         "bvec-to-signature",
         "print the signatures of bvec functions as JSON",
         translateToSignature, registerAllDialects);
+    TranslateFromMLIRRegistration(
+        "tile-to-signature", "print the signatures of tile functions as JSON",
+        translateTileToSignature, registerAllDialects);
+    TranslateToMLIRRegistration(
+        "import-gamut",
+        "parse a query in GAMUT's declarative syntax into a tile function",
+        importGamut, registerAllDialects);
   });
 }

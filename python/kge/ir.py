@@ -18,8 +18,8 @@ from .errors import CompilerUnavailableError
 
 try:
     from ._compiler import (Attribute, Builder, Context, CpuFunction, Function, Location,
-                            MLIRError, Module, PassManager, Type, Value, signature, to_bundle,
-                            to_ptx)
+                            MLIRError, Module, PassManager, Type, Value, parse_gamut, signature,
+                            to_bundle, to_ptx)
 except ImportError as error:  # pragma: no cover - exercised on machines without MLIR
     raise CompilerUnavailableError(
         "the KGE compiler extension (kge._compiler) is not available: build KGE with "
@@ -27,4 +27,5 @@ except ImportError as error:  # pragma: no cover - exercised on machines without
         f"({error})") from error
 
 __all__ = ["Attribute", "Builder", "Context", "CpuFunction", "Function", "Location", "MLIRError",
-           "Module", "PassManager", "Type", "Value", "signature", "to_bundle", "to_ptx"]
+           "Module", "PassManager", "Type", "Value", "parse_gamut", "signature", "to_bundle",
+           "to_ptx"]

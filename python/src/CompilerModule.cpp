@@ -22,6 +22,7 @@
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
+#include "Dialect/TileIterator/Query/QueryParser.h"
 #include "ExecutionEngine/CpuRunner.h"
 #include "InitAll.h"
 #include "Target/Bundle.h"
@@ -45,6 +46,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -288,6 +290,23 @@ ModuleRef parseModule(const ContextRef &context, const std::string &text,
   ParserConfig config(context->get());
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, config, filename);
+  if (!module)
+    diagnostics.fail();
+  return std::make_shared<ModuleHandle>(ModuleHandle{context, std::move(module)});
+}
+
+ModuleRef parseGamutQuery(const ContextRef &context, const std::string &text,
+                          const std::string &name,
+                          const std::map<std::string, std::string> &dtypes,
+                          const std::string &filename) {
+  DiagnosticCollector diagnostics(context->get());
+  tile::QueryOptions options;
+  options.name = name;
+  options.bufferName = filename;
+  for (const auto &[array, dtype] : dtypes)
+    options.dtypes[array] = dtype;
+  OwningOpRef<ModuleOp> module =
+      tile::parseQuery(text, context->get(), options);
   if (!module)
     diagnostics.fail();
   return std::make_shared<ModuleHandle>(ModuleHandle{context, std::move(module)});
@@ -1060,6 +1079,12 @@ PYBIND11_MODULE(_compiler, m) {
       },
       py::arg("module"), py::arg("cubin") = true,
       "The kernel bundle (JSON text) of a module lowered by kge-lower-to-gpu");
+  m.def("parse_gamut", &parseGamutQuery, py::arg("context"), py::arg("text"),
+        py::arg("name") = "query",
+        py::arg("dtypes") = std::map<std::string, std::string>(),
+        py::arg("filename") = "<query>",
+        "A module holding the tile function of a query in GAMUT's "
+        "declarative syntax");
   m.def(
       "signature",
       [](const ModuleRef &mod, const std::string &name) {

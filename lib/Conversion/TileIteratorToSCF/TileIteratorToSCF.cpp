@@ -107,7 +107,7 @@ private:
 
   void initializeOutputs();
   Value reduce(Value i, Value j, ValueRange spatial);
-  void store(Value value, Value i, Value j, ValueRange spatial);
+  void store(Value value, Value acc, Value i, Value j, ValueRange spatial);
   void storeSelect(Value value, Value i, Value j);
   void storeDistinct(Value value);
   void storeTopK(Value value, Value i, Value j);
@@ -301,11 +301,12 @@ void TaskLowering::storeTopK(Value value, Value i, Value j) {
   }
 }
 
-void TaskLowering::store(Value value, Value i, Value j, ValueRange spatial) {
+void TaskLowering::store(Value value, Value acc, Value i, Value j,
+                         ValueRange spatial) {
   auto guarded = [&](llvm::function_ref<void()> emit) {
     if (task.getPredicate().empty())
       return emit();
-    SmallVector<Value> arguments = {value, i, j};
+    SmallVector<Value> arguments = {value, acc, i, j};
     llvm::append_range(arguments, spatial);
     Value holds = inlineRegion(task.getPredicate(), arguments);
     auto ifHolds = scf::IfOp::create(b, loc, holds, /*withElseRegion=*/false);
@@ -366,13 +367,14 @@ void TaskLowering::lower() {
     auto ifJoined = scf::IfOp::create(b, loc, joined, /*withElseRegion=*/false);
     b.setInsertionPointToStart(ifJoined.thenBlock());
   }
-  Value value = reduce(i, j, spatial);
+  Value acc = reduce(i, j, spatial);
+  Value value = acc;
   if (!task.getProject().empty()) {
-    SmallVector<Value> arguments = {value};
+    SmallVector<Value> arguments = {acc};
     llvm::append_range(arguments, pair);
     value = inlineRegion(task.getProject(), arguments);
   }
-  store(value, i, j, spatial);
+  store(value, acc, i, j, spatial);
   task.erase();
 }
 

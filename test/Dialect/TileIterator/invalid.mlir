@@ -118,7 +118,7 @@ func.func @no_j(%A: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>, %c: m
         tile.yield %p : f32
       }
       predicate {
-      ^bb0(%v0: f32, %i: index, %j: index):
+      ^bb0(%v0: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant true
         tile.yield %t : i1
       }
@@ -472,7 +472,7 @@ func.func @predicate_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<
         tile.yield %p : f32
       }
       predicate {
-      ^bb0(%v: f32, %i: index, %j: index):
+      ^bb0(%v: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant true
         tile.yield %t : i1
       }
@@ -651,7 +651,7 @@ func.func @select_count(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?
         tile.yield %p : f32
       }
       predicate {
-      ^bb0(%v0: f32, %i: index, %j: index):
+      ^bb0(%v0: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant true
         tile.yield %t : i1
       }
@@ -673,7 +673,7 @@ func.func @select_count_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memre
         tile.yield %p : f32
       }
       predicate {
-      ^bb0(%v0: f32, %i: index, %j: index):
+      ^bb0(%v0: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant true
         tile.yield %t : i1
       }
@@ -695,7 +695,7 @@ func.func @select_capacity(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<
         tile.yield %p : f32
       }
       predicate {
-      ^bb0(%v0: f32, %i: index, %j: index):
+      ^bb0(%v0: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant true
         tile.yield %t : i1
       }
@@ -717,7 +717,7 @@ func.func @select_rows(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xf3
         tile.yield %p : f32
       }
       predicate {
-      ^bb0(%v0: f32, %i: index, %j: index):
+      ^bb0(%v0: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant true
         tile.yield %t : i1
       }

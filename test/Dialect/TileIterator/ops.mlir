@@ -105,7 +105,7 @@ func.func @q5(%P: memref<?x?xf32>, %R: memref<?x?xf32>, %rows: memref<?xi32>, %c
         tile.yield %v : f32
       }
       predicate {
-      ^bb0(%v: f32, %i: index, %j: index):
+      ^bb0(%v: f32, %acc: f32, %i: index, %j: index):
         %t = arith.constant 2.0 : f32
         %above = arith.cmpf ogt, %v, %t : f32
         tile.yield %above : i1

@@ -86,8 +86,8 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     - `project`: the accumulator, `i`, `j` and the spatial-only scalars;
       yields the output value (any type). Without it the output value is
       the accumulator.
-    - `predicate`: the output value, `i`, `j` and the spatial-only scalars;
-      yields an `i1`. Required by `select`, optional for `distinct` and
+    - `predicate`: the output value, the accumulator, `i`, `j` and the
+      spatial-only scalars; yields an `i1`. Required by `select`, optional for `distinct` and
       `top_k` (pairs it rejects are not candidates).
 
     **Accumulators** (`accumulate`): `add`, `mul`, `max`, `min` (their

@@ -495,7 +495,7 @@ LogicalResult TaskOp::verifyRegions() {
       return failure();
   }
   if (!getPredicate().empty()) {
-    SmallVector<Type> types = {value};
+    SmallVector<Type> types = {value, acc};
     llvm::append_range(types, pairTypes);
     Type yielded;
     if (failed(verifyRegion(*this, getPredicate(), "predicate", types,
