@@ -154,6 +154,6 @@ class Query:
 def query(text, name="query", dtypes=None):
     """Parses `text`, a query in GAMUT's declarative syntax, into a Query.
     `dtypes` maps array names to element types ("f32", "f64", "f16",
-    "bf16", "i32", "i64"); by default key arrays are i32 and the others
-    f32."""
+    "bf16", "i32", "i64"); by default the output's keys and the arrays only
+    the join condition reads are i32, the others f32."""
     return Query(text, name=name, dtypes=dtypes)

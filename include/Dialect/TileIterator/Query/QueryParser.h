@@ -34,9 +34,9 @@ struct QueryOptions {
   /// Name of the generated function.
   std::string name = "query";
   /// Element types of arrays by name ("f32", "f16", "bf16", "f64", "i32",
-  /// "i64"). Arrays not named here are i32 when they are used as keys
-  /// (subscripts of other arrays) and f32 otherwise; outputs take the type
-  /// of their values.
+  /// "i64"). Arrays not named here are i32 when they are keys (subscripts
+  /// of the output) or read only by the join condition, and f32 otherwise;
+  /// outputs take the type of their values (f64 when an input is f64).
   llvm::StringMap<std::string> dtypes;
   /// Buffer name of the query (how diagnostics name it).
   std::string bufferName = "<query>";

@@ -692,6 +692,8 @@ struct ArrayInfo {
   SmallVector<unsigned> axes;
   bool isKey = false;
   bool isInput = false;
+  /// Read by a join condition / by arithmetic (inner, output, condition).
+  bool inJoin = false, inValue = false;
   Type elementType;
   unsigned inputIndex = 0;
   unsigned argNumber = 0;
@@ -713,8 +715,8 @@ private:
         return a;
     return std::nullopt;
   }
-  LogicalResult collect(const Expr &e);
-  LogicalResult recordAccess(const Expr &e);
+  LogicalResult collect(const Expr &e, bool join);
+  LogicalResult recordAccess(const Expr &e, bool join);
   LogicalResult recordKey(const Expr &e, unsigned axis);
   FailureOr<Type> typeNamed(const Token &at, StringRef name, Type fallback);
   OwningOpRef<ModuleOp> failAt(const Token &at, const Twine &message) {
@@ -768,7 +770,7 @@ FailureOr<Type> QueryBuilder::typeNamed(const Token &at, StringRef name,
   return type;
 }
 
-LogicalResult QueryBuilder::recordAccess(const Expr &e) {
+LogicalResult QueryBuilder::recordAccess(const Expr &e, bool join) {
   if (e.name == query.acc || axisOf(e.name))
     return report.error(e.at, "'" + e.name + "' is not an array");
   if (query.output && e.name == query.output->target)
@@ -819,6 +821,7 @@ LogicalResult QueryBuilder::recordAccess(const Expr &e) {
                                   "' is a key array of the output and must "
                                   "be indexed as there");
   info.isInput = true;
+  (join ? info.inJoin : info.inValue) = true;
   info.axes = axes;
   return success();
 }
@@ -851,13 +854,13 @@ LogicalResult QueryBuilder::recordKey(const Expr &e, unsigned axis) {
   return success();
 }
 
-LogicalResult QueryBuilder::collect(const Expr &e) {
-  if (e.kind == Expr::Access && failed(recordAccess(e)))
+LogicalResult QueryBuilder::collect(const Expr &e, bool join) {
+  if (e.kind == Expr::Access && failed(recordAccess(e, join)))
     return failure();
   if (e.kind == Expr::Access)
     return success();
   for (const ExprPtr &operand : e.operands)
-    if (failed(collect(*operand)))
+    if (failed(collect(*operand, join)))
       return failure();
   return success();
 }
@@ -1112,7 +1115,7 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   // Arrays and their kinds, in order of appearance.
   for (const Expr *e : {query.when.get(), query.inner.get(), out.value.get(),
                         out.condition.get()})
-    if (e && failed(collect(*e)))
+    if (e && failed(collect(*e, e == query.when.get())))
       return nullptr;
   if (out.kind == OutputStmt::Aggregate)
     for (unsigned axis = 0; axis < 2; ++axis)
@@ -1142,8 +1145,10 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   // Element types.
   bool anyF64 = false;
   for (auto &[name, info] : arrays) {
+    // Keys of the output and arrays only the join reads hold integers.
+    bool integral = info.isKey || (info.inJoin && !info.inValue);
     FailureOr<Type> type = typeNamed(
-        info.at, name, info.isKey ? Type(b.getI32Type()) : Type(b.getF32Type()));
+        info.at, name, integral ? Type(b.getI32Type()) : Type(b.getF32Type()));
     if (failed(type))
       return nullptr;
     if (info.isKey && !type->isInteger(32) && !type->isInteger(64))
