@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "python"))
 import kgetest  # noqa: E402
 from reference import EXAMPLES  # noqa: E402
+import tile_reference  # noqa: E402
 
 
 def run(*command, output=None):
@@ -52,6 +53,46 @@ def bundle_outline(bundle):
         else:
             lines.append(f"launch {launch['kind']}")
     return "\n".join(lines)
+
+
+def run_tile_examples(tools, out_root):
+    """The matmul-like queries of examples/tile: GAMUT syntax -> tile IR ->
+    loops -> a CPU run next to NumPy."""
+    sys.path.insert(0, str(pathlib.Path(tools["kge-opt"]).parents[1] / "python_packages"))
+    import kge.tile
+
+    summary = []
+    for name in tile_reference.EXAMPLES:
+        source = tile_reference.EXAMPLES_DIR / f"{name}.gamut"
+        out = out_root / name
+        out.mkdir(parents=True, exist_ok=True)
+        print(f"\n=== {name} ({source.relative_to(ROOT)})")
+        show("query", source.read_text())
+        tile_ir = run(tools["kge-translate"], "--import-gamut", f"--gamut-name={name}", source,
+                      output=out / "tile.mlir")
+        show(f"tile IR ({out / 'tile.mlir'})", tile_ir)
+        loops_path = out / "loops.mlir"
+        loops = run(tools["kge-opt"], out / "tile.mlir", "-convert-tile-to-scf", "-canonicalize",
+                    "-cse", output=loops_path)
+        show(f"CPU path: loops ({loops_path})", loops, lines=24)
+        x = tile_reference.inputs(name, np.random.default_rng(0))
+        got = kge.tile.query(source.read_text(), name=name).run_cpu(
+            **{k: v.copy() for k, v in x.items()})
+        expected = tile_reference.reference(name, x)
+        if isinstance(expected, tuple):
+            ok = all(g.shape == e.shape and np.array_equal(g, e.astype(g.dtype))
+                     for g, e in zip(got, expected))
+            error = 0.0 if ok else float("inf")
+            print(f"--- CPU run: {len(got[0])} pairs; NumPy: {len(expected[0])} pairs "
+                  f"{'(identical)' if ok else 'MISMATCH'}")
+        else:
+            error = float(np.max(np.abs(got - expected))) if got.size else 0.0
+            ok = got.shape == expected.shape and np.allclose(got, expected, rtol=2e-5,
+                                                              atol=2e-5 * np.abs(expected).max())
+            print(f"--- CPU run: output {got.shape}, max |KGE - NumPy| = {error:.2e}  "
+                  f"{'OK' if ok else 'MISMATCH'}")
+        summary.append((name, ok, error))
+    return summary
 
 
 def main():
@@ -100,6 +141,8 @@ def main():
         print("    NumPy: " + " ".join(f"{v:9.5f}" for v in reference))
         print(f"    max |KGE - NumPy| = {error:.2e}  {'OK' if ok else 'MISMATCH'}")
         summary.append((name, ok, error))
+
+    summary += run_tile_examples(tools, args.out / "tile")
 
     print("\n=== summary")
     for name, ok, error in summary:

@@ -5,7 +5,9 @@
 #   - the loops of the CPU path (convert-bvec-to-scf) and its LLVM dialect,
 #   - a run on the CPU path (MLIR ExecutionEngine) with random inputs,
 #     checked against a NumPy reference.
-# Everything is written below build/examples/<name>/.
+# Then for each matmul-like query in examples/tile (GAMUT's syntax): its tile
+# IR, the loops of its CPU path and a CPU run checked against NumPy.
+# Everything is written below build/examples/<name>/ (tile/<name>/).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

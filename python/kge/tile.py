@@ -24,7 +24,7 @@ Each output operator returns what its statement describes:
   best pairs, best first (fewer when fewer pairs qualify);
 - ``C.distinct(e)``: the distinct values, sorted.
 
-The grammar is in docs/Dialects/TileIterator.md.
+The grammar is in docs/RationaleTileIterator.md.
 """
 
 import numpy as np

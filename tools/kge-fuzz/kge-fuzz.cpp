@@ -3,7 +3,9 @@
 // Feeds mutated IR to what kge-opt and kge-translate do with untrusted
 // input: the parser of every dialect KGE registers, the verifiers, and the
 // pass pipelines (canonicalization, bvec-fuse, kge-lower-to-cpu,
-// kge-lower-to-gpu in both modes) and the bundle translation.
+// kge-lower-to-gpu in both modes) and the bundle translation. Queries in
+// GAMUT's syntax (.gamut files of the corpus) go through the query parser
+// (kge-translate --import-gamut) and then the same pipelines.
 //
 //   kge-fuzz --corpus test --corpus examples --seconds 600 --seed 1
 //   kge-fuzz --replay test/fuzz/regressions/*.mlir
@@ -23,6 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Dialect/TileIterator/Query/QueryParser.h"
 #include "InitAll.h"
 #include "Target/Bundle.h"
 
@@ -120,6 +123,9 @@ static void onAlarm(int) {
 // Corpus and mutations
 //===----------------------------------------------------------------------===//
 
+/// The first line of corpus entries that are GAMUT queries, not IR.
+static constexpr llvm::StringLiteral kQueryMarker = "// gamut query\n";
+
 static void addInputs(StringRef text, std::vector<std::string> &out) {
   SmallVector<StringRef> parts;
   text.split(parts, "// -----");
@@ -144,10 +150,15 @@ static std::vector<std::string> loadCorpus() {
     std::error_code ec;
     for (llvm::sys::fs::recursive_directory_iterator it(dir, ec), end;
          it != end && !ec; it.increment(ec)) {
-      if (llvm::sys::path::extension(it->path()) != ".mlir")
+      StringRef extension = llvm::sys::path::extension(it->path());
+      if (extension != ".mlir" && extension != ".gamut")
         continue;
       auto buffer = llvm::MemoryBuffer::getFile(it->path());
-      if (buffer)
+      if (!buffer)
+        continue;
+      if (extension == ".gamut")
+        inputs.push_back((kQueryMarker + (*buffer)->getBuffer()).str());
+      else
         addInputs((*buffer)->getBuffer(), inputs);
     }
   }
@@ -207,7 +218,20 @@ private:
         "bvec.sin",        "bvec.cos",           "bvec.scal_mul_vec",
         "bvec.vec_mul_vec", "bvec.vec_mul_mat",  "bvec.vec_outer_vec",
         "bvec.norm",       "bvec.reduce",        "bvec.slice",
-        "bvec.constant",   "bvec.return",        "bvec.func"};
+        "bvec.constant",   "bvec.return",        "bvec.func",
+        "tile.task",       "tile.yield",         "accumulate add",
+        "accumulate mul",  "accumulate max",     "accumulate custom",
+        "output dense",    "output aggregate",   "output select",
+        "output top_k",    "output distinct",    "inner",
+        "combine",         "project",            "predicate",
+        "when"};
+    // Words of GAMUT's query syntax.
+    static const std::vector<std::string> query = {
+        "where", "when", "reduce", "in", "+=", "*=", "=", "max(", "min(",
+        "combine(", ".put(", ".top(", ".bottom(", ".distinct(", "if (",
+        "associative combine(a, b) = a * b;", "accum", "[i, k]", "[k, j]",
+        "[k]", "[i]", "[j]", "[i, j]", "[j, i]", "Pzip[i]", "?", ":",
+        "&&", "||", "!", "inf", "exp(", "sigmoid(", "pow(", "/*", "//"};
     static const std::vector<std::string> types = {
         "!bvec.table<", "!bvec.indices<", "!bvec.scalar<", "!bvec.vec<",
         "!bvec.mat<",   "memref<",        "tensor<",       "vector<"};
@@ -302,7 +326,10 @@ private:
       return;
     }
     case 9: // A token or attribute inserted.
-      text.insert(pick(text.size() + 1), choose(words));
+      text.insert(pick(text.size() + 1),
+                  StringRef(text).starts_with(kQueryMarker) && pick(2)
+                      ? choose(query)
+                      : choose(words));
       return;
     case 10: // Bytes.
     case 11: {
@@ -324,8 +351,11 @@ private:
     case 12: // Truncation.
       text.resize(pick(text.size() + 1));
       return;
-    default: // Reduction kinds, norms and other words.
-      replaceOneOf(text, {"p = 1", "p = 2", "sum", "mean", "max", "min"});
+    default: // Reduction kinds, norms, query words and other words.
+      if (StringRef(text).starts_with(kQueryMarker) && pick(2))
+        replaceOneOf(text, query);
+      else
+        replaceOneOf(text, {"p = 1", "p = 2", "sum", "mean", "max", "min"});
       return;
     }
   }
@@ -345,7 +375,7 @@ struct Stage {
 };
 
 struct Stats {
-  uint64_t inputs = 0, parsed = 0;
+  uint64_t inputs = 0, parsed = 0, queries = 0, queriesParsed = 0;
   std::vector<Stage> stages;
 };
 
@@ -366,9 +396,15 @@ static void runInput(MLIRContext &context, const std::string &text,
   currentInput = text;
   ::alarm(std::max(1u, (timeoutMs + 999) / 1000));
   ++stats.inputs;
-  ParserConfig config(&context);
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(text, config, "fuzz-input");
+  OwningOpRef<ModuleOp> module;
+  if (StringRef(text).starts_with(kQueryMarker)) {
+    ++stats.queries;
+    module = tile::parseQuery(text, &context);
+    stats.queriesParsed += static_cast<bool>(module);
+  } else {
+    ParserConfig config(&context);
+    module = parseSourceString<ModuleOp>(text, config, "fuzz-input");
+  }
   std::string outcome = "parse error";
   if (module) {
     ++stats.parsed;
@@ -480,6 +516,8 @@ int main(int argc, char **argv) {
   llvm::outs() << "kge-fuzz: " << stats.inputs << " inputs in "
                << llvm::format("%.0f", took) << " s, " << stats.parsed
                << " parsed and verified\n";
+  llvm::outs() << "  GAMUT queries: " << stats.queries << " inputs, "
+               << stats.queriesParsed << " parsed\n";
   for (const Stage &stage : stats.stages)
     llvm::outs() << "  " << stage.name << ": " << stage.runs << " runs, "
                  << stage.passed << " succeeded, "

@@ -13,7 +13,7 @@
 //   }
 //
 // The grammar and the meaning of each output statement are in
-// docs/Dialects/TileIterator.md. Errors are reported as diagnostics at the
+// docs/RationaleTileIterator.md. Errors are reported as diagnostics at the
 // query's line and column.
 //
 //===----------------------------------------------------------------------===//
