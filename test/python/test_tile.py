@@ -287,6 +287,9 @@ BAD_QUERIES = [
     ("where (i in [0, M], j in [0, N]) { accum = 0; reduce (k in [0, K]) { accum += A[i, k]; }",
      "expected '}' to close the query body"),
     ("where (i in [0, M], j in [0, N]) { /* never closed", "unterminated comment"),
+    ("associative combine(a, b) = a + X[a, b]; " +
+     QUERY.format(init="0", acc="accum = combine(accum, A[i, k]);", out="C[i, j] = accum;"),
+     "'X' is not available in the combination"),
 ]
 
 

@@ -165,7 +165,7 @@ func.func @overflow(%A: memref<3000000000x8xf32>, %B: memref<8x4xf32>, %C: memre
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @index_input(%A: memref<?x?xindex>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
-  // expected-error @+1 {{input #0 has element type 'index'; inputs hold integers or floats}}
+  // expected-error @+1 {{input #0 has element type 'index'; inputs hold f16, bf16, f32, f64 or i8 to i64}}
   tile.task ins(%A, %B : memref<?x?xindex>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output dense
       inner {
@@ -326,7 +326,7 @@ func.func @combine_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @index_acc(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
-  // expected-error @+1 {{the accumulator type 'index' must be an integer or float type}}
+  // expected-error @+1 {{the accumulator type 'index' must be f16, bf16, f32, f64 or i8 to i64}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output dense
       inner {
@@ -829,6 +829,40 @@ func.func @captured(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32
         // expected-error @+1 {{using value defined outside the region}}
         %p = arith.mulf %a, %s : f32
         tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @no_infinity(%A: memref<?x?xf8E4M3FN>, %B: memref<?x?xf8E4M3FN>, %C: memref<?x?xf8E4M3FN>) {
+  // expected-error @+1 {{input #0 has element type 'f8E4M3FN'; inputs hold f16, bf16, f32, f64 or i8 to i64}}
+  tile.task ins(%A, %B : memref<?x?xf8E4M3FN>, memref<?x?xf8E4M3FN>) outs(%C : memref<?x?xf8E4M3FN>)
+      maps [#ik, #kj] accumulate max output dense
+      inner {
+      ^bb0(%a: f8E4M3FN, %b: f8E4M3FN):
+        tile.yield %a : f8E4M3FN
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @project_to_index(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xindex>) {
+  // expected-error @+1 {{the output value type 'index' must be f16, bf16, f32, f64 or i8 to i64}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xindex>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        tile.yield %a : f32
+      }
+      project {
+      ^bb0(%acc: f32, %i: index, %j: index):
+        tile.yield %i : index
       }
   return
 }

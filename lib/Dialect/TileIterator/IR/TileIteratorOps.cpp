@@ -147,8 +147,14 @@ void TaskOp::getEffects(
 // TaskOp verification
 //===----------------------------------------------------------------------===//
 
+/// f16, bf16, f32, f64 and signless integers of 8 to 64 bits: the element
+/// types every lowering handles (no formats without infinities).
 static bool isScalarElement(Type type) {
-  return isa<FloatType, IntegerType>(type);
+  if (type.isF16() || type.isBF16() || type.isF32() || type.isF64())
+    return true;
+  auto intType = dyn_cast<IntegerType>(type);
+  return intType && intType.isSignless() &&
+         llvm::is_contained({8u, 16u, 32u, 64u}, intType.getWidth());
 }
 
 static bool isIndexElement(Type type) {
@@ -226,7 +232,8 @@ LogicalResult TaskOp::verify() {
     if (!isScalarElement(type.getElementType()))
       return emitOpError() << what << " has element type "
                            << type.getElementType()
-                           << "; inputs hold integers or floats";
+                           << "; inputs hold f16, bf16, f32, f64 or i8 to "
+                              "i64";
     for (unsigned d = 0; d < map.getNumResults(); ++d) {
       unsigned axis = map.getDimPosition(d);
       axisSeen[axis] = true;
@@ -461,7 +468,7 @@ LogicalResult TaskOp::verifyRegions() {
     return failure();
   if (!isScalarElement(acc))
     return emitOpError() << "the accumulator type " << acc
-                         << " must be an integer or float type";
+                         << " must be f16, bf16, f32, f64 or i8 to i64";
   if (TypedAttr identity = getIdentityAttr())
     if (identity.getType() != acc)
       return emitOpError() << "identity " << identity
@@ -526,11 +533,8 @@ LogicalResult TaskOp::verifyRegions() {
     return emitOpError() << "the output value has type " << value
                          << " but output #" << valuesOperand << " holds "
                          << stored;
-  if ((kind == OutputKind::top_k || kind == OutputKind::aggregate) &&
-      !isScalarElement(value))
-    return emitOpError() << "output " << stringifyOutputKind(kind)
-                         << " orders its values, which must be integers or "
-                            "floats, got "
-                         << value;
+  if (!isScalarElement(value))
+    return emitOpError() << "the output value type " << value
+                         << " must be f16, bf16, f32, f64 or i8 to i64";
   return success();
 }

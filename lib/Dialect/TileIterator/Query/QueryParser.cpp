@@ -918,7 +918,11 @@ FailureOr<Value> QueryBuilder::emit(const Expr &e, Env &env) {
   case Expr::Access: {
     if (Value v = env.arrays.lookup(e.name))
       return v;
-    const ArrayInfo &info = arrays.at(e.name);
+    auto known = arrays.find(e.name);
+    if (known == arrays.end())
+      return report.error(e.at, "'" + e.name + "' is not available in the " +
+                                    env.region.str());
+    const ArrayInfo &info = known->second;
     if (llvm::is_contained(info.axes, 2u))
       return report.error(e.at, "'" + e.name + "' depends on the reduction "
                                 "axis '" + query.ranges[2].var +
