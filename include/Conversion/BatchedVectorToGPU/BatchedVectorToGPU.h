@@ -4,6 +4,7 @@
 #define KGE_CONVERSION_BATCHEDVECTORTOGPU_BATCHEDVECTORTOGPU_H
 
 #include "mlir/IR/PatternMatch.h"
+#include "Conversion/GPUCommon/BundleAttributes.h"
 #include "mlir/Pass/Pass.h"
 
 #include <string>
@@ -28,14 +29,6 @@ struct GPUKernelOptions {
 /// device-library functions it calls, and the launch plan.
 void populateBatchedVectorToGPUPatterns(RewritePatternSet &patterns,
                                         const GPUKernelOptions &options);
-
-/// Names of the attributes a lowered `gpu.module` carries for the bundle
-/// manifest.
-inline constexpr llvm::StringLiteral kSignatureAttrName = "kge.signature";
-inline constexpr llvm::StringLiteral kLaunchPlanAttrName = "kge.launch_plan";
-inline constexpr llvm::StringLiteral kScratchAttrName = "kge.scratch";
-inline constexpr llvm::StringLiteral kChecksAttrName = "kge.checks";
-inline constexpr llvm::StringLiteral kModeAttrName = "kge.mode";
 
 } // namespace kge
 } // namespace mlir

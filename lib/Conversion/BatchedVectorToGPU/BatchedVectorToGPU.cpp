@@ -30,30 +30,6 @@ using namespace mlir::kge;
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Builds the dictionaries of the bundle description.
-class BundleBuilder {
-public:
-  BundleBuilder(Builder &b) : b(b) {}
-
-  Attribute str(StringRef s) { return b.getStringAttr(s); }
-  Attribute num(int64_t v) { return b.getI64IntegerAttr(v); }
-  Attribute dict(ArrayRef<std::pair<StringRef, Attribute>> entries) {
-    SmallVector<NamedAttribute> attrs;
-    for (auto &[name, value] : entries)
-      attrs.push_back(b.getNamedAttr(name, value));
-    return b.getDictionaryAttr(attrs);
-  }
-  Attribute arr(ArrayRef<Attribute> values) { return b.getArrayAttr(values); }
-  Attribute dims(ArrayRef<std::string> shape) {
-    SmallVector<Attribute> values;
-    for (const std::string &d : shape)
-      values.push_back(str(d));
-    return arr(values);
-  }
-
-  Builder &b;
-};
-
 /// The bundle's parameter of a function parameter: in negative mode the
 /// corrupted index array is [B, K] and results gain a K dimension.
 kge_runtime::Signature bundleSignature(const kge_runtime::Signature &base,
@@ -69,41 +45,6 @@ kge_runtime::Signature bundleSignature(const kge_runtime::Signature &base,
                          kge_runtime::Dim::named("K"));
   }
   return signature;
-}
-
-Attribute signatureAttr(BundleBuilder &bb,
-                        const kge_runtime::Signature &signature) {
-  SmallVector<Attribute> params;
-  for (const kge_runtime::Parameter &p : signature.params) {
-    // Static sizes are numbers, symbolic sizes their names.
-    SmallVector<Attribute> shape;
-    for (const kge_runtime::Dim &d : p.shape)
-      shape.push_back(d.isStatic() ? bb.num(d.size) : bb.str(d.symbol));
-    SmallVector<std::pair<StringRef, Attribute>> entries{
-        {"name", bb.str(p.name)},
-        {"role", bb.str(kge_runtime::roleName(p.role))},
-        {"dtype", bb.str(kge_runtime::dtypeName(p.dtype))},
-        {"shape", bb.arr(shape)}};
-    if (p.role == kge_runtime::ParamRole::Indices) {
-      SmallVector<Attribute> indexes;
-      for (unsigned t : p.indexedTables)
-        indexes.push_back(bb.str(signature.params[t].name));
-      entries.push_back({"indexes", bb.arr(indexes)});
-    }
-    params.push_back(bb.dict(entries));
-  }
-  return bb.dict({{"name", bb.str(signature.name)}, {"params", bb.arr(params)}});
-}
-
-/// `min(N_A, N_B, ...)` of the row counts of the tables `param` indexes.
-std::string keyRange(const kge_runtime::Signature &signature,
-                     const kge_runtime::Parameter &param) {
-  std::string range;
-  for (unsigned t : param.indexedTables) {
-    std::string rows = signature.params[t].shape[0].str();
-    range = range.empty() ? rows : "min(" + range + ", " + rows + ")";
-  }
-  return range;
 }
 
 } // namespace
@@ -122,7 +63,7 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
   bool negative = !options.negative.empty();
   std::string edges = negative ? "B*K" : "B";
 
-  module->setAttr(kSignatureAttrName, signatureAttr(bb, signature));
+  module->setAttr(kSignatureAttrName, bb.signature(signature));
   module->setAttr(kModeAttrName,
                   negative ? bb.dict({{"kind", bb.str("negative")},
                                       {"corrupted", bb.str(options.negative)}})
@@ -134,22 +75,14 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
   auto bitsOf = [&](const kge_runtime::Parameter &p) {
     return bb.str(p.dtype == kge_runtime::DType::I32 ? "32" : "64");
   };
-  auto pointer = [&](StringRef buffer) {
-    return bb.dict({{"kind", bb.str("pointer")}, {"buffer", bb.str(buffer)}});
-  };
+  auto pointer = [&](StringRef buffer) { return bb.pointer(buffer); };
   auto scalarArg = [&](StringRef kind, Attribute value) {
-    return bb.dict({{"kind", bb.str(kind)}, {"value", value}});
+    return bb.scalar(kind, value);
   };
   auto launch = [&](StringRef function, StringRef moduleName,
                     ArrayRef<std::string> grid, int64_t block,
                     StringRef sharedBytes, ArrayRef<Attribute> args) {
-    return bb.dict({{"kind", bb.str("kernel")},
-                    {"function", bb.str(function)},
-                    {"module", bb.str(moduleName)},
-                    {"grid", bb.dims(grid)},
-                    {"block", bb.dims({std::to_string(block), "1", "1"})},
-                    {"shared_bytes", bb.str(sharedBytes)},
-                    {"args", bb.arr(args)}});
+    return bb.launch(function, moduleName, grid, block, sharedBytes, args);
   };
 
   SmallVector<Attribute> scratch, steps, checks;
@@ -178,7 +111,7 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       // Whole batch: counting sort by key.
       scratch.push_back(bb.dict({{"name", bb.str("counts")},
                                  {"dtype", bb.str("i32")},
-                                 {"count", bb.str(keyRange(signature, key))}}));
+                                 {"count", bb.str(indexRange(signature, key))}}));
       steps.push_back(onlyWhenSorted(bb.dict(
           {{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:counts")}})));
       SmallVector<Attribute> histogram{
@@ -190,7 +123,7 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       steps.push_back(onlyWhenSorted(launch(
           "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
           {pointer("scratch:counts"),
-           scalarArg("i64", bb.str(keyRange(signature, key)))})));
+           scalarArg("i64", bb.str(indexRange(signature, key)))})));
       steps.push_back(onlyWhenSorted(launch(
           "kge_key_scatter", "library", {"ceildiv(B, 256)", "1", "1"}, 256,
           "0",
@@ -224,14 +157,10 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       for (const kge_runtime::Dim &d : p.shape)
         shape.push_back(d.str());
     }
-    args.push_back(bb.dict({{"kind", bb.str("memref")},
-                            {"buffer", bb.str("param:" + p.name)},
-                            {"shape", bb.dims(shape)}}));
+    args.push_back(bb.memref("param:" + p.name, shape));
   }
   if (reorders)
-    args.push_back(bb.dict({{"kind", bb.str("memref")},
-                            {"buffer", bb.str("scratch:perm")},
-                            {"shape", bb.dims({"B"})}}));
+    args.push_back(bb.memref("scratch:perm", {"B"}));
   if (!sortedWhen.empty())
     args.push_back(scalarArg("i32", bb.str("min(1, " + sortedWhen + ")")));
   std::string sharedBytes =
@@ -251,7 +180,7 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       continue;
     std::string count = p.name == options.negative ? edges : "B";
     checks.push_back(bb.dict({{"param", bb.str(p.name)},
-                              {"bound", bb.str(keyRange(signature, p))},
+                              {"bound", bb.str(indexRange(signature, p))},
                               {"count", bb.str(count)}}));
   }
 

@@ -1,0 +1,67 @@
+//===- BundleAttributes.h - a lowered module's bundle description -*- C++ -*-===//
+//
+// What every dialect's GPU lowering attaches to the `gpu.module` it makes,
+// for kge-translate --kge-to-bundle to write into the manifest: the
+// signature, the mode, scratch buffers, the launch plan and the index
+// checks (docs/BundleFormat.md). The builders here write those
+// dictionaries; sizes are expressions over the signature's symbols.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KGE_CONVERSION_GPUCOMMON_BUNDLEATTRIBUTES_H
+#define KGE_CONVERSION_GPUCOMMON_BUNDLEATTRIBUTES_H
+
+#include "kge/runtime/Signature.h"
+#include "mlir/IR/Builders.h"
+
+#include <string>
+
+namespace mlir {
+namespace kge {
+
+/// Names of the attributes a lowered `gpu.module` carries for the bundle
+/// manifest.
+inline constexpr llvm::StringLiteral kSignatureAttrName = "kge.signature";
+inline constexpr llvm::StringLiteral kLaunchPlanAttrName = "kge.launch_plan";
+inline constexpr llvm::StringLiteral kScratchAttrName = "kge.scratch";
+inline constexpr llvm::StringLiteral kChecksAttrName = "kge.checks";
+inline constexpr llvm::StringLiteral kModeAttrName = "kge.mode";
+
+/// Builds the dictionaries of the bundle description.
+class BundleBuilder {
+public:
+  explicit BundleBuilder(Builder &b) : b(b) {}
+
+  Attribute str(StringRef s) { return b.getStringAttr(s); }
+  Attribute num(int64_t v) { return b.getI64IntegerAttr(v); }
+  Attribute dict(ArrayRef<std::pair<StringRef, Attribute>> entries);
+  Attribute arr(ArrayRef<Attribute> values) { return b.getArrayAttr(values); }
+  Attribute dims(ArrayRef<std::string> shape);
+
+  /// The signature as the manifest's `function` object.
+  Attribute signature(const kge_runtime::Signature &signature);
+  /// A kernel argument: a pointer to `buffer` ("param:<name>" or
+  /// "scratch:<name>").
+  Attribute pointer(StringRef buffer);
+  /// A kernel argument: a memref over `buffer` with `shape`.
+  Attribute memref(StringRef buffer, ArrayRef<std::string> shape);
+  /// A scalar kernel argument of `kind` ("i32", "i64") with `value`.
+  Attribute scalar(StringRef kind, Attribute value);
+  /// A kernel launch of the plan.
+  Attribute launch(StringRef function, StringRef module,
+                   ArrayRef<std::string> grid, int64_t block,
+                   StringRef sharedBytes, ArrayRef<Attribute> args);
+
+private:
+  Builder &b;
+};
+
+/// `min(N_A, N_B, ...)`: the sizes of the dimensions an index array
+/// selects in the arrays it indexes (its range in checked mode).
+std::string indexRange(const kge_runtime::Signature &signature,
+                       const kge_runtime::Parameter &param);
+
+} // namespace kge
+} // namespace mlir
+
+#endif // KGE_CONVERSION_GPUCOMMON_BUNDLEATTRIBUTES_H

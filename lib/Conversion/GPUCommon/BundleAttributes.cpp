@@ -1,0 +1,83 @@
+//===- BundleAttributes.cpp - a lowered module's bundle description -------===//
+
+#include "Conversion/GPUCommon/BundleAttributes.h"
+
+using namespace mlir;
+using namespace mlir::kge;
+
+Attribute
+BundleBuilder::dict(ArrayRef<std::pair<StringRef, Attribute>> entries) {
+  SmallVector<NamedAttribute> attrs;
+  for (auto &[name, value] : entries)
+    attrs.push_back(b.getNamedAttr(name, value));
+  return b.getDictionaryAttr(attrs);
+}
+
+Attribute BundleBuilder::dims(ArrayRef<std::string> shape) {
+  SmallVector<Attribute> values;
+  for (const std::string &d : shape)
+    values.push_back(str(d));
+  return arr(values);
+}
+
+Attribute BundleBuilder::signature(const kge_runtime::Signature &signature) {
+  SmallVector<Attribute> params;
+  for (const kge_runtime::Parameter &p : signature.params) {
+    // Static sizes are numbers, symbolic sizes their names.
+    SmallVector<Attribute> shape;
+    for (const kge_runtime::Dim &d : p.shape)
+      shape.push_back(d.isStatic() ? num(d.size) : str(d.symbol));
+    SmallVector<std::pair<StringRef, Attribute>> entries{
+        {"name", str(p.name)},
+        {"role", str(kge_runtime::roleName(p.role))},
+        {"dtype", str(kge_runtime::dtypeName(p.dtype))},
+        {"shape", arr(shape)}};
+    if (p.role == kge_runtime::ParamRole::Indices) {
+      SmallVector<Attribute> indexes;
+      for (unsigned t : p.indexedTables)
+        indexes.push_back(str(signature.params[t].name));
+      entries.push_back({"indexes", arr(indexes)});
+      if (p.indexedDim != 0)
+        entries.push_back({"indexed_dim", num(p.indexedDim)});
+    }
+    params.push_back(dict(entries));
+  }
+  return dict({{"name", str(signature.name)}, {"params", arr(params)}});
+}
+
+Attribute BundleBuilder::pointer(StringRef buffer) {
+  return dict({{"kind", str("pointer")}, {"buffer", str(buffer)}});
+}
+
+Attribute BundleBuilder::memref(StringRef buffer,
+                                ArrayRef<std::string> shape) {
+  return dict(
+      {{"kind", str("memref")}, {"buffer", str(buffer)}, {"shape", dims(shape)}});
+}
+
+Attribute BundleBuilder::scalar(StringRef kind, Attribute value) {
+  return dict({{"kind", str(kind)}, {"value", value}});
+}
+
+Attribute BundleBuilder::launch(StringRef function, StringRef module,
+                                ArrayRef<std::string> grid, int64_t block,
+                                StringRef sharedBytes,
+                                ArrayRef<Attribute> args) {
+  return dict({{"kind", str("kernel")},
+               {"function", str(function)},
+               {"module", str(module)},
+               {"grid", dims(grid)},
+               {"block", dims({std::to_string(block), "1", "1"})},
+               {"shared_bytes", str(sharedBytes)},
+               {"args", arr(args)}});
+}
+
+std::string mlir::kge::indexRange(const kge_runtime::Signature &signature,
+                                  const kge_runtime::Parameter &param) {
+  std::string range;
+  for (unsigned t : param.indexedTables) {
+    std::string size = signature.params[t].shape[param.indexedDim].str();
+    range = range.empty() ? size : "min(" + range + ", " + size + ")";
+  }
+  return range;
+}
