@@ -5,6 +5,7 @@
 
 #include "Conversion/BatchedVectorToGPU/BatchedVectorToGPU.h"
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
+#include "Conversion/TileIteratorToGPU/TileIteratorToGPU.h"
 #include "Conversion/TileIteratorToSCF/TileIteratorToSCF.h"
 
 namespace mlir {

@@ -75,6 +75,47 @@ def ConvertTileIteratorToSCF : Pass<"convert-tile-to-scf", "ModuleOp"> {
   ];
 }
 
+def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
+  let summary = "Lower each tile function to a tiled GPU kernel on CUDA cores";
+  let description = [{
+    Replaces every tile function (a `func.func` holding one `tile.task`)
+    with a `gpu.module` named `<function>_kernels` holding a kernel in
+    GAMUT's skeleton (Algorithm 1): a thread block computes a
+    `block-m` x `block-n` tile of pairs, each thread a `thread-m` x
+    `thread-n` sub-tile strided over the block tile. Per `block-k` step the
+    load iterators stage the operands indexed by the reduction axis in
+    shared memory (read along each operand's contiguous dimension), the
+    spatial-only operands are read once into registers, and the inner
+    computation and the accumulator run on CUDA cores in registers. A join
+    is evaluated before the reduction and a block whose pairs it all
+    rejects skips the reduction. The store iterators write dense outputs,
+    combine aggregates with atomics, and compact a select's pairs through a
+    global counter (cleared by a first kernel of the launch plan).
+
+    The module carries the bundle description (`kge.signature`,
+    `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Outputs `top_k`
+    and `distinct` are not lowered yet: they are diagnosed.
+  }];
+  let options = [
+    Option<"blockM", "block-m", "int64_t", /*default=*/"64",
+           "rows of pairs per thread block">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"64",
+           "columns of pairs per thread block">,
+    Option<"blockK", "block-k", "int64_t", /*default=*/"16",
+           "reduction steps staged in shared memory at a time">,
+    Option<"threadM", "thread-m", "int64_t", /*default=*/"4",
+           "rows of pairs per thread">,
+    Option<"threadN", "thread-n", "int64_t", /*default=*/"4",
+           "columns of pairs per thread">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def ConvertBatchedVectorToGPU : Pass<"convert-bvec-to-gpu", "ModuleOp"> {
   let summary = "Lower each planned bvec function to one fused GPU kernel";
   let description = [{

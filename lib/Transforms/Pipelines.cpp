@@ -53,6 +53,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;
   pm.addPass(createConvertBatchedVectorToGPU(convert));
+  pm.addPass(createConvertTileIteratorToGPU());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Matmul-like tasks (the tile dialect's CUDA-core kernels) against what
+users run today, on the GPU machine. Bundles come from
+test/gpu/build_tile_bundles.py (--bundles, default .carry/tile).
+
+- GEMM (f32, CUDA cores) against cuBLAS FP32 (torch.matmul with TF32 off)
+  at n = 2048, 4096: the ceiling of the CUDA-core path.
+- Query 1 (a threshold inside the inner computation) at n = 1024...4096
+  against PyTorch eager (k-chunked so that it fits in memory) and
+  torch.compile of the same function, and against KGE's GEMM of the same
+  size.
+- Queries 2 (aggregate by zip codes) and 5 (select) at n = 4096, 8192
+  against cuBLAS GEMM + the PyTorch post-operation (index_put_ with
+  accumulate; nonzero), with their extra memory.
+
+Times per call: median of interleaved rounds of back-to-back calls timed
+with CUDA events (bench_score_functions.interleaved_per_call). Writes one
+JSON file (--out).
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_score_functions import interleaved_per_call, peak_bytes  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def zipf_keys(g, count, groups, exponent=1.1):
+    w = 1.0 / torch.arange(1, groups + 1, dtype=torch.float64) ** exponent
+    return torch.multinomial(w, count, replacement=True, generator=g).to(torch.int32).cuda()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bundles", type=pathlib.Path, default=ROOT / ".carry" / "tile")
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--shape", default="t128", help="tile shape of the bundles (t64, t128)")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    import kge_runtime as rt
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    g = torch.Generator().manual_seed(0)
+    programs = {}
+
+    def program(name, shape=None):
+        key = (name, shape or args.shape)
+        if key not in programs:
+            programs[key] = rt.Program((args.bundles / f"{name}.{key[1]}.kgebundle").read_text())
+        return programs[key]
+
+    results = {"device": torch.cuda.get_device_name(), "shape": args.shape, "rows": []}
+
+    def record(row):
+        results["rows"].append(row)
+        print(json.dumps(row), flush=True)
+
+    # GEMM on CUDA cores against cuBLAS FP32.
+    for n in ([2048] if args.quick else [2048, 4096]):
+        A = torch.randn(n, n, generator=g).cuda()
+        B = torch.randn(n, n, generator=g).cuda()
+        C = torch.empty(n, n, device="cuda")
+        fns = {f"kge_{s}": (lambda s=s: program("gemm", s)(A=A, B=B, C=C)) for s in ("t64", "t128")}
+        fns["cublas_fp32"] = lambda: torch.matmul(A, B)
+        t = interleaved_per_call(fns, rounds=5, calls=5)
+        ref = torch.matmul(A.double(), B.double())
+        program("gemm")(A=A, B=B, C=C)
+        err = float((C.double() - ref).abs().max() / ref.abs().max())
+        record({"task": "gemm_f32", "n": n, "times_us": t, "max_rel_error": err,
+                "tflops": {k: 2 * n**3 / v[0] / 1e6 for k, v in t.items()},
+                "ratio_kge_over_cublas": {s: t["cublas_fp32"][0] / t[f"kge_{s}"][0]
+                                          for s in ("t64", "t128")}})
+
+    # Query 1.
+    def q1_torch(S, W, thres, chunk):
+        out = torch.zeros(S.shape[0], W.shape[1], device="cuda")
+        for k0 in range(0, S.shape[1], chunk):
+            p = S[:, k0:k0 + chunk, None] * W[None, k0:k0 + chunk, :]
+            th = thres[:, None, None]
+            out += (p + (p > th) * (p - th)).sum(1)
+        return out
+
+    compiled = torch.compile(q1_torch, dynamic=False)
+    for n in ([1024] if args.quick else [1024, 2048, 4096]):
+        S = torch.randn(n, n, generator=g).cuda()
+        W = torch.randn(n, n, generator=g).cuda()
+        thres = torch.rand(n, generator=g).cuda()
+        Out = torch.empty(n, n, device="cuda")
+        C = torch.empty(n, n, device="cuda")
+        chunk = max(1, (1 << 28) // (n * n))  # 1 GiB of products at a time
+        fns = {"kge": lambda: program("q1_amplify")(S=S, W=W, thres=thres, Out=Out),
+               "kge_gemm": lambda: program("gemm")(A=S, B=W, C=C),
+               "eager": lambda: q1_torch(S, W, thres, chunk),
+               "torch_compile": lambda: compiled(S, W, thres, chunk)}
+        t = interleaved_per_call(fns, rounds=3, calls=2)
+        fns["kge"]()
+        ref = q1_torch(S.double(), W.double(), thres.double(), chunk)
+        err = float((Out.double() - ref).abs().max() / ref.abs().max())
+        record({"task": "q1", "n": n, "times_us": t, "max_rel_error": err,
+                "speedup_vs_compile": t["torch_compile"][0] / t["kge"][0],
+                "speedup_vs_eager": t["eager"][0] / t["kge"][0],
+                "q1_over_kge_gemm": t["kge"][0] / t["kge_gemm"][0]})
+
+    # Queries 2 and 5 against GEMM + post-operation.
+    for n in ([4096] if args.quick else [4096, 8192]):
+        K = 256
+        P = torch.randn(n, K, generator=g).cuda()
+        R = torch.randn(K, n, generator=g).cuda()
+        zips = 100
+        pz, rz = zipf_keys(g, n, zips), zipf_keys(g, n, zips)
+        Cz = torch.zeros(zips, zips, device="cuda")
+
+        def q2_torch():
+            out = torch.zeros(zips, zips, device="cuda")
+            prod = torch.matmul(P, R)
+            out.index_put_((pz.long()[:, None], rz.long()[None, :]), prod, accumulate=True)
+            return out
+
+        def q2_kge():
+            Cz.zero_()
+            program("q2_preference_by_zip")(P=P, R=R, Pzip=pz, Rzip=rz, C=Cz)
+
+        t = interleaved_per_call({"kge": q2_kge, "cublas_plus_index_put": q2_torch}, rounds=5, calls=3)
+        q2_kge()
+        ref = q2_torch()
+        record({"task": "q2_aggregate", "n": n, "K": K, "times_us": t,
+                "max_rel_error": float((Cz - ref).abs().max() / ref.abs().max()),
+                "speedup": t["cublas_plus_index_put"][0] / t["kge"][0],
+                "extra_bytes": {"kge": peak_bytes(q2_kge), "torch": peak_bytes(q2_torch)}})
+
+        capacity = 1 << 20
+        rows = torch.empty(capacity, dtype=torch.int32, device="cuda")
+        cols = torch.empty(capacity, dtype=torch.int32, device="cuda")
+        vals = torch.empty(capacity, device="cuda")
+        count = torch.zeros(1, dtype=torch.int64, device="cuda")
+        # A selective threshold (about 1e-4 of the pairs at K = 256).
+        threshold = 10.0 * (K / 64) ** 0.5 * 1.5
+
+        def q5_torch():
+            prod = torch.matmul(P, R)
+            idx = (prod > threshold).nonzero()
+            return idx, prod[idx[:, 0], idx[:, 1]]
+
+        def q5_kge():
+            program("q5_strong_pairs")(P=P, R=R, C_rows=rows, C_cols=cols, C_values=vals, C_count=count)
+
+        q5_name = "q5_strong_pairs"
+        # The bundle's threshold is 10: scale the inputs so that 10 is selective.
+        scale = (10.0 / threshold) ** 0.5
+        P.mul_(scale)
+        R.mul_(scale)
+        threshold = 10.0
+        t = interleaved_per_call({"kge": q5_kge, "cublas_plus_nonzero": q5_torch}, rounds=5, calls=3)
+        q5_kge()
+        idx, _ = q5_torch()
+        record({"task": "q5_select", "n": n, "K": K, "times_us": t,
+                "selected": {"kge": int(count[0]), "torch": int(idx.shape[0])},
+                "speedup": t["cublas_plus_nonzero"][0] / t["kge"][0],
+                "extra_bytes": {"kge": peak_bytes(q5_kge), "torch": peak_bytes(q5_torch)}})
+        del q5_name
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

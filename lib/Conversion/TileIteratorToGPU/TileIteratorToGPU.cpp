@@ -1,0 +1,623 @@
+//===- TileIteratorToGPU.cpp - tile tasks to tiled GPU kernels ------------===//
+//
+// GAMUT's kernel skeleton for one tile.task on CUDA cores: block tiles of
+// pairs, thread sub-tiles in registers, operands indexed by k staged in
+// shared memory per k-step (load iterators), the inner computation and the
+// accumulator inlined per pair, the output operator fused into the stores
+// (store iterators).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileIteratorToGPU/TileIteratorToGPU.h"
+
+#include "Conversion/GPUCommon/BundleAttributes.h"
+#include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
+#include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir {
+namespace kge {
+#define GEN_PASS_DEF_CONVERTTILEITERATORTOGPU
+#include "Conversion/Passes.h.inc"
+} // namespace kge
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::tile;
+using namespace mlir::kge;
+
+namespace {
+
+/// The tiling of one kernel.
+struct TileShape {
+  int64_t bm, bn, bk, tm, tn;
+  /// Threads along the rows and the columns of a block tile.
+  int64_t rowThreads() const { return bm / tm; }
+  int64_t colThreads() const { return bn / tn; }
+  int64_t threads() const { return rowThreads() * colThreads(); }
+};
+
+/// How a task reads an input, by the axes its map selects.
+enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
+
+class KernelEmitter {
+public:
+  KernelEmitter(OpBuilder &b, TaskOp task, const TileShape &shape)
+      : b(b), task(task), loc(task.getLoc()), shape(shape) {}
+
+  /// Emits the body of `kernel`, whose arguments are the function's.
+  LogicalResult emit(gpu::GPUFuncOp kernel, func::FuncOp func);
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value arg(Value funcValue) { return args.lookup(funcValue); }
+  Value minIndex(Value a, Value c) {
+    return arith::MinSIOp::create(b, loc, a, c);
+  }
+  Value less(Value a, Value c) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
+  }
+  Value inlineRegion(Region &region, ValueRange arguments) {
+    IRMapping mapping;
+    Block &block = region.front();
+    mapping.map(block.getArguments(), arguments);
+    for (Operation &op : block.without_terminator())
+      b.clone(op, mapping);
+    return mapping.lookupOrDefault(
+        cast<YieldOp>(block.getTerminator()).getValue());
+  }
+  Value combine(Combiner combiner, Value lhs, Value rhs);
+  /// Loads element (row, k) of input `n` (either coordinate may be null
+  /// when the input lacks that axis) from global memory.
+  Value loadGlobal(unsigned n, Value spatial, Value k);
+  void stageTiles(Value k0);
+  void storeOutput(Value value, Value acc, Value i, Value j,
+                   ValueRange spatial);
+
+  OpBuilder &b;
+  TaskOp task;
+  Location loc;
+  TileShape shape;
+  IRMapping args;
+  SmallVector<InputKind> kinds;
+  /// Shared-memory tiles of the inputs indexed by k (null for the others).
+  SmallVector<Value> tiles;
+  Value extents[3];
+  Value tid, ty, tx, rowBase, colBase;
+};
+
+} // namespace
+
+Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
+  bool isFloat = isa<FloatType>(lhs.getType());
+  switch (combiner) {
+  case Combiner::add:
+    return isFloat ? arith::AddFOp::create(b, loc, lhs, rhs).getResult()
+                   : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::mul:
+    return isFloat ? arith::MulFOp::create(b, loc, lhs, rhs).getResult()
+                   : arith::MulIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::max:
+    return isFloat ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
+                   : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::min:
+    return isFloat ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
+                   : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::custom:
+    break;
+  }
+  llvm_unreachable("custom combinations are inlined from their region");
+}
+
+Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
+  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  SmallVector<Value> indices;
+  for (unsigned d = 0; d < map.getNumResults(); ++d)
+    indices.push_back(map.getDimPosition(d) == TaskOp::K ? k : spatial);
+  return memref::LoadOp::create(b, loc, arg(task.getInputs()[n]), indices);
+}
+
+/// The load iterators of one k-step: every input indexed by k, from global
+/// to shared memory. Threads read along the input's contiguous dimension;
+/// coordinates past the extents are clamped (their values are never used:
+/// the k loop stops at K and pairs past M or N are not stored).
+void KernelEmitter::stageTiles(Value k0) {
+  Value lastK = arith::SubIOp::create(b, loc, extents[TaskOp::K], idx(1));
+  for (auto [n, kind] : llvm::enumerate(kinds)) {
+    if (kind == InputKind::RowOnly || kind == InputKind::ColOnly)
+      continue;
+    if (kind == InputKind::KOnly) {
+      auto ifThread = scf::IfOp::create(b, loc, less(tid, idx(shape.bk)),
+                                        /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifThread.thenBlock());
+      Value k = minIndex(arith::AddIOp::create(b, loc, k0, tid), lastK);
+      memref::StoreOp::create(b, loc, loadGlobal(n, Value(), k), tiles[n],
+                              ValueRange{tid});
+      continue;
+    }
+    bool rows = kind == InputKind::RowK;
+    int64_t span = rows ? shape.bm : shape.bn;
+    Value base = rows ? rowBase : colBase;
+    Value lastSpatial = arith::SubIOp::create(
+        b, loc, extents[rows ? TaskOp::I : TaskOp::J], idx(1));
+    AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+    bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+    int64_t elements = shape.bk * span;
+    for (int64_t first = 0; first < elements; first += shape.threads()) {
+      Value e = arith::AddIOp::create(b, loc, tid, idx(first));
+      Value kk, s;
+      if (kContiguous) {
+        kk = arith::RemUIOp::create(b, loc, e, idx(shape.bk));
+        s = arith::DivUIOp::create(b, loc, e, idx(shape.bk));
+      } else {
+        s = arith::RemUIOp::create(b, loc, e, idx(span));
+        kk = arith::DivUIOp::create(b, loc, e, idx(span));
+      }
+      auto guardOp = scf::IfOp::create(b, loc, less(e, idx(elements)),
+                                       /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(guardOp.thenBlock());
+      Value k = minIndex(arith::AddIOp::create(b, loc, k0, kk), lastK);
+      Value sp = minIndex(arith::AddIOp::create(b, loc, base, s), lastSpatial);
+      memref::StoreOp::create(b, loc, loadGlobal(n, sp, k), tiles[n],
+                              ValueRange{kk, s});
+    }
+  }
+}
+
+void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
+                                ValueRange spatial) {
+  ValueRange outputs = task.getOutputs();
+  auto castTo = [&](Value v, Type type) -> Value {
+    if (v.getType() == type)
+      return v;
+    return arith::IndexCastOp::create(b, loc, type, v);
+  };
+  switch (task.getOutput()) {
+  case OutputKind::dense: {
+    AffineMap map = task.getDenseOutputMap();
+    Value axes[2] = {i, j};
+    memref::StoreOp::create(
+        b, loc, value, arg(outputs[0]),
+        ValueRange{axes[map.getDimPosition(0)], axes[map.getDimPosition(1)]});
+    return;
+  }
+  case OutputKind::aggregate: {
+    Value row = memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), i);
+    Value col = memref::LoadOp::create(b, loc, arg(task.getKeys()[1]), j);
+    SmallVector<Value> group = {castTo(row, b.getIndexType()),
+                                castTo(col, b.getIndexType())};
+    Value groups = arg(outputs[0]);
+    bool isFloat = isa<FloatType>(value.getType());
+    Combiner combiner = task.getAggregateCombiner();
+    if (combiner == Combiner::add || !isFloat) {
+      arith::AtomicRMWKind kind =
+          combiner == Combiner::add
+              ? (isFloat ? arith::AtomicRMWKind::addf
+                         : arith::AtomicRMWKind::addi)
+              : (combiner == Combiner::max ? arith::AtomicRMWKind::maxs
+                                           : arith::AtomicRMWKind::mins);
+      memref::AtomicRMWOp::create(b, loc, kind, value, groups, group);
+      return;
+    }
+    // Float max/min: a compare-and-swap loop.
+    auto rmw = memref::GenericAtomicRMWOp::create(b, loc, groups, group);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rmw.getBody());
+    Value current = rmw.getCurrentValue();
+    memref::AtomicYieldOp::create(b, loc, combine(combiner, current, value));
+    return;
+  }
+  case OutputKind::select: {
+    SmallVector<Value> arguments = {value, acc, i, j};
+    llvm::append_range(arguments, spatial);
+    Value holds = inlineRegion(task.getPredicate(), arguments);
+    auto ifHolds = scf::IfOp::create(b, loc, holds, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifHolds.thenBlock());
+    Value one = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
+    Value slot = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi, one, arg(outputs[3]),
+        ValueRange{idx(0)});
+    Value n = arith::IndexCastOp::create(b, loc, b.getIndexType(), slot);
+    Value capacity = memref::DimOp::create(b, loc, arg(outputs[0]), 0);
+    auto ifFits = scf::IfOp::create(b, loc, less(n, capacity),
+                                    /*withElseRegion=*/false);
+    b.setInsertionPointToStart(ifFits.thenBlock());
+    Type coord = cast<MemRefType>(outputs[0].getType()).getElementType();
+    memref::StoreOp::create(b, loc, castTo(i, coord), arg(outputs[0]), n);
+    memref::StoreOp::create(b, loc, castTo(j, coord), arg(outputs[1]), n);
+    memref::StoreOp::create(b, loc, value, arg(outputs[2]), n);
+    return;
+  }
+  case OutputKind::top_k:
+  case OutputKind::distinct:
+    break;
+  }
+  llvm_unreachable("refused before emission");
+}
+
+LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
+  MLIRContext *ctx = b.getContext();
+  for (auto [funcArg, kernelArg] :
+       llvm::zip(func.getArguments(), kernel.getArguments()))
+    args.map(funcArg, kernelArg);
+  auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+
+  // Input kinds and their shared-memory tiles.
+  for (auto [n, input] : llvm::enumerate(task.getInputs())) {
+    bool usesI = task.inputUses(n, TaskOp::I);
+    bool usesJ = task.inputUses(n, TaskOp::J);
+    bool usesK = task.inputUses(n, TaskOp::K);
+    InputKind kind = usesK ? (usesI   ? InputKind::RowK
+                              : usesJ ? InputKind::ColK
+                                      : InputKind::KOnly)
+                           : (usesI ? InputKind::RowOnly : InputKind::ColOnly);
+    kinds.push_back(kind);
+    Type element = cast<MemRefType>(input.getType()).getElementType();
+    Value tile;
+    if (kind == InputKind::RowK || kind == InputKind::ColK)
+      tile = kernel.addWorkgroupAttribution(
+          MemRefType::get({shape.bk, kind == InputKind::RowK ? shape.bm
+                                                             : shape.bn},
+                          element, MemRefLayoutAttrInterface(), shared),
+          loc);
+    else if (kind == InputKind::KOnly)
+      tile = kernel.addWorkgroupAttribution(
+          MemRefType::get({shape.bk}, element, MemRefLayoutAttrInterface(),
+                          shared),
+          loc);
+    tiles.push_back(tile);
+  }
+  Value joinFlag;
+  if (!task.getWhen().empty())
+    joinFlag = kernel.addWorkgroupAttribution(
+        MemRefType::get({1}, b.getI32Type(), MemRefLayoutAttrInterface(),
+                        shared),
+        loc);
+
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  for (TaskOp::Axis axis : {TaskOp::I, TaskOp::J, TaskOp::K}) {
+    auto [source, dim] = task.getExtentSource(axis);
+    extents[axis] = memref::DimOp::create(b, loc, arg(source), dim);
+  }
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  tx = arith::RemUIOp::create(b, loc, tid, idx(shape.colThreads()));
+  ty = arith::DivUIOp::create(b, loc, tid, idx(shape.colThreads()));
+  rowBase = arith::MulIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+      idx(shape.bm));
+  colBase = arith::MulIOp::create(
+      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+      idx(shape.bn));
+
+  // The pairs of this thread: rows ty + r * rowThreads, columns
+  // tx + c * colThreads of the block tile.
+  SmallVector<Value> rows, cols;
+  for (int64_t r = 0; r < shape.tm; ++r)
+    rows.push_back(arith::AddIOp::create(
+        b, loc, rowBase,
+        arith::AddIOp::create(b, loc, ty, idx(r * shape.rowThreads()))));
+  for (int64_t c = 0; c < shape.tn; ++c)
+    cols.push_back(arith::AddIOp::create(
+        b, loc, colBase,
+        arith::AddIOp::create(b, loc, tx, idx(c * shape.colThreads()))));
+
+  // Spatial-only elements, read once (clamped: rows past M are not stored).
+  Value lastRow = arith::SubIOp::create(b, loc, extents[TaskOp::I], idx(1));
+  Value lastCol = arith::SubIOp::create(b, loc, extents[TaskOp::J], idx(1));
+  SmallVector<SmallVector<Value>> spatialValues(kinds.size());
+  for (auto [n, kind] : llvm::enumerate(kinds)) {
+    if (kind == InputKind::RowOnly)
+      for (Value r : rows)
+        spatialValues[n].push_back(loadGlobal(n, minIndex(r, lastRow), {}));
+    if (kind == InputKind::ColOnly)
+      for (Value c : cols)
+        spatialValues[n].push_back(loadGlobal(n, minIndex(c, lastCol), {}));
+  }
+  SmallVector<unsigned> spatialInputs = task.spatialOnlyInputs();
+  auto spatialOf = [&](int64_t r, int64_t c) {
+    SmallVector<Value> values;
+    for (unsigned n : spatialInputs)
+      values.push_back(spatialValues[n][kinds[n] == InputKind::RowOnly ? r
+                                                                      : c]);
+    return values;
+  };
+
+  // Join: which pairs take part; a block whose pairs all fail skips the
+  // reduction.
+  SmallVector<Value> stored(shape.tm * shape.tn);
+  Value anyJoined;
+  for (int64_t r = 0; r < shape.tm; ++r)
+    for (int64_t c = 0; c < shape.tn; ++c) {
+      Value inRange = arith::AndIOp::create(
+          b, loc, less(rows[r], extents[TaskOp::I]),
+          less(cols[c], extents[TaskOp::J]));
+      Value pair = inRange;
+      if (!task.getWhen().empty()) {
+        SmallVector<Value> arguments = {rows[r], cols[c]};
+        llvm::append_range(arguments, spatialOf(r, c));
+        pair = arith::AndIOp::create(
+            b, loc, pair, inlineRegion(task.getWhen(), arguments));
+        anyJoined = anyJoined ? arith::OrIOp::create(b, loc, anyJoined, pair)
+                                    .getResult()
+                              : pair;
+      }
+      stored[r * shape.tn + c] = pair;
+    }
+
+  Type accType = task.getAccumulatorType();
+  TypedAttr identityAttr = task.getIdentityAttr();
+  if (!identityAttr)
+    identityAttr = getCombinerIdentity(task.getAccumulate(), accType);
+  Value identity = arith::ConstantOp::create(b, loc, identityAttr);
+  SmallVector<Value> inits(shape.tm * shape.tn, identity);
+
+  auto emitReduction = [&]() -> SmallVector<Value> {
+    auto kLoop = scf::ForOp::create(b, loc, idx(0), extents[TaskOp::K],
+                                    idx(shape.bk), inits);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(kLoop.getBody());
+    Value k0 = kLoop.getInductionVar();
+    gpu::BarrierOp::create(b, loc);
+    stageTiles(k0);
+    gpu::BarrierOp::create(b, loc);
+    Value steps = minIndex(
+        idx(shape.bk), arith::SubIOp::create(b, loc, extents[TaskOp::K], k0));
+    auto inner = scf::ForOp::create(b, loc, idx(0), steps, idx(1),
+                                    kLoop.getRegionIterArgs());
+    {
+      OpBuilder::InsertionGuard innerGuard(b);
+      b.setInsertionPointToStart(inner.getBody());
+      Value kk = inner.getInductionVar();
+      // Registers of this step: the thread's rows and columns of every
+      // staged input.
+      SmallVector<SmallVector<Value>> staged(kinds.size());
+      for (auto [n, kind] : llvm::enumerate(kinds)) {
+        if (kind == InputKind::RowK)
+          for (int64_t r = 0; r < shape.tm; ++r)
+            staged[n].push_back(memref::LoadOp::create(
+                b, loc, tiles[n],
+                ValueRange{kk, arith::AddIOp::create(
+                                   b, loc, ty, idx(r * shape.rowThreads()))}));
+        if (kind == InputKind::ColK)
+          for (int64_t c = 0; c < shape.tn; ++c)
+            staged[n].push_back(memref::LoadOp::create(
+                b, loc, tiles[n],
+                ValueRange{kk, arith::AddIOp::create(
+                                   b, loc, tx, idx(c * shape.colThreads()))}));
+        if (kind == InputKind::KOnly)
+          staged[n].push_back(
+              memref::LoadOp::create(b, loc, tiles[n], ValueRange{kk}));
+      }
+      SmallVector<Value> next;
+      for (int64_t r = 0; r < shape.tm; ++r)
+        for (int64_t c = 0; c < shape.tn; ++c) {
+          SmallVector<Value> scalars;
+          for (auto [n, kind] : llvm::enumerate(kinds)) {
+            switch (kind) {
+            case InputKind::RowK:
+              scalars.push_back(staged[n][r]);
+              break;
+            case InputKind::ColK:
+              scalars.push_back(staged[n][c]);
+              break;
+            case InputKind::KOnly:
+              scalars.push_back(staged[n][0]);
+              break;
+            case InputKind::RowOnly:
+              scalars.push_back(spatialValues[n][r]);
+              break;
+            case InputKind::ColOnly:
+              scalars.push_back(spatialValues[n][c]);
+              break;
+            }
+          }
+          Value v = inlineRegion(task.getInner(), scalars);
+          Value acc = inner.getRegionIterArgs()[r * shape.tn + c];
+          next.push_back(task.getAccumulate() == Combiner::custom
+                             ? inlineRegion(task.getCombine(), {acc, v})
+                             : combine(task.getAccumulate(), acc, v));
+        }
+      scf::YieldOp::create(b, loc, next);
+    }
+    scf::YieldOp::create(b, loc, inner.getResults());
+    return SmallVector<Value>(kLoop.getResults());
+  };
+
+  SmallVector<Value> accs;
+  if (anyJoined) {
+    // Block-wide "any pair joins" through a shared flag.
+    Value zero = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0);
+    Value one = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 1);
+    auto ifFirst = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, idx(0)),
+        /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      memref::StoreOp::create(b, loc, zero, joinFlag, ValueRange{idx(0)});
+    }
+    gpu::BarrierOp::create(b, loc);
+    auto ifAny = scf::IfOp::create(b, loc, anyJoined, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifAny.thenBlock());
+      memref::StoreOp::create(b, loc, one, joinFlag, ValueRange{idx(0)});
+    }
+    gpu::BarrierOp::create(b, loc);
+    Value flag = memref::LoadOp::create(b, loc, joinFlag, ValueRange{idx(0)});
+    Value blockJoins =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag, zero);
+    SmallVector<Type> types(inits.size(), accType);
+    auto ifJoins = scf::IfOp::create(b, loc, types, blockJoins,
+                                     /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifJoins.thenBlock());
+      scf::YieldOp::create(b, loc, emitReduction());
+      b.setInsertionPointToStart(ifJoins.elseBlock());
+      scf::YieldOp::create(b, loc, inits);
+    }
+    accs = SmallVector<Value>(ifJoins.getResults());
+  } else {
+    accs = emitReduction();
+  }
+
+  // Store iterators.
+  for (int64_t r = 0; r < shape.tm; ++r)
+    for (int64_t c = 0; c < shape.tn; ++c) {
+      auto ifStored = scf::IfOp::create(b, loc, stored[r * shape.tn + c],
+                                        /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifStored.thenBlock());
+      Value acc = accs[r * shape.tn + c];
+      SmallVector<Value> spatial = spatialOf(r, c);
+      Value value = acc;
+      if (!task.getProject().empty()) {
+        SmallVector<Value> arguments = {acc, rows[r], cols[c]};
+        llvm::append_range(arguments, spatial);
+        value = inlineRegion(task.getProject(), arguments);
+      }
+      storeOutput(value, acc, rows[r], cols[c], spatial);
+    }
+  gpu::ReturnOp::create(b, loc);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Lowers the tile function `func` to a gpu.module with its bundle
+/// description.
+LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
+  SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
+  if (tasks.size() != 1)
+    return func.emitOpError()
+           << "holds " << tasks.size()
+           << " tile.tasks; the GPU lowering compiles one task per function";
+  TaskOp task = tasks.front();
+  if (task.getOutput() == OutputKind::top_k ||
+      task.getOutput() == OutputKind::distinct)
+    return task.emitOpError()
+           << "output " << stringifyOutputKind(task.getOutput())
+           << " is not lowered to the GPU yet (the CPU path runs it)";
+  FailureOr<kge_runtime::Signature> signature = tile::computeSignature(func);
+  if (failed(signature))
+    return failure();
+
+  OpBuilder b(func);
+  Location loc = func.getLoc();
+  std::string name = func.getSymName().str();
+  auto module = gpu::GPUModuleOp::create(b, loc, name + "_kernels");
+  b.setInsertionPointToStart(module.getBody());
+  auto kernel = gpu::GPUFuncOp::create(b, loc, name, func.getFunctionType());
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {static_cast<int32_t>(shape.threads()), 1, 1}));
+  KernelEmitter emitter(b, task, shape);
+  if (failed(emitter.emit(kernel, func))) {
+    module.erase();
+    return failure();
+  }
+
+  // The launch plan: clear a select's counter, then the tiled kernel.
+  Builder builder(func.getContext());
+  BundleBuilder bb(builder);
+  SmallVector<Attribute> steps, checks, kernelArgs;
+  for (const kge_runtime::Parameter &p : signature->params) {
+    SmallVector<std::string> dims;
+    for (const kge_runtime::Dim &d : p.shape)
+      dims.push_back(d.str());
+    kernelArgs.push_back(bb.memref("param:" + p.name, dims));
+  }
+  if (task.getOutput() == OutputKind::select) {
+    Value count = task.getOutputs()[3];
+    unsigned countArg = cast<BlockArgument>(count).getArgNumber();
+    b.setInsertionPointToEnd(module.getBody());
+    auto clear = gpu::GPUFuncOp::create(
+        b, loc, name + "_clear", b.getFunctionType({count.getType()}, {}));
+    clear->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    b.setInsertionPointToStart(&clear.getBody().front());
+    memref::StoreOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, b.getI64Type(), 0),
+        clear.getArgument(0),
+        ValueRange{arith::ConstantIndexOp::create(b, loc, 0)});
+    gpu::ReturnOp::create(b, loc);
+    steps.push_back(bb.launch(name + "_clear", module.getName(),
+                              {"1", "1", "1"}, 1, "0",
+                              {kernelArgs[countArg]}));
+  }
+  auto extentOf = [&](TaskOp::Axis axis) {
+    auto [source, dim] = task.getExtentSource(axis);
+    return signature->params[cast<BlockArgument>(source).getArgNumber()]
+        .shape[dim]
+        .str();
+  };
+  steps.push_back(bb.launch(
+      name, module.getName(),
+      {"ceildiv(" + extentOf(TaskOp::J) + ", " + std::to_string(shape.bn) +
+           ")",
+       "ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(shape.bm) +
+           ")",
+       "1"},
+      shape.threads(), "0", kernelArgs));
+  for (const kge_runtime::Parameter &p : signature->params)
+    if (p.role == kge_runtime::ParamRole::Indices && !p.indexedTables.empty())
+      checks.push_back(bb.dict({{"param", bb.str(p.name)},
+                                {"bound", bb.str(indexRange(*signature, p))},
+                                {"count", bb.str(p.shape[0].str())}}));
+  module->setAttr(kSignatureAttrName, bb.signature(*signature));
+  module->setAttr(kModeAttrName, bb.dict({{"kind", bb.str("positive")}}));
+  module->setAttr(kScratchAttrName, bb.arr({}));
+  module->setAttr(kLaunchPlanAttrName, bb.arr(steps));
+  module->setAttr(kChecksAttrName, bb.arr(checks));
+  func.erase();
+  return success();
+}
+
+struct ConvertTileIteratorToGPUPass
+    : kge::impl::ConvertTileIteratorToGPUBase<ConvertTileIteratorToGPUPass> {
+  using ConvertTileIteratorToGPUBase::ConvertTileIteratorToGPUBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    TileShape shape{blockM, blockN, blockK, threadM, threadN};
+    if (shape.bm <= 0 || shape.bn <= 0 || shape.bk <= 0 || shape.tm <= 0 ||
+        shape.tn <= 0 || shape.bm % shape.tm || shape.bn % shape.tn ||
+        shape.threads() > 1024 || shape.bk > shape.threads()) {
+      module.emitError() << "invalid tile shape: block " << shape.bm << "x"
+                         << shape.bn << "x" << shape.bk << ", thread "
+                         << shape.tm << "x" << shape.tn
+                         << " (the thread tile must divide the block tile, "
+                            "at most 1024 threads, block-k at most the "
+                            "number of threads)";
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (tile::isTileFunction(func))
+        funcs.push_back(func);
+    bool failedAny = false;
+    for (func::FuncOp func : funcs)
+      failedAny |= failed(lowerFunction(func, shape));
+    if (failedAny)
+      return signalPassFailure();
+    if (!funcs.empty())
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(&getContext()));
+  }
+};
+
+} // namespace

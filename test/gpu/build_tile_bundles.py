@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Compiles the matmul-like queries of examples/tile into kernel bundles for
+the GPU suite (here, where the compiler is; they travel to the GPU machine):
+
+  <out>/<query>.<shape>.kgebundle
+
+for every query the GPU lowering takes (outputs dense, aggregate, select)
+and three tile shapes: t64 (64x64x16 blocks, 4x4 per thread: the default),
+t128 (128x128x8, 8x8) and t32 (32x32x8, 2x2).
+"""
+
+import argparse
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHAPES = {"t64": "", "t128": "block-m=128 block-n=128 block-k=8 thread-m=8 thread-n=8",
+          "t32": "block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2"}
+# Outputs the GPU lowering does not take yet.
+CPU_ONLY = {"q7_top_preferences"}
+
+
+def run(*command, stdin=None):
+    result = subprocess.run([str(c) for c in command], input=stdin, capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"{' '.join(map(str, command))} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for path in sorted((ROOT / "examples" / "tile").glob("*.gamut")):
+        if path.stem in CPU_ONLY:
+            continue
+        tile_ir = run(args.bin / "kge-translate", "--import-gamut", f"--gamut-name={path.stem}", path)
+        for shape, options in SHAPES.items():
+            lowered = run(args.bin / "kge-opt", "--convert-tile-to-gpu" +
+                          (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=tile_ir)
+            bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)
+            (args.out / f"{path.stem}.{shape}.kgebundle").write_text(bundle)
+            count += 1
+    print(f"{count} bundles in {args.out}")
+
+
+if __name__ == "__main__":
+    main()
