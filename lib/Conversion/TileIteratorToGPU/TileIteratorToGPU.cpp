@@ -19,6 +19,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace mlir {
@@ -41,6 +42,15 @@ struct TileShape {
   int64_t rowThreads() const { return bm / tm; }
   int64_t colThreads() const { return bn / tn; }
   int64_t threads() const { return rowThreads() * colThreads(); }
+  /// Rows (columns) a thread owns side by side: 4 when its sub-tile allows
+  /// (read from shared memory as one vector), else 1.
+  int64_t width() const { return tm % 4 == 0 && tn % 4 == 0 ? 4 : 1; }
+  /// Offset in the block tile of the thread's row `r` (column: with the
+  /// column threads): runs of width() rows, one run per thread, then the
+  /// next run of every thread.
+  int64_t runStride(int64_t threadsAlong) const {
+    return threadsAlong * width();
+  }
 };
 
 /// How a task reads an input, by the axes its map selects.
@@ -63,14 +73,25 @@ private:
   Value less(Value a, Value c) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
   }
+  /// Clones the region's block with `arguments`; float arithmetic may
+  /// contract into fused multiply-adds (as nvcc's default -fmad=true).
   Value inlineRegion(Region &region, ValueRange arguments) {
     IRMapping mapping;
     Block &block = region.front();
     mapping.map(block.getArguments(), arguments);
     for (Operation &op : block.without_terminator())
-      b.clone(op, mapping);
+      allowContraction(b.clone(op, mapping));
     return mapping.lookupOrDefault(
         cast<YieldOp>(block.getTerminator()).getValue());
+  }
+  static Operation *allowContraction(Operation *op) {
+    if (auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op))
+      op->setAttr(fastMath.getFastMathAttrName(),
+                  arith::FastMathFlagsAttr::get(
+                      op->getContext(),
+                      fastMath.getFastMathFlagsAttr().getValue() |
+                          arith::FastMathFlags::contract));
+    return op;
   }
   Value combine(Combiner combiner, Value lhs, Value rhs);
   /// Loads element (row, k) of input `n` (either coordinate may be null
@@ -79,6 +100,11 @@ private:
   void stageTiles(Value k0);
   void storeOutput(Value value, Value acc, Value i, Value j,
                    ValueRange spatial);
+  /// Select's store iterator: the block counts its pairs, reserves their
+  /// slots with one global atomic and writes them (GAMUT's linear mapping).
+  void storeSelected(gpu::GPUFuncOp kernel, ArrayRef<Value> values,
+                     ArrayRef<Value> holds, ArrayRef<Value> rows,
+                     ArrayRef<Value> cols);
 
   OpBuilder &b;
   TaskOp task;
@@ -96,12 +122,14 @@ private:
 
 Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
   bool isFloat = isa<FloatType>(lhs.getType());
+  auto contract = arith::FastMathFlags::contract;
   switch (combiner) {
   case Combiner::add:
-    return isFloat ? arith::AddFOp::create(b, loc, lhs, rhs).getResult()
-                   : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
+    return isFloat
+               ? arith::AddFOp::create(b, loc, lhs, rhs, contract).getResult()
+               : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
   case Combiner::mul:
-    return isFloat ? arith::MulFOp::create(b, loc, lhs, rhs).getResult()
+    return isFloat ? arith::MulFOp::create(b, loc, lhs, rhs, contract).getResult()
                    : arith::MulIOp::create(b, loc, lhs, rhs).getResult();
   case Combiner::max:
     return isFloat ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
@@ -215,33 +243,86 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
     memref::AtomicYieldOp::create(b, loc, combine(combiner, current, value));
     return;
   }
-  case OutputKind::select: {
-    SmallVector<Value> arguments = {value, acc, i, j};
-    llvm::append_range(arguments, spatial);
-    Value holds = inlineRegion(task.getPredicate(), arguments);
-    auto ifHolds = scf::IfOp::create(b, loc, holds, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifHolds.thenBlock());
-    Value one = arith::ConstantIntOp::create(b, loc, b.getI64Type(), 1);
-    Value slot = memref::AtomicRMWOp::create(
-        b, loc, arith::AtomicRMWKind::addi, one, arg(outputs[3]),
-        ValueRange{idx(0)});
-    Value n = arith::IndexCastOp::create(b, loc, b.getIndexType(), slot);
-    Value capacity = memref::DimOp::create(b, loc, arg(outputs[0]), 0);
-    auto ifFits = scf::IfOp::create(b, loc, less(n, capacity),
-                                    /*withElseRegion=*/false);
-    b.setInsertionPointToStart(ifFits.thenBlock());
-    Type coord = cast<MemRefType>(outputs[0].getType()).getElementType();
-    memref::StoreOp::create(b, loc, castTo(i, coord), arg(outputs[0]), n);
-    memref::StoreOp::create(b, loc, castTo(j, coord), arg(outputs[1]), n);
-    memref::StoreOp::create(b, loc, value, arg(outputs[2]), n);
-    return;
-  }
+  case OutputKind::select:
   case OutputKind::top_k:
   case OutputKind::distinct:
     break;
   }
   llvm_unreachable("refused before emission");
+}
+
+void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
+                                  ArrayRef<Value> values,
+                                  ArrayRef<Value> holds, ArrayRef<Value> rows,
+                                  ArrayRef<Value> cols) {
+  MLIRContext *ctx = b.getContext();
+  auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  ValueRange outputs = task.getOutputs();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value blockCount = kernel.addWorkgroupAttribution(
+      MemRefType::get({1}, i32, MemRefLayoutAttrInterface(), shared), loc);
+  Value blockBase = kernel.addWorkgroupAttribution(
+      MemRefType::get({1}, i64, MemRefLayoutAttrInterface(), shared), loc);
+  Value zero = idx(0);
+  Value isFirst =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+  auto onFirst = [&](llvm::function_ref<void()> body) {
+    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifFirst.thenBlock());
+    body();
+  };
+  onFirst([&] {
+    memref::StoreOp::create(b, loc, arith::ConstantIntOp::create(b, loc, i32, 0),
+                            blockCount, ValueRange{zero});
+  });
+  Value mine = arith::ConstantIntOp::create(b, loc, i32, 0);
+  for (Value h : holds)
+    mine = arith::AddIOp::create(b, loc, mine,
+                                 arith::ExtUIOp::create(b, loc, i32, h));
+  gpu::BarrierOp::create(b, loc);
+  Value offset = memref::AtomicRMWOp::create(
+      b, loc, arith::AtomicRMWKind::addi, mine, blockCount, ValueRange{zero});
+  gpu::BarrierOp::create(b, loc);
+  onFirst([&] {
+    Value total = arith::ExtUIOp::create(
+        b, loc, i64, memref::LoadOp::create(b, loc, blockCount, zero));
+    Value base = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi, total, arg(outputs[3]),
+        ValueRange{zero});
+    memref::StoreOp::create(b, loc, base, blockBase, ValueRange{zero});
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value slot = arith::AddIOp::create(
+      b, loc, memref::LoadOp::create(b, loc, blockBase, zero),
+      arith::ExtUIOp::create(b, loc, i64, offset));
+  Value capacity = arith::IndexCastOp::create(
+      b, loc, i64, memref::DimOp::create(b, loc, arg(outputs[0]), 0));
+  Type coord = cast<MemRefType>(outputs[0].getType()).getElementType();
+  Value one = arith::ConstantIntOp::create(b, loc, i64, 1);
+  for (auto [n, h] : llvm::enumerate(holds)) {
+    Value fits = arith::AndIOp::create(
+        b, loc, h,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, slot,
+                              capacity));
+    auto ifStore = scf::IfOp::create(b, loc, fits, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifStore.thenBlock());
+      Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), slot);
+      auto castTo = [&](Value v) -> Value {
+        return arith::IndexCastOp::create(b, loc, coord, v);
+      };
+      int64_t r = n / shape.tn, c = n % shape.tn;
+      memref::StoreOp::create(b, loc, castTo(rows[r]), arg(outputs[0]), at);
+      memref::StoreOp::create(b, loc, castTo(cols[c]), arg(outputs[1]), at);
+      memref::StoreOp::create(b, loc, values[n], arg(outputs[2]), at);
+    }
+    slot = arith::AddIOp::create(
+        b, loc, slot,
+        arith::SelectOp::create(b, loc, h, one,
+                                arith::ConstantIntOp::create(b, loc, i64, 0)));
+  }
 }
 
 LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
@@ -298,17 +379,24 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
       idx(shape.bn));
 
-  // The pairs of this thread: rows ty + r * rowThreads, columns
-  // tx + c * colThreads of the block tile.
-  SmallVector<Value> rows, cols;
+  // The pairs of this thread: rows (r / w) * rowThreads * w + ty * w +
+  // r % w of the block tile, columns alike (w = shape.width()).
+  int64_t w = shape.width();
+  Value rowRun = arith::MulIOp::create(b, loc, ty, idx(w));
+  Value colRun = arith::MulIOp::create(b, loc, tx, idx(w));
+  SmallVector<Value> localRows, localCols, rows, cols;
   for (int64_t r = 0; r < shape.tm; ++r)
-    rows.push_back(arith::AddIOp::create(
-        b, loc, rowBase,
-        arith::AddIOp::create(b, loc, ty, idx(r * shape.rowThreads()))));
+    localRows.push_back(arith::AddIOp::create(
+        b, loc, rowRun,
+        idx((r / w) * shape.runStride(shape.rowThreads()) + r % w)));
   for (int64_t c = 0; c < shape.tn; ++c)
-    cols.push_back(arith::AddIOp::create(
-        b, loc, colBase,
-        arith::AddIOp::create(b, loc, tx, idx(c * shape.colThreads()))));
+    localCols.push_back(arith::AddIOp::create(
+        b, loc, colRun,
+        idx((c / w) * shape.runStride(shape.colThreads()) + c % w)));
+  for (Value r : localRows)
+    rows.push_back(arith::AddIOp::create(b, loc, rowBase, r));
+  for (Value c : localCols)
+    cols.push_back(arith::AddIOp::create(b, loc, colBase, c));
 
   // Spatial-only elements, read once (clamped: rows past M are not stored).
   Value lastRow = arith::SubIOp::create(b, loc, extents[TaskOp::I], idx(1));
@@ -380,19 +468,31 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       // Registers of this step: the thread's rows and columns of every
       // staged input.
       SmallVector<SmallVector<Value>> staged(kinds.size());
+      // A thread's rows (columns) of a staged tile: one vector load per run
+      // of w.
+      auto readRuns = [&](Value tile, ArrayRef<Value> local,
+                          SmallVector<Value> &out) {
+        Type element = cast<MemRefType>(tile.getType()).getElementType();
+        for (size_t first = 0; first < local.size(); first += w) {
+          if (w == 1) {
+            out.push_back(memref::LoadOp::create(
+                b, loc, tile, ValueRange{kk, local[first]}));
+            continue;
+          }
+          unsigned bytes = element.getIntOrFloatBitWidth() / 8;
+          Value run = vector::LoadOp::create(
+              b, loc, VectorType::get({w}, element), tile,
+              ValueRange{kk, local[first]}, /*nontemporal=*/false,
+              llvm::MaybeAlign(w * bytes));
+          for (int64_t q = 0; q < w; ++q)
+            out.push_back(vector::ExtractOp::create(b, loc, run, q));
+        }
+      };
       for (auto [n, kind] : llvm::enumerate(kinds)) {
         if (kind == InputKind::RowK)
-          for (int64_t r = 0; r < shape.tm; ++r)
-            staged[n].push_back(memref::LoadOp::create(
-                b, loc, tiles[n],
-                ValueRange{kk, arith::AddIOp::create(
-                                   b, loc, ty, idx(r * shape.rowThreads()))}));
+          readRuns(tiles[n], localRows, staged[n]);
         if (kind == InputKind::ColK)
-          for (int64_t c = 0; c < shape.tn; ++c)
-            staged[n].push_back(memref::LoadOp::create(
-                b, loc, tiles[n],
-                ValueRange{kk, arith::AddIOp::create(
-                                   b, loc, tx, idx(c * shape.colThreads()))}));
+          readRuns(tiles[n], localCols, staged[n]);
         if (kind == InputKind::KOnly)
           staged[n].push_back(
               memref::LoadOp::create(b, loc, tiles[n], ValueRange{kk}));
@@ -473,6 +573,31 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   }
 
   // Store iterators.
+  if (task.getOutput() == OutputKind::select) {
+    // Every pair's value and predicate (pure: computed for all, kept for
+    // the stored ones), then the block's compaction.
+    SmallVector<Value> values, holds;
+    for (int64_t r = 0; r < shape.tm; ++r)
+      for (int64_t c = 0; c < shape.tn; ++c) {
+        Value acc = accs[r * shape.tn + c];
+        SmallVector<Value> spatial = spatialOf(r, c);
+        Value value = acc;
+        if (!task.getProject().empty()) {
+          SmallVector<Value> arguments = {acc, rows[r], cols[c]};
+          llvm::append_range(arguments, spatial);
+          value = inlineRegion(task.getProject(), arguments);
+        }
+        SmallVector<Value> arguments = {value, acc, rows[r], cols[c]};
+        llvm::append_range(arguments, spatial);
+        values.push_back(value);
+        holds.push_back(arith::AndIOp::create(
+            b, loc, stored[r * shape.tn + c],
+            inlineRegion(task.getPredicate(), arguments)));
+      }
+    storeSelected(kernel, values, holds, rows, cols);
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
   for (int64_t r = 0; r < shape.tm; ++r)
     for (int64_t c = 0; c < shape.tn; ++c) {
       auto ifStored = scf::IfOp::create(b, loc, stored[r * shape.tn + c],
