@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -355,6 +356,13 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
           MemRefType::get({shape.bk}, element, MemRefLayoutAttrInterface(),
                           shared),
           loc);
+    if (tile) {
+      // Threads read runs of the tile as 16-byte vectors.
+      unsigned index = kernel.getNumWorkgroupAttributions() - 1;
+      kernel.setWorkgroupAttributionAttr(index,
+                                         LLVM::LLVMDialect::getAlignAttrName(),
+                                         b.getI64IntegerAttr(16));
+    }
     tiles.push_back(tile);
   }
   Value joinFlag;
