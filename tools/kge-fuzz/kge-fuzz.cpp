@@ -81,6 +81,11 @@ static cl::opt<std::string> crashDir("crash-dir",
                                      cl::desc("where failing inputs go"),
                                      cl::init("."));
 static cl::opt<bool> verbose("v", cl::desc("print every input's outcome"));
+static cl::opt<std::string>
+    saveInputs("save-inputs",
+               cl::desc("write every input to DIR/input-<n>.mlir before "
+                        "running it (to replay a corruption found late)"),
+               cl::value_desc("DIR"));
 
 //===----------------------------------------------------------------------===//
 // Failure capture: the current input is written out from the crash and
@@ -396,6 +401,14 @@ static void runInput(MLIRContext &context, const std::string &text,
   currentInput = text;
   ::alarm(std::max(1u, (timeoutMs + 999) / 1000));
   ++stats.inputs;
+  if (!saveInputs.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(saveInputs + "/input-" +
+                                std::to_string(stats.inputs) + ".mlir",
+                            ec);
+    if (!ec)
+      os << text;
+  }
   OwningOpRef<ModuleOp> module;
   if (StringRef(text).starts_with(kQueryMarker)) {
     ++stats.queries;

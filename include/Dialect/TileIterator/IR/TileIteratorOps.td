@@ -169,20 +169,12 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     AnyRegion:$project,
     AnyRegion:$predicate
   );
-  let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)`
-    (`keys` `(` $keys^ `:` type($keys) `)`)?
-    `outs` `(` $outputs `:` type($outputs) `)`
-    `maps` $indexing_maps
-    `accumulate` $accumulate
-    `output` $output
-    attr-dict
-    (`when` $when^)?
-    `inner` $inner
-    (`combine` $combine^)?
-    (`project` $project^)?
-    (`predicate` $predicate^)?
-  }];
+  // The syntax of the declarative format
+  //   ins(...) (keys(...))? outs(...) maps [...] accumulate K output O
+  //   attr-dict (when R)? inner R (combine R)? (project R)? (predicate R)?
+  // written by hand (TileIteratorAsm.cpp) so that parsed regions are owned
+  // by the OperationState.
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
