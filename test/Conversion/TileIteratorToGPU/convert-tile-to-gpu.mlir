@@ -1,0 +1,127 @@
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu --canonicalize | FileCheck %s
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2" \
+// RUN:   | FileCheck %s --check-prefix=SMALL
+// RUN: not kge-opt %s --split-input-file --convert-tile-to-gpu="block-m=60 thread-m=8" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SHAPE
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// GEMM: the function becomes a module with its bundle description and one
+// kernel; the staged tiles are 16-byte aligned shared memory read as
+// vectors, the accumulation may contract into FMAs.
+// CHECK-LABEL: gpu.module @gemm_kernels
+// CHECK-SAME: kge.launch_plan = [{args = [{buffer = "param:A", kind = "memref", shape = ["M", "K"]}, {buffer = "param:B", kind = "memref", shape = ["K", "N"]}, {buffer = "param:C", kind = "memref", shape = ["M", "N"]}], block = ["256", "1", "1"], function = "gemm", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
+// CHECK-SAME: kge.mode = {kind = "positive"}
+// CHECK-SAME: kge.signature = {name = "gemm", params = [{dtype = "f32", name = "A", role = "table", shape = ["M", "K"]}
+// CHECK: gpu.func @gemm(%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
+// CHECK-SAME: workgroup(%[[TA:.*]] : memref<16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[TB:.*]] : memref<16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>}
+// CHECK: scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c16 iter_args(
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[A]]
+// CHECK: memref.store %{{.*}}, %[[TA]]
+// CHECK: gpu.barrier
+// CHECK: scf.for %[[KK:.*]] = %c0 to %{{.*}} step %c1 iter_args(
+// CHECK: vector.load %[[TA]][%[[KK]], %{{.*}}] {alignment = 16 : i64} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %[[TB]][%[[KK]], %{{.*}}] {alignment = 16 : i64}
+// CHECK: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
+// CHECK: memref.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] : memref<?x?xf32>
+// CHECK-NOT: func.func @gemm
+// Two-by-two sub-tiles are read one element at a time.
+// SMALL-LABEL: gpu.module @gemm_kernels
+// SMALL: workgroup(%{{.*}} : memref<8x32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}
+// SMALL-NOT: vector.load
+// SMALL: gpu.return
+// SHAPE: error: invalid tile shape: block 60x64x16, thread 8x4 (the thread tile must divide the block tile, at most 1024 threads, block-k at most the number of threads)
+func.func @gemm(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.param = "B"},
+                %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+#i = affine_map<(i, j, k) -> (i)>
+#j = affine_map<(i, j, k) -> (j)>
+
+// A join with aggregate max: a block-wide flag decides whether the block
+// reduces at all; float max groups combine with a compare-and-swap loop.
+// CHECK-LABEL: gpu.module @join_max_kernels
+// CHECK-SAME: kge.checks = [{bound = "C_d0", count = "M", param = "pz"}, {bound = "C_d1", count = "N", param = "rz"}]
+// CHECK: gpu.func @join_max
+// CHECK-SAME: %[[FLAG:[^ ]*]] : memref<1xi32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %c0_i32, %[[FLAG]][%c0]
+// CHECK: gpu.barrier
+// CHECK: memref.store %c1_i32, %[[FLAG]][%c0]
+// CHECK: gpu.barrier
+// CHECK: %[[F:.*]] = memref.load %[[FLAG]][%c0]
+// CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[F]], %c0_i32
+// CHECK: scf.if %[[ANY]] -> (f32, f32
+// CHECK: memref.generic_atomic_rmw
+// CHECK: arith.maximumf
+// CHECK: memref.atomic_yield
+func.func @join_max(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {kge.param = "R"},
+                    %pz: memref<?xi32> {kge.param = "pz"}, %rz: memref<?xi32> {kge.param = "rz"},
+                    %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%P, %R, %pz, %rz : memref<?x?xf32>, memref<?x?xf32>, memref<?xi32>, memref<?xi32>)
+      keys(%pz, %rz : memref<?xi32>, memref<?xi32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj, #i, #j] accumulate add output aggregate {aggregate = 2 : i32}
+      when {
+      ^bb0(%i: index, %j: index, %a: i32, %b: i32):
+        %same = arith.cmpi eq, %a, %b : i32
+        tile.yield %same : i1
+      }
+      inner {
+      ^bb0(%p: f32, %r: f32, %a: i32, %b: i32):
+        %v = arith.mulf %p, %r : f32
+        tile.yield %v : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Select: a first kernel clears the counter; the block counts its pairs in
+// shared memory and reserves their slots with one global atomic.
+// CHECK-LABEL: gpu.module @select_kernels
+// CHECK-SAME: function = "select_clear", grid = ["1", "1", "1"]
+// CHECK-SAME: function = "select", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
+// CHECK: gpu.func @select(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xf32>, %[[COUNT:.*]]: memref<1xi64>)
+// CHECK-SAME: %[[BLOCK:[^ ]*]] : memref<1xi32, #gpu.address_space<workgroup>>, %[[BASE:[^ ]*]] : memref<1xi64, #gpu.address_space<workgroup>>
+// CHECK: %[[OFFSET:.*]] = memref.atomic_rmw addi %{{.*}}, %[[BLOCK]][%c0] : (i32, memref<1xi32, #gpu.address_space<workgroup>>) -> i32
+// CHECK: gpu.barrier
+// CHECK: memref.atomic_rmw addi %{{.*}}, %[[COUNT]][%c0] : (i64, memref<1xi64>) -> i64
+// CHECK: gpu.func @select_clear(%[[C:.*]]: memref<1xi64>) kernel
+// CHECK: memref.store %c0_i64, %[[C]][%c0]
+func.func @select(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {kge.param = "R"},
+                  %rows: memref<?xi32> {kge.param = "rows"}, %cols: memref<?xi32> {kge.param = "cols"},
+                  %vals: memref<?xf32> {kge.param = "vals"}, %count: memref<1xi64> {kge.param = "count"}) {
+  tile.task ins(%P, %R : memref<?x?xf32>, memref<?x?xf32>)
+      outs(%rows, %cols, %vals, %count : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output select
+      inner {
+      ^bb0(%p: f32, %r: f32):
+        %v = arith.mulf %p, %r : f32
+        tile.yield %v : f32
+      }
+      predicate {
+      ^bb0(%v: f32, %acc: f32, %i: index, %j: index):
+        %t = arith.constant 10.0 : f32
+        %above = arith.cmpf ogt, %v, %t : f32
+        tile.yield %above : i1
+      }
+  return
+}
