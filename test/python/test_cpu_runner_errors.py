@@ -150,9 +150,9 @@ def test_function_selection(tools, tmp_path, examples_dir):
     both.write_text((examples_dir / "transe_l1.mlir").read_text()
                     + (examples_dir / "distmult.mlir").read_text())
     result = run_raw(tools, both, "--random")
-    assert "the module has several bvec.func; name the one to run" in result.stderr
+    assert "the module has several functions to run; name the one to run" in result.stderr
     result = run_raw(tools, both, "--random", "--function", "nope")
-    assert "the module has no bvec.func named 'nope'" in result.stderr
+    assert "the module has no bvec.func or tile function named 'nope'" in result.stderr
     result = run_raw(tools, both, "--random", "--function", "distmult", "--print")
     assert result.returncode == 0 and "score: shape [4] f32" in result.stdout
 
