@@ -6,6 +6,8 @@
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/BatchedVector/Transforms/Passes.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+#include "Dialect/TileIterator/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "Transforms/Passes.h"
 #include "Transforms/Pipelines.h"
 
@@ -49,6 +51,8 @@ using namespace mlir;
 
 void kge::registerAllDialects(DialectRegistry &registry) {
   registry.insert<bvec::BatchedVectorDialect, tile::TileIteratorDialect>();
+  // linalg: raised to tile by tile-raise-linalg.
+  registry.insert<linalg::LinalgDialect>();
   registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
                   func::FuncDialect, gpu::GPUDialect, index::IndexDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
@@ -80,6 +84,7 @@ void kge::registerAllPasses() {
   std::call_once(once, [] {
     registerKGEConversionPasses();
     bvec::registerBatchedVectorPasses();
+    tile::registerTileIteratorPasses();
     registerKGETransformsPasses();
     registerPipelines();
     // Upstream passes used by KGE's pipelines and useful beside them.

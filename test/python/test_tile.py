@@ -369,3 +369,46 @@ def test_kge_translate_imports_queries_and_reports_errors(tools, tmp_path):
     loops = subprocess.run([tools["kge-opt"], "--convert-tile-to-scf"], input=good,
                            capture_output=True, text=True, check=True).stdout
     assert "tile.task" not in loops and "scf.for" in loops
+
+
+LINALG = """
+func.func @mm(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.param = "B"},
+              %C: memref<?x?xf32> {kge.param = "C"}) {
+  linalg.matmul ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+  return
+}
+func.func @max_plus(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.param = "B"},
+                    %C: memref<?x?xf32> {kge.param = "C"}) {
+  linalg.generic {
+      indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>,
+                       affine_map<(i, j, k) -> (i, j)>],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.addf %a, %b : f32
+    %m = arith.maximumf %out, %s : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+"""
+
+
+def test_raised_linalg_runs_with_linalg_semantics():
+    from kge import compiler, ir
+    ctx = ir.Context()
+    module = ir.Module.parse(ctx, LINALG)
+    pm = ir.PassManager(ctx)
+    pm.add("tile-raise-linalg")
+    pm.run(module)
+    assert "linalg." not in str(module) and str(module).count("tile.task") == 2
+    rng = np.random.default_rng(10)
+    A = rng.standard_normal((9, 5)).astype(np.float32)
+    B = rng.standard_normal((5, 7)).astype(np.float32)
+    C0 = rng.standard_normal((9, 7)).astype(np.float32)
+    C = C0.copy()
+    compiler.compile_cpu(module, "mm")({"A": A, "B": B, "C": C})
+    np.testing.assert_allclose(C, C0 + A.astype(np.float64) @ B, rtol=1e-5, atol=1e-5)
+    C = C0.copy()
+    compiler.compile_cpu(module, "max_plus")({"A": A, "B": B, "C": C})
+    np.testing.assert_allclose(C, np.maximum(C0, (A[:, :, None] + B[None]).max(axis=1)), rtol=1e-6)

@@ -213,9 +213,15 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
   case OutputKind::dense: {
     AffineMap map = task.getDenseOutputMap();
     Value axes[2] = {i, j};
-    memref::StoreOp::create(
-        b, loc, value, arg(outputs[0]),
-        ValueRange{axes[map.getDimPosition(0)], axes[map.getDimPosition(1)]});
+    SmallVector<Value, 2> at = {axes[map.getDimPosition(0)],
+                               axes[map.getDimPosition(1)]};
+    if (task.getUpdate()) {
+      Value old = memref::LoadOp::create(b, loc, arg(outputs[0]), at);
+      value = task.getAccumulate() == Combiner::custom
+                  ? inlineRegion(task.getCombine(), {old, value})
+                  : combine(task.getAccumulate(), old, value);
+    }
+    memref::StoreOp::create(b, loc, value, arg(outputs[0]), at);
     return;
   }
   case OutputKind::aggregate: {

@@ -866,3 +866,44 @@ func.func @project_to_index(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref
       }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @update_select(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %v: memref<?xf32>, %n: memref<1xi64>) {
+  // expected-error @+1 {{'update' is for output dense}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+      outs(%r, %c, %v, %n : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output select {update}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        tile.yield %a : f32
+      }
+      predicate {
+      ^bb0(%x: f32, %acc: f32, %i: index, %j: index):
+        %t = arith.constant true
+        tile.yield %t : i1
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @update_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xi32>) {
+  // expected-error @+1 {{'update' combines the output with the value by the accumulator, so the value must have the accumulator type 'f32', got 'i32'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xi32>)
+      maps [#ik, #kj] accumulate add output dense {update}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        tile.yield %a : f32
+      }
+      project {
+      ^bb0(%acc: f32, %i: index, %j: index):
+        %n = arith.fptosi %acc : f32 to i32
+        tile.yield %n : i32
+      }
+  return
+}

@@ -96,7 +96,9 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
 
     **Output operators** (`output`) and their `outs`:
     - `dense`: one memref `C` with `C[i, j] = v`; `output_map` (default
-      `(i, j, k) -> (i, j)`) may transpose it to `(j, i)`.
+      `(i, j, k) -> (i, j)`) may transpose it to `(j, i)`. With `update`,
+      `C[i, j] = combine(C[i, j], v)` with the accumulator's combination
+      (`linalg.matmul`'s `C += A B`); `v` then has the accumulator type.
     - `aggregate`: `keys(%rowKeys, %colKeys)` (integer memrefs indexed by
       `i` and `j`) and one memref `C` of groups: `C[rowKeys[i],
       colKeys[j]] = aggregate(C[...], v)` with the `aggregate` combiner
@@ -160,7 +162,8 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     OptionalAttr<TileIterator_Combiner>:$aggregate,
     OptionalAttr<I64Attr>:$k,
     UnitAttr:$smallest,
-    OptionalAttr<AffineMapAttr>:$output_map
+    OptionalAttr<AffineMapAttr>:$output_map,
+    UnitAttr:$update
   );
   let regions = (region
     AnyRegion:$when,

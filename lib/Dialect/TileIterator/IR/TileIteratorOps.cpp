@@ -135,7 +135,7 @@ void TaskOp::getEffects(
   for (OpOperand &operand : getOutputsMutable()) {
     // An aggregate combines into its output, and join leaves rejected
     // pairs of a dense output as they were.
-    if (getOutput() == OutputKind::aggregate)
+    if (getOutput() == OutputKind::aggregate || getUpdate())
       effects.emplace_back(MemoryEffects::Read::get(), &operand,
                            SideEffects::DefaultResource::get());
     effects.emplace_back(MemoryEffects::Write::get(), &operand,
@@ -281,6 +281,8 @@ LogicalResult TaskOp::verify() {
     return emitOpError() << "'k' and 'smallest' are for output top_k";
   if (getOutputMapAttr() && kind != OutputKind::dense)
     return emitOpError() << "'output_map' is for output dense";
+  if (getUpdate() && kind != OutputKind::dense)
+    return emitOpError() << "'update' is for output dense";
   if (!getKeys().empty() && kind != OutputKind::aggregate)
     return emitOpError() << "keys are for output aggregate";
   if (!getPredicate().empty() && kind != OutputKind::select &&
@@ -536,5 +538,10 @@ LogicalResult TaskOp::verifyRegions() {
   if (!isScalarElement(value))
     return emitOpError() << "the output value type " << value
                          << " must be f16, bf16, f32, f64 or i8 to i64";
+  if (getUpdate() && value != acc)
+    return emitOpError() << "'update' combines the output with the value by "
+                            "the accumulator, so the value must have the "
+                            "accumulator type "
+                         << acc << ", got " << value;
   return success();
 }
