@@ -24,8 +24,17 @@ Each output operator returns what its statement describes:
   best pairs, best first (fewer when fewer pairs qualify);
 - ``C.distinct(e)``: the distinct values, sorted.
 
+On a GPU, ``q.compile()`` gives a kernel bundle (compiled once, then read
+from a persistent cache, see compile_query) whose program takes CUDA
+tensors, the outputs included.
+
 The grammar is in docs/RationaleTileIterator.md.
 """
+
+import hashlib
+import json
+import os
+import pathlib
 
 import numpy as np
 
@@ -52,6 +61,7 @@ class Query:
         ir = _ir()
         self.text = text
         self.name = name
+        self.dtypes = dict(dtypes or {})
         self.context = ir.Context()
         self.module = ir.parse_gamut(self.context, text, name=name, dtypes=dict(dtypes or {}),
                                      filename=filename)
@@ -73,6 +83,10 @@ class Query:
 
     def __str__(self):
         return str(self.module)
+
+    def compile(self, cubin=True, cache=True, **tile_shape):
+        """The query's kernel bundle for the GPU (compile_query)."""
+        return compile_query(self, cubin=cubin, cache=cache, **tile_shape)
 
     @property
     def inputs(self):
@@ -149,6 +163,71 @@ class Query:
                 filled = int(np.count_nonzero(outputs[t + "_rows"] >= 0))
                 return tuple(outputs[t + s][:filled] for s in ("_values", "_rows", "_cols"))
             return outputs[t]
+
+
+_TILE_OPTIONS = {"block_m": "block-m", "block_n": "block-n", "block_k": "block-k",
+                 "thread_m": "thread-m", "thread_n": "thread-n"}
+
+
+def cache_dir():
+    """Where compiled bundles are kept: $KGE_CACHE_DIR, else
+    ~/.cache/kge/bundles."""
+    root = os.environ.get("KGE_CACHE_DIR")
+    return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "kge" / "bundles"
+
+
+def _compiler_identity():
+    """What identifies the compiler that builds bundles: the package version
+    and the compiler extension's file (size and modification time), so
+    that a rebuilt compiler never reuses an older bundle."""
+    from . import __version__, _compiler
+    stat = pathlib.Path(_compiler.__file__).stat()
+    return f"{__version__}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _cache_key(query, options, cubin):
+    text = json.dumps({"query": query.text, "name": query.name, "dtypes": query.dtypes,
+                       "options": options, "cubin": cubin, "target": "sm_90",
+                       "compiler": _compiler_identity()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _compile(query, options, cubin):
+    from . import compiler
+    ir = _ir()
+    lowered = query.module.clone()
+    pm = ir.PassManager(query.context)
+    tile = ",".join(f"{_TILE_OPTIONS[k]}={v}" for k, v in sorted(options.items()))
+    pm.add("convert-tile-to-gpu" + ("{" + tile.replace(",", " ") + "}" if tile else "") +
+           ",kge-lower-to-gpu")
+    pm.run(lowered)
+    return compiler.Bundle(ir.to_bundle(lowered, cubin))
+
+
+def compile_query(query, cubin=True, cache=True, **tile_shape):
+    """The kernel bundle of `query` (a Query) for sm_90: compiled once, then
+    read from the cache (cache_dir(); a hash of the query, its dtypes, the
+    tile shape, the target and the compiler names the file). `tile_shape`:
+    block_m, block_n, block_k, thread_m, thread_n."""
+    for name, value in tile_shape.items():
+        if name not in _TILE_OPTIONS:
+            raise TypeError(f"unknown tile option '{name}' (expected one of "
+                            f"{', '.join(sorted(_TILE_OPTIONS))})")
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    from . import compiler
+    path = cache_dir() / f"{_cache_key(query, tile_shape, cubin)}.kgebundle" if cache else None
+    if path is not None and path.exists():
+        return compiler.Bundle(path.read_text())
+    bundle = _compile(query, tile_shape, cubin)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written whole under another name, then renamed: a reader never
+        # sees half a bundle.
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(bundle.text)
+        partial.replace(path)
+    return bundle
 
 
 def query(text, name="query", dtypes=None):

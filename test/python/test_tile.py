@@ -412,3 +412,34 @@ def test_raised_linalg_runs_with_linalg_semantics():
     C = C0.copy()
     compiler.compile_cpu(module, "max_plus")({"A": A, "B": B, "C": C})
     np.testing.assert_allclose(C, np.maximum(C0, (A[:, :, None] + B[None]).max(axis=1)), rtol=1e-6)
+
+
+def test_compiled_bundles_are_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGE_CACHE_DIR", str(tmp_path))
+    q = kge.tile.query((EXAMPLES_DIR / "q5_strong_pairs.gamut").read_text(), name="q5")
+    calls = []
+    real = kge.tile._compile
+    monkeypatch.setattr(kge.tile, "_compile", lambda *a: calls.append(a) or real(*a))
+    first = q.compile(cubin=False)
+    assert len(calls) == 1 and len(list(tmp_path.glob("*.kgebundle"))) == 1
+    assert [launch["function"] for launch in first.manifest["launches"]] == ["q5_clear", "q5"]
+    assert [p["role"] for p in first.params] == ["table", "table", "output", "output", "output", "output"]
+    # The same query, parsed again: read from the cache, not compiled.
+    again = kge.tile.query((EXAMPLES_DIR / "q5_strong_pairs.gamut").read_text(), name="q5")
+    assert again.compile(cubin=False).text == first.text and len(calls) == 1
+    # Another tile shape, dtype or query is another bundle.
+    q.compile(cubin=False, block_m=32, block_n=32, block_k=8, thread_m=2, thread_n=2)
+    kge.tile.query(q.text, name="q5", dtypes={"P": "f64"}).compile(cubin=False)
+    assert len(calls) == 3 and len(list(tmp_path.glob("*.kgebundle"))) == 3
+    small = q.compile(cubin=False, block_m=32, block_n=32, block_k=8, thread_m=2, thread_n=2)
+    assert small.manifest["launches"][1]["grid"] == ["ceildiv(N, 32)", "ceildiv(M, 32)", "1"]
+    with pytest.raises(TypeError, match="unknown tile option 'tile'"):
+        q.compile(tile=3)
+    with pytest.raises(MLIRError, match="invalid tile shape"):
+        q.compile(cubin=False, cache=False, block_m=60, thread_m=8)
+
+
+def test_gpu_lowering_diagnoses_outputs_it_lacks():
+    q = kge.tile.query((EXAMPLES_DIR / "q7_top_preferences.gamut").read_text())
+    with pytest.raises(MLIRError, match="output top_k is not lowered to the GPU yet"):
+        q.compile(cubin=False, cache=False)

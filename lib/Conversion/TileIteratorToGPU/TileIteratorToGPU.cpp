@@ -86,12 +86,16 @@ private:
         cast<YieldOp>(block.getTerminator()).getValue());
   }
   static Operation *allowContraction(Operation *op) {
-    if (auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op))
-      op->setAttr(fastMath.getFastMathAttrName(),
-                  arith::FastMathFlagsAttr::get(
-                      op->getContext(),
-                      fastMath.getFastMathFlagsAttr().getValue() |
-                          arith::FastMathFlags::contract));
+    auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op);
+    if (!fastMath)
+      return op;
+    // Operations built without flags have no attribute at all.
+    arith::FastMathFlagsAttr flags = fastMath.getFastMathFlagsAttr();
+    op->setAttr(fastMath.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(
+                    op->getContext(),
+                    (flags ? flags.getValue() : arith::FastMathFlags::none) |
+                        arith::FastMathFlags::contract));
     return op;
   }
   Value combine(Combiner combiner, Value lhs, Value rhs);
