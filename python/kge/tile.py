@@ -24,6 +24,15 @@ Each output operator returns what its statement describes:
   best pairs, best first (fewer when fewer pairs qualify);
 - ``C.distinct(e)``: the distinct values, sorted.
 
+The same queries from Python (kge.tile.function, traced into that syntax)::
+
+    from kge.tile import i, j, k, reduce
+
+    @kge.tile.function
+    def amplify(S, W, thres):
+        p = S[i, k] * W[k, j]
+        return reduce(p + (p > thres[i]) * (p - thres[i]))
+
 On a GPU, ``q.compile()`` gives a kernel bundle (compiled once, then read
 from a persistent cache, see compile_query) whose program takes CUDA
 tensors, the outputs included.
@@ -236,3 +245,250 @@ def query(text, name="query", dtypes=None):
     "bf16", "i32", "i64"); by default the output's keys and the arrays only
     the join condition reads are i32, the others f32."""
     return Query(text, name=name, dtypes=dtypes)
+
+
+#
+# The decorator front end: Python over symbolic arrays, written out in
+# GAMUT's syntax and parsed by the same parser.
+#
+
+def _unique(values):
+    """`values` without repetitions (by identity), in order."""
+    seen = {}
+    for v in values:
+        seen.setdefault(id(v), v)
+    return tuple(seen.values())
+
+
+class Expr:
+    """A scalar expression of a traced query; `reductions` are the
+    reduce() results it uses."""
+
+    def __init__(self, text, *parts):
+        self.text = text
+        self.reductions = _unique(r for p in parts for r in p.reductions)
+
+    @staticmethod
+    def of(value):
+        if isinstance(value, Expr):
+            return value
+        if isinstance(value, bool):
+            return Expr("1" if value else "0")
+        if isinstance(value, (int, float)):
+            if value != value:
+                raise TraceError("NaN constants cannot be written in a query")
+            if value in (float("inf"), float("-inf")):
+                return Expr("inf" if value > 0 else "(-inf)")
+            return Expr(repr(float(value)))
+        raise TraceError(f"a query computes on arrays and numbers, got {type(value).__name__}")
+
+    def _binary(self, op, other, swap=False):
+        a, b = (Expr.of(other), self) if swap else (self, Expr.of(other))
+        return Expr(f"({a.text} {op} {b.text})", a, b)
+
+    def __add__(self, o): return self._binary("+", o)
+    def __radd__(self, o): return self._binary("+", o, True)
+    def __sub__(self, o): return self._binary("-", o)
+    def __rsub__(self, o): return self._binary("-", o, True)
+    def __mul__(self, o): return self._binary("*", o)
+    def __rmul__(self, o): return self._binary("*", o, True)
+    def __truediv__(self, o): return self._binary("/", o)
+    def __rtruediv__(self, o): return self._binary("/", o, True)
+    def __gt__(self, o): return self._binary(">", o)
+    def __ge__(self, o): return self._binary(">=", o)
+    def __lt__(self, o): return self._binary("<", o)
+    def __le__(self, o): return self._binary("<=", o)
+    def __eq__(self, o): return self._binary("==", o)  # noqa: E704 - an expression
+    def __ne__(self, o): return self._binary("!=", o)
+    def __and__(self, o): return self._binary("&&", o)
+    def __or__(self, o): return self._binary("||", o)
+    def __neg__(self): return Expr(f"(-{self.text})", self)
+    def __invert__(self): return Expr(f"(!{self.text})", self)
+    __hash__ = None
+
+    def __bool__(self):
+        raise TraceError("a traced value has no truth value: use where(c, a, b), & and | "
+                         "instead of if, and, or")
+
+
+class TraceError(Exception):
+    """The function cannot be traced into a matmul-like query."""
+
+
+class Axis:
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return self.name
+
+
+#: The axes of every query: two spatial, one reduction.
+i, j, k = Axis("i"), Axis("j"), Axis("k")
+
+
+class Array:
+    """A symbolic input array: index it with the axes (A[i, k], w[k])."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __getitem__(self, axes):
+        axes = axes if isinstance(axes, tuple) else (axes,)
+        if not all(isinstance(a, Axis) for a in axes):
+            raise TraceError(f"index {self.name} with the axes i, j, k")
+        return Expr(f"{self.name}[{', '.join(a.name for a in axes)}]")
+
+
+def _call(name, *args):
+    args = [Expr.of(a) for a in args]
+    return Expr(f"{name}({', '.join(a.text for a in args)})", *args)
+
+
+def exp(x): return _call("exp", x)
+def log(x): return _call("log", x)
+def sqrt(x): return _call("sqrt", x)
+def tanh(x): return _call("tanh", x)
+def sigmoid(x): return _call("sigmoid", x)
+def absolute(x): return _call("abs", x)
+def power(x, y): return _call("pow", x, y)
+def maximum(x, y): return _call("max", x, y)
+def minimum(x, y): return _call("min", x, y)
+
+
+def where(condition, a, b):
+    c, a, b = Expr.of(condition), Expr.of(a), Expr.of(b)
+    return Expr(f"({c.text} ? {a.text} : {b.text})", c, a, b)
+
+
+class Reduction(Expr):
+    """The accumulator of reduce(): usable in the output's value."""
+
+    def __init__(self, value, combine, init):
+        super().__init__("accum")
+        self.reductions = (self,)
+        self.value, self.combine, self.init = Expr.of(value), combine, init
+        if self.value.reductions:
+            raise TraceError("a reduction cannot use another reduction's result")
+
+
+def reduce(value, combine="add", init=None):
+    """Reduces `value` (an expression of the inputs at i, j, k) over k.
+    `combine`: "add", "mul", "max", "min" or an associative Python function
+    of two values; `init`: the initial value (the identity by default)."""
+    if combine not in ("add", "mul", "max", "min") and not callable(combine):
+        raise TraceError(f"unknown combination {combine!r}")
+    if init is None:
+        init = {"add": 0, "mul": 1, "max": float("-inf"), "min": float("inf")}.get(combine)
+        if init is None:
+            raise TraceError("a custom combination needs its identity as init=")
+    return Reduction(value, combine, init)
+
+
+class _Output:
+    def __init__(self, kind, value, **fields):
+        self.kind, self.value, self.fields = kind, value, fields
+
+
+def dense(value, transpose=False):
+    """Output C[i, j] = value (C[j, i] with transpose)."""
+    return _Output("dense", value, transpose=transpose)
+
+
+def aggregate(value, rows, cols, combine="add"):
+    """Output C[rows[i], cols[j]] combined with value (add, max or min)."""
+    return _Output("aggregate", value, rows=rows, cols=cols, combine=combine)
+
+
+def select(value, where):
+    """The pairs where `where` holds, with their values."""
+    return _Output("select", value, where=where)
+
+
+def top_k(value, count, smallest=False, where=None):
+    """The `count` best pairs (largest, or smallest)."""
+    return _Output("top", value, count=count, smallest=smallest, where=where)
+
+
+def distinct(value, where=None):
+    """The distinct values."""
+    return _Output("distinct", value, where=where)
+
+
+def _write(fn, join):
+    """The query text of a traced function."""
+    import inspect
+    names = list(inspect.signature(fn).parameters)
+    result = fn(*[Array(n) for n in names])
+    output = result if isinstance(result, _Output) else dense(result)
+    value = Expr.of(output.value)
+    used = _unique(value.reductions + (
+        Expr.of(output.fields["where"]).reductions if output.fields.get("where") is not None
+        else ()))
+    if not used:
+        raise TraceError(f"'{fn.__name__}' reduces nothing: return an expression of reduce(...)")
+    if len(used) > 1:
+        raise TraceError(f"'{fn.__name__}' has {len(used)} reductions; a matmul-like task has one")
+    (reduction,) = used
+    target = "C"
+    while target in names:
+        target += "_"
+    declare, update = "", None
+    combine = reduction.combine
+    if combine == "add":
+        update = f"accum += {reduction.value.text};"
+    elif combine == "mul":
+        update = f"accum *= {reduction.value.text};"
+    elif combine in ("max", "min"):
+        update = f"accum = {combine}(accum, {reduction.value.text});"
+    else:
+        body = Expr.of(combine(Expr("a"), Expr("b")))
+        declare = f"associative combine(a, b) = {body.text};\n"
+        update = f"accum = combine(accum, {reduction.value.text});"
+    kind, f = output.kind, output.fields
+    guard = f"if ({Expr.of(f['where']).text}) " if f.get("where") is not None else ""
+    if kind == "dense":
+        statement = f"{target}[{'j, i' if f['transpose'] else 'i, j'}] = {value.text};"
+    elif kind == "aggregate":
+        group = f"{target}[{Expr.of(f['rows']).text}, {Expr.of(f['cols']).text}]"
+        statement = (f"{group} += {value.text};" if f["combine"] == "add" else
+                     f"{group} = {f['combine']}({group}, {value.text});")
+    elif kind == "select":
+        statement = f"{guard}{target}.put({value.text});"
+    elif kind == "top":
+        method = "bottom" if f["smallest"] else "top"
+        statement = f"{guard}{target}.{method}({int(f['count'])}, {value.text});"
+    else:
+        statement = f"{guard}{target}.distinct({value.text});"
+    init = Expr.of(reduction.init).text
+    when = f" when ({Expr.of(join).text})" if join is not None else ""
+    return (f"{declare}where (i in [0, M], j in [0, N]){when} {{\n"
+            f"  accum = {init};\n  reduce (k in [0, K]) {{\n    {update}\n  }}\n"
+            f"  {statement}\n}}\n"), target
+
+
+def function(fn=None, *, when=None, dtypes=None):
+    """Decorator: traces a Python function of symbolic arrays into a Query.
+
+        from kge.tile import i, j, k
+        @kge.tile.function
+        def amplify(S, W, thres):
+            p = S[i, k] * W[k, j]
+            return reduce(p + (p > thres[i]) * (p - thres[i]))
+
+    The parameters are the input arrays; the function returns the output:
+    an expression of reduce(...) (a dense output) or dense(), aggregate(),
+    select(), top_k(), distinct(). `when`: a function of the same arrays
+    giving the join condition. The output array is named C (C_ when a
+    parameter is called C)."""
+    def wrap(f):
+        join = None
+        if when is not None:
+            import inspect
+            join = when(*[Array(n) for n in inspect.signature(f).parameters])
+        text, _ = _write(f, join)
+        name = f.__name__ if f.__name__.isidentifier() else "query"
+        q = Query(text, name=name, dtypes=dtypes)
+        q.__doc__ = f.__doc__
+        return q
+    return wrap(fn) if fn is not None else wrap

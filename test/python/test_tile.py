@@ -443,3 +443,99 @@ def test_gpu_lowering_diagnoses_outputs_it_lacks():
     q = kge.tile.query((EXAMPLES_DIR / "q7_top_preferences.gamut").read_text())
     with pytest.raises(MLIRError, match="output top_k is not lowered to the GPU yet"):
         q.compile(cubin=False, cache=False)
+
+
+#
+# The decorator front end.
+#
+
+from kge.tile import i, j, k, reduce  # noqa: E402
+
+
+def test_decorated_query_1_matches_the_syntax_example():
+    @kge.tile.function
+    def amplify(S, W, thres):
+        p = S[i, k] * W[k, j]
+        return reduce(p + (p > thres[i]) * (p - thres[i]))
+
+    assert amplify.name == "amplify" and amplify.inputs == ["S", "W", "thres"]
+    x = inputs("q1_amplify", np.random.default_rng(11))
+    np.testing.assert_allclose(amplify.run_cpu(**x), reference("q1_amplify", x), rtol=2e-5, atol=1e-4)
+
+
+def test_decorated_output_operators():
+    rng = np.random.default_rng(12)
+    x = inputs("q2_preference_by_zip", rng, M=20, N=15, K=8, zips=4)
+    acc = accumulate_f32(x["P"], x["R"])
+
+    @kge.tile.function
+    def by_zip(P, R, Pzip, Rzip):
+        return kge.tile.aggregate(reduce(P[i, k] * R[k, j]), Pzip[i], Rzip[j], combine="max")
+
+    C = by_zip.run_cpu(**{**x, "C": np.full((4, 4), -np.inf, np.float32)})
+    expected = np.full((4, 4), -np.inf)
+    np.maximum.at(expected, (x["Pzip"][:, None], x["Rzip"][None, :]), acc)
+    np.testing.assert_allclose(C, expected, rtol=1e-6)
+
+    @kge.tile.function(when=lambda P, R, Pzip, Rzip: Pzip[i] == Rzip[j])
+    def best_same_zip(P, R, Pzip, Rzip):
+        s = reduce(P[i, k] * R[k, j])
+        return kge.tile.top_k(s * 2, 5, where=s > -100)
+
+    vals, rows, cols = best_same_zip.run_cpu(**{n: x[n] for n in ("P", "R", "Pzip", "Rzip")})
+    same = x["Pzip"][:, None] == x["Rzip"][None, :]
+    assert np.all(same[rows, cols])
+    np.testing.assert_array_equal(vals, np.sort((acc * 2)[same])[::-1][:5])
+
+    @kge.tile.function
+    def strong(P, R):
+        s = reduce(P[i, k] * R[k, j])
+        return kge.tile.select(kge.tile.where(s > 2, s, -s), where=kge.tile.absolute(s) > 2)
+
+    rows, cols, vals = strong.run_cpu(P=x["P"], R=x["R"])
+    r, c = np.nonzero(np.abs(acc) > 2)
+    np.testing.assert_array_equal(rows, r)
+    np.testing.assert_array_equal(vals, np.abs(acc[r, c]))
+
+    @kge.tile.function
+    def transposed(P, R):
+        return kge.tile.dense(reduce(kge.tile.maximum(P[i, k], R[k, j]), combine="min"),
+                              transpose=True)
+
+    np.testing.assert_array_equal(
+        transposed.run_cpu(P=x["P"], R=x["R"]),
+        np.maximum(x["P"][:, :, None], x["R"][None]).min(axis=1).T)
+
+
+def test_decorated_custom_combination():
+    @kge.tile.function
+    def noisy_or(A, B):
+        return reduce(kge.tile.sigmoid(A[i, k] * B[k, j]), combine=lambda a, b: a + b - a * b,
+                      init=0)
+
+    assert "associative combine(a, b) = ((a + b) - (a * b));" in noisy_or.text
+    rng = np.random.default_rng(13)
+    A, B = rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    p = 1 / (1 + np.exp(-(A[:, :, None].astype(np.float64) * B[None])))
+    np.testing.assert_allclose(noisy_or.run_cpu(A=A, B=B), 1 - np.prod(1 - p, axis=1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("body,message", [
+    (lambda A, B: A[i, k] * B[k, j], "reduces nothing"),
+    (lambda A, B: reduce(A[i, k]) + reduce(B[k, j]), "has 2 reductions; a matmul-like task has one"),
+    (lambda A, B: reduce(A[i, k], combine=lambda a, b: a * b), "needs its identity as init="),
+    (lambda A, B: reduce(A[i, k] if A[i, k] > 0 else B[k, j]), "has no truth value"),
+    (lambda A, B: reduce(A[i, "k"]), "index A with the axes i, j, k"),
+    (lambda A, B: reduce(A[i, k] * "x"), "computes on arrays and numbers, got str"),
+])
+def test_decorator_errors(body, message):
+    def query(A, B):
+        return body(A, B)
+    with pytest.raises(kge.tile.TraceError, match=message):
+        kge.tile.function(query)
+
+
+def test_decorated_query_errors_come_from_the_parser():
+    # A well-traced but invalid task (an input on both spatial axes).
+    with pytest.raises(MLIRError, match="'A' is indexed by both spatial axes"):
+        kge.tile.function(lambda A: reduce(A[i, j]))
