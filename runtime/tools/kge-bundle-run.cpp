@@ -120,7 +120,7 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
     if (p.role == ParamRole::Indices) {
       int64_t bound = INT64_MAX;
       for (unsigned t : p.indexedTables)
-        bound = std::min(bound, shapeOf(signature.params[t])[0]);
+        bound = std::min(bound, shapeOf(signature.params[t])[p.indexedDim]);
       if (bound == INT64_MAX)
         bound = 1;
       std::uniform_int_distribution<int64_t> dist(0, bound - 1);
@@ -142,6 +142,27 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
       for (auto &v : host)
         v = encodeHalf(dist(rng), p.dtype);
       buffers.push_back(upload(host.data(), n * 2));
+    } else if (p.dtype == DType::F64) {
+      std::uniform_real_distribution<double> dist(-1.0, 1.0);
+      std::vector<double> host(n);
+      for (auto &v : host)
+        v = p.role == ParamRole::Result ? NAN : dist(rng);
+      buffers.push_back(upload(host.data(), n * 8));
+    } else if (p.dtype == DType::I32 || p.dtype == DType::I64) {
+      // Integer arrays that index nothing (join keys, a select's
+      // coordinates and count): small values.
+      std::uniform_int_distribution<int64_t> dist(0, 7);
+      if (p.dtype == DType::I32) {
+        std::vector<int32_t> host(n);
+        for (auto &v : host)
+          v = static_cast<int32_t>(dist(rng));
+        buffers.push_back(upload(host.data(), n * 4));
+      } else {
+        std::vector<int64_t> host(n);
+        for (auto &v : host)
+          v = dist(rng);
+        buffers.push_back(upload(host.data(), n * 8));
+      }
     } else {
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
       std::vector<float> host(n);

@@ -17,6 +17,10 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHAPES = {"t64": "", "t128": "block-m=128 block-n=128 block-k=8 thread-m=8 thread-n=8",
           "t32": "block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2"}
+# Input precisions: <query>.<dtype>.<shape>.kgebundle with the query's
+# inputs in that dtype (keys stay i32).
+PRECISIONS = {"gemm": {"A": None, "B": None}, "q2_preference_by_zip": {"P": None, "R": None}}
+DTYPES = ("bf16", "f16", "f64")
 # Outputs the GPU lowering does not take yet.
 CPU_ONLY = {"q7_top_preferences"}
 
@@ -45,6 +49,17 @@ def main():
             bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)
             (args.out / f"{path.stem}.{shape}.kgebundle").write_text(bundle)
             count += 1
+        for dtype in DTYPES if path.stem in PRECISIONS else ():
+            typed = run(args.bin / "kge-translate", "--import-gamut", f"--gamut-name={path.stem}",
+                        "--gamut-dtype=" + ",".join(f"{n}:{dtype}" for n in PRECISIONS[path.stem]),
+                        path)
+            for shape in ("t64", "t128"):
+                options = SHAPES[shape]
+                lowered = run(args.bin / "kge-opt", "--convert-tile-to-gpu" +
+                              (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=typed)
+                bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)
+                (args.out / f"{path.stem}.{dtype}.{shape}.kgebundle").write_text(bundle)
+                count += 1
     print(f"{count} bundles in {args.out}")
 
 

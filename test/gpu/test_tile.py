@@ -26,11 +26,39 @@ def load(rt, path):
     return _programs[path]
 
 
-def run_query(rt, path, x, capacity):
+TORCH_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f64": torch.float64}
+TYPED = {"gemm": ("A", "B"), "q2_preference_by_zip": ("P", "R")}
+
+
+def precision_of(path):
+    """The input dtype of a bundle <query>[.<dtype>].<shape>.kgebundle."""
+    parts = path.name.split(".")
+    return parts[1] if len(parts) == 4 else None
+
+
+def typed_inputs(name, x, dtype):
+    """`x` with the query's typed inputs rounded to `dtype` (as float32 or
+    float64 NumPy arrays, for the reference) and their torch tensors."""
+    if dtype is None:
+        return x, {}
+    rounded, tensors = dict(x), {}
+    for n in TYPED[name]:
+        t = torch.from_numpy(x[n].astype(np.float64 if dtype == "f64" else np.float32))
+        t = t.to(TORCH_DTYPES[dtype])
+        tensors[n] = t.cuda()
+        rounded[n] = t.to(torch.float64).numpy()
+    if name == "q2_preference_by_zip" and dtype == "f64":
+        rounded["C"] = x["C"].astype(np.float64)
+    return rounded, tensors
+
+
+def run_query(rt, path, x, capacity, typed=None):
     program = load(rt, path)
     args = {k: torch.from_numpy(v.copy()).cuda() for k, v in x.items()}
+    args.update(typed or {})
     outputs = {}
     name = path.name.split(".")[0]
+    out_dtype = torch.float64 if precision_of(path) == "f64" else torch.float32
     M, N = next(v.shape[0] for k, v in x.items() if k in ("A", "S", "P")), \
         next(v.shape[1] for k, v in x.items() if k in ("B", "W", "R", "T"))
     if name in ("q5_strong_pairs", "q6_complementary"):
@@ -40,14 +68,15 @@ def run_query(rt, path, x, capacity):
                    "C_count": torch.full((1,), 12345, dtype=torch.int64, device="cuda")}
     elif "C" not in args:
         target = "Out" if name == "q1_amplify" else "C"
-        outputs = {target: torch.zeros(M, N, device="cuda")}
+        outputs = {target: torch.zeros(M, N, device="cuda", dtype=out_dtype)}
     program(**args, **outputs)
     torch.cuda.synchronize()
-    return {k: v.cpu().numpy() for k, v in {**args, **outputs}.items()}
+    return {k: (v.float() if v.dtype in (torch.bfloat16, torch.float16) else v).cpu().numpy()
+            for k, v in {**args, **outputs}.items()}
 
 
 def test_tile_bundles_were_built():
-    assert len(BUNDLES) == 21, f"run test/gpu/build_tile_bundles.py --out {TILE_BUNDLES}"
+    assert len(BUNDLES) == 33, f"run test/gpu/build_tile_bundles.py --out {TILE_BUNDLES}"
 
 
 @pytest.mark.parametrize("path", BUNDLES, ids=lambda p: p.stem)
@@ -56,7 +85,8 @@ def test_query_matches_numpy(rt, path, M, N, K):
     name = path.name.split(".")[0]
     x = inputs(name, np.random.default_rng(M * 7 + N * 3 + K),
                M=M, N=N, K=16 if name == "q6_complementary" else K)
-    out = run_query(rt, path, x, capacity=M * N)
+    x, typed = typed_inputs(name, x, precision_of(path))
+    out = run_query(rt, path, x, capacity=M * N, typed=typed)
     expected = reference(name, x)
     if name in ("q5_strong_pairs", "q6_complementary"):
         # FMA contraction on the GPU moves values by an ulp or so: pairs

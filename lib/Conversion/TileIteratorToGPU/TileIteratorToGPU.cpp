@@ -491,18 +491,20 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       auto readRuns = [&](Value tile, ArrayRef<Value> local,
                           SmallVector<Value> &out) {
         Type element = cast<MemRefType>(tile.getType()).getElementType();
-        for (size_t first = 0; first < local.size(); first += w) {
-          if (w == 1) {
+        // Vectors of at most 16 bytes (the tiles' alignment).
+        int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+        int64_t width = std::min<int64_t>(w, std::max<int64_t>(1, 16 / bytes));
+        for (size_t first = 0; first < local.size(); first += width) {
+          if (width == 1) {
             out.push_back(memref::LoadOp::create(
                 b, loc, tile, ValueRange{kk, local[first]}));
             continue;
           }
-          unsigned bytes = element.getIntOrFloatBitWidth() / 8;
           Value run = vector::LoadOp::create(
-              b, loc, VectorType::get({w}, element), tile,
+              b, loc, VectorType::get({width}, element), tile,
               ValueRange{kk, local[first]}, /*nontemporal=*/false,
-              llvm::MaybeAlign(w * bytes));
-          for (int64_t q = 0; q < w; ++q)
+              llvm::MaybeAlign(width * bytes));
+          for (int64_t q = 0; q < width; ++q)
             out.push_back(vector::ExtractOp::create(b, loc, run, q));
         }
       };
