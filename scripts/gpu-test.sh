@@ -8,10 +8,14 @@
 #     matrix models with long runs of a shared matrix (tensor cores).
 #   - compositions beyond the examples against the CPU path's results
 #     (test/gpu/test_compositions.py),
+#   - the tile dialect's kernels (GAMUT's queries, every tile shape and
+#     input precision) against NumPy (test/gpu/test_tile.py), and under
+#     memcheck (plain and checked) and racecheck,
 # Bundles are compiled beforehand on a machine with the compiler:
 #   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles
 #   PYTHONPATH=build/python_packages .venv/bin/python test/gpu/build_compositions.py \
 #     --out .carry/compositions
+#   .venv/bin/python test/gpu/build_tile_bundles.py --out .carry/tile
 #   - concurrent load-and-launch from 8 threads (test/gpu/stress_concurrency.py),
 #     alone and under compute-sanitizer memcheck.
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
@@ -74,6 +78,19 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
       --size B=300 --size N_P=3 --size N_Q=3 >> "$OUT/sanitizer-$tool-runs.log" 2>&1
     code=$?
     tail -4 "$OUT/sanitizer-$tool-runs.log"
+    [ $code -eq 0 ] || status=1
+  done
+fi
+if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
+  for run in "memcheck" "racecheck" "memcheck --checked"; do
+    set -- $run
+    echo "==> compute-sanitizer --tool $1 on the tile bundles ${2:+(checked mode)}"
+    compute-sanitizer --tool "$1" --error-exitcode 9 --print-limit 20 \
+      "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/*.kgebundle \
+      --size M=130 --size N=67 --size K=45 --size C_d0=7 --size C_d1=5 --size C_rows_d0=100 \
+      ${2:-} > "$OUT/sanitizer-$1${2:+-checked}-tile.log" 2>&1
+    code=$?
+    tail -1 "$OUT/sanitizer-$1${2:+-checked}-tile.log"
     [ $code -eq 0 ] || status=1
   done
 fi
