@@ -22,7 +22,9 @@ SHAPES = {"t64": "", "t128": "block-m=128 block-n=128 block-k=8 thread-m=8 threa
 PRECISIONS = {"gemm": {"A": None, "B": None}, "q2_preference_by_zip": {"P": None, "R": None}}
 DTYPES = ("bf16", "f16", "f64")
 # Outputs the GPU lowering does not take yet.
-CPU_ONLY = {"q7_top_preferences"}
+CPU_ONLY = set()
+# Top-k sorts a block's pairs in shared memory: at most 4096 of them.
+SHAPES_OF = {"q7_top_preferences": ("t64", "t32")}
 
 
 def run(*command, stdin=None):
@@ -44,6 +46,8 @@ def main():
             continue
         tile_ir = run(args.bin / "kge-translate", "--import-gamut", f"--gamut-name={path.stem}", path)
         for shape, options in SHAPES.items():
+            if shape not in SHAPES_OF.get(path.stem, SHAPES):
+                continue
             lowered = run(args.bin / "kge-opt", "--convert-tile-to-gpu" +
                           (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=tile_ir)
             bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)

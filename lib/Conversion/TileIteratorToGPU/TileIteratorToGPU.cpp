@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -110,6 +111,20 @@ private:
   void storeSelected(gpu::GPUFuncOp kernel, ArrayRef<Value> values,
                      ArrayRef<Value> holds, ArrayRef<Value> rows,
                      ArrayRef<Value> cols);
+  /// Top-k's store iterator: the block sorts its candidates in shared
+  /// memory (bitonic), and when its best beats the current k-th, merges
+  /// its k best into the global k best under a lock (GAMUT's nonlinear
+  /// mapping: a local structure, then the global one).
+  void storeTopK(gpu::GPUFuncOp kernel, Value lock, ArrayRef<Value> values,
+                 ArrayRef<Value> holds, ArrayRef<Value> localRows,
+                 ArrayRef<Value> localCols);
+  /// The order-preserving 32-bit key of a top-k value: smaller is better.
+  Value topKKey(Value value);
+  /// The value of a key.
+  Value topKValue(Value key, Type type);
+  /// (keyA, rowA, colA) ranks strictly before (keyB, rowB, colB).
+  Value ranksBefore(Value keyA, Value rowA, Value colA, Value keyB,
+                    Value rowB, Value colB);
 
   OpBuilder &b;
   TaskOp task;
@@ -334,6 +349,334 @@ void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
         arith::SelectOp::create(b, loc, h, one,
                                 arith::ConstantIntOp::create(b, loc, i64, 0)));
   }
+}
+
+Value KernelEmitter::topKKey(Value value) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  Value u;
+  if (isa<FloatType>(value.getType())) {
+    // Negative floats: all bits flipped; others: the sign bit set.
+    Value bits = arith::BitcastOp::create(b, loc, i32, value);
+    Value sign = arith::ShRSIOp::create(b, loc, bits, c(31));
+    u = arith::XOrIOp::create(
+        b, loc, bits,
+        arith::OrIOp::create(b, loc, sign, c(int32_t(0x80000000u))));
+  } else {
+    u = arith::XOrIOp::create(b, loc, value, c(int32_t(0x80000000u)));
+  }
+  // Ascending u is ascending value; the largest first needs ~u.
+  return task.getSmallest() ? u : arith::XOrIOp::create(b, loc, u, c(-1));
+}
+
+Value KernelEmitter::topKValue(Value key, Type type) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  Value u = task.getSmallest() ? key : arith::XOrIOp::create(b, loc, key, c(-1));
+  Value high = c(int32_t(0x80000000u));
+  if (!isa<FloatType>(type))
+    return arith::XOrIOp::create(b, loc, u, high);
+  Value wasPositive = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, arith::AndIOp::create(b, loc, u, high),
+      c(0));
+  Value bits = arith::SelectOp::create(
+      b, loc, wasPositive, arith::XOrIOp::create(b, loc, u, high),
+      arith::XOrIOp::create(b, loc, u, c(-1)));
+  return arith::BitcastOp::create(b, loc, type, bits);
+}
+
+Value KernelEmitter::ranksBefore(Value keyA, Value rowA, Value colA,
+                                 Value keyB, Value rowB, Value colB) {
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y).getResult();
+  };
+  Value keyLess = cmp(arith::CmpIPredicate::ult, keyA, keyB);
+  Value keyEqual = cmp(arith::CmpIPredicate::eq, keyA, keyB);
+  Value pairLess = arith::OrIOp::create(
+      b, loc, cmp(arith::CmpIPredicate::slt, rowA, rowB),
+      arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::eq, rowA, rowB),
+                            cmp(arith::CmpIPredicate::slt, colA, colB)));
+  return arith::OrIOp::create(b, loc, keyLess,
+                              arith::AndIOp::create(b, loc, keyEqual, pairLess));
+}
+
+void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
+                              ArrayRef<Value> values, ArrayRef<Value> holds,
+                              ArrayRef<Value> localRows,
+                              ArrayRef<Value> localCols) {
+  MLIRContext *ctx = b.getContext();
+  auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  ValueRange outputs = task.getOutputs();
+  Type i32 = b.getI32Type();
+  Type valueType = task.getValueType();
+  int64_t count = shape.bm * shape.bn, k = *task.getK();
+  auto ci = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  auto sharedArray = [&](int64_t n) {
+    return kernel.addWorkgroupAttribution(
+        MemRefType::get({n}, i32, MemRefLayoutAttrInterface(), shared), loc);
+  };
+  Value keys = sharedArray(count), slots = sharedArray(count);
+  Value globalKeys = sharedArray(k), globalRows = sharedArray(k),
+        globalCols = sharedArray(k), flag = sharedArray(1);
+  Value worst = ci(-1), none = ci(std::numeric_limits<int32_t>::max());
+  Value zero = idx(0);
+  auto loadShared = [&](Value array, Value at) {
+    return memref::LoadOp::create(b, loc, array, ValueRange{at}).getResult();
+  };
+  auto storeShared = [&](Value v, Value array, Value at) {
+    memref::StoreOp::create(b, loc, v, array, ValueRange{at});
+  };
+  auto inThen = [&](Value cond, llvm::function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  auto toI32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i32, v).getResult();
+  };
+
+  // The block's candidates, at their place in the block tile; the others
+  // are the worst key with an out-of-tile slot.
+  for (auto [n, h] : llvm::enumerate(holds)) {
+    int64_t r = n / shape.tn, c = n % shape.tn;
+    Value slot = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, localRows[r], idx(shape.bn)),
+        localCols[c]);
+    Value isNaN = isa<FloatType>(valueType)
+                      ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                              values[n], values[n])
+                            .getResult()
+                      : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0)
+                            .getResult();
+    Value candidate = arith::AndIOp::create(
+        b, loc, h,
+        arith::XOrIOp::create(
+            b, loc, isNaN,
+            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    storeShared(arith::SelectOp::create(b, loc, candidate, topKKey(values[n]),
+                                        worst),
+                keys, slot);
+    storeShared(arith::SelectOp::create(b, loc, candidate, toI32(slot),
+                                        ci(count)),
+                slots, slot);
+  }
+
+  // Bitonic sort of (key, slot), ascending: sizes 2, 4, ..., count.
+  int64_t levels = llvm::Log2_64(count);
+  int64_t perThread = count / shape.threads();
+  for (int64_t s = 1; s <= levels; ++s)
+    for (int64_t t = s - 1; t >= 0; --t) {
+      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t m = 0; m < perThread; ++m) {
+        Value e = arith::AddIOp::create(b, loc, tid,
+                                        idx(m * shape.threads()));
+        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
+        inThen(less(e, partner), [&] {
+          Value ascending = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq,
+              arith::AndIOp::create(b, loc, e, idx(size)), zero);
+          Value ka = loadShared(keys, e), kb = loadShared(keys, partner);
+          Value sa = loadShared(slots, e), sb = loadShared(slots, partner);
+          Value aAfterB = arith::OrIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka, kb),
+              arith::AndIOp::create(
+                  b, loc,
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka,
+                                        kb),
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, sa,
+                                        sb)));
+          // Swap when the pair is out of this subsequence's order.
+          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             aAfterB, ascending);
+          inThen(swap, [&] {
+            storeShared(kb, keys, e);
+            storeShared(ka, keys, partner);
+            storeShared(sb, slots, e);
+            storeShared(sa, slots, partner);
+          });
+        });
+      }
+    }
+  gpu::BarrierOp::create(b, loc);
+
+  // A block entry's (key, row, col): its slot in the block tile, or the
+  // worst entry.
+  auto blockEntry = [&](Value e) {
+    Value key = loadShared(keys, e);
+    Value slot = loadShared(slots, e);
+    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                        slot, ci(count));
+    Value s = arith::IndexCastOp::create(b, loc, b.getIndexType(), slot);
+    Value row = toI32(arith::AddIOp::create(
+        b, loc, rowBase, arith::DivUIOp::create(b, loc, s, idx(shape.bn))));
+    Value col = toI32(arith::AddIOp::create(
+        b, loc, colBase, arith::RemUIOp::create(b, loc, s, idx(shape.bn))));
+    return std::make_tuple(
+        key, arith::SelectOp::create(b, loc, valid, row, none).getResult(),
+        arith::SelectOp::create(b, loc, valid, col, none).getResult(), valid);
+  };
+  // Global entries are read with atomics: other blocks wrote them, and L1
+  // is not coherent.
+  Type coord = cast<MemRefType>(outputs[1].getType()).getElementType();
+  auto atomicRead = [&](Value array, Value at) -> Value {
+    Type type = cast<MemRefType>(array.getType()).getElementType();
+    if (isa<FloatType>(type))
+      return memref::AtomicRMWOp::create(
+          b, loc, arith::AtomicRMWKind::addf,
+          arith::ConstantOp::create(
+              b, loc, FloatAttr::get(type, APFloat::getZero(
+                                               cast<FloatType>(type)
+                                                   .getFloatSemantics(),
+                                               /*Negative=*/true))),
+          array, ValueRange{at});
+    return memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi,
+        arith::ConstantIntOp::create(b, loc, type, 0), array, ValueRange{at});
+  };
+  auto globalEntry = [&](Value e) {
+    Value row = atomicRead(arg(outputs[1]), e);
+    Value col = atomicRead(arg(outputs[2]), e);
+    Value value = atomicRead(arg(outputs[0]), e);
+    Value filled = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, row,
+        arith::ConstantIntOp::create(b, loc, coord, -1));
+    auto narrow = [&](Value v) -> Value {
+      return coord == i32 ? v : arith::TruncIOp::create(b, loc, i32, v);
+    };
+    return std::make_tuple(
+        arith::SelectOp::create(b, loc, filled, topKKey(value), worst)
+            .getResult(),
+        arith::SelectOp::create(b, loc, filled, narrow(row), none).getResult(),
+        arith::SelectOp::create(b, loc, filled, narrow(col), none).getResult());
+  };
+
+  // Merge only when the block's best beats the global k-th (which only
+  // improves, so reading it without the lock is safe).
+  inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero),
+         [&] {
+           auto [bk, br, bc, valid] = blockEntry(zero);
+           auto [gk, gr, gc] = globalEntry(idx(k - 1));
+           Value merge = arith::AndIOp::create(
+               b, loc, valid, ranksBefore(bk, br, bc, gk, gr, gc));
+           storeShared(arith::ExtUIOp::create(b, loc, i32, merge), flag, zero);
+           inThen(merge, [&] {
+             // Acquire the lock.
+             auto spin = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
+             {
+               OpBuilder::InsertionGuard guard(b);
+               Block *before = b.createBlock(&spin.getBefore());
+               b.setInsertionPointToStart(before);
+               Value old = memref::AtomicRMWOp::create(
+                   b, loc, arith::AtomicRMWKind::assign, ci(1), lock,
+                   ValueRange{zero});
+               scf::ConditionOp::create(
+                   b, loc,
+                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, old,
+                                         ci(0)),
+                   ValueRange{});
+               Block *after = b.createBlock(&spin.getAfter());
+               b.setInsertionPointToStart(after);
+               scf::YieldOp::create(b, loc);
+             }
+             NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+           });
+         });
+  gpu::BarrierOp::create(b, loc);
+  Value merging = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                        loadShared(flag, zero), ci(0));
+  inThen(merging, [&] {
+    // The global k best, into shared memory.
+    for (int64_t first = 0; first < k; first += shape.threads()) {
+      Value e = arith::AddIOp::create(b, loc, tid, idx(first));
+      inThen(less(e, idx(k)), [&] {
+        auto [gk, gr, gc] = globalEntry(e);
+        storeShared(gk, globalKeys, e);
+        storeShared(gr, globalRows, e);
+        storeShared(gc, globalCols, e);
+      });
+    }
+    gpu::BarrierOp::create(b, loc);
+    // Each entry's place in the merged order: its index plus the entries of
+    // the other list that rank before it (binary search).
+    int64_t steps = llvm::Log2_64_Ceil(k + 1) + 1;
+    auto rankIn = [&](bool inGlobal, Value key, Value row, Value col) {
+      Value lo = zero, hi = idx(k);
+      for (int64_t step = 0; step < steps; ++step) {
+        Value mid = arith::DivUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, lo, hi), idx(2));
+        Value open = less(lo, hi);
+        Value at = minIndex(mid, idx(k - 1));
+        Value before;
+        if (inGlobal) {
+          before = ranksBefore(loadShared(globalKeys, at),
+                               loadShared(globalRows, at),
+                               loadShared(globalCols, at), key, row, col);
+        } else {
+          auto [bk, br, bc, valid] = blockEntry(at);
+          (void)valid;
+          before = ranksBefore(bk, br, bc, key, row, col);
+        }
+        Value goRight = arith::AndIOp::create(b, loc, open, before);
+        Value goLeft = arith::AndIOp::create(
+            b, loc, open,
+            arith::XOrIOp::create(
+                b, loc, before,
+                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+        lo = arith::SelectOp::create(
+            b, loc, goRight, arith::AddIOp::create(b, loc, mid, idx(1)), lo);
+        hi = arith::SelectOp::create(b, loc, goLeft, mid, hi);
+      }
+      return lo;
+    };
+    auto place = [&](Value e, Value key, Value row, Value col,
+                     bool fromGlobal) {
+      Value position = arith::AddIOp::create(
+          b, loc, e, rankIn(/*inGlobal=*/!fromGlobal, key, row, col));
+      inThen(less(position, idx(k)), [&] {
+        Value filled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             row, none);
+        auto widen = [&](Value v) -> Value {
+          return coord == i32 ? v : arith::ExtSIOp::create(b, loc, coord, v);
+        };
+        Value empty = arith::ConstantIntOp::create(b, loc, coord, -1);
+        memref::StoreOp::create(b, loc, topKValue(key, valueType),
+                                arg(outputs[0]), ValueRange{position});
+        memref::StoreOp::create(
+            b, loc, arith::SelectOp::create(b, loc, filled, widen(row), empty),
+            arg(outputs[1]), ValueRange{position});
+        memref::StoreOp::create(
+            b, loc, arith::SelectOp::create(b, loc, filled, widen(col), empty),
+            arg(outputs[2]), ValueRange{position});
+      });
+    };
+    for (int64_t first = 0; first < k; first += shape.threads()) {
+      Value e = arith::AddIOp::create(b, loc, tid, idx(first));
+      inThen(less(e, idx(k)), [&] {
+        auto [bk, br, bc, valid] = blockEntry(e);
+        (void)valid;
+        place(e, bk, br, bc, /*fromGlobal=*/false);
+        place(e, loadShared(globalKeys, e), loadShared(globalRows, e),
+              loadShared(globalCols, e), /*fromGlobal=*/true);
+      });
+    }
+    // Publish, then release the lock.
+    NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+    gpu::BarrierOp::create(b, loc);
+    inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero),
+           [&] {
+             memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::assign,
+                                         ci(0), lock, ValueRange{zero});
+           });
+  });
 }
 
 LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
@@ -618,6 +961,34 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     gpu::ReturnOp::create(b, loc);
     return success();
   }
+  if (task.getOutput() == OutputKind::top_k) {
+    SmallVector<Value> values, holds;
+    for (int64_t r = 0; r < shape.tm; ++r)
+      for (int64_t c = 0; c < shape.tn; ++c) {
+        Value acc = accs[r * shape.tn + c];
+        SmallVector<Value> spatial = spatialOf(r, c);
+        Value value = acc;
+        if (!task.getProject().empty()) {
+          SmallVector<Value> arguments = {acc, rows[r], cols[c]};
+          llvm::append_range(arguments, spatial);
+          value = inlineRegion(task.getProject(), arguments);
+        }
+        Value holds1 = stored[r * shape.tn + c];
+        if (!task.getPredicate().empty()) {
+          SmallVector<Value> arguments = {value, acc, rows[r], cols[c]};
+          llvm::append_range(arguments, spatial);
+          holds1 = arith::AndIOp::create(
+              b, loc, holds1, inlineRegion(task.getPredicate(), arguments));
+        }
+        values.push_back(value);
+        holds.push_back(holds1);
+      }
+    // The lock follows the function's arguments (attributions come after).
+    storeTopK(kernel, kernel.getArgument(func.getNumArguments()), values,
+              holds, localRows, localCols);
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
   for (int64_t r = 0; r < shape.tm; ++r)
     for (int64_t c = 0; c < shape.tn; ++c) {
       auto ifStored = scf::IfOp::create(b, loc, stored[r * shape.tn + c],
@@ -653,11 +1024,30 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
            << "holds " << tasks.size()
            << " tile.tasks; the GPU lowering compiles one task per function";
   TaskOp task = tasks.front();
-  if (task.getOutput() == OutputKind::top_k ||
-      task.getOutput() == OutputKind::distinct)
+  if (task.getOutput() == OutputKind::distinct)
     return task.emitOpError()
-           << "output " << stringifyOutputKind(task.getOutput())
-           << " is not lowered to the GPU yet (the CPU path runs it)";
+           << "output distinct is not lowered to the GPU yet (the CPU path "
+              "runs it)";
+  bool topK = task.getOutput() == OutputKind::top_k;
+  if (topK) {
+    Type value = task.getValueType();
+    int64_t candidates = shape.bm * shape.bn;
+    if (!value.isF32() && !value.isInteger(32))
+      return task.emitOpError()
+             << "output top_k on the GPU takes f32 or i32 values, got "
+             << value;
+    if (!llvm::isPowerOf2_64(candidates) || candidates > 4096 ||
+        candidates % shape.threads())
+      return task.emitOpError()
+             << "output top_k on the GPU sorts a block's " << candidates
+             << " pairs in shared memory: the block tile must hold a power "
+                "of two of at most 4096 pairs (block-m x block-n)";
+    if (*task.getK() > std::min<int64_t>(512, candidates))
+      return task.emitOpError()
+             << "output top_k on the GPU keeps at most "
+             << std::min<int64_t>(512, candidates) << " values (k = "
+             << *task.getK() << ")";
+  }
   FailureOr<kge_runtime::Signature> signature = tile::computeSignature(func);
   if (failed(signature))
     return failure();
@@ -667,7 +1057,12 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
   std::string name = func.getSymName().str();
   auto module = gpu::GPUModuleOp::create(b, loc, name + "_kernels");
   b.setInsertionPointToStart(module.getBody());
-  auto kernel = gpu::GPUFuncOp::create(b, loc, name, func.getFunctionType());
+  // Top-k takes a lock (a scratch word) besides the function's arguments.
+  SmallVector<Type> kernelTypes(func.getArgumentTypes());
+  if (topK)
+    kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
+  auto kernel = gpu::GPUFuncOp::create(b, loc, name,
+                                       b.getFunctionType(kernelTypes, {}));
   kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {static_cast<int32_t>(shape.threads()), 1, 1}));
@@ -680,7 +1075,7 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
   // The launch plan: clear a select's counter, then the tiled kernel.
   Builder builder(func.getContext());
   BundleBuilder bb(builder);
-  SmallVector<Attribute> steps, checks, kernelArgs;
+  SmallVector<Attribute> steps, checks, kernelArgs, scratch;
   for (const kge_runtime::Parameter &p : signature->params) {
     SmallVector<std::string> dims;
     for (const kge_runtime::Dim &d : p.shape)
@@ -704,6 +1099,60 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
                               {"1", "1", "1"}, 1, "0",
                               {kernelArgs[countArg]}));
   }
+  if (topK) {
+    // Clear the lock; fill the k slots with the worst value and no pair.
+    scratch.push_back(bb.dict({{"name", bb.str("lock")},
+                               {"dtype", bb.str("i32")},
+                               {"count", bb.str("1")}}));
+    steps.push_back(
+        bb.dict({{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:lock")}}));
+    ValueRange outs = task.getOutputs();
+    b.setInsertionPointToEnd(module.getBody());
+    SmallVector<Type> types;
+    for (Value v : outs)
+      types.push_back(v.getType());
+    auto clear = gpu::GPUFuncOp::create(b, loc, name + "_clear",
+                                        b.getFunctionType(types, {}));
+    clear->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    b.setInsertionPointToStart(&clear.getBody().front());
+    Value slot = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+            arith::ConstantIndexOp::create(b, loc, 256)),
+        gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+    auto inRange = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::slt, slot,
+            arith::ConstantIndexOp::create(b, loc, *task.getK())),
+        /*withElseRegion=*/false);
+    b.setInsertionPointToStart(inRange.thenBlock());
+    Type valueType = task.getValueType();
+    Combiner worst = task.getSmallest() ? Combiner::min : Combiner::max;
+    memref::StoreOp::create(
+        b, loc,
+        arith::ConstantOp::create(b, loc,
+                                  getCombinerIdentity(worst, valueType)),
+        clear.getArgument(0), ValueRange{slot});
+    Type coord = cast<MemRefType>(types[1]).getElementType();
+    Value none = arith::ConstantIntOp::create(b, loc, coord, -1);
+    memref::StoreOp::create(b, loc, none, clear.getArgument(1),
+                            ValueRange{slot});
+    memref::StoreOp::create(b, loc, none, clear.getArgument(2),
+                            ValueRange{slot});
+    b.setInsertionPointAfter(inRange);
+    gpu::ReturnOp::create(b, loc);
+    SmallVector<Attribute> clearArgs;
+    for (Value v : outs)
+      clearArgs.push_back(kernelArgs[cast<BlockArgument>(v).getArgNumber()]);
+    steps.push_back(bb.launch(name + "_clear", module.getName(),
+                              {"ceildiv(" + std::to_string(*task.getK()) +
+                                   ", 256)",
+                               "1", "1"},
+                              256, "0", clearArgs));
+    kernelArgs.push_back(bb.memref("scratch:lock", {"1"}));
+  }
   auto extentOf = [&](TaskOp::Axis axis) {
     auto [source, dim] = task.getExtentSource(axis);
     return signature->params[cast<BlockArgument>(source).getArgNumber()]
@@ -725,7 +1174,7 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
                                 {"count", bb.str(p.shape[0].str())}}));
   module->setAttr(kSignatureAttrName, bb.signature(*signature));
   module->setAttr(kModeAttrName, bb.dict({{"kind", bb.str("positive")}}));
-  module->setAttr(kScratchAttrName, bb.arr({}));
+  module->setAttr(kScratchAttrName, bb.arr(scratch));
   module->setAttr(kLaunchPlanAttrName, bb.arr(steps));
   module->setAttr(kChecksAttrName, bb.arr(checks));
   func.erase();

@@ -272,9 +272,15 @@ void TaskLowering::storeTopK(Value value, Value i, Value j) {
   };
   // Enter at the last slot when it is free or worse, then move up past
   // every free or worse slot. Ties never move: the earlier pair stays first.
+  // NaN values are not candidates.
   Value enters = arith::OrIOp::create(
       b, loc, isFree(last),
       better(value, memref::LoadOp::create(b, loc, values, last)));
+  if (isa<FloatType>(value.getType()))
+    enters = arith::AndIOp::create(
+        b, loc, enters,
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ORD, value,
+                              value));
   auto ifEnters = scf::IfOp::create(b, loc, enters, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifEnters.thenBlock());

@@ -109,8 +109,9 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
       exceed the capacity (then only `capacity` of them are stored).
     - `top_k`: `values`, `rows`, `cols` of static length `k` (attribute):
       the `k` largest output values (`smallest` for the smallest), best
-      first, ties broken by smaller `(i, j)`. Slots beyond the number of
-      candidates hold row and column -1.
+      first, ties broken by smaller `(i, j)`; NaN values are not
+      candidates. Slots beyond the number of candidates hold row and
+      column -1.
     - `distinct`: `values` and `count`: each distinct output value once, in
       an unspecified order; `count` receives their number, which exceeds
       the capacity when they do not fit.
