@@ -418,8 +418,13 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
     return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
   };
   auto sharedArray = [&](int64_t n) {
-    return kernel.addWorkgroupAttribution(
+    Value array = kernel.addWorkgroupAttribution(
         MemRefType::get({n}, i32, MemRefLayoutAttrInterface(), shared), loc);
+    // LLVM merges the stores of neighbouring pairs into vectors.
+    kernel.setWorkgroupAttributionAttr(kernel.getNumWorkgroupAttributions() - 1,
+                                       LLVM::LLVMDialect::getAlignAttrName(),
+                                       b.getI64IntegerAttr(16));
+    return array;
   };
   Value keys = sharedArray(count), slots = sharedArray(count);
   Value globalKeys = sharedArray(k), globalRows = sharedArray(k),
