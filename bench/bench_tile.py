@@ -43,6 +43,8 @@ def main():
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--shape", default="t128", help="tile shape of the bundles (t64, t128)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--tasks", default="gemm,q1,q2,q5,q7",
+                        help="comma-separated subset of gemm, q1, q2, q5, q7")
     args = parser.parse_args()
     import kge_runtime as rt
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -62,8 +64,10 @@ def main():
         results["rows"].append(row)
         print(json.dumps(row), flush=True)
 
+    tasks = set(args.tasks.split(","))
+
     # GEMM on CUDA cores against cuBLAS FP32.
-    for n in ([2048] if args.quick else [2048, 4096]):
+    for n in ([2048] if args.quick else [2048, 4096]) if "gemm" in tasks else []:
         A = torch.randn(n, n, generator=g).cuda()
         B = torch.randn(n, n, generator=g).cuda()
         C = torch.empty(n, n, device="cuda")
@@ -88,7 +92,7 @@ def main():
         return out
 
     compiled = torch.compile(q1_torch, dynamic=False)
-    for n in ([1024] if args.quick else [1024, 2048, 4096]):
+    for n in ([1024] if args.quick else [1024, 2048, 4096]) if "q1" in tasks else []:
         S = torch.randn(n, n, generator=g).cuda()
         W = torch.randn(n, n, generator=g).cuda()
         thres = torch.rand(n, generator=g).cuda()
@@ -127,10 +131,11 @@ def main():
             Cz.zero_()
             program("q2_preference_by_zip")(P=P, R=R, Pzip=pz, Rzip=rz, C=Cz)
 
-        t = interleaved_per_call({"kge": q2_kge, "cublas_plus_index_put": q2_torch}, rounds=5, calls=3)
+        t = interleaved_per_call({"kge": q2_kge, "cublas_plus_index_put": q2_torch}, rounds=5,
+                                 calls=3) if "q2" in tasks else None
         q2_kge()
         ref = q2_torch()
-        record({"task": "q2_aggregate", "n": n, "K": K, "times_us": t,
+        if t: record({"task": "q2_aggregate", "n": n, "K": K, "times_us": t,
                 "max_rel_error": float((Cz - ref).abs().max() / ref.abs().max()),
                 "speedup": t["cublas_plus_index_put"][0] / t["kge"][0],
                 "extra_bytes": {"kge": peak_bytes(q2_kge), "torch": peak_bytes(q2_torch)}})
@@ -155,10 +160,11 @@ def main():
         def q5_kge():
             program("q5_strong_pairs")(P=P, R=R, C_rows=rows, C_cols=cols, C_values=vals, C_count=count)
 
-        t = interleaved_per_call({"kge": q5_kge, "cublas_plus_nonzero": q5_torch}, rounds=5, calls=3)
+        t = interleaved_per_call({"kge": q5_kge, "cublas_plus_nonzero": q5_torch}, rounds=5,
+                                 calls=3) if "q5" in tasks else None
         q5_kge()
         idx, _ = q5_torch()
-        record({"task": "q5_select", "n": n, "K": K, "times_us": t,
+        if t: record({"task": "q5_select", "n": n, "K": K, "times_us": t,
                 "selected": {"kge": int(count[0]), "torch": int(idx.shape[0])},
                 "speedup": t["cublas_plus_nonzero"][0] / t["kge"][0],
                 "extra_bytes": {"kge": peak_bytes(q5_kge), "torch": peak_bytes(q5_torch)}})
@@ -174,6 +180,8 @@ def main():
         def q7_torch():
             return torch.topk(torch.matmul(P, R).view(-1), 128)
 
+        if "q7" not in tasks:
+            continue
         t = interleaved_per_call({"kge": q7_kge, "cublas_plus_topk": q7_torch}, rounds=5, calls=3)
         q7_kge()
         ref_vals, _ = q7_torch()

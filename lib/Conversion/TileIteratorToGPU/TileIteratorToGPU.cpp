@@ -447,72 +447,6 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
     return arith::IndexCastOp::create(b, loc, i32, v).getResult();
   };
 
-  // The block's candidates, at their place in the block tile; the others
-  // are the worst key with an out-of-tile slot.
-  for (auto [n, h] : llvm::enumerate(holds)) {
-    int64_t r = n / shape.tn, c = n % shape.tn;
-    Value slot = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, localRows[r], idx(shape.bn)),
-        localCols[c]);
-    Value isNaN = isa<FloatType>(valueType)
-                      ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
-                                              values[n], values[n])
-                            .getResult()
-                      : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0)
-                            .getResult();
-    Value candidate = arith::AndIOp::create(
-        b, loc, h,
-        arith::XOrIOp::create(
-            b, loc, isNaN,
-            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
-    storeShared(arith::SelectOp::create(b, loc, candidate, topKKey(values[n]),
-                                        worst),
-                keys, slot);
-    storeShared(arith::SelectOp::create(b, loc, candidate, toI32(slot),
-                                        ci(count)),
-                slots, slot);
-  }
-
-  // Bitonic sort of (key, slot), ascending: sizes 2, 4, ..., count.
-  int64_t levels = llvm::Log2_64(count);
-  int64_t perThread = count / shape.threads();
-  for (int64_t s = 1; s <= levels; ++s)
-    for (int64_t t = s - 1; t >= 0; --t) {
-      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
-      gpu::BarrierOp::create(b, loc);
-      for (int64_t m = 0; m < perThread; ++m) {
-        Value e = arith::AddIOp::create(b, loc, tid,
-                                        idx(m * shape.threads()));
-        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
-        inThen(less(e, partner), [&] {
-          Value ascending = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq,
-              arith::AndIOp::create(b, loc, e, idx(size)), zero);
-          Value ka = loadShared(keys, e), kb = loadShared(keys, partner);
-          Value sa = loadShared(slots, e), sb = loadShared(slots, partner);
-          Value aAfterB = arith::OrIOp::create(
-              b, loc,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka, kb),
-              arith::AndIOp::create(
-                  b, loc,
-                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka,
-                                        kb),
-                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, sa,
-                                        sb)));
-          // Swap when the pair is out of this subsequence's order.
-          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                             aAfterB, ascending);
-          inThen(swap, [&] {
-            storeShared(kb, keys, e);
-            storeShared(ka, keys, partner);
-            storeShared(sb, slots, e);
-            storeShared(sa, slots, partner);
-          });
-        });
-      }
-    }
-  gpu::BarrierOp::create(b, loc);
-
   // A block entry's (key, row, col): its slot in the block tile, or the
   // worst entry.
   auto blockEntry = [&](Value e) {
@@ -563,6 +497,100 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
         arith::SelectOp::create(b, loc, filled, narrow(row), none).getResult(),
         arith::SelectOp::create(b, loc, filled, narrow(col), none).getResult());
   };
+
+  // The global k-th now: the candidates that do not rank before it never
+  // enter (it only improves), and a block without any skips the rest.
+  Value threshold = sharedArray(4);
+  inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero),
+         [&] {
+           auto [gk, gr, gc] = globalEntry(idx(k - 1));
+           storeShared(gk, threshold, idx(0));
+           storeShared(gr, threshold, idx(1));
+           storeShared(gc, threshold, idx(2));
+           storeShared(ci(0), threshold, idx(3));
+         });
+  gpu::BarrierOp::create(b, loc);
+  Value thresholdKey = loadShared(threshold, idx(0));
+  Value thresholdRow = loadShared(threshold, idx(1));
+  Value thresholdCol = loadShared(threshold, idx(2));
+  // The block's candidates, at their place in the block tile; the others
+  // are the worst key with an out-of-tile slot.
+  for (auto [n, h] : llvm::enumerate(holds)) {
+    int64_t r = n / shape.tn, c = n % shape.tn;
+    Value slot = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, localRows[r], idx(shape.bn)),
+        localCols[c]);
+    Value isNaN = isa<FloatType>(valueType)
+                      ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                              values[n], values[n])
+                            .getResult()
+                      : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0)
+                            .getResult();
+    Value candidate = arith::AndIOp::create(
+        b, loc, h,
+        arith::XOrIOp::create(
+            b, loc, isNaN,
+            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    candidate = arith::AndIOp::create(
+        b, loc, candidate,
+        ranksBefore(topKKey(values[n]),
+                    toI32(arith::AddIOp::create(b, loc, rowBase, localRows[r])),
+                    toI32(arith::AddIOp::create(b, loc, colBase, localCols[c])),
+                    thresholdKey, thresholdRow, thresholdCol));
+    inThen(candidate, [&] { storeShared(ci(1), threshold, idx(3)); });
+    storeShared(arith::SelectOp::create(b, loc, candidate, topKKey(values[n]),
+                                        worst),
+                keys, slot);
+    storeShared(arith::SelectOp::create(b, loc, candidate, toI32(slot),
+                                        ci(count)),
+                slots, slot);
+  }
+
+  gpu::BarrierOp::create(b, loc);
+  Value anyCandidate = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ne, loadShared(threshold, idx(3)), ci(0));
+  auto ifAny = scf::IfOp::create(b, loc, anyCandidate, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard anyGuard(b);
+  b.setInsertionPointToStart(ifAny.thenBlock());
+  // Bitonic sort of (key, slot), ascending: sizes 2, 4, ..., count.
+  int64_t levels = llvm::Log2_64(count);
+  int64_t perThread = count / shape.threads();
+  for (int64_t s = 1; s <= levels; ++s)
+    for (int64_t t = s - 1; t >= 0; --t) {
+      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t m = 0; m < perThread; ++m) {
+        Value e = arith::AddIOp::create(b, loc, tid,
+                                        idx(m * shape.threads()));
+        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
+        inThen(less(e, partner), [&] {
+          Value ascending = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq,
+              arith::AndIOp::create(b, loc, e, idx(size)), zero);
+          Value ka = loadShared(keys, e), kb = loadShared(keys, partner);
+          Value sa = loadShared(slots, e), sb = loadShared(slots, partner);
+          Value aAfterB = arith::OrIOp::create(
+              b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka, kb),
+              arith::AndIOp::create(
+                  b, loc,
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka,
+                                        kb),
+                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, sa,
+                                        sb)));
+          // Swap when the pair is out of this subsequence's order.
+          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             aAfterB, ascending);
+          inThen(swap, [&] {
+            storeShared(kb, keys, e);
+            storeShared(ka, keys, partner);
+            storeShared(sb, slots, e);
+            storeShared(sa, slots, partner);
+          });
+        });
+      }
+    }
+  gpu::BarrierOp::create(b, loc);
 
   // Merge only when the block's best beats the global k-th (which only
   // improves, so reading it without the lock is safe).
