@@ -3,10 +3,11 @@
 // The named pipelines of KGE, registered with kge-opt and used by the
 // runners and the Python module:
 //
-//   kge-lower-to-cpu   bvec -> loops -> LLVM dialect, ready for MLIR's
-//                      ExecutionEngine (the CPU execution path).
-//   kge-lower-to-gpu   bvec -> one fused kernel per function (gpu dialect)
-//                      -> NVVM/LLVM dialects, ready for kge-translate
+//   kge-lower-to-cpu   bvec and tile -> loops -> LLVM dialect, ready for
+//                      MLIR's ExecutionEngine (the CPU execution path).
+//   kge-lower-to-gpu   bvec -> one fused kernel per function, tile
+//                      functions -> tiled kernels (gpu dialect) ->
+//                      NVVM/LLVM dialects, ready for kge-translate
 //                      --kge-to-bundle.
 //
 //===----------------------------------------------------------------------===//

@@ -66,10 +66,12 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
 void kge::registerPipelines() {
   PassPipelineRegistration<LowerToGPUOptions>(
       "kge-lower-to-gpu",
-      "Lower bvec functions to fused GPU kernels in the NVVM dialect",
+      "Lower bvec functions to fused GPU kernels and tile functions to tiled "
+      "kernels in the NVVM dialect",
       buildLowerToGPUPipeline);
   PassPipelineRegistration<>(
       "kge-lower-to-cpu",
-      "Lower bvec functions to the LLVM dialect for the CPU execution path",
+      "Lower bvec and tile functions to the LLVM dialect for the CPU execution "
+      "path",
       buildLowerToCPUPipeline);
 }
