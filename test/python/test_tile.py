@@ -440,9 +440,16 @@ def test_compiled_bundles_are_cached(tmp_path, monkeypatch):
 
 
 def test_gpu_lowering_diagnoses_outputs_it_lacks():
-    q = kge.tile.query((EXAMPLES_DIR / "q7_top_preferences.gamut").read_text())
-    with pytest.raises(MLIRError, match="output top_k is not lowered to the GPU yet"):
+    q = kge.tile.query(QUERY.format(init="0", acc="accum += A[i, k] * B[k, j];",
+                                    out="C.distinct(accum);"))
+    with pytest.raises(MLIRError, match="output distinct is not lowered to the GPU yet"):
         q.compile(cubin=False, cache=False)
+    top = kge.tile.query((EXAMPLES_DIR / "q7_top_preferences.gamut").read_text())
+    assert [launch["kind"] for launch in top.compile(cubin=False, cache=False).manifest["launches"]] \
+        == ["memset", "kernel", "kernel"]
+    with pytest.raises(MLIRError, match="the block tile must hold a power of two of at most 4096"):
+        top.compile(cubin=False, cache=False, block_m=128, block_n=128, block_k=8, thread_m=8,
+                    thread_n=8)
 
 
 #
