@@ -43,8 +43,8 @@ def main():
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--shape", default="t128", help="tile shape of the bundles (t64, t128)")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--tasks", default="gemm,q1,q2,q5,q7",
-                        help="comma-separated subset of gemm, q1, q2, q5, q7")
+    parser.add_argument("--tasks", default="gemm,q1,q2,q5,q7,q3,q4,q6",
+                        help="comma-separated subset of gemm, q1, q2, q5, q7, q3, q4, q6")
     args = parser.parse_args()
     import kge_runtime as rt
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -113,7 +113,7 @@ def main():
                 "q1_over_kge_gemm": t["kge"][0] / t["kge_gemm"][0]})
 
     # Queries 2 and 5 against GEMM + post-operation.
-    for n in ([4096] if args.quick else [4096, 8192]):
+    for n in ([4096] if args.quick else [4096, 8192]) if tasks & {"q2", "q5", "q7"} else []:
         K = 256
         P = torch.randn(n, K, generator=g).cuda()
         R = torch.randn(K, n, generator=g).cuda()
@@ -189,6 +189,81 @@ def main():
                 "max_abs_error_of_values": float((tv - ref_vals).abs().max()),
                 "speedup": t["cublas_plus_topk"][0] / t["kge"][0],
                 "extra_bytes": {"kge": peak_bytes(q7_kge), "torch": peak_bytes(q7_torch)}})
+
+    # Queries 3, 4 and 6 side by side with PyTorch eager and torch.compile.
+    n, K, zips = (2048 if args.quick else 4096), 256, 100
+    P = torch.randn(n, K, generator=g).cuda()
+    R = torch.randn(K, n, generator=g).cuda()
+    pz, rz = zipf_keys(g, n, zips), zipf_keys(g, n, zips)
+
+    def q3_torch(P, R, pz, rz):
+        out = torch.zeros(zips, zips, device="cuda")
+        counts = (torch.matmul(P, R) > 2).float()
+        return out.index_put_((pz.long()[:, None], rz.long()[None, :]), counts, accumulate=True)
+
+    def q4_torch(P, R, pz, rz):
+        return torch.where(pz[:, None] == rz[None, :], torch.matmul(P, R), 0.0)
+
+    def q6_torch(S, T, rows=256):
+        acc = torch.empty(S.shape[0], T.shape[1], device="cuda")
+        for r0 in range(0, S.shape[0], rows):
+            m = torch.maximum(S[r0:r0 + rows, :, None], T[None])
+            acc[r0:r0 + rows] = (m * m).sum(1)
+        idx = (acc.abs() > 1.77).nonzero()
+        return idx, acc[idx[:, 0], idx[:, 1]]
+
+    if "q3" in tasks:
+        C3 = torch.zeros(zips, zips, device="cuda")
+
+        def q3_kge():
+            C3.zero_()
+            program("q3_strong_pairs_by_zip")(P=P, R=R, Pzip=pz, Rzip=rz, C=C3)
+        q3c = torch.compile(q3_torch)
+        t = interleaved_per_call({"kge": q3_kge, "eager": lambda: q3_torch(P, R, pz, rz),
+                                  "torch_compile": lambda: q3c(P, R, pz, rz)}, rounds=5, calls=3)
+        q3_kge()
+        record({"task": "q3_project_aggregate", "n": n, "K": K, "times_us": t,
+                "count_difference": float((C3 - q3_torch(P, R, pz, rz)).abs().sum()),
+                "speedup_vs_eager": t["eager"][0] / t["kge"][0],
+                "speedup_vs_compile": t["torch_compile"][0] / t["kge"][0]})
+    if "q4" in tasks:
+        C4 = torch.zeros(n, n, device="cuda")
+
+        def q4_kge():
+            program("q4_same_zip")(P=P, R=R, Pzip=pz, Rzip=rz, C=C4)
+        q4c = torch.compile(q4_torch)
+        t = interleaved_per_call({"kge": q4_kge, "eager": lambda: q4_torch(P, R, pz, rz),
+                                  "torch_compile": lambda: q4c(P, R, pz, rz)}, rounds=5, calls=3)
+        C4.zero_()
+        q4_kge()
+        ref = q4_torch(P, R, pz, rz)
+        record({"task": "q4_join", "n": n, "K": K, "times_us": t,
+                "joined_fraction": float((pz[:, None] == rz[None, :]).float().mean()),
+                "max_rel_error": float((C4 - ref).abs().max() / ref.abs().max()),
+                "speedup_vs_eager": t["eager"][0] / t["kge"][0],
+                "speedup_vs_compile": t["torch_compile"][0] / t["kge"][0]})
+    if "q6" in tasks:
+        S = torch.rand(n, 16, generator=g).cuda()
+        T = torch.rand(16, n, generator=g).cuda()
+        S /= S.norm(dim=1, keepdim=True)
+        T /= T.norm(dim=0, keepdim=True)
+        cap = 1 << 22
+        r6 = torch.empty(cap, dtype=torch.int32, device="cuda")
+        c6 = torch.empty(cap, dtype=torch.int32, device="cuda")
+        v6 = torch.empty(cap, device="cuda")
+        n6 = torch.zeros(1, dtype=torch.int64, device="cuda")
+
+        def q6_kge():
+            program("q6_complementary")(S=S, T=T, C_rows=r6, C_cols=c6, C_values=v6, C_count=n6)
+        q6c = torch.compile(q6_torch)
+        t = interleaved_per_call({"kge": q6_kge, "eager": lambda: q6_torch(S, T),
+                                  "torch_compile": lambda: q6c(S, T)}, rounds=3, calls=2)
+        q6_kge()
+        idx, _ = q6_torch(S, T)
+        record({"task": "q6_select_max_inner", "n": n, "K": 16, "times_us": t,
+                "selected": {"kge": int(n6[0]), "torch": int(idx.shape[0])},
+                "speedup_vs_eager": t["eager"][0] / t["kge"][0],
+                "speedup_vs_compile": t["torch_compile"][0] / t["kge"][0]})
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))
