@@ -103,7 +103,17 @@ private:
   /// Loads element (row, k) of input `n` (either coordinate may be null
   /// when the input lacks that axis) from global memory.
   Value loadGlobal(unsigned n, Value spatial, Value k);
-  void stageTiles(Value k0);
+  /// Calls `visit(input, inTile, spatial, k, kk, s)` for every element this
+  /// thread stages at step `k0`: `inTile` null when always in the tile,
+  /// `spatial`/`s` null for inputs indexed by k alone.
+  void forEachStagedElement(
+      Value k0, llvm::function_ref<void(unsigned, Value, Value, Value, Value,
+                                        Value)>
+                    visit);
+  /// This thread's staged elements of step `k0`, read from global memory.
+  SmallVector<Value> loadStage(Value k0);
+  /// Stores `values` (loadStage's) into the shared tiles.
+  void storeStage(Value k0, ValueRange values);
   void storeOutput(Value value, Value acc, Value i, Value j,
                    ValueRange spatial);
   /// Select's store iterator: the block counts its pairs, reserves their
@@ -172,22 +182,22 @@ Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
 }
 
 /// The load iterators of one k-step: every input indexed by k, from global
-/// to shared memory. Threads read along the input's contiguous dimension;
+/// memory to shared memory, in two halves so that the next step's global
+/// loads are issued before this step's arithmetic (register double
+/// buffering). Threads read along the input's contiguous dimension;
 /// coordinates past the extents are clamped (their values are never used:
 /// the k loop stops at K and pairs past M or N are not stored).
-void KernelEmitter::stageTiles(Value k0) {
+void KernelEmitter::forEachStagedElement(
+    Value k0, llvm::function_ref<void(unsigned, Value, Value, Value, Value,
+                                      Value)>
+                  visit) {
   Value lastK = arith::SubIOp::create(b, loc, extents[TaskOp::K], idx(1));
   for (auto [n, kind] : llvm::enumerate(kinds)) {
     if (kind == InputKind::RowOnly || kind == InputKind::ColOnly)
       continue;
     if (kind == InputKind::KOnly) {
-      auto ifThread = scf::IfOp::create(b, loc, less(tid, idx(shape.bk)),
-                                        /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifThread.thenBlock());
       Value k = minIndex(arith::AddIOp::create(b, loc, k0, tid), lastK);
-      memref::StoreOp::create(b, loc, loadGlobal(n, Value(), k), tiles[n],
-                              ValueRange{tid});
+      visit(n, less(tid, idx(shape.bk)), Value(), k, tid, Value());
       continue;
     }
     bool rows = kind == InputKind::RowK;
@@ -208,16 +218,42 @@ void KernelEmitter::stageTiles(Value k0) {
         s = arith::RemUIOp::create(b, loc, e, idx(span));
         kk = arith::DivUIOp::create(b, loc, e, idx(span));
       }
-      auto guardOp = scf::IfOp::create(b, loc, less(e, idx(elements)),
-                                       /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(guardOp.thenBlock());
       Value k = minIndex(arith::AddIOp::create(b, loc, k0, kk), lastK);
       Value sp = minIndex(arith::AddIOp::create(b, loc, base, s), lastSpatial);
-      memref::StoreOp::create(b, loc, loadGlobal(n, sp, k), tiles[n],
-                              ValueRange{kk, s});
+      Value inTile = first + shape.threads() <= elements
+                         ? Value()
+                         : less(e, idx(elements));
+      visit(n, inTile, sp, k, kk, s);
     }
   }
+}
+
+SmallVector<Value> KernelEmitter::loadStage(Value k0) {
+  SmallVector<Value> values;
+  forEachStagedElement(k0, [&](unsigned n, Value, Value spatial, Value k,
+                               Value, Value) {
+    values.push_back(loadGlobal(n, spatial, k));
+  });
+  return values;
+}
+
+void KernelEmitter::storeStage(Value k0, ValueRange values) {
+  unsigned next = 0;
+  forEachStagedElement(k0, [&](unsigned n, Value inTile, Value, Value,
+                               Value kk, Value s) {
+    Value value = values[next++];
+    SmallVector<Value> at = {kk};
+    if (s)
+      at.push_back(s);
+    if (!inTile) {
+      memref::StoreOp::create(b, loc, value, tiles[n], at);
+      return;
+    }
+    auto guardOp = scf::IfOp::create(b, loc, inTile, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(guardOp.thenBlock());
+    memref::StoreOp::create(b, loc, value, tiles[n], at);
+  });
 }
 
 void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
@@ -843,18 +879,55 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   SmallVector<Value> inits(shape.tm * shape.tn, identity);
 
   auto emitReduction = [&]() -> SmallVector<Value> {
+    // The first step's elements, loaded before the loop (when K > 0).
+    SmallVector<Value> first;
+    {
+      // The types of loadStage's values: per staged input, its element
+      // type once per element this thread stages.
+      SmallVector<Type> types;
+      for (auto [n, kind] : llvm::enumerate(kinds)) {
+        Type element =
+            cast<MemRefType>(task.getInputs()[n].getType()).getElementType();
+        int64_t count = 0;
+        if (kind == InputKind::KOnly)
+          count = 1;
+        else if (kind == InputKind::RowK || kind == InputKind::ColK)
+          count = llvm::divideCeil(
+              shape.bk * (kind == InputKind::RowK ? shape.bm : shape.bn),
+              shape.threads());
+        types.append(count, element);
+      }
+      OpBuilder::InsertionGuard guard(b);
+      auto ifAny = scf::IfOp::create(b, loc, types,
+                                     less(idx(0), extents[TaskOp::K]),
+                                     /*withElseRegion=*/true);
+      b.setInsertionPointToStart(ifAny.thenBlock());
+      scf::YieldOp::create(b, loc, loadStage(idx(0)));
+      b.setInsertionPointToStart(ifAny.elseBlock());
+      SmallVector<Value> zeros;
+      for (Type type : types)
+        zeros.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(type)));
+      scf::YieldOp::create(b, loc, zeros);
+      first = SmallVector<Value>(ifAny.getResults());
+    }
+    SmallVector<Value> carried(inits);
+    llvm::append_range(carried, first);
     auto kLoop = scf::ForOp::create(b, loc, idx(0), extents[TaskOp::K],
-                                    idx(shape.bk), inits);
+                                    idx(shape.bk), carried);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(kLoop.getBody());
     Value k0 = kLoop.getInductionVar();
+    size_t numAccs = inits.size();
     gpu::BarrierOp::create(b, loc);
-    stageTiles(k0);
+    storeStage(k0, kLoop.getRegionIterArgs().drop_front(numAccs));
     gpu::BarrierOp::create(b, loc);
+    // The next step's elements are loaded while this one computes.
+    SmallVector<Value> next =
+        loadStage(arith::AddIOp::create(b, loc, k0, idx(shape.bk)));
     Value steps = minIndex(
         idx(shape.bk), arith::SubIOp::create(b, loc, extents[TaskOp::K], k0));
     auto inner = scf::ForOp::create(b, loc, idx(0), steps, idx(1),
-                                    kLoop.getRegionIterArgs());
+                                    kLoop.getRegionIterArgs().take_front(numAccs));
     {
       OpBuilder::InsertionGuard innerGuard(b);
       b.setInsertionPointToStart(inner.getBody());
@@ -924,8 +997,10 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
         }
       scf::YieldOp::create(b, loc, next);
     }
-    scf::YieldOp::create(b, loc, inner.getResults());
-    return SmallVector<Value>(kLoop.getResults());
+    SmallVector<Value> yielded(inner.getResults());
+    llvm::append_range(yielded, next);
+    scf::YieldOp::create(b, loc, yielded);
+    return SmallVector<Value>(kLoop.getResults().take_front(numAccs));
   };
 
   SmallVector<Value> accs;

@@ -17,11 +17,15 @@
 // CHECK: gpu.func @gemm(%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
 // CHECK-SAME: workgroup(%[[TA:.*]] : memref<16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[TB:.*]] : memref<16x64xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 256, 1, 1>}
-// CHECK: scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c16 iter_args(
+// The first step's elements are read before the k loop; each step stores
+// the elements it carries, then reads the next step's before computing.
+// CHECK: scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: memref.load %[[A]]
+// CHECK: scf.for %[[K0:.*]] = %c0 to %{{.*}} step %c16 iter_args(%{{.*}} = %cst{{.*}}, %[[FIRST:[^ ]*]] = %{{.*}}#0,
+// CHECK: gpu.barrier
+// CHECK: memref.store %[[FIRST]], %[[TA]]
 // CHECK: gpu.barrier
 // CHECK: memref.load %[[A]]
-// CHECK: memref.store %{{.*}}, %[[TA]]
-// CHECK: gpu.barrier
 // CHECK: scf.for %[[KK:.*]] = %c0 to %{{.*}} step %c1 iter_args(
 // CHECK: vector.load %[[TA]][%[[KK]], %{{.*}}] {alignment = 16 : i64} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: vector.load %[[TB]][%[[KK]], %{{.*}}] {alignment = 16 : i64}
