@@ -92,20 +92,27 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     combine aggregates with atomics, and compact a select's pairs through a
     global counter (cleared by a first kernel of the launch plan).
 
+    Without a tile shape, GAMUT's heuristic (scale up before scale out)
+    chooses at launch: the module holds a 128 x 128 kernel (8 x 8 pairs per
+    thread) and a 64 x 64 one (`<function>_small`, 4 x 4), and the launch
+    plan runs the large one when its grid has at least a block per
+    multiprocessor (132), the small one otherwise. Partially given shapes
+    complete with 64 x 64 x 16 and 4 x 4.
+
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Outputs `top_k`
     and `distinct` are not lowered yet: they are diagnosed.
   }];
   let options = [
-    Option<"blockM", "block-m", "int64_t", /*default=*/"64",
-           "rows of pairs per thread block">,
-    Option<"blockN", "block-n", "int64_t", /*default=*/"64",
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
+           "rows of pairs per thread block (all five 0: choose at launch)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
            "columns of pairs per thread block">,
-    Option<"blockK", "block-k", "int64_t", /*default=*/"16",
+    Option<"blockK", "block-k", "int64_t", /*default=*/"0",
            "reduction steps staged in shared memory at a time">,
-    Option<"threadM", "thread-m", "int64_t", /*default=*/"4",
+    Option<"threadM", "thread-m", "int64_t", /*default=*/"0",
            "rows of pairs per thread">,
-    Option<"threadN", "thread-n", "int64_t", /*default=*/"4",
+    Option<"threadN", "thread-n", "int64_t", /*default=*/"0",
            "columns of pairs per thread">,
   ];
   let dependentDialects = [

@@ -4,9 +4,9 @@ the GPU suite (here, where the compiler is; they travel to the GPU machine):
 
   <out>/<query>.<shape>.kgebundle
 
-for every query the GPU lowering takes (outputs dense, aggregate, select)
-and three tile shapes: t64 (64x64x16 blocks, 4x4 per thread: the default),
-t128 (128x128x8, 8x8) and t32 (32x32x8, 2x2).
+for every query and the tile shapes t64 (64x64x16 blocks, 4x4 per
+thread), t128 (128x128x8, 8x8), t32 (32x32x8, 2x2) and auto (GAMUT's
+heuristic: the 128 kernel when its grid fills the GPU, else the 64 one).
 """
 
 import argparse
@@ -15,8 +15,11 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHAPES = {"t64": "", "t128": "block-m=128 block-n=128 block-k=8 thread-m=8 thread-n=8",
-          "t32": "block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2"}
+SHAPES = {"t64": "block-m=64 block-n=64 block-k=16 thread-m=4 thread-n=4",
+          "t128": "block-m=128 block-n=128 block-k=8 thread-m=8 thread-n=8",
+          "t32": "block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2",
+          # GAMUT's heuristic: both 128 and 64 kernels, chosen at launch.
+          "auto": ""}
 # Input precisions: <query>.<dtype>.<shape>.kgebundle with the query's
 # inputs in that dtype (keys stay i32).
 PRECISIONS = {"gemm": {"A": None, "B": None}, "q2_preference_by_zip": {"P": None, "R": None}}
@@ -24,7 +27,7 @@ DTYPES = ("bf16", "f16", "f64")
 # Outputs the GPU lowering does not take yet.
 CPU_ONLY = set()
 # Top-k sorts a block's pairs in shared memory: at most 4096 of them.
-SHAPES_OF = {"q7_top_preferences": ("t64", "t32")}
+SHAPES_OF = {"q7_top_preferences": ("t64", "t32", "auto")}
 
 
 def run(*command, stdin=None):

@@ -422,7 +422,8 @@ def test_compiled_bundles_are_cached(tmp_path, monkeypatch):
     monkeypatch.setattr(kge.tile, "_compile", lambda *a: calls.append(a) or real(*a))
     first = q.compile(cubin=False)
     assert len(calls) == 1 and len(list(tmp_path.glob("*.kgebundle"))) == 1
-    assert [launch["function"] for launch in first.manifest["launches"]] == ["q5_clear", "q5"]
+    assert [launch["function"] for launch in first.manifest["launches"]] == \
+        ["q5_clear", "q5", "q5_small"]
     assert [p["role"] for p in first.params] == ["table", "table", "output", "output", "output", "output"]
     # The same query, parsed again: read from the cache, not compiled.
     again = kge.tile.query((EXAMPLES_DIR / "q5_strong_pairs.gamut").read_text(), name="q5")

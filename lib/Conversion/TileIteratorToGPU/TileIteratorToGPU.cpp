@@ -1125,7 +1125,18 @@ namespace {
 
 /// Lowers the tile function `func` to a gpu.module with its bundle
 /// description.
-LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
+/// GAMUT's heuristic, scale up before scale out: the large tile shape when
+/// its grid gives every multiprocessor a block, else the small one.
+static const TileShape kLargeShape{128, 128, 8, 8, 8};
+static const TileShape kSmallShape{64, 64, 16, 4, 4};
+/// Multiprocessors the heuristic fills (an H100 or H200 has 132).
+static constexpr int64_t kMultiprocessors = 132;
+
+/// Lowers the tile function `func` to a gpu.module with its bundle
+/// description: one kernel per shape of `shapes`; with two, the launch plan
+/// runs the first when its grid fills the GPU and the second otherwise.
+LogicalResult lowerFunction(func::FuncOp func, ArrayRef<TileShape> shapes) {
+  const TileShape &shape = shapes.back();
   SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
   if (tasks.size() != 1)
     return func.emitOpError()
@@ -1169,15 +1180,22 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
   SmallVector<Type> kernelTypes(func.getArgumentTypes());
   if (topK)
     kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
-  auto kernel = gpu::GPUFuncOp::create(b, loc, name,
-                                       b.getFunctionType(kernelTypes, {}));
-  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(shape.threads()), 1, 1}));
-  KernelEmitter emitter(b, task, shape);
-  if (failed(emitter.emit(kernel, func))) {
-    module.erase();
-    return failure();
+  SmallVector<std::string> kernelNames;
+  for (auto [n, kernelShape] : llvm::enumerate(shapes)) {
+    std::string kernelName =
+        n + 1 == shapes.size() && shapes.size() > 1 ? name + "_small" : name;
+    b.setInsertionPointToEnd(module.getBody());
+    auto kernel = gpu::GPUFuncOp::create(b, loc, kernelName,
+                                         b.getFunctionType(kernelTypes, {}));
+    kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(kernelShape.threads()), 1, 1}));
+    KernelEmitter emitter(b, task, kernelShape);
+    if (failed(emitter.emit(kernel, func))) {
+      module.erase();
+      return failure();
+    }
+    kernelNames.push_back(kernelName);
   }
 
   // The launch plan: clear a select's counter, then the tiled kernel.
@@ -1267,14 +1285,29 @@ LogicalResult lowerFunction(func::FuncOp func, const TileShape &shape) {
         .shape[dim]
         .str();
   };
-  steps.push_back(bb.launch(
-      name, module.getName(),
-      {"ceildiv(" + extentOf(TaskOp::J) + ", " + std::to_string(shape.bn) +
-           ")",
-       "ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(shape.bm) +
-           ")",
-       "1"},
-      shape.threads(), "0", kernelArgs));
+  auto blocksOf = [&](const TileShape &s) {
+    return "ceildiv(" + extentOf(TaskOp::J) + ", " + std::to_string(s.bn) +
+           ") * ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(s.bm) +
+           ")";
+  };
+  std::string fills = blocksOf(shapes.front()) + " / " +
+                      std::to_string(kMultiprocessors);
+  for (auto [n, kernelShape] : llvm::enumerate(shapes)) {
+    Attribute step = bb.launch(
+        kernelNames[n], module.getName(),
+        {"ceildiv(" + extentOf(TaskOp::J) + ", " +
+             std::to_string(kernelShape.bn) + ")",
+         "ceildiv(" + extentOf(TaskOp::I) + ", " +
+             std::to_string(kernelShape.bm) + ")",
+         "1"},
+        kernelShape.threads(), "0", kernelArgs);
+    if (shapes.size() > 1) {
+      NamedAttrList fields(cast<DictionaryAttr>(step));
+      fields.set("when", bb.str(n == 0 ? fills : "1 - min(1, " + fills + ")"));
+      step = fields.getDictionary(func.getContext());
+    }
+    steps.push_back(step);
+  }
   for (const kge_runtime::Parameter &p : signature->params)
     if (p.role == kge_runtime::ParamRole::Indices && !p.indexedTables.empty())
       checks.push_back(bb.dict({{"param", bb.str(p.name)},
@@ -1295,7 +1328,11 @@ struct ConvertTileIteratorToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    TileShape shape{blockM, blockN, blockK, threadM, threadN};
+    // No shape given: GAMUT's heuristic chooses at launch.
+    bool automatic = !blockM && !blockN && !blockK && !threadM && !threadN;
+    TileShape shape{blockM ? blockM : 64, blockN ? blockN : 64,
+                    blockK ? blockK : 16, threadM ? threadM : 4,
+                    threadN ? threadN : 4};
     if (shape.bm <= 0 || shape.bn <= 0 || shape.bk <= 0 || shape.tm <= 0 ||
         shape.tn <= 0 || shape.bm % shape.tm || shape.bn % shape.tn ||
         shape.threads() > 1024 || shape.bk > shape.threads()) {
@@ -1313,7 +1350,18 @@ struct ConvertTileIteratorToGPUPass
         funcs.push_back(func);
     bool failedAny = false;
     for (func::FuncOp func : funcs)
-      failedAny |= failed(lowerFunction(func, shape));
+    {
+      SmallVector<TileShape> shapes = {shape};
+      bool topK = false;
+      for (TaskOp task : func.getBody().getOps<TaskOp>())
+        topK |= task.getOutput() == OutputKind::top_k;
+      // Top-k sorts a block's pairs: the large tile has too many.
+      if (automatic && !topK)
+        shapes = {kLargeShape, kSmallShape};
+      else if (automatic)
+        shapes = {kSmallShape};
+      failedAny |= failed(lowerFunction(func, shapes));
+    }
     if (failedAny)
       return signalPassFailure();
     if (!funcs.empty())

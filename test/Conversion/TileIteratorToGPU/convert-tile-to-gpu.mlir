@@ -1,4 +1,6 @@
-// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu --canonicalize | FileCheck %s
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="block-m=64 block-n=64 block-k=16 thread-m=4 thread-n=4" \
+// RUN:   --canonicalize | FileCheck %s
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu | FileCheck %s --check-prefix=AUTO
 // RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2" \
 // RUN:   | FileCheck %s --check-prefix=SMALL
 // RUN: not kge-opt %s --split-input-file --convert-tile-to-gpu="block-m=60 thread-m=8" 2>&1 \
@@ -33,6 +35,13 @@
 // CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<contract> : f32
 // CHECK: memref.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] : memref<?x?xf32>
 // CHECK-NOT: func.func @gemm
+// Without a shape, GAMUT's heuristic: a 128 x 128 kernel when its grid fills
+// the 132 multiprocessors, a 64 x 64 one otherwise.
+// AUTO-LABEL: gpu.module @gemm_kernels
+// AUTO-SAME: block = ["256", "1", "1"], function = "gemm", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_kernels", shared_bytes = "0", when = "ceildiv(N, 128) * ceildiv(M, 128) / 132"}
+// AUTO-SAME: function = "gemm_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_kernels", shared_bytes = "0", when = "1 - min(1, ceildiv(N, 128) * ceildiv(M, 128) / 132)"}
+// AUTO: gpu.func @gemm({{.*}}) workgroup(%{{.*}} : memref<8x128xf32
+// AUTO: gpu.func @gemm_small({{.*}}) workgroup(%{{.*}} : memref<16x64xf32
 // Two-by-two sub-tiles are read one element at a time.
 // SMALL-LABEL: gpu.module @gemm_kernels
 // SMALL: workgroup(%{{.*}} : memref<8x32xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}
