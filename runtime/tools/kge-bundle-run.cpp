@@ -108,6 +108,20 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
       shape.push_back(d.isStatic() ? d.size : sizes.at(d.symbol));
     return shape;
   };
+  // n random integers in [lo, hi] of `dtype` (i32 or i64), on the device.
+  auto uploadIntegers = [&](DType dtype, size_t n, int64_t lo, int64_t hi) {
+    std::uniform_int_distribution<int64_t> dist(lo, hi);
+    if (dtype == DType::I32) {
+      std::vector<int32_t> host(n);
+      for (auto &v : host)
+        v = static_cast<int32_t>(dist(rng));
+      return upload(host.data(), n * 4);
+    }
+    std::vector<int64_t> host(n);
+    for (auto &v : host)
+      v = dist(rng);
+    return upload(host.data(), n * 8);
+  };
   for (const Parameter &p : signature.params) {
     std::vector<int64_t> shape = shapeOf(p);
     size_t n = 1;
@@ -123,18 +137,7 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
         bound = std::min(bound, shapeOf(signature.params[t])[p.indexedDim]);
       if (bound == INT64_MAX)
         bound = 1;
-      std::uniform_int_distribution<int64_t> dist(0, bound - 1);
-      if (p.dtype == DType::I32) {
-        std::vector<int32_t> host(n);
-        for (auto &v : host)
-          v = static_cast<int32_t>(dist(rng));
-        buffers.push_back(upload(host.data(), n * 4));
-      } else {
-        std::vector<int64_t> host(n);
-        for (auto &v : host)
-          v = dist(rng);
-        buffers.push_back(upload(host.data(), n * 8));
-      }
+      buffers.push_back(uploadIntegers(p.dtype, n, 0, bound - 1));
     } else if (p.dtype == DType::F16 || p.dtype == DType::BF16) {
       // Tables in half precision: the same numbers, encoded.
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -151,18 +154,7 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
     } else if (p.dtype == DType::I32 || p.dtype == DType::I64) {
       // Integer arrays that index nothing (join keys, a select's
       // coordinates and count): small values.
-      std::uniform_int_distribution<int64_t> dist(0, 7);
-      if (p.dtype == DType::I32) {
-        std::vector<int32_t> host(n);
-        for (auto &v : host)
-          v = static_cast<int32_t>(dist(rng));
-        buffers.push_back(upload(host.data(), n * 4));
-      } else {
-        std::vector<int64_t> host(n);
-        for (auto &v : host)
-          v = dist(rng);
-        buffers.push_back(upload(host.data(), n * 8));
-      }
+      buffers.push_back(uploadIntegers(p.dtype, n, 0, 7));
     } else {
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
       std::vector<float> host(n);

@@ -11,10 +11,8 @@ heuristic: the 128 kernel when its grid fills the GPU, else the 64 one).
 
 import argparse
 import pathlib
-import subprocess
-import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from build_bundles import ROOT, run
 SHAPES = {"t64": "block-m=64 block-n=64 block-k=16 thread-m=4 thread-n=4",
           "t128": "block-m=128 block-n=128 block-k=8 thread-m=8 thread-n=8",
           "t32": "block-m=32 block-n=32 block-k=8 thread-m=2 thread-n=2",
@@ -28,13 +26,6 @@ DTYPES = ("bf16", "f16", "f64")
 CPU_ONLY = set()
 # Top-k sorts a block's pairs in shared memory: at most 4096 of them.
 SHAPES_OF = {"q7_top_preferences": ("t64", "t32", "auto")}
-
-
-def run(*command, stdin=None):
-    result = subprocess.run([str(c) for c in command], input=stdin, capture_output=True, text=True)
-    if result.returncode:
-        sys.exit(f"{' '.join(map(str, command))} failed:\n{result.stderr}")
-    return result.stdout
 
 
 def main():

@@ -78,13 +78,8 @@ private:
   /// Clones the region's block with `arguments`; float arithmetic may
   /// contract into fused multiply-adds (as nvcc's default -fmad=true).
   Value inlineRegion(Region &region, ValueRange arguments) {
-    IRMapping mapping;
-    Block &block = region.front();
-    mapping.map(block.getArguments(), arguments);
-    for (Operation &op : block.without_terminator())
-      allowContraction(b.clone(op, mapping));
-    return mapping.lookupOrDefault(
-        cast<YieldOp>(block.getTerminator()).getValue());
+    return inlineTaskRegion(b, region, arguments,
+                            [](Operation *op) { allowContraction(op); });
   }
   static Operation *allowContraction(Operation *op) {
     auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op);
@@ -100,6 +95,20 @@ private:
     return op;
   }
   Value combine(Combiner combiner, Value lhs, Value rhs);
+  /// The task's accumulation (contracting), its combine region if custom.
+  Value accumulate(Value lhs, Value rhs) {
+    return buildAccumulation(b, loc, task, lhs, rhs,
+                             arith::FastMathFlags::contract,
+                             [](Operation *op) { allowContraction(op); });
+  }
+  /// The output value of the pair (r, c) of this thread's sub-tile.
+  Value projected(Value acc, Value row, Value col, ValueRange spatial) {
+    if (task.getProject().empty())
+      return acc;
+    SmallVector<Value> arguments = {acc, row, col};
+    llvm::append_range(arguments, spatial);
+    return inlineRegion(task.getProject(), arguments);
+  }
   /// Loads element (row, k) of input `n` (either coordinate may be null
   /// when the input lacks that axis) from global memory.
   Value loadGlobal(unsigned n, Value spatial, Value k);
@@ -151,26 +160,8 @@ private:
 } // namespace
 
 Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
-  bool isFloat = isa<FloatType>(lhs.getType());
-  auto contract = arith::FastMathFlags::contract;
-  switch (combiner) {
-  case Combiner::add:
-    return isFloat
-               ? arith::AddFOp::create(b, loc, lhs, rhs, contract).getResult()
-               : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
-  case Combiner::mul:
-    return isFloat ? arith::MulFOp::create(b, loc, lhs, rhs, contract).getResult()
-                   : arith::MulIOp::create(b, loc, lhs, rhs).getResult();
-  case Combiner::max:
-    return isFloat ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
-                   : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
-  case Combiner::min:
-    return isFloat ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
-                   : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
-  case Combiner::custom:
-    break;
-  }
-  llvm_unreachable("custom combinations are inlined from their region");
+  return buildCombination(b, loc, combiner, lhs, rhs,
+                          arith::FastMathFlags::contract);
 }
 
 Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
@@ -266,16 +257,10 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
   };
   switch (task.getOutput()) {
   case OutputKind::dense: {
-    AffineMap map = task.getDenseOutputMap();
-    Value axes[2] = {i, j};
-    SmallVector<Value, 2> at = {axes[map.getDimPosition(0)],
-                               axes[map.getDimPosition(1)]};
-    if (task.getUpdate()) {
-      Value old = memref::LoadOp::create(b, loc, arg(outputs[0]), at);
-      value = task.getAccumulate() == Combiner::custom
-                  ? inlineRegion(task.getCombine(), {old, value})
-                  : combine(task.getAccumulate(), old, value);
-    }
+    SmallVector<Value, 2> at = getDenseOutputIndices(task, i, j);
+    if (task.getUpdate())
+      value = accumulate(memref::LoadOp::create(b, loc, arg(outputs[0]), at),
+                         value);
     memref::StoreOp::create(b, loc, value, arg(outputs[0]), at);
     return;
   }
@@ -991,9 +976,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
           }
           Value v = inlineRegion(task.getInner(), scalars);
           Value acc = inner.getRegionIterArgs()[r * shape.tn + c];
-          next.push_back(task.getAccumulate() == Combiner::custom
-                             ? inlineRegion(task.getCombine(), {acc, v})
-                             : combine(task.getAccumulate(), acc, v));
+          next.push_back(accumulate(acc, v));
         }
       scf::YieldOp::create(b, loc, next);
     }
@@ -1043,54 +1026,32 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     accs = emitReduction();
   }
 
-  // Store iterators.
-  if (task.getOutput() == OutputKind::select) {
-    // Every pair's value and predicate (pure: computed for all, kept for
-    // the stored ones), then the block's compaction.
-    SmallVector<Value> values, holds;
+  // Store iterators. Select and top-k first take every pair's value and
+  // predicate (pure: computed for all, kept for the stored ones).
+  SmallVector<Value> values, holds;
+  if (task.getOutput() == OutputKind::select ||
+      task.getOutput() == OutputKind::top_k)
     for (int64_t r = 0; r < shape.tm; ++r)
       for (int64_t c = 0; c < shape.tn; ++c) {
         Value acc = accs[r * shape.tn + c];
         SmallVector<Value> spatial = spatialOf(r, c);
-        Value value = acc;
-        if (!task.getProject().empty()) {
-          SmallVector<Value> arguments = {acc, rows[r], cols[c]};
+        Value value = projected(acc, rows[r], cols[c], spatial);
+        Value keep = stored[r * shape.tn + c];
+        if (!task.getPredicate().empty()) {
+          SmallVector<Value> arguments = {value, acc, rows[r], cols[c]};
           llvm::append_range(arguments, spatial);
-          value = inlineRegion(task.getProject(), arguments);
+          keep = arith::AndIOp::create(
+              b, loc, keep, inlineRegion(task.getPredicate(), arguments));
         }
-        SmallVector<Value> arguments = {value, acc, rows[r], cols[c]};
-        llvm::append_range(arguments, spatial);
         values.push_back(value);
-        holds.push_back(arith::AndIOp::create(
-            b, loc, stored[r * shape.tn + c],
-            inlineRegion(task.getPredicate(), arguments)));
+        holds.push_back(keep);
       }
+  if (task.getOutput() == OutputKind::select) {
     storeSelected(kernel, values, holds, rows, cols);
     gpu::ReturnOp::create(b, loc);
     return success();
   }
   if (task.getOutput() == OutputKind::top_k) {
-    SmallVector<Value> values, holds;
-    for (int64_t r = 0; r < shape.tm; ++r)
-      for (int64_t c = 0; c < shape.tn; ++c) {
-        Value acc = accs[r * shape.tn + c];
-        SmallVector<Value> spatial = spatialOf(r, c);
-        Value value = acc;
-        if (!task.getProject().empty()) {
-          SmallVector<Value> arguments = {acc, rows[r], cols[c]};
-          llvm::append_range(arguments, spatial);
-          value = inlineRegion(task.getProject(), arguments);
-        }
-        Value holds1 = stored[r * shape.tn + c];
-        if (!task.getPredicate().empty()) {
-          SmallVector<Value> arguments = {value, acc, rows[r], cols[c]};
-          llvm::append_range(arguments, spatial);
-          holds1 = arith::AndIOp::create(
-              b, loc, holds1, inlineRegion(task.getPredicate(), arguments));
-        }
-        values.push_back(value);
-        holds.push_back(holds1);
-      }
     // The lock follows the function's arguments (attributions come after).
     storeTopK(kernel, kernel.getArgument(func.getNumArguments()), values,
               holds, localRows, localCols);
@@ -1105,13 +1066,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       b.setInsertionPointToStart(ifStored.thenBlock());
       Value acc = accs[r * shape.tn + c];
       SmallVector<Value> spatial = spatialOf(r, c);
-      Value value = acc;
-      if (!task.getProject().empty()) {
-        SmallVector<Value> arguments = {acc, rows[r], cols[c]};
-        llvm::append_range(arguments, spatial);
-        value = inlineRegion(task.getProject(), arguments);
-      }
-      storeOutput(value, acc, rows[r], cols[c], spatial);
+      storeOutput(projected(acc, rows[r], cols[c], spatial), acc, rows[r],
+                  cols[c], spatial);
     }
   gpu::ReturnOp::create(b, loc);
   return success();

@@ -54,37 +54,12 @@ private:
       indices.push_back(axes[map.getDimPosition(d)]);
     return memref::LoadOp::create(b, loc, task.getInputs()[index], indices);
   }
-  /// Clones the single block of `region` at the insertion point with its
-  /// arguments replaced by `arguments`; returns the yielded value.
   Value inlineRegion(Region &region, ValueRange arguments) {
-    IRMapping mapping;
-    Block &block = region.front();
-    mapping.map(block.getArguments(), arguments);
-    for (Operation &op : block.without_terminator())
-      b.clone(op, mapping);
-    return mapping.lookupOrDefault(
-        cast<YieldOp>(block.getTerminator()).getValue());
+    return inlineTaskRegion(b, region, arguments);
   }
   /// `combiner` applied to `lhs` and `rhs` (not `custom`).
   Value combine(Combiner combiner, Value lhs, Value rhs) {
-    bool isFloat = isa<FloatType>(lhs.getType());
-    switch (combiner) {
-    case Combiner::add:
-      return isFloat ? arith::AddFOp::create(b, loc, lhs, rhs).getResult()
-                     : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
-    case Combiner::mul:
-      return isFloat ? arith::MulFOp::create(b, loc, lhs, rhs).getResult()
-                     : arith::MulIOp::create(b, loc, lhs, rhs).getResult();
-    case Combiner::max:
-      return isFloat ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
-                     : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
-    case Combiner::min:
-      return isFloat ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
-                     : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
-    case Combiner::custom:
-      break;
-    }
-    llvm_unreachable("custom combinations are inlined from their region");
+    return buildCombination(b, loc, combiner, lhs, rhs);
   }
   /// Whether `lhs` ranks strictly before `rhs` in a top-k output.
   Value better(Value lhs, Value rhs) {
@@ -177,9 +152,7 @@ Value TaskLowering::reduce(Value i, Value j, ValueRange spatial) {
                           : spatial[nextSpatial++]);
   Value inner = inlineRegion(task.getInner(), scalars);
   Value acc = loop.getRegionIterArg(0);
-  Value next = task.getAccumulate() == Combiner::custom
-                   ? inlineRegion(task.getCombine(), {acc, inner})
-                   : combine(task.getAccumulate(), acc, inner);
+  Value next = buildAccumulation(b, loc, task, acc, inner);
   scf::YieldOp::create(b, loc, next);
   return loop.getResult(0);
 }
@@ -323,16 +296,10 @@ void TaskLowering::store(Value value, Value acc, Value i, Value j,
   ValueRange outputs = task.getOutputs();
   switch (task.getOutput()) {
   case OutputKind::dense: {
-    AffineMap map = task.getDenseOutputMap();
-    Value axes[2] = {i, j};
-    SmallVector<Value, 2> at = {axes[map.getDimPosition(0)],
-                               axes[map.getDimPosition(1)]};
-    if (task.getUpdate()) {
-      Value old = memref::LoadOp::create(b, loc, outputs[0], at);
-      value = task.getAccumulate() == Combiner::custom
-                  ? inlineRegion(task.getCombine(), {old, value})
-                  : combine(task.getAccumulate(), old, value);
-    }
+    SmallVector<Value, 2> at = getDenseOutputIndices(task, i, j);
+    if (task.getUpdate())
+      value = buildAccumulation(
+          b, loc, task, memref::LoadOp::create(b, loc, outputs[0], at), value);
     memref::StoreOp::create(b, loc, value, outputs[0], at);
     return;
   }

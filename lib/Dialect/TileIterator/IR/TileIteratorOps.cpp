@@ -11,6 +11,7 @@
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/IRMapping.h"
 
 #include <limits>
 
@@ -57,6 +58,62 @@ TypedAttr mlir::tile::getCombinerIdentity(Combiner combiner, Type type) {
     }
   }
   return nullptr;
+}
+
+Value mlir::tile::buildCombination(OpBuilder &b, Location loc,
+                                   Combiner combiner, Value lhs, Value rhs,
+                                   arith::FastMathFlags fastMath) {
+  bool isFloat = isa<FloatType>(lhs.getType());
+  switch (combiner) {
+  case Combiner::add:
+    return isFloat
+               ? arith::AddFOp::create(b, loc, lhs, rhs, fastMath).getResult()
+               : arith::AddIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::mul:
+    return isFloat
+               ? arith::MulFOp::create(b, loc, lhs, rhs, fastMath).getResult()
+               : arith::MulIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::max:
+    return isFloat ? arith::MaximumFOp::create(b, loc, lhs, rhs).getResult()
+                   : arith::MaxSIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::min:
+    return isFloat ? arith::MinimumFOp::create(b, loc, lhs, rhs).getResult()
+                   : arith::MinSIOp::create(b, loc, lhs, rhs).getResult();
+  case Combiner::custom:
+    break;
+  }
+  llvm_unreachable("custom combinations are inlined from their region");
+}
+
+Value mlir::tile::inlineTaskRegion(OpBuilder &b, Region &region,
+                                   ValueRange arguments,
+                                   llvm::function_ref<void(Operation *)> onClone) {
+  IRMapping mapping;
+  Block &block = region.front();
+  mapping.map(block.getArguments(), arguments);
+  for (Operation &op : block.without_terminator()) {
+    Operation *clone = b.clone(op, mapping);
+    if (onClone)
+      onClone(clone);
+  }
+  return mapping.lookupOrDefault(
+      cast<YieldOp>(block.getTerminator()).getValue());
+}
+
+Value mlir::tile::buildAccumulation(OpBuilder &b, Location loc, TaskOp task,
+                                    Value lhs, Value rhs,
+                                    arith::FastMathFlags fastMath,
+                                    llvm::function_ref<void(Operation *)> onClone) {
+  if (task.getAccumulate() == Combiner::custom)
+    return inlineTaskRegion(b, task.getCombine(), {lhs, rhs}, onClone);
+  return buildCombination(b, loc, task.getAccumulate(), lhs, rhs, fastMath);
+}
+
+SmallVector<Value, 2> mlir::tile::getDenseOutputIndices(TaskOp task, Value i,
+                                                        Value j) {
+  AffineMap map = task.getDenseOutputMap();
+  Value axes[2] = {i, j};
+  return {axes[map.getDimPosition(0)], axes[map.getDimPosition(1)]};
 }
 
 //===----------------------------------------------------------------------===//
