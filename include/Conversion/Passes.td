@@ -82,26 +82,32 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     with a `gpu.module` named `<function>_kernels` holding a kernel in
     GAMUT's skeleton (Algorithm 1): a thread block computes a
     `block-m` x `block-n` tile of pairs, each thread a `thread-m` x
-    `thread-n` sub-tile strided over the block tile. Per `block-k` step the
+    `thread-n` sub-tile of the block tile, in runs of four rows and columns
+    (read from shared memory as 16-byte vectors). Per `block-k` step the
     load iterators stage the operands indexed by the reduction axis in
-    shared memory (read along each operand's contiguous dimension), the
-    spatial-only operands are read once into registers, and the inner
-    computation and the accumulator run on CUDA cores in registers. A join
-    is evaluated before the reduction and a block whose pairs it all
-    rejects skips the reduction. The store iterators write dense outputs,
-    combine aggregates with atomics, and compact a select's pairs through a
-    global counter (cleared by a first kernel of the launch plan).
+    16-byte-aligned shared memory (read along each operand's contiguous
+    dimension; the next step's global loads are issued before this step's
+    arithmetic), the spatial-only operands are read once into registers,
+    and the inner computation and the accumulator run on CUDA cores in
+    registers, multiply-adds contracted into FMAs. A join is evaluated
+    before the reduction and a block whose pairs it all rejects skips the
+    reduction. The store iterators write dense outputs (combining with
+    `update`), combine aggregates with atomics, compact a select's pairs
+    through a global counter (one atomic per block; the counter is cleared
+    by a first kernel of the launch plan), and merge a block's best pairs
+    into a top-k output under a lock (the block sorts its pairs in shared
+    memory: at most 4096 of them, k at most 512, f32 or i32 values).
 
     Without a tile shape, GAMUT's heuristic (scale up before scale out)
     chooses at launch: the module holds a 128 x 128 kernel (8 x 8 pairs per
     thread) and a 64 x 64 one (`<function>_small`, 4 x 4), and the launch
     plan runs the large one when its grid has at least a block per
-    multiprocessor (132), the small one otherwise. Partially given shapes
-    complete with 64 x 64 x 16 and 4 x 4.
+    multiprocessor (132), the small one otherwise (top-k: the 64 x 64 one
+    only). Partially given shapes complete with 64 x 64 x 16 and 4 x 4.
 
     The module carries the bundle description (`kge.signature`,
-    `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Outputs `top_k`
-    and `distinct` are not lowered yet: they are diagnosed.
+    `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Output `distinct`
+    is not lowered yet: it is diagnosed.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",

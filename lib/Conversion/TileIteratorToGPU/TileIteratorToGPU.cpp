@@ -72,6 +72,12 @@ private:
   Value minIndex(Value a, Value c) {
     return arith::MinSIOp::create(b, loc, a, c);
   }
+  /// `v` (index or integer) as `type`.
+  Value castIndex(Value v, Type type) {
+    if (v.getType() == type)
+      return v;
+    return arith::IndexCastOp::create(b, loc, type, v);
+  }
   Value less(Value a, Value c) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
   }
@@ -250,11 +256,6 @@ void KernelEmitter::storeStage(Value k0, ValueRange values) {
 void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
                                 ValueRange spatial) {
   ValueRange outputs = task.getOutputs();
-  auto castTo = [&](Value v, Type type) -> Value {
-    if (v.getType() == type)
-      return v;
-    return arith::IndexCastOp::create(b, loc, type, v);
-  };
   switch (task.getOutput()) {
   case OutputKind::dense: {
     SmallVector<Value, 2> at = getDenseOutputIndices(task, i, j);
@@ -267,8 +268,8 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
   case OutputKind::aggregate: {
     Value row = memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), i);
     Value col = memref::LoadOp::create(b, loc, arg(task.getKeys()[1]), j);
-    SmallVector<Value> group = {castTo(row, b.getIndexType()),
-                                castTo(col, b.getIndexType())};
+    SmallVector<Value> group = {castIndex(row, b.getIndexType()),
+                                castIndex(col, b.getIndexType())};
     Value groups = arg(outputs[0]);
     bool isFloat = isa<FloatType>(value.getType());
     Combiner combiner = task.getAggregateCombiner();
@@ -357,12 +358,11 @@ void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifStore.thenBlock());
       Value at = arith::IndexCastOp::create(b, loc, b.getIndexType(), slot);
-      auto castTo = [&](Value v) -> Value {
-        return arith::IndexCastOp::create(b, loc, coord, v);
-      };
       int64_t r = n / shape.tn, c = n % shape.tn;
-      memref::StoreOp::create(b, loc, castTo(rows[r]), arg(outputs[0]), at);
-      memref::StoreOp::create(b, loc, castTo(cols[c]), arg(outputs[1]), at);
+      memref::StoreOp::create(b, loc, castIndex(rows[r], coord), arg(outputs[0]),
+                              at);
+      memref::StoreOp::create(b, loc, castIndex(cols[c], coord), arg(outputs[1]),
+                              at);
       memref::StoreOp::create(b, loc, values[n], arg(outputs[2]), at);
     }
     slot = arith::AddIOp::create(
@@ -541,17 +541,13 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
     Value slot = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, localRows[r], idx(shape.bn)),
         localCols[c]);
-    Value isNaN = isa<FloatType>(valueType)
-                      ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
-                                              values[n], values[n])
-                            .getResult()
-                      : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0)
-                            .getResult();
-    Value candidate = arith::AndIOp::create(
-        b, loc, h,
-        arith::XOrIOp::create(
-            b, loc, isNaN,
-            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    // NaN values are not candidates.
+    Value candidate = h;
+    if (isa<FloatType>(valueType))
+      candidate = arith::AndIOp::create(
+          b, loc, candidate,
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ORD, values[n],
+                                values[n]));
     candidate = arith::AndIOp::create(
         b, loc, candidate,
         ranksBefore(topKKey(values[n]),
@@ -679,15 +675,15 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
           (void)valid;
           before = ranksBefore(bk, br, bc, key, row, col);
         }
-        Value goRight = arith::AndIOp::create(b, loc, open, before);
-        Value goLeft = arith::AndIOp::create(
-            b, loc, open,
-            arith::XOrIOp::create(
-                b, loc, before,
-                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+        // Open range: right of mid when the entry there ranks before, else
+        // left of it.
+        Value right = arith::AddIOp::create(b, loc, mid, idx(1));
         lo = arith::SelectOp::create(
-            b, loc, goRight, arith::AddIOp::create(b, loc, mid, idx(1)), lo);
-        hi = arith::SelectOp::create(b, loc, goLeft, mid, hi);
+            b, loc, open, arith::SelectOp::create(b, loc, before, right, lo),
+            lo);
+        hi = arith::SelectOp::create(
+            b, loc, open, arith::SelectOp::create(b, loc, before, hi, mid),
+            hi);
       }
       return lo;
     };

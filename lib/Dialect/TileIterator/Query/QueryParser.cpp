@@ -735,7 +735,11 @@ private:
   Value toFloat(Value v, Location loc);
   Value toBool(Value v, Location loc);
   FailureOr<Value> initValue();
-  FailureOr<Value> foldedAccumulator(Value acc, Location loc);
+  /// Whether the initial value is the accumulator's own identity (always
+  /// so for a custom one: its initial value is its identity).
+  bool startsFromIdentity();
+  /// The accumulator with a non-identity initial value combined in.
+  Value foldedAccumulator(Value acc, Location loc);
   FailureOr<Value> convertTo(Value v, Type type, Location loc);
 
   Query &query;
@@ -1061,30 +1065,21 @@ static std::optional<double> constantOf(const Expr &e) {
   return std::nullopt;
 }
 
-FailureOr<Value> QueryBuilder::foldedAccumulator(Value acc, Location loc) {
+bool QueryBuilder::startsFromIdentity() {
+  if (query.accumulate == Combiner::custom)
+    return true;
+  TypedAttr identity = getCombinerIdentity(query.accumulate, floatType);
+  return cast<FloatAttr>(identity).getValueAsDouble() == *initConstant;
+}
+
+Value QueryBuilder::foldedAccumulator(Value acc, Location loc) {
   // A built-in accumulator starts from its identity; another initial value
   // is combined in after the reduction.
-  if (query.accumulate == Combiner::custom)
-    return acc;
-  TypedAttr identity = getCombinerIdentity(query.accumulate, floatType);
-  double id = cast<FloatAttr>(identity).getValueAsDouble();
-  if (*initConstant == id)
+  if (startsFromIdentity())
     return acc;
   Value init = arith::ConstantOp::create(
       b, loc, b.getFloatAttr(floatType, *initConstant));
-  switch (query.accumulate) {
-  case Combiner::add:
-    return Value(arith::AddFOp::create(b, loc, acc, init));
-  case Combiner::mul:
-    return Value(arith::MulFOp::create(b, loc, acc, init));
-  case Combiner::max:
-    return Value(arith::MaximumFOp::create(b, loc, acc, init));
-  case Combiner::min:
-    return Value(arith::MinimumFOp::create(b, loc, acc, init));
-  case Combiner::custom:
-    break;
-  }
-  return acc;
+  return buildCombination(b, loc, query.accumulate, acc, init);
 }
 
 FailureOr<Value> QueryBuilder::convertTo(Value v, Type type, Location loc) {
@@ -1356,11 +1351,7 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   // project: needed unless the value is the plain accumulator.
   Location valueLoc = report.loc(out.value->at);
   bool plain = out.value->kind == Expr::Name && out.value->name == query.acc &&
-               *valueType == floatType &&
-               (query.accumulate == Combiner::custom ||
-                cast<FloatAttr>(getCombinerIdentity(query.accumulate,
-                                                    floatType))
-                        .getValueAsDouble() == *initConstant);
+               *valueType == floatType && startsFromIdentity();
   if (!plain) {
     SmallVector<Type> types = {floatType};
     llvm::append_range(types, pairTypes);
@@ -1368,8 +1359,7 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     Env env;
     env.region = "output statement";
     pairEnv(block, 1, env);
-    FailureOr<Value> acc = foldedAccumulator(block->getArgument(0), valueLoc);
-    env.names[query.acc] = *acc;
+    env.names[query.acc] = foldedAccumulator(block->getArgument(0), valueLoc);
     FailureOr<Value> v = emit(*out.value, env);
     if (succeeded(v))
       v = convertTo(*v, *valueType, valueLoc);
@@ -1385,7 +1375,7 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     env.region = "condition";
     pairEnv(block, 2, env);
     Location condLoc = report.loc(out.condition->at);
-    env.names[query.acc] = *foldedAccumulator(block->getArgument(1), condLoc);
+    env.names[query.acc] = foldedAccumulator(block->getArgument(1), condLoc);
     FailureOr<Value> v = emit(*out.condition, env);
     if (succeeded(v))
       v = toBool(*v, condLoc);
