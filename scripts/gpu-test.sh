@@ -93,6 +93,20 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
     tail -1 "$OUT/sanitizer-$1${2:+-checked}-tile.log"
     [ $code -eq 0 ] || status=1
   done
+  # The tensor-core kernels: rows of 16-byte multiples (N = 72, K = 48:
+  # a partial last stage), then rows that take the CUDA-core kernel.
+  for tool in memcheck racecheck; do
+    for sizes in "M=130 N=72 K=48" "M=1536 N=1536 K=64" "M=53 N=41 K=45"; do
+      echo "==> compute-sanitizer --tool $tool on the tensor-core tile bundles ($sizes)"
+      compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+        "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/mma/*.kgebundle \
+        $(printf -- "--size %s " $sizes) --size C_d0=7 --size C_d1=5 --size C_rows_d0=100 \
+        > "$OUT/sanitizer-$tool-tile-mma.log" 2>&1
+      code=$?
+      tail -1 "$OUT/sanitizer-$tool-tile-mma.log"
+      [ $code -eq 0 ] || status=1
+    done
+  done
 fi
 if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
   seconds="${KGE_GPU_STRESS_SECONDS:-60}"

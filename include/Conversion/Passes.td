@@ -120,11 +120,16 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
            "rows of pairs per thread">,
     Option<"threadN", "thread-n", "int64_t", /*default=*/"0",
            "columns of pairs per thread">,
+    Option<"matrixMath", "matrix-math", "std::string", /*default=*/"\"\"",
+           "products of f32 operands: fma (CUDA cores), tf32 or tf32x3 "
+           "(tensor cores); empty: CUDA cores for f32, tensor cores for "
+           "f16 and bf16 (fma: CUDA cores for every type)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];

@@ -55,6 +55,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   pm.addPass(createConvertBatchedVectorToGPU(convert));
   pm.addPass(createConvertTileIteratorToGPU());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
+  device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
   device.addPass(createCanonicalizerPass());

@@ -41,6 +41,7 @@ Driver load() {
   resolve(library, d.cuModuleUnload, "cuModuleUnload");
   resolve(library, d.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(library, d.cuFuncSetAttribute, "cuFuncSetAttribute");
+  resolve(library, d.cuFuncGetAttribute, "cuFuncGetAttribute");
   resolve(library, d.cuLaunchKernel, "cuLaunchKernel");
   d.cuLaunchKernelEx = reinterpret_cast<decltype(d.cuLaunchKernelEx)>(
       dlsym(library, "cuLaunchKernelEx"));

@@ -143,6 +143,8 @@ struct Program::Impl {
   std::vector<CUfunction> functions;
   /// Dynamic shared memory each function is configured for.
   std::vector<int> configuredShared;
+  /// Static shared memory of each launch step's kernel.
+  std::vector<int> staticShared;
   int maxSharedOptin = 0;
   /// Launch steps marked dependent with programmatic stream serialization:
   /// on sm_90 and newer, with a driver that has cuLaunchKernelEx, unless
@@ -232,8 +234,17 @@ std::shared_ptr<Program> Program::load(const std::string &bundleText,
         throw BundleError("module '" + step.module + "' has no kernel '" +
                           step.function + "'");
     }
+    // Dynamic shared memory up to 48 KiB with the static included runs
+    // without opting in.
+    int staticShared = 0;
+    if (function)
+      check(driver().cuFuncGetAttribute(&staticShared,
+                                        CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                        function),
+            "reading the shared memory of '" + step.function + "'");
     impl.functions.push_back(function);
-    impl.configuredShared.push_back(48 * 1024);
+    impl.staticShared.push_back(staticShared);
+    impl.configuredShared.push_back(48 * 1024 - staticShared);
   }
   check(driver().cuModuleGetFunction(&impl.checkKernel, impl.modules.front(),
                                      "kge_check_indices"),
@@ -485,15 +496,15 @@ void Program::launch(const Bindings &bindings,
                           "' needs a launch the GPU cannot run (grid " +
                           std::to_string(grid[0]) + ", block " +
                           std::to_string(block[0]) + ")");
-    if (shared > impl_->maxSharedOptin)
+    if (shared + impl_->staticShared[s] > impl_->maxSharedOptin)
       throw ArgumentError("kernel '" + step.function + "' needs " +
-                          std::to_string(shared) +
+                          std::to_string(shared + impl_->staticShared[s]) +
                           " bytes of shared memory for these sizes; the "
                           "device has " +
                           std::to_string(impl_->maxSharedOptin) +
                           " (use a smaller tile or embedding length)");
     CUfunction function = impl_->functions[s];
-    if (shared > 48 * 1024) {
+    if (shared > 48 * 1024 - impl_->staticShared[s]) {
       std::lock_guard<std::mutex> configure(impl_->configureMutex);
       if (impl_->configuredShared[s] < shared) {
         check(d.cuFuncSetAttribute(

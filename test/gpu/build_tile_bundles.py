@@ -7,6 +7,11 @@ the GPU suite (here, where the compiler is; they travel to the GPU machine):
 for every query and the tile shapes t64 (64x64x16 blocks, 4x4 per
 thread), t128 (128x128x8, 8x8), t32 (32x32x8, 2x2) and auto (GAMUT's
 heuristic: the 128 kernel when its grid fills the GPU, else the 64 one).
+
+Tensor-core bundles go to <out>/mma/<query>.<precision>.kgebundle: GEMM in
+the four operand layouts (nn: A[i, k] B[k, j]; nt: B[j, k]; tn: A[k, i];
+tt) and the queries whose inner computation is a product, with f16 and
+bf16 inputs, and f32 inputs under matrix-math=tf32 and tf32x3.
 """
 
 import argparse
@@ -26,6 +31,45 @@ DTYPES = ("bf16", "f16", "f64")
 CPU_ONLY = set()
 # Top-k sorts a block's pairs in shared memory: at most 4096 of them.
 SHAPES_OF = {"q7_top_preferences": ("t64", "t32", "auto")}
+
+
+LAYOUTS = {"nn": ("A[i, k]", "B[k, j]"), "nt": ("A[i, k]", "B[j, k]"),
+           "tn": ("A[k, i]", "B[k, j]"), "tt": ("A[k, i]", "B[j, k]")}
+MMA_PRECISIONS = ("f16", "bf16", "tf32", "tf32x3")
+# Queries whose inner computation is a product, and their operands.
+MMA_QUERIES = {"q2_preference_by_zip": ("P", "R"), "q3_strong_pairs_by_zip": ("P", "R"),
+               "q4_same_zip": ("P", "R"), "q5_strong_pairs": ("P", "R"),
+               "q7_top_preferences": ("P", "R")}
+
+
+def gemm_query(layout):
+    a, b = LAYOUTS[layout]
+    return ("where (i in [0, M], j in [0, N]) {\n  accum = 0;\n  reduce (k in [0, K]) {\n"
+            f"    accum += {a} * {b};\n  }}\n  C[i, j] = accum;\n}}\n")
+
+
+def build_mma(bin_dir, out):
+    """The tensor-core bundles; their count."""
+    out.mkdir(parents=True, exist_ok=True)
+    sources = {f"gemm_{layout}": (gemm_query(layout), ("A", "B")) for layout in LAYOUTS}
+    for name, operands in MMA_QUERIES.items():
+        sources[name] = ((ROOT / "examples" / "tile" / f"{name}.gamut").read_text(), operands)
+    count = 0
+    for name, (text, operands) in sources.items():
+        source = out / f"{name}.gamut"
+        source.write_text(text)
+        for precision in MMA_PRECISIONS:
+            dtype = precision if precision in ("f16", "bf16") else "f32"
+            typed = run(bin_dir / "kge-translate", "--import-gamut", f"--gamut-name={name}",
+                        "--gamut-dtype=" + ",".join(f"{n}:{dtype}" for n in operands), source)
+            option = "" if dtype != "f32" else f"=matrix-math={precision}"
+            lowered = run(bin_dir / "kge-opt", "--convert-tile-to-gpu" + option,
+                          "--kge-lower-to-gpu", stdin=typed)
+            bundle = run(bin_dir / "kge-translate", "--kge-to-bundle", stdin=lowered)
+            (out / f"{name}.{precision}.kgebundle").write_text(bundle)
+            count += 1
+        source.unlink()
+    return count
 
 
 def main():
@@ -58,6 +102,7 @@ def main():
                 bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)
                 (args.out / f"{path.stem}.{dtype}.{shape}.kgebundle").write_text(bundle)
                 count += 1
+    count += build_mma(args.bin, args.out / "mma")
     print(f"{count} bundles in {args.out}")
 
 

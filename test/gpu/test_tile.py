@@ -92,6 +92,12 @@ def test_query_matches_numpy(rt, path, M, N, K):
     x = inputs(name, np.random.default_rng(M * 7 + N * 3 + K),
                M=M, N=N, K=16 if name == "q6_complementary" else K)
     x, typed = typed_inputs(name, x, precision_of(path))
+    check_query(rt, path, name, x, typed, M, N)
+
+
+def check_query(rt, path, name, x, typed, M, N):
+    """Runs the bundle at `path` of example `name` on inputs `x` (`typed`:
+    its inputs as half-precision tensors) and checks it against NumPy."""
     out = run_query(rt, path, x, capacity=M * N, typed=typed)
     expected = reference(name, x)
     if name in ("q5_strong_pairs", "q6_complementary"):

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Conversion/TileIteratorToGPU/TileIteratorToGPU.h"
+#include "KernelEmitter.h"
 
 #include "Conversion/GPUCommon/BundleAttributes.h"
 #include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
@@ -20,6 +21,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
@@ -35,135 +37,8 @@ using namespace mlir;
 using namespace mlir::tile;
 using namespace mlir::kge;
 
-namespace {
+using namespace mlir::kge::tilegpu;
 
-/// The tiling of one kernel.
-struct TileShape {
-  int64_t bm, bn, bk, tm, tn;
-  /// Threads along the rows and the columns of a block tile.
-  int64_t rowThreads() const { return bm / tm; }
-  int64_t colThreads() const { return bn / tn; }
-  int64_t threads() const { return rowThreads() * colThreads(); }
-  /// Rows (columns) a thread owns side by side: 4 when its sub-tile allows
-  /// (read from shared memory as one vector), else 1.
-  int64_t width() const { return tm % 4 == 0 && tn % 4 == 0 ? 4 : 1; }
-  /// Offset in the block tile of the thread's row `r` (column: with the
-  /// column threads): runs of width() rows, one run per thread, then the
-  /// next run of every thread.
-  int64_t runStride(int64_t threadsAlong) const {
-    return threadsAlong * width();
-  }
-};
-
-/// How a task reads an input, by the axes its map selects.
-enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
-
-class KernelEmitter {
-public:
-  KernelEmitter(OpBuilder &b, TaskOp task, const TileShape &shape)
-      : b(b), task(task), loc(task.getLoc()), shape(shape) {}
-
-  /// Emits the body of `kernel`, whose arguments are the function's.
-  LogicalResult emit(gpu::GPUFuncOp kernel, func::FuncOp func);
-
-private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value arg(Value funcValue) { return args.lookup(funcValue); }
-  Value minIndex(Value a, Value c) {
-    return arith::MinSIOp::create(b, loc, a, c);
-  }
-  /// `v` (index or integer) as `type`.
-  Value castIndex(Value v, Type type) {
-    if (v.getType() == type)
-      return v;
-    return arith::IndexCastOp::create(b, loc, type, v);
-  }
-  Value less(Value a, Value c) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
-  }
-  /// Clones the region's block with `arguments`; float arithmetic may
-  /// contract into fused multiply-adds (as nvcc's default -fmad=true).
-  Value inlineRegion(Region &region, ValueRange arguments) {
-    return inlineTaskRegion(b, region, arguments,
-                            [](Operation *op) { allowContraction(op); });
-  }
-  static Operation *allowContraction(Operation *op) {
-    auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op);
-    if (!fastMath)
-      return op;
-    // Operations built without flags have no attribute at all.
-    arith::FastMathFlagsAttr flags = fastMath.getFastMathFlagsAttr();
-    op->setAttr(fastMath.getFastMathAttrName(),
-                arith::FastMathFlagsAttr::get(
-                    op->getContext(),
-                    (flags ? flags.getValue() : arith::FastMathFlags::none) |
-                        arith::FastMathFlags::contract));
-    return op;
-  }
-  Value combine(Combiner combiner, Value lhs, Value rhs);
-  /// The task's accumulation (contracting), its combine region if custom.
-  Value accumulate(Value lhs, Value rhs) {
-    return buildAccumulation(b, loc, task, lhs, rhs,
-                             arith::FastMathFlags::contract,
-                             [](Operation *op) { allowContraction(op); });
-  }
-  /// The output value of the pair (r, c) of this thread's sub-tile.
-  Value projected(Value acc, Value row, Value col, ValueRange spatial) {
-    if (task.getProject().empty())
-      return acc;
-    SmallVector<Value> arguments = {acc, row, col};
-    llvm::append_range(arguments, spatial);
-    return inlineRegion(task.getProject(), arguments);
-  }
-  /// Loads element (row, k) of input `n` (either coordinate may be null
-  /// when the input lacks that axis) from global memory.
-  Value loadGlobal(unsigned n, Value spatial, Value k);
-  /// Calls `visit(input, inTile, spatial, k, kk, s)` for every element this
-  /// thread stages at step `k0`: `inTile` null when always in the tile,
-  /// `spatial`/`s` null for inputs indexed by k alone.
-  void forEachStagedElement(
-      Value k0, llvm::function_ref<void(unsigned, Value, Value, Value, Value,
-                                        Value)>
-                    visit);
-  /// This thread's staged elements of step `k0`, read from global memory.
-  SmallVector<Value> loadStage(Value k0);
-  /// Stores `values` (loadStage's) into the shared tiles.
-  void storeStage(Value k0, ValueRange values);
-  void storeOutput(Value value, Value acc, Value i, Value j,
-                   ValueRange spatial);
-  /// Select's store iterator: the block counts its pairs, reserves their
-  /// slots with one global atomic and writes them (GAMUT's linear mapping).
-  void storeSelected(gpu::GPUFuncOp kernel, ArrayRef<Value> values,
-                     ArrayRef<Value> holds, ArrayRef<Value> rows,
-                     ArrayRef<Value> cols);
-  /// Top-k's store iterator: the block sorts its candidates in shared
-  /// memory (bitonic), and when its best beats the current k-th, merges
-  /// its k best into the global k best under a lock (GAMUT's nonlinear
-  /// mapping: a local structure, then the global one).
-  void storeTopK(gpu::GPUFuncOp kernel, Value lock, ArrayRef<Value> values,
-                 ArrayRef<Value> holds, ArrayRef<Value> localRows,
-                 ArrayRef<Value> localCols);
-  /// The order-preserving 32-bit key of a top-k value: smaller is better.
-  Value topKKey(Value value);
-  /// The value of a key.
-  Value topKValue(Value key, Type type);
-  /// (keyA, rowA, colA) ranks strictly before (keyB, rowB, colB).
-  Value ranksBefore(Value keyA, Value rowA, Value colA, Value keyB,
-                    Value rowB, Value colB);
-
-  OpBuilder &b;
-  TaskOp task;
-  Location loc;
-  TileShape shape;
-  IRMapping args;
-  SmallVector<InputKind> kinds;
-  /// Shared-memory tiles of the inputs indexed by k (null for the others).
-  SmallVector<Value> tiles;
-  Value extents[3];
-  Value tid, ty, tx, rowBase, colBase;
-};
-
-} // namespace
 
 Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
   return buildCombination(b, loc, combiner, lhs, rhs,
@@ -748,7 +623,9 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     kinds.push_back(kind);
     Type element = cast<MemRefType>(input.getType()).getElementType();
     Value tile;
-    if (kind == InputKind::RowK || kind == InputKind::ColK)
+    if (shape.mma && (kind == InputKind::RowK || kind == InputKind::ColK))
+      mmaInputs[kind == InputKind::RowK ? 0 : 1] = n;
+    else if (kind == InputKind::RowK || kind == InputKind::ColK)
       tile = kernel.addWorkgroupAttribution(
           MemRefType::get({shape.bk, kind == InputKind::RowK ? shape.bm
                                                              : shape.bn},
@@ -776,6 +653,20 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
         loc);
 
   b.setInsertionPointToStart(&kernel.getBody().front());
+  if (shape.mma) {
+    // The tensor cores' operand tiles, every stage, in dynamic shared
+    // memory (the launch plan gives its size).
+    Type element = getMmaElementType(ctx, *shape.mma);
+    Value bytes = gpu::DynamicSharedMemoryOp::create(
+        b, loc,
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                        MemRefLayoutAttrInterface(), shared));
+    mmaTiles = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({shape.stages * (shape.bm + shape.bn) * shape.bk},
+                        element, MemRefLayoutAttrInterface(), shared),
+        bytes, idx(0), ValueRange{});
+  }
   for (TaskOp::Axis axis : {TaskOp::I, TaskOp::J, TaskOp::K}) {
     auto [source, dim] = task.getExtentSource(axis);
     extents[axis] = memref::DimOp::create(b, loc, arg(source), dim);
@@ -796,14 +687,18 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   Value rowRun = arith::MulIOp::create(b, loc, ty, idx(w));
   Value colRun = arith::MulIOp::create(b, loc, tx, idx(w));
   SmallVector<Value> localRows, localCols, rows, cols;
-  for (int64_t r = 0; r < shape.tm; ++r)
-    localRows.push_back(arith::AddIOp::create(
-        b, loc, rowRun,
-        idx((r / w) * shape.runStride(shape.rowThreads()) + r % w)));
-  for (int64_t c = 0; c < shape.tn; ++c)
-    localCols.push_back(arith::AddIOp::create(
-        b, loc, colRun,
-        idx((c / w) * shape.runStride(shape.colThreads()) + c % w)));
+  if (shape.mma) {
+    tensorCorePairs(localRows, localCols);
+  } else {
+    for (int64_t r = 0; r < shape.tm; ++r)
+      localRows.push_back(arith::AddIOp::create(
+          b, loc, rowRun,
+          idx((r / w) * shape.runStride(shape.rowThreads()) + r % w)));
+    for (int64_t c = 0; c < shape.tn; ++c)
+      localCols.push_back(arith::AddIOp::create(
+          b, loc, colRun,
+          idx((c / w) * shape.runStride(shape.colThreads()) + c % w)));
+  }
   for (Value r : localRows)
     rows.push_back(arith::AddIOp::create(b, loc, rowBase, r));
   for (Value c : localCols)
@@ -860,6 +755,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   SmallVector<Value> inits(shape.tm * shape.tn, identity);
 
   auto emitReduction = [&]() -> SmallVector<Value> {
+    if (shape.mma)
+      return emitTensorCoreReduction();
     // The first step's elements, loaded before the loop (when K > 0).
     SmallVector<Value> first;
     {
@@ -1075,20 +972,41 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
 
 namespace {
 
-/// Lowers the tile function `func` to a gpu.module with its bundle
-/// description.
 /// GAMUT's heuristic, scale up before scale out: the large tile shape when
 /// its grid gives every multiprocessor a block, else the small one.
 static const TileShape kLargeShape{128, 128, 8, 8, 8};
 static const TileShape kSmallShape{64, 64, 16, 4, 4};
 /// Multiprocessors the heuristic fills (an H100 or H200 has 132).
 static constexpr int64_t kMultiprocessors = 132;
+/// Tensor cores: 64-byte rows of k per stage, four stages in flight; 8
+/// warps of 64 x 32 pairs, or 4 of 32 x 32.
+static constexpr int64_t kMmaStageBytesOfK = 64;
+static constexpr int64_t kMmaStages = 4;
+static TileShape mmaShape(MmaPrecision precision, bool large) {
+  int64_t bk = kMmaStageBytesOfK * 8 /
+               getMmaElementBits(precision);
+  TileShape shape = large ? TileShape{128, 128, bk, 8, 8}
+                          : TileShape{64, 64, bk, 4, 8};
+  shape.mma = precision;
+  shape.stages = kMmaStages;
+  return shape;
+}
+
+/// One kernel of a tile function's module.
+struct KernelVariant {
+  TileShape shape;
+  /// Appended to the function's name.
+  std::string suffix;
+};
 
 /// Lowers the tile function `func` to a gpu.module with its bundle
-/// description: one kernel per shape of `shapes`; with two, the launch plan
-/// runs the first when its grid fills the GPU and the second otherwise.
-LogicalResult lowerFunction(func::FuncOp func, ArrayRef<TileShape> shapes) {
-  const TileShape &shape = shapes.back();
+/// description: one kernel per variant. With several, the launch plan
+/// chooses: tensor-core kernels when the operands' contiguous extents are
+/// multiples of 16 bytes (cp.async's chunks), the CUDA-core kernel
+/// otherwise; of two kernels of one kind, the first when its grid fills the
+/// GPU and the second otherwise.
+LogicalResult lowerFunction(func::FuncOp func,
+                            ArrayRef<KernelVariant> variants) {
   SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
   if (tasks.size() != 1)
     return func.emitOpError()
@@ -1102,22 +1020,25 @@ LogicalResult lowerFunction(func::FuncOp func, ArrayRef<TileShape> shapes) {
   bool topK = task.getOutput() == OutputKind::top_k;
   if (topK) {
     Type value = task.getValueType();
-    int64_t candidates = shape.bm * shape.bn;
     if (!value.isF32() && !value.isInteger(32))
       return task.emitOpError()
              << "output top_k on the GPU takes f32 or i32 values, got "
              << value;
-    if (!llvm::isPowerOf2_64(candidates) || candidates > 4096 ||
-        candidates % shape.threads())
-      return task.emitOpError()
-             << "output top_k on the GPU sorts a block's " << candidates
-             << " pairs in shared memory: the block tile must hold a power "
-                "of two of at most 4096 pairs (block-m x block-n)";
-    if (*task.getK() > std::min<int64_t>(512, candidates))
-      return task.emitOpError()
-             << "output top_k on the GPU keeps at most "
-             << std::min<int64_t>(512, candidates) << " values (k = "
-             << *task.getK() << ")";
+    for (const KernelVariant &variant : variants) {
+      const TileShape &shape = variant.shape;
+      int64_t candidates = shape.bm * shape.bn;
+      if (!llvm::isPowerOf2_64(candidates) || candidates > 4096 ||
+          candidates % shape.threads())
+        return task.emitOpError()
+               << "output top_k on the GPU sorts a block's " << candidates
+               << " pairs in shared memory: the block tile must hold a power "
+                  "of two of at most 4096 pairs (block-m x block-n)";
+      if (static_cast<int64_t>(*task.getK()) > std::min<int64_t>(512, candidates))
+        return task.emitOpError()
+               << "output top_k on the GPU keeps at most "
+               << std::min<int64_t>(512, candidates) << " values (k = "
+               << *task.getK() << ")";
+    }
   }
   FailureOr<kge_runtime::Signature> signature = tile::computeSignature(func);
   if (failed(signature))
@@ -1133,9 +1054,9 @@ LogicalResult lowerFunction(func::FuncOp func, ArrayRef<TileShape> shapes) {
   if (topK)
     kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
   SmallVector<std::string> kernelNames;
-  for (auto [n, kernelShape] : llvm::enumerate(shapes)) {
-    std::string kernelName =
-        n + 1 == shapes.size() && shapes.size() > 1 ? name + "_small" : name;
+  for (const KernelVariant &variant : variants) {
+    const TileShape &kernelShape = variant.shape;
+    std::string kernelName = name + variant.suffix;
     b.setInsertionPointToEnd(module.getBody());
     auto kernel = gpu::GPUFuncOp::create(b, loc, kernelName,
                                          b.getFunctionType(kernelTypes, {}));
@@ -1242,9 +1163,30 @@ LogicalResult lowerFunction(func::FuncOp func, ArrayRef<TileShape> shapes) {
            ") * ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(s.bm) +
            ")";
   };
-  std::string fills = blocksOf(shapes.front()) + " / " +
-                      std::to_string(kMultiprocessors);
-  for (auto [n, kernelShape] : llvm::enumerate(shapes)) {
+  // Tensor cores copy 16-byte chunks: every operand row must start on one.
+  std::string aligned = "1";
+  if (variants.front().shape.mma) {
+    int64_t chunk = 128 / getMmaElementBits(*variants.front().shape.mma);
+    for (Value input : task.getInputs()) {
+      if (cast<MemRefType>(input.getType()).getRank() != 2)
+        continue;
+      std::string row =
+          signature->params[cast<BlockArgument>(input).getArgNumber()]
+              .shape[1]
+              .str();
+      aligned += " * (1 - min(1, " + row + " - " + row + " / " +
+                 std::to_string(chunk) + " * " + std::to_string(chunk) + "))";
+    }
+  }
+  auto fills = [&](const TileShape &s) {
+    return "(" + blocksOf(s) + ") / " + std::to_string(kMultiprocessors);
+  };
+  for (auto [n, variant] : llvm::enumerate(variants)) {
+    const TileShape &kernelShape = variant.shape;
+    int64_t sharedBytes = 0;
+    if (kernelShape.mma)
+      sharedBytes = kernelShape.stages * (kernelShape.bm + kernelShape.bn) *
+                    kernelShape.bk * getMmaElementBits(*kernelShape.mma) / 8;
     Attribute step = bb.launch(
         kernelNames[n], module.getName(),
         {"ceildiv(" + extentOf(TaskOp::J) + ", " +
@@ -1252,10 +1194,23 @@ LogicalResult lowerFunction(func::FuncOp func, ArrayRef<TileShape> shapes) {
          "ceildiv(" + extentOf(TaskOp::I) + ", " +
              std::to_string(kernelShape.bm) + ")",
          "1"},
-        kernelShape.threads(), "0", kernelArgs);
-    if (shapes.size() > 1) {
+        kernelShape.threads(), std::to_string(sharedBytes), kernelArgs);
+    if (variants.size() > 1) {
+      // Kernels of this kind (tensor cores or not), and whether this one
+      // is the first of two.
+      SmallVector<size_t> kind;
+      for (auto [m, other] : llvm::enumerate(variants))
+        if (other.shape.mma.has_value() == kernelShape.mma.has_value())
+          kind.push_back(m);
+      std::string when = kernelShape.mma ? aligned : "1";
+      if (kind.size() == 2) {
+        std::string first = fills(variants[kind[0]].shape);
+        when += " * " + (n == kind[0] ? first : "(1 - min(1, " + first + "))");
+      }
+      if (!kernelShape.mma && kind.size() < variants.size())
+        when = "(1 - " + aligned + ")";
       NamedAttrList fields(cast<DictionaryAttr>(step));
-      fields.set("when", bb.str(n == 0 ? fills : "1 - min(1, " + fills + ")"));
+      fields.set("when", bb.str(when));
       step = fields.getDictionary(func.getContext());
     }
     steps.push_back(step);
@@ -1296,23 +1251,40 @@ struct ConvertTileIteratorToGPUPass
                             "number of threads)";
       return signalPassFailure();
     }
+    if (!matrixMath.empty() && matrixMath != "fma" &&
+        !llvm::is_contained({"tf32", "tf32x3"}, matrixMath)) {
+      module.emitError() << "invalid matrix-math '" << matrixMath
+                         << "' (expected fma, tf32 or tf32x3)";
+      return signalPassFailure();
+    }
     SmallVector<func::FuncOp> funcs;
     for (auto func : module.getOps<func::FuncOp>())
       if (tile::isTileFunction(func))
         funcs.push_back(func);
     bool failedAny = false;
-    for (func::FuncOp func : funcs)
-    {
-      SmallVector<TileShape> shapes = {shape};
+    for (func::FuncOp func : funcs) {
+      SmallVector<KernelVariant> variants = {{shape, ""}};
       bool topK = false;
-      for (TaskOp task : func.getBody().getOps<TaskOp>())
+      std::optional<MmaPrecision> precision;
+      for (TaskOp task : func.getBody().getOps<TaskOp>()) {
         topK |= task.getOutput() == OutputKind::top_k;
-      // Top-k sorts a block's pairs: the large tile has too many.
-      if (automatic && !topK)
-        shapes = {kLargeShape, kSmallShape};
+        precision = getTensorCorePrecision(task, matrixMath);
+      }
+      // Top-k sorts a block's pairs: the large tiles have too many. The
+      // tensor-core kernels need 16-byte rows: a CUDA-core one runs the
+      // others.
+      if (automatic && precision && !topK)
+        variants = {{mmaShape(*precision, true), "_mma"},
+                    {mmaShape(*precision, false), "_mma_small"},
+                    {kSmallShape, "_small"}};
+      else if (automatic && precision)
+        variants = {{mmaShape(*precision, false), "_mma_small"},
+                    {kSmallShape, "_small"}};
+      else if (automatic && !topK)
+        variants = {{kLargeShape, ""}, {kSmallShape, "_small"}};
       else if (automatic)
-        shapes = {kSmallShape};
-      failedAny |= failed(lowerFunction(func, shapes));
+        variants = {{kSmallShape, ""}};
+      failedAny |= failed(lowerFunction(func, variants));
     }
     if (failedAny)
       return signalPassFailure();

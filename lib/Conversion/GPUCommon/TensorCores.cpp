@@ -1,0 +1,157 @@
+//===- TensorCores.cpp - the one tensor-core emitter ----------------------===//
+
+#include "Conversion/GPUCommon/TensorCores.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace mlir::kge;
+
+std::optional<MmaPrecision> kge::parseMmaPrecision(StringRef name) {
+  return llvm::StringSwitch<std::optional<MmaPrecision>>(name)
+      .Case("f16", MmaPrecision::f16)
+      .Case("bf16", MmaPrecision::bf16)
+      .Case("tf32", MmaPrecision::tf32)
+      .Case("tf32x3", MmaPrecision::tf32x3)
+      .Default(std::nullopt);
+}
+
+StringRef kge::stringifyMmaPrecision(MmaPrecision precision) {
+  switch (precision) {
+  case MmaPrecision::f16:
+    return "f16";
+  case MmaPrecision::bf16:
+    return "bf16";
+  case MmaPrecision::tf32:
+    return "tf32";
+  case MmaPrecision::tf32x3:
+    return "tf32x3";
+  }
+  llvm_unreachable("unknown precision");
+}
+
+int64_t kge::getMmaK(MmaPrecision precision) {
+  return precision == MmaPrecision::f16 || precision == MmaPrecision::bf16
+             ? 16
+             : 8;
+}
+
+int64_t kge::getMmaElementBits(MmaPrecision precision) {
+  return getMmaK(precision) == 16 ? 16 : 32;
+}
+
+Type kge::getMmaElementType(MLIRContext *context, MmaPrecision precision) {
+  Builder b(context);
+  switch (precision) {
+  case MmaPrecision::f16:
+    return b.getF16Type();
+  case MmaPrecision::bf16:
+    return b.getBF16Type();
+  case MmaPrecision::tf32:
+  case MmaPrecision::tf32x3:
+    return b.getF32Type();
+  }
+  llvm_unreachable("unknown precision");
+}
+
+VectorType kge::getMmaFragmentType(MLIRContext *context,
+                                   MmaPrecision precision,
+                                   int64_t registers) {
+  Type element = getMmaElementType(context, precision);
+  return VectorType::get({registers, 32 / element.getIntOrFloatBitWidth()},
+                         element);
+}
+
+std::pair<Value, Value> kge::splitTF32(OpBuilder &b, Location loc,
+                                       Value value) {
+  Type floatType = value.getType();
+  Type intType = b.getI32Type();
+  if (auto vector = dyn_cast<VectorType>(floatType))
+    intType = VectorType::get(vector.getShape(), intType);
+  auto constant = [&](int32_t v) -> Value {
+    TypedAttr attr = b.getI32IntegerAttr(v);
+    if (auto vector = dyn_cast<VectorType>(intType))
+      attr = DenseElementsAttr::get(vector, attr);
+    return arith::ConstantOp::create(b, loc, attr);
+  };
+  // Round to nearest at the 13th bit, then clear the 13 bits TF32 lacks.
+  Value bits = arith::BitcastOp::create(b, loc, intType, value);
+  Value rounded = arith::AndIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
+      constant(static_cast<int32_t>(0xFFFFE000u)));
+  Value big = arith::BitcastOp::create(b, loc, floatType, rounded);
+  return {big, arith::SubFOp::create(b, loc, value, big)};
+}
+
+/// mma.sync.m16n8k16 with BF16 operands as NVVM's op: fragments
+/// vector<R x 2 x bf16> pass as R packed i32 registers.
+static Value buildBF16Mma(OpBuilder &b, Location loc, Value a, Value bFragment,
+                          Value acc) {
+  auto registers = [&](Value fragment) {
+    SmallVector<Value> result;
+    auto type = cast<VectorType>(fragment.getType());
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      Value pair = vector::ExtractOp::create(b, loc, fragment,
+                                             ArrayRef<int64_t>{r});
+      Value packed = vector::BitCastOp::create(
+          b, loc, VectorType::get({1}, b.getI32Type()), pair);
+      result.push_back(
+          vector::ExtractOp::create(b, loc, packed, ArrayRef<int64_t>{0}));
+    }
+    return result;
+  };
+  SmallVector<Value> c;
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t q = 0; q < 2; ++q)
+      c.push_back(vector::ExtractOp::create(b, loc, acc,
+                                            ArrayRef<int64_t>{h, q}));
+  Type f32 = b.getF32Type();
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      b, loc, resultType, registers(a), registers(bFragment), c,
+      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                    NVVM::MMATypes::bf16},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  SmallVector<Value> elements;
+  for (int64_t i = 0; i < 4; ++i)
+    elements.push_back(LLVM::ExtractValueOp::create(b, loc, d, i));
+  return vector::FromElementsOp::create(b, loc, acc.getType(), elements);
+}
+
+Value kge::buildMmaSync(OpBuilder &b, Location loc, MmaPrecision precision,
+                        Value a, Value bFragment, Value acc) {
+  SmallVector<int64_t, 3> shape = {16, 8, getMmaK(precision)};
+  auto mma = [&](Value lhs, Value rhs, Value c) -> Value {
+    bool tf32 = precision == MmaPrecision::tf32 ||
+                precision == MmaPrecision::tf32x3;
+    return nvgpu::MmaSyncOp::create(b, loc, lhs, rhs, c, shape, tf32);
+  };
+  switch (precision) {
+  case MmaPrecision::f16:
+    return mma(a, bFragment, acc);
+  case MmaPrecision::bf16:
+    // Upstream's nvgpu lowering deduces no PTX type for bf16: the NVVM op
+    // itself, its registers as packed i32.
+    return buildBF16Mma(b, loc, a, bFragment, acc);
+  case MmaPrecision::tf32:
+    return mma(splitTF32(b, loc, a).first, splitTF32(b, loc, bFragment).first,
+               acc);
+  case MmaPrecision::tf32x3: {
+    // a b ~ a_small b_big + a_big b_small + a_big b_big.
+    auto [aBig, aSmall] = splitTF32(b, loc, a);
+    auto [bBig, bSmall] = splitTF32(b, loc, bFragment);
+    acc = mma(aSmall, bBig, acc);
+    acc = mma(aBig, bSmall, acc);
+    return mma(aBig, bBig, acc);
+  }
+  }
+  llvm_unreachable("unknown precision");
+}

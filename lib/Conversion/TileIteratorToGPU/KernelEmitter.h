@@ -1,0 +1,200 @@
+//===- KernelEmitter.h - tile tasks to tiled GPU kernels --------*- C++ -*-===//
+//
+// The emitter of one tile.task's kernel, shared by the CUDA-core iterators
+// (TileIteratorToGPU.cpp) and the tensor-core ones (TensorCoreIterators.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KGE_LIB_CONVERSION_TILEITERATORTOGPU_KERNELEMITTER_H
+#define KGE_LIB_CONVERSION_TILEITERATORTOGPU_KERNELEMITTER_H
+
+#include "Conversion/GPUCommon/TensorCores.h"
+#include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <optional>
+
+namespace mlir {
+namespace kge {
+namespace tilegpu {
+
+using tile::Combiner;
+using tile::TaskOp;
+using tile::inlineTaskRegion;
+
+/// The tiling of one kernel.
+struct TileShape {
+  int64_t bm, bn, bk, tm, tn;
+  /// Tensor cores: the precision of the warp-level products (none: CUDA
+  /// cores) and the depth of the asynchronous load pipeline.
+  std::optional<MmaPrecision> mma = std::nullopt;
+  int64_t stages = 0;
+  /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
+  /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
+  /// warpsN().
+  int64_t warpsM() const { return bm / (8 * tm); }
+  int64_t warpsN() const { return bn / (4 * tn); }
+  /// Threads along the rows and the columns of a block tile.
+  int64_t rowThreads() const { return bm / tm; }
+  int64_t colThreads() const { return bn / tn; }
+  int64_t threads() const { return rowThreads() * colThreads(); }
+  /// Rows (columns) a thread owns side by side: 4 when its sub-tile allows
+  /// (read from shared memory as one vector), else 1.
+  int64_t width() const { return tm % 4 == 0 && tn % 4 == 0 ? 4 : 1; }
+  /// Offset in the block tile of the thread's row `r` (column: with the
+  /// column threads): runs of width() rows, one run per thread, then the
+  /// next run of every thread.
+  int64_t runStride(int64_t threadsAlong) const {
+    return threadsAlong * width();
+  }
+};
+
+/// How a task reads an input, by the axes its map selects.
+enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
+
+/// The precision at which the tensor cores can run `task`'s reduction, or
+/// none: its inner computation must be the product of one operand indexed
+/// by (i, k) and one by (j, k) (16-bit operands widened to f32 allowed),
+/// accumulated with add into f32 from zero, every other operand indexed by
+/// i or j alone. f16 and bf16 operands take the tensor cores unless
+/// `matrixMath` is "fma"; f32 operands take them when it is "tf32" or
+/// "tf32x3".
+std::optional<MmaPrecision> getTensorCorePrecision(TaskOp task,
+                                                   llvm::StringRef matrixMath);
+
+class KernelEmitter {
+public:
+  KernelEmitter(OpBuilder &b, TaskOp task, const TileShape &shape)
+      : b(b), task(task), loc(task.getLoc()), shape(shape) {}
+
+  /// Emits the body of `kernel`, whose arguments are the function's.
+  LogicalResult emit(gpu::GPUFuncOp kernel, func::FuncOp func);
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value arg(Value funcValue) { return args.lookup(funcValue); }
+  Value minIndex(Value a, Value c) {
+    return arith::MinSIOp::create(b, loc, a, c);
+  }
+  /// `v` (index or integer) as `type`.
+  Value castIndex(Value v, Type type) {
+    if (v.getType() == type)
+      return v;
+    return arith::IndexCastOp::create(b, loc, type, v);
+  }
+  Value less(Value a, Value c) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
+  }
+  /// Clones the region's block with `arguments`; float arithmetic may
+  /// contract into fused multiply-adds (as nvcc's default -fmad=true).
+  Value inlineRegion(Region &region, ValueRange arguments) {
+    return inlineTaskRegion(b, region, arguments,
+                            [](Operation *op) { allowContraction(op); });
+  }
+  static Operation *allowContraction(Operation *op) {
+    auto fastMath = dyn_cast<arith::ArithFastMathInterface>(op);
+    if (!fastMath)
+      return op;
+    // Operations built without flags have no attribute at all.
+    arith::FastMathFlagsAttr flags = fastMath.getFastMathFlagsAttr();
+    op->setAttr(fastMath.getFastMathAttrName(),
+                arith::FastMathFlagsAttr::get(
+                    op->getContext(),
+                    (flags ? flags.getValue() : arith::FastMathFlags::none) |
+                        arith::FastMathFlags::contract));
+    return op;
+  }
+  Value combine(Combiner combiner, Value lhs, Value rhs);
+  /// The task's accumulation (contracting), its combine region if custom.
+  Value accumulate(Value lhs, Value rhs) {
+    return buildAccumulation(b, loc, task, lhs, rhs,
+                             arith::FastMathFlags::contract,
+                             [](Operation *op) { allowContraction(op); });
+  }
+  /// The output value of the pair (r, c) of this thread's sub-tile.
+  Value projected(Value acc, Value row, Value col, ValueRange spatial) {
+    if (task.getProject().empty())
+      return acc;
+    SmallVector<Value> arguments = {acc, row, col};
+    llvm::append_range(arguments, spatial);
+    return inlineRegion(task.getProject(), arguments);
+  }
+  /// Loads element (row, k) of input `n` (either coordinate may be null
+  /// when the input lacks that axis) from global memory.
+  Value loadGlobal(unsigned n, Value spatial, Value k);
+  /// Calls `visit(input, inTile, spatial, k, kk, s)` for every element this
+  /// thread stages at step `k0`: `inTile` null when always in the tile,
+  /// `spatial`/`s` null for inputs indexed by k alone.
+  void forEachStagedElement(
+      Value k0, llvm::function_ref<void(unsigned, Value, Value, Value, Value,
+                                        Value)>
+                    visit);
+  /// This thread's staged elements of step `k0`, read from global memory.
+  SmallVector<Value> loadStage(Value k0);
+  /// Stores `values` (loadStage's) into the shared tiles.
+  void storeStage(Value k0, ValueRange values);
+  void storeOutput(Value value, Value acc, Value i, Value j,
+                   ValueRange spatial);
+  /// Select's store iterator: the block counts its pairs, reserves their
+  /// slots with one global atomic and writes them (GAMUT's linear mapping).
+  void storeSelected(gpu::GPUFuncOp kernel, ArrayRef<Value> values,
+                     ArrayRef<Value> holds, ArrayRef<Value> rows,
+                     ArrayRef<Value> cols);
+  /// Top-k's store iterator: the block sorts its candidates in shared
+  /// memory (bitonic), and when its best beats the current k-th, merges
+  /// its k best into the global k best under a lock (GAMUT's nonlinear
+  /// mapping: a local structure, then the global one).
+  void storeTopK(gpu::GPUFuncOp kernel, Value lock, ArrayRef<Value> values,
+                 ArrayRef<Value> holds, ArrayRef<Value> localRows,
+                 ArrayRef<Value> localCols);
+  /// The order-preserving 32-bit key of a top-k value: smaller is better.
+  Value topKKey(Value value);
+  /// The value of a key.
+  Value topKValue(Value key, Type type);
+  /// (keyA, rowA, colA) ranks strictly before (keyB, rowB, colB).
+  Value ranksBefore(Value keyA, Value rowA, Value colA, Value keyB,
+                    Value rowB, Value colB);
+
+  OpBuilder &b;
+  TaskOp task;
+  Location loc;
+  TileShape shape;
+  IRMapping args;
+  SmallVector<InputKind> kinds;
+  /// Shared-memory tiles of the inputs indexed by k (null for the others).
+  SmallVector<Value> tiles;
+  Value extents[3];
+  Value tid, ty, tx, rowBase, colBase;
+
+  // Tensor cores (TensorCoreIterators.cpp).
+  /// This thread's pairs: the rows and the columns of its accumulator
+  /// fragments in the block tile.
+  void tensorCorePairs(SmallVector<Value> &localRows,
+                       SmallVector<Value> &localCols);
+  /// The reduction on tensor cores; the accumulators in the order of
+  /// emitReduction's (row-major over the thread's pairs).
+  SmallVector<Value> emitTensorCoreReduction();
+  /// Issues the asynchronous copies of reduction tile `kTile` into stage
+  /// `stage` of the shared tiles (zero-filled past the extents), as one
+  /// group; its token.
+  Value issueTensorCoreStage(Value kTile, Value stage);
+  /// The flat shared-memory index of (row, col) of a tile whose rows hold
+  /// `rowLength` elements: 16-byte chunks XOR-swizzled so that eight rows'
+  /// chunks at one column fall in distinct banks.
+  Value swizzle(int64_t rowLength, Value row, Value col);
+  /// The operands on the tensor cores: the (i, k) and the (j, k) inputs.
+  unsigned mmaInputs[2] = {0, 0};
+  /// The shared tiles of all stages, the warp's first row and column in the
+  /// block tile, the lane.
+  Value mmaTiles, warpRow, warpCol, lane;
+};
+
+} // namespace tilegpu
+} // namespace kge
+} // namespace mlir
+
+#endif // KGE_LIB_CONVERSION_TILEITERATORTOGPU_KERNELEMITTER_H

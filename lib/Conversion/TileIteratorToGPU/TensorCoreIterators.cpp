@@ -1,0 +1,387 @@
+//===- TensorCoreIterators.cpp - tile tasks on tensor cores ---------------===//
+//
+// The tensor-core reduction of a tile.task whose inner computation is a
+// product: the load iterators copy each operand's block tile from global
+// to shared memory asynchronously (cp.async, 16-byte chunks, a pipeline of
+// `stages` tiles in flight, zero-filled past the extents), the warps read
+// their fragments with ldmatrix (transposing operands stored
+// spatial-contiguous) and accumulate with mma.sync through the shared
+// tensor-core emitter (GPUCommon/TensorCores). The accumulators end in
+// registers with their pairs' coordinates, where the store iterators of
+// every output operator take them as they take the CUDA-core ones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::kge;
+using namespace mlir::kge::tilegpu;
+
+/// `value` with its 16-bit-to-f32 widening (if any) looked through.
+static Value unwiden(Value value) {
+  if (auto ext = value.getDefiningOp<arith::ExtFOp>())
+    return ext.getIn();
+  return value;
+}
+
+std::optional<MmaPrecision>
+tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
+  if (matrixMath == "fma")
+    return std::nullopt;
+  if (task.getAccumulate() != Combiner::add || !task.getCombine().empty() ||
+      !task.getAccumulatorType().isF32())
+    return std::nullopt;
+  if (TypedAttr identity = task.getIdentityAttr()) {
+    auto value = dyn_cast<FloatAttr>(identity);
+    if (!value || !value.getValue().isZero())
+      return std::nullopt;
+  }
+  // One (i, k) and one (j, k) operand; the others spatial-only.
+  int rowK = -1, colK = -1;
+  for (unsigned n = 0; n < task.getInputs().size(); ++n) {
+    bool usesK = task.inputUses(n, TaskOp::K);
+    if (!usesK)
+      continue;
+    if (task.inputUses(n, TaskOp::I) && rowK < 0)
+      rowK = n;
+    else if (task.inputUses(n, TaskOp::J) && colK < 0)
+      colK = n;
+    else
+      return std::nullopt;
+  }
+  if (rowK < 0 || colK < 0)
+    return std::nullopt;
+  // The inner computation: yield (mulf a b), a and b those operands.
+  Block &inner = task.getInner().front();
+  auto yield = cast<tile::YieldOp>(inner.getTerminator());
+  auto mul = yield->getOperand(0).getDefiningOp<arith::MulFOp>();
+  if (!mul || mul->getBlock() != &inner)
+    return std::nullopt;
+  Value lhs = unwiden(mul.getLhs()), rhs = unwiden(mul.getRhs());
+  Value a = inner.getArgument(rowK), b = inner.getArgument(colK);
+  if (!((lhs == a && rhs == b) || (lhs == b && rhs == a)))
+    return std::nullopt;
+  Type elementA = a.getType(), elementB = b.getType();
+  if (elementA != elementB)
+    return std::nullopt;
+  if (elementA.isF16())
+    return MmaPrecision::f16;
+  if (elementA.isBF16())
+    return MmaPrecision::bf16;
+  std::optional<MmaPrecision> requested = parseMmaPrecision(matrixMath);
+  if (elementA.isF32() && (requested == MmaPrecision::tf32 ||
+                           requested == MmaPrecision::tf32x3))
+    return requested;
+  return std::nullopt;
+}
+
+void KernelEmitter::tensorCorePairs(SmallVector<Value> &localRows,
+                                    SmallVector<Value> &localCols) {
+  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
+  lane = arith::RemUIOp::create(b, loc, tid, idx(32));
+  warpRow = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, warp, idx(shape.warpsN())),
+      idx(8 * shape.tm));
+  warpCol = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, warp, idx(shape.warpsN())),
+      idx(4 * shape.tn));
+  // Lane (g, t) holds C[g][2t], C[g][2t + 1], C[g + 8][2t], C[g + 8][2t + 1]
+  // of every 16 x 8 product.
+  Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
+  Value twoT = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, lane, idx(4)), idx(2));
+  Value rowOfLane = arith::AddIOp::create(b, loc, warpRow, g);
+  Value colOfLane = arith::AddIOp::create(b, loc, warpCol, twoT);
+  for (int64_t r = 0; r < shape.tm; ++r)
+    localRows.push_back(
+        arith::AddIOp::create(b, loc, rowOfLane, idx((r / 2) * 16 + (r % 2) * 8)));
+  for (int64_t c = 0; c < shape.tn; ++c)
+    localCols.push_back(
+        arith::AddIOp::create(b, loc, colOfLane, idx((c / 2) * 8 + c % 2)));
+}
+
+Value KernelEmitter::swizzle(int64_t rowLength, Value row, Value col) {
+  int64_t chunk = 16 * 8 / getMmaElementType(b.getContext(), *shape.mma)
+                               .getIntOrFloatBitWidth();
+  int64_t chunksPerRow = rowLength / chunk;
+  // Rows of at least 128 bytes: the chunk's low three bits XOR the row's;
+  // shorter rows: XOR the 128-byte line's index.
+  Value pattern =
+      chunksPerRow >= 8
+          ? arith::RemUIOp::create(b, loc, row, idx(8)).getResult()
+          : arith::RemUIOp::create(
+                b, loc, arith::DivUIOp::create(b, loc, row, idx(8 / chunksPerRow)),
+                idx(8))
+                .getResult();
+  Value flatChunk = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, idx(chunksPerRow)),
+      arith::DivUIOp::create(b, loc, col, idx(chunk)));
+  Value physical = arith::XOrIOp::create(b, loc, flatChunk, pattern);
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, physical, idx(chunk)),
+      arith::RemUIOp::create(b, loc, col, idx(chunk)));
+}
+
+Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
+  MLIRContext *ctx = b.getContext();
+  Type element = getMmaElementType(ctx, *shape.mma);
+  int64_t chunk = 128 / element.getIntOrFloatBitWidth();
+  int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
+  Value k0 = arith::MulIOp::create(b, loc, kTile, idx(shape.bk));
+  Value stageBase = arith::MulIOp::create(b, loc, stage, idx(stageElements));
+  Value extentK = extents[TaskOp::K];
+  SmallVector<Value> tokens;
+  for (int p = 0; p < 2; ++p) {
+    unsigned n = mmaInputs[p];
+    int64_t span = p == 0 ? shape.bm : shape.bn;
+    Value base = p == 0 ? rowBase : colBase;
+    Value extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
+    AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+    bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+    int64_t rowLength = kContiguous ? shape.bk : span;
+    int64_t rows = kContiguous ? span : shape.bk;
+    int64_t chunksPerRow = rowLength / chunk;
+    int64_t chunks = rows * chunksPerRow;
+    Value offset = arith::AddIOp::create(b, loc, stageBase,
+                                         idx(p == 0 ? 0 : shape.bm * shape.bk));
+    for (int64_t first = 0; first < chunks; first += shape.threads()) {
+      Value id = arith::AddIOp::create(b, loc, tid, idx(first));
+      Value row = arith::DivUIOp::create(b, loc, id, idx(chunksPerRow));
+      Value col = arith::MulIOp::create(
+          b, loc, arith::RemUIOp::create(b, loc, id, idx(chunksPerRow)),
+          idx(chunk));
+      // Spatial coordinate and k of the chunk's first element; elements
+      // read (the rest of the 16 bytes is zero-filled).
+      Value s = arith::AddIOp::create(b, loc, base, kContiguous ? row : col);
+      Value k = arith::AddIOp::create(b, loc, k0, kContiguous ? col : row);
+      Value inRange = arith::AndIOp::create(b, loc, less(s, extent),
+                                            less(k, extentK));
+      Value left = kContiguous ? arith::SubIOp::create(b, loc, extentK, k)
+                               : arith::SubIOp::create(b, loc, extent, s);
+      Value count = arith::SelectOp::create(b, loc, inRange,
+                                            minIndex(left, idx(chunk)), idx(0));
+      // Addresses stay in the array even for chunks that read nothing.
+      Value safeS = minIndex(
+          s, arith::SubIOp::create(
+                 b, loc, arith::MaxSIOp::create(b, loc, extent, idx(1)), idx(1)));
+      Value safeK = minIndex(
+          k, arith::SubIOp::create(
+                 b, loc, arith::MaxSIOp::create(b, loc, extentK, idx(1)), idx(1)));
+      SmallVector<Value, 2> at;
+      for (unsigned d = 0; d < 2; ++d)
+        at.push_back(map.getDimPosition(d) == TaskOp::K ? safeK : safeS);
+      Value dst = arith::AddIOp::create(b, loc, offset,
+                                        swizzle(rowLength, row, col));
+      auto copy = [&] {
+        return nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), mmaTiles,
+            ValueRange{dst}, arg(task.getInputs()[n]), at,
+            b.getIndexAttr(chunk), count, b.getUnitAttr());
+      };
+      if (first + shape.threads() <= chunks) {
+        tokens.push_back(copy());
+        continue;
+      }
+      // The last round of a tile that does not divide evenly: the threads
+      // past it copy nothing.
+      auto guardOp = scf::IfOp::create(b, loc, less(id, idx(chunks)),
+                                        /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(guardOp.thenBlock());
+      copy();
+    }
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), tokens);
+}
+
+SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
+  MLIRContext *ctx = b.getContext();
+  MmaPrecision precision = *shape.mma;
+  Type element = getMmaElementType(ctx, precision);
+  int64_t chunk = 128 / element.getIntOrFloatBitWidth();
+  int64_t mmaK = getMmaK(precision);
+  int64_t stages = shape.stages;
+  int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
+  int64_t mi = shape.tm / 2, ni = shape.tn / 2;
+  bool wide = element.getIntOrFloatBitWidth() == 32;
+  VectorType accType = VectorType::get({2, 2}, b.getF32Type());
+  Value zeroAcc = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
+
+  Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
+                                            idx(shape.bk));
+  // The prologue: the first stages - 1 tiles in flight. Every tile is one
+  // group of copies, zero-filled past K, so that counting groups is exact:
+  // at step kt, the groups younger than tile kt's are always stages - 2.
+  Value anyToken;
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    anyToken = issueTensorCoreStage(idx(s), idx(s));
+
+  SmallVector<Value> inits(mi * ni, zeroAcc);
+  auto loop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    // Tile kt has landed (its copies and, through the barrier, every
+    // thread's), and every warp is done with the stage the next copies
+    // overwrite (read at step kt - 1).
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken,
+                                     b.getI32IntegerAttr(stages - 2));
+    gpu::BarrierOp::create(b, loc);
+    Value ahead = arith::AddIOp::create(b, loc, kt, idx(stages - 1));
+    issueTensorCoreStage(ahead, arith::RemUIOp::create(b, loc, ahead, idx(stages)));
+    Value stageBase = arith::MulIOp::create(
+        b, loc, arith::RemUIOp::create(b, loc, kt, idx(stages)),
+        idx(stageElements));
+
+    // Operand p's fragment reads.
+    auto operandLayout = [&](int p) {
+      AffineMap map =
+          cast<AffineMapAttr>(task.getIndexingMaps()[mmaInputs[p]]).getValue();
+      bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+      int64_t span = p == 0 ? shape.bm : shape.bn;
+      return std::make_pair(kContiguous, kContiguous ? shape.bk : span);
+    };
+    auto tileIndex = [&](int p, Value spatial, Value k) {
+      auto [kContiguous, rowLength] = operandLayout(p);
+      Value offset = arith::AddIOp::create(
+          b, loc, stageBase, idx(p == 0 ? 0 : shape.bm * shape.bk));
+      return arith::AddIOp::create(
+          b, loc, offset,
+          kContiguous ? swizzle(rowLength, spatial, k)
+                      : swizzle(rowLength, k, spatial));
+    };
+    Value q = arith::DivUIOp::create(b, loc, lane, idx(8));
+    Value r8 = arith::RemUIOp::create(b, loc, lane, idx(8));
+    Value g = arith::DivUIOp::create(b, loc, lane, idx(4));
+    Value t = arith::RemUIOp::create(b, loc, lane, idx(4));
+    auto bit = [&](Value v, int64_t mask) {
+      return arith::AndIOp::create(b, loc, v, idx(mask)).getResult();
+    };
+    auto add = [&](Value x, Value y) {
+      return arith::AddIOp::create(b, loc, x, y).getResult();
+    };
+    auto mulc = [&](Value x, int64_t c) {
+      return arith::MulIOp::create(b, loc, x, idx(c)).getResult();
+    };
+    // 32-bit operands stored spatial-contiguous: no ldmatrix transposes
+    // them; lanes read their elements one by one.
+    auto scalarFragment = [&](int p, ArrayRef<std::pair<Value, Value>> at) {
+      SmallVector<Value> values;
+      for (auto [spatial, k] : at)
+        values.push_back(
+            memref::LoadOp::create(b, loc, mmaTiles,
+                                   ValueRange{tileIndex(p, spatial, k)}));
+      return vector::FromElementsOp::create(
+          b, loc, VectorType::get({int64_t(at.size()), 1}, element), values);
+    };
+
+    SmallVector<Value> accs(loop.getRegionIterArgs());
+    for (int64_t kk = 0; kk < shape.bk; kk += mmaK) {
+      Value kBase = idx(kk);
+      // A: one 16 x mmaK fragment per 16 rows (four 8 x 8 matrices of
+      // 16-bit elements: rows +0/+8 by lane bit 3, k +0/+chunk by bit 4).
+      SmallVector<Value> aFragments;
+      auto [aKContiguous, aRowLength] = operandLayout(0);
+      (void)aRowLength;
+      for (int64_t m = 0; m < mi; ++m) {
+        Value rowBase16 = add(warpRow, idx(16 * m));
+        VectorType type = getMmaFragmentType(ctx, precision, 4);
+        if (aKContiguous) {
+          Value row = add(rowBase16, add(r8, mulc(bit(q, 1), 8)));
+          Value k = add(kBase, mulc(arith::DivUIOp::create(b, loc, q, idx(2)),
+                                    chunk));
+          aFragments.push_back(nvgpu::LdMatrixOp::create(
+              b, loc, type, mmaTiles, ValueRange{tileIndex(0, row, k)},
+              /*transpose=*/false, /*numTiles=*/4));
+        } else if (!wide) {
+          // Stored [k][row]: matrix q is rows +8 (q & 1), k +8 (q >> 1).
+          Value row = add(rowBase16, mulc(bit(q, 1), 8));
+          Value k = add(kBase, add(r8, mulc(arith::DivUIOp::create(
+                                                b, loc, q, idx(2)),
+                                            8)));
+          aFragments.push_back(nvgpu::LdMatrixOp::create(
+              b, loc, type, mmaTiles, ValueRange{tileIndex(0, row, k)},
+              /*transpose=*/true, /*numTiles=*/4));
+        } else {
+          Value row = add(rowBase16, g), row8 = add(row, idx(8));
+          Value k = add(kBase, t), k4 = add(k, idx(4));
+          aFragments.push_back(scalarFragment(
+              0, {{row, k}, {row8, k}, {row, k4}, {row8, k4}}));
+        }
+      }
+      // B: one mmaK x 8 fragment per 8 columns, two per ldmatrix x4
+      // (columns +0/+8 by lane bit 4, k +0/+chunk by bit 3).
+      SmallVector<Value> bFragments;
+      auto [bKContiguous, bRowLength] = operandLayout(1);
+      (void)bRowLength;
+      VectorType pairType = getMmaFragmentType(ctx, precision, 2);
+      for (int64_t n = 0; n < ni; n += 2) {
+        Value colBase8 = add(warpCol, idx(8 * n));
+        VectorType type = getMmaFragmentType(ctx, precision, 4);
+        Value four;
+        if (bKContiguous) {
+          Value col = add(colBase8, add(r8, mulc(arith::DivUIOp::create(
+                                                     b, loc, q, idx(2)),
+                                                 8)));
+          Value k = add(kBase, mulc(bit(q, 1), chunk));
+          four = nvgpu::LdMatrixOp::create(b, loc, type, mmaTiles,
+                                           ValueRange{tileIndex(1, col, k)},
+                                           /*transpose=*/false, 4);
+        } else if (!wide) {
+          // Stored [k][col]: matrix q is k +8 (q & 1), columns +8 (q >> 1).
+          Value col = add(colBase8, mulc(arith::DivUIOp::create(
+                                             b, loc, q, idx(2)),
+                                         8));
+          Value k = add(kBase, add(r8, mulc(bit(q, 1), 8)));
+          four = nvgpu::LdMatrixOp::create(b, loc, type, mmaTiles,
+                                           ValueRange{tileIndex(1, col, k)},
+                                           /*transpose=*/true, 4);
+        }
+        for (int64_t h = 0; h < 2; ++h) {
+          if (four) {
+            // Registers 2h and 2h + 1 of the four.
+            Value pair = arith::ConstantOp::create(b, loc, b.getZeroAttr(pairType));
+            for (int64_t r = 0; r < 2; ++r)
+              pair = vector::InsertOp::create(
+                  b, loc,
+                  vector::ExtractOp::create(b, loc, four,
+                                            ArrayRef<int64_t>{2 * h + r}),
+                  pair, ArrayRef<int64_t>{r});
+            bFragments.push_back(pair);
+            continue;
+          }
+          Value col = add(add(colBase8, idx(8 * h)), g);
+          Value k = add(kBase, t);
+          bFragments.push_back(
+              scalarFragment(1, {{col, k}, {col, add(k, idx(4))}}));
+        }
+      }
+      for (int64_t m = 0; m < mi; ++m)
+        for (int64_t n = 0; n < ni; ++n)
+          accs[m * ni + n] = buildMmaSync(b, loc, precision, aFragments[m],
+                                          bFragments[n], accs[m * ni + n]);
+    }
+    scf::YieldOp::create(b, loc, accs);
+  }
+  // No copy outlives the kernel's use of shared memory.
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken, b.getI32IntegerAttr(0));
+
+  // Accumulator (m, n)[h][c] is pair (2m + h, 2n + c) of the thread.
+  SmallVector<Value> result(shape.tm * shape.tn);
+  for (int64_t m = 0; m < mi; ++m)
+    for (int64_t n = 0; n < ni; ++n)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t c = 0; c < 2; ++c)
+          result[(2 * m + h) * shape.tn + 2 * n + c] = vector::ExtractOp::create(
+              b, loc, loop.getResult(m * ni + n), ArrayRef<int64_t>{h, c});
+  return result;
+}

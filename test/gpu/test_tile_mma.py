@@ -1,0 +1,100 @@
+"""The tile dialect's tensor-core kernels (build_tile_bundles.py's
+<KGE_GPU_TILE_BUNDLES>/mma bundles): GEMM in the four operand layouts and
+the queries whose inner computation is a product, at f16, bf16, tf32 and
+tf32x3, against NumPy at sizes whose rows are 16-byte aligned (the
+tensor-core kernels run) and at sizes whose rows are not (the CUDA-core
+kernel of the same bundle runs)."""
+
+import numpy as np
+import pytest
+import torch
+
+from test_tile import TILE_BUNDLES, TORCH_DTYPES, check_query, load
+from tile_reference import inputs
+
+MMA_BUNDLES = sorted((TILE_BUNDLES / "mma").glob("*.kgebundle"))
+# (M, N, K): aligned (k tails of a partial stage, one block, the 128 x 128
+# kernel's grid), then unaligned rows.
+SIZES = [(130, 72, 48), (64, 64, 16), (200, 136, 296), (1536, 1536, 64), (53, 41, 45)]
+LAYOUT_SHAPES = {"nn": ("MK", "KN"), "nt": ("MK", "NK"), "tn": ("KM", "KN"), "tt": ("KM", "NK")}
+
+
+def round_tf32(a):
+    """`a` (float32) rounded to TF32 as the kernels round: to nearest at
+    the 13th mantissa bit, ties away from zero."""
+    bits = a.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def operands(precision, arrays):
+    """The operands as the kernels see them (float64 NumPy, for the
+    reference) and as tensors (half precision: typed tensors). TF32
+    operands are rounded only when their rows are 16-byte multiples: else
+    the CUDA-core kernel computes in FP32."""
+    aligned = all(a.shape[1] % 4 == 0 for a in arrays.values())
+    rounded, tensors = {}, {}
+    for n, a in arrays.items():
+        if precision in TORCH_DTYPES:
+            t = torch.from_numpy(a).to(TORCH_DTYPES[precision])
+            tensors[n] = t.cuda()
+            rounded[n] = t.to(torch.float64).numpy()
+        else:
+            tf32 = precision == "tf32" and aligned
+            rounded[n] = (round_tf32(a) if tf32 else a).astype(np.float64)
+            tensors[n] = torch.from_numpy(a).cuda()
+    return rounded, tensors
+
+
+def test_mma_bundles_were_built():
+    assert len(MMA_BUNDLES) == 36, "run test/gpu/build_tile_bundles.py"
+
+
+@pytest.mark.parametrize("path", MMA_BUNDLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
+def test_tensor_core_query_matches_numpy(rt, path, M, N, K):
+    name, precision = path.name.split(".")[:2]
+    rng = np.random.default_rng(M * 5 + N * 3 + K)
+    if name.startswith("gemm_"):
+        dims = {"M": M, "N": N, "K": K}
+        a_shape, b_shape = LAYOUT_SHAPES[name[5:]]
+        A = rng.standard_normal([dims[d] for d in a_shape]).astype(np.float32)
+        B = rng.standard_normal([dims[d] for d in b_shape]).astype(np.float32)
+        x, tensors = operands(precision, {"A": A, "B": B})
+        a = x["A"] if a_shape == "MK" else x["A"].T
+        b = x["B"] if b_shape == "KN" else x["B"].T
+        program = load(rt, path)
+        C = torch.zeros(M, N, device="cuda")
+        program(**tensors, C=C)
+        torch.cuda.synchronize()
+        expected = a @ b
+        scale = max(1.0, float(np.abs(expected).max(initial=0)))
+        np.testing.assert_allclose(C.cpu().numpy(), expected, rtol=1e-4, atol=1e-4 * scale)
+        return
+    x = inputs(name, rng, M=M, N=N, K=K)
+    rounded, tensors = operands(precision, {"P": x["P"], "R": x["R"]})
+    x.update({n: v.astype(np.float32) for n, v in rounded.items()})
+    typed = tensors if precision in TORCH_DTYPES else {}
+    check_query(rt, path, name, x, typed, M, N)
+
+
+def kernels_run(call):
+    """Names of the kernels `call` launches."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events()}
+
+
+@pytest.mark.parametrize("M,N,K,kernel", [(256, 256, 64, "gemm_nn_mma_small"),
+                                          (1536, 1536, 64, "gemm_nn_mma"),
+                                          (256, 252, 64, "gemm_nn_small"),
+                                          (256, 256, 60, "gemm_nn_small")])
+def test_launch_plan_picks_tensor_cores_for_aligned_rows(rt, M, N, K, kernel):
+    program = load(rt, TILE_BUNDLES / "mma" / "gemm_nn.f16.kgebundle")
+    A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    C = torch.zeros(M, N, device="cuda")
+    names = kernels_run(lambda: program(A=A, B=B, C=C))
+    ours = {n for n in names if n.startswith("gemm_nn")}
+    assert ours == {kernel}, names
+    torch.testing.assert_close(C, A.float() @ B.float(), rtol=1e-4, atol=1e-3)
