@@ -124,6 +124,9 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
            "products of f32 operands: fma (CUDA cores), tf32 or tf32x3 "
            "(tensor cores); empty: CUDA cores for f32, tensor cores for "
            "f16 and bf16 (fma: CUDA cores for every type)">,
+    Option<"warpgroup", "warpgroup", "bool", /*default=*/"true",
+           "16-bit operands on warpgroup MMA (wgmma: sm_90a) when the "
+           "grid fills the GPU; false: mma.sync (sm_80 and newer)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -24,6 +24,9 @@ struct PTXModule {
   std::string ptx;
   /// Every kernel begins with griddepcontrol.wait (see waitsForPriorGrids).
   bool waitsForPriorGrids = false;
+  /// The chip it was compiled for: the requested one, or its
+  /// architecture-specific variant (sm_90a) for warpgroup MMA.
+  std::string chip;
 };
 
 /// Whether kernels for `chip` wait for the work before them in their stream

@@ -40,7 +40,8 @@ static llvm::json::Value toJSON(Attribute attr) {
 
 /// Assembles `ptx` into a relocatable sm object with ptxas; empty on any
 /// failure (a bundle without cubin is still complete).
-static std::string assemble(StringRef ptx, const BundleOptions &options) {
+static std::string assemble(StringRef ptx, StringRef chip,
+                            const BundleOptions &options) {
   std::string ptxas = options.ptxas;
   if (ptxas.empty()) {
     if (auto found = llvm::sys::findProgramByName("ptxas"))
@@ -61,7 +62,7 @@ static std::string assemble(StringRef ptx, const BundleOptions &options) {
   }
   if (llvm::sys::fs::createTemporaryFile("kge", "o", output))
     return "";
-  std::string arch = "-arch=" + options.ptx.chip;
+  std::string arch = "-arch=" + chip.str();
   SmallVector<StringRef> args{ptxas, arch, "--compile-only", "-O3",
                               input, "-o", output};
   int status = llvm::sys::ExecuteAndWait(ptxas, args);
@@ -108,11 +109,16 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
   if (failed(ptx))
     return failure();
 
+  // The bundle's chip: the requested one, or the architecture-specific
+  // variant a module needs (warpgroup MMA: sm_90a).
+  std::string chip = options.ptx.chip;
   llvm::json::Array modules;
   for (const PTXModule &m : *ptx) {
+    if (m.chip != options.ptx.chip)
+      chip = m.chip;
     llvm::json::Object entry{{"name", m.name}, {"ptx", m.ptx}};
     if (options.cubin) {
-      std::string object = assemble(m.ptx, options);
+      std::string object = assemble(m.ptx, m.chip, options);
       if (!object.empty())
         entry["cubin_base64"] = llvm::encodeBase64(object);
     }
@@ -153,7 +159,7 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
       {"version", kBundleFormatVersion},
       {"generator", "KGE"},
       {"target",
-       llvm::json::Object{{"chip", options.ptx.chip},
+       llvm::json::Object{{"chip", chip},
                           {"features", options.ptx.features}}},
       {"function", toJSON(signature)},
       {"mode", toJSON(mode)},

@@ -20,24 +20,54 @@ static int computeCapability(StringRef chip) {
   return chip.getAsInteger(10, capability) ? 0 : capability;
 }
 
-/// Tensor-core products with TF32 operands (bvec matrix products with
-/// matrix_math = "tf32x3") exist from sm_80 on.
+/// Tensor-core products (bvec matrix products with matrix_math = "tf32x3",
+/// tile tasks on tensor cores: mma.sync with TF32, FP16 or BF16 operands)
+/// exist from sm_80 on; warpgroup MMA on sm_90a.
 static LogicalResult checkTensorCores(gpu::GPUModuleOp module,
                                       StringRef chip) {
   int capability = computeCapability(chip);
-  if (capability == 0 || capability >= 80)
+  if (capability == 0)
     return success();
-  WalkResult walk = module.walk([&](NVVM::MmaOp mma) {
-    if (mma.getMultiplicandAPtxType() != NVVM::MMATypes::tf32)
+  WalkResult walk = module.walk([&](Operation *op) {
+    // wgmma.mma_async itself may already be inline assembly: its fence.
+    if (isa<NVVM::WgmmaMmaAsyncOp, NVVM::WgmmaFenceAlignedOp>(op) &&
+        (capability != 90 || !chip.ends_with("a"))) {
+      op->emitError() << "warpgroup MMA (wgmma) needs sm_90a, but the target "
+                         "is "
+                      << chip
+                      << "; lower with convert-tile-to-gpu{warpgroup=false} "
+                         "for this GPU";
+      return WalkResult::interrupt();
+    }
+    auto mma = dyn_cast<NVVM::MmaOp>(op);
+    if (!mma || capability >= 80 ||
+        mma.getMultiplicandAPtxType() == NVVM::MMATypes::f16)
       return WalkResult::advance();
-    mma.emitError() << "mma.sync with TF32 operands needs sm_80 or newer, "
-                       "but the target is "
+    mma.emitError() << "mma.sync with "
+                    << stringifyMMATypes(*mma.getMultiplicandAPtxType())
+                    << " operands needs sm_80 or newer, but the target is "
                     << chip
                     << "; lower matrix products with matrix-math=fma for "
                        "this GPU";
     return WalkResult::interrupt();
   });
   return failure(walk.wasInterrupted());
+}
+
+/// `chip`, or its architecture-specific variant when `module` uses warpgroup
+/// MMA and the chip has one (sm_90 -> sm_90a).
+static std::string chipFor(gpu::GPUModuleOp module, StringRef chip) {
+  bool warpgroup =
+      module
+          .walk([](Operation *op) {
+            return isa<NVVM::WgmmaMmaAsyncOp, NVVM::WgmmaFenceAlignedOp>(op)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
+  if (warpgroup && computeCapability(chip) == 90 && !chip.ends_with("a"))
+    return (chip + "a").str();
+  return chip.str();
 }
 
 bool mlir::kge::waitsForPriorGrids(StringRef chip) {
@@ -70,8 +100,8 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
     any = true;
     if (!gpuModule.getTargetsAttr() || gpuModule.getTargetsAttr().empty()) {
       auto target = NVVM::NVVMTargetAttr::get(
-          context, options.optLevel, "nvptx64-nvidia-cuda", options.chip,
-          options.features);
+          context, options.optLevel, "nvptx64-nvidia-cuda",
+          chipFor(gpuModule, options.chip), options.features);
       gpuModule.setTargetsAttr(ArrayAttr::get(context, {target}));
     }
     // The IR is shared by every target of the module: the waits go in only
@@ -108,9 +138,11 @@ mlir::kge::serializeToPTX(ModuleOp module, const PTXOptions &options) {
   for (auto binary : copy->getOps<gpu::BinaryOp>()) {
     for (Attribute attr : binary.getObjects()) {
       auto object = cast<gpu::ObjectAttr>(attr);
+      auto target = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget());
       result.push_back({binary.getSymName().str(),
                         object.getObject().getValue().str(),
-                        waiting.contains(binary.getSymName())});
+                        waiting.contains(binary.getSymName()),
+                        target ? target.getChip().str() : options.chip});
     }
   }
   return result;

@@ -58,6 +58,8 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createSCFToControlFlowPass());
   device.addPass(createConvertGpuOpsToNVVMOps());
+  // NVVM ops that are PTX templates (wgmma) become inline assembly.
+  device.addPass(createConvertNVVMToLLVMPass());
   device.addPass(createCanonicalizerPass());
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());

@@ -85,14 +85,16 @@ def kernels_run(call):
     return {e.name for e in prof.events()}
 
 
-@pytest.mark.parametrize("M,N,K,kernel", [(256, 256, 64, "gemm_nn_mma_small"),
-                                          (1536, 1536, 64, "gemm_nn_mma"),
-                                          (256, 252, 64, "gemm_nn_small"),
-                                          (256, 256, 60, "gemm_nn_small")])
-def test_launch_plan_picks_tensor_cores_for_aligned_rows(rt, M, N, K, kernel):
-    program = load(rt, TILE_BUNDLES / "mma" / "gemm_nn.f16.kgebundle")
-    A = torch.randn(M, K, device="cuda", dtype=torch.float16)
-    B = torch.randn(K, N, device="cuda", dtype=torch.float16)
+@pytest.mark.parametrize("precision,M,N,K,kernel", [
+    ("f16", 256, 256, 64, "gemm_nn_mma_small"), ("f16", 1536, 1536, 64, "gemm_nn_wgmma"),
+    ("f16", 256, 252, 64, "gemm_nn_small"), ("f16", 256, 256, 60, "gemm_nn_small"),
+    ("tf32x3", 1536, 1536, 64, "gemm_nn_mma"), ("tf32x3", 256, 256, 64, "gemm_nn_mma_small"),
+    ("tf32x3", 256, 254, 64, "gemm_nn_small")])
+def test_launch_plan_picks_tensor_cores_for_aligned_rows(rt, precision, M, N, K, kernel):
+    program = load(rt, TILE_BUNDLES / "mma" / f"gemm_nn.{precision}.kgebundle")
+    dtype = torch.float16 if precision == "f16" else torch.float32
+    A = torch.randn(M, K, device="cuda", dtype=dtype)
+    B = torch.randn(K, N, device="cuda", dtype=dtype)
     C = torch.zeros(M, N, device="cuda")
     names = kernels_run(lambda: program(A=A, B=B, C=C))
     ours = {n for n in names if n.startswith("gemm_nn")}

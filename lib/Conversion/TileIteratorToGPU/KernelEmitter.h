@@ -33,6 +33,10 @@ struct TileShape {
   /// cores) and the depth of the asynchronous load pipeline.
   std::optional<MmaPrecision> mma = std::nullopt;
   int64_t stages = 0;
+  /// Tensor cores through warpgroup MMA (wgmma, sm_90a): each warpgroup of
+  /// the block computes 64 rows of the block tile, its operands read from
+  /// shared memory by descriptors (128-byte swizzled tiles, block-k = 64).
+  bool warpgroup = false;
   /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
   /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
   /// warpsN().
@@ -186,11 +190,21 @@ private:
   /// `rowLength` elements: 16-byte chunks XOR-swizzled so that eight rows'
   /// chunks at one column fall in distinct banks.
   Value swizzle(int64_t rowLength, Value row, Value col);
+  /// The index in its stage's tile of element (row, col) of operand tile
+  /// `p` as stored (rows of k when `kContiguous`, else rows of k-steps).
+  /// Warpgroup tiles stored spatial-contiguous are split into blocks of 64
+  /// columns (the 128-byte swizzle atoms of wgmma's MN-major layout).
+  Value storageIndex(int p, bool kContiguous, Value row, Value col);
+  /// The reduction on warpgroup MMA; accumulators as emitTensorCoreReduction's.
+  SmallVector<Value> emitWarpgroupReduction();
   /// The operands on the tensor cores: the (i, k) and the (j, k) inputs.
   unsigned mmaInputs[2] = {0, 0};
   /// The shared tiles of all stages, the warp's first row and column in the
   /// block tile, the lane.
   Value mmaTiles, warpRow, warpCol, lane;
+  /// Elements before the first stage in mmaTiles (warpgroup tiles start on
+  /// 1024 bytes), and the shared address of mmaTiles' first element.
+  Value mmaBase, mmaAddress;
 };
 
 } // namespace tilegpu

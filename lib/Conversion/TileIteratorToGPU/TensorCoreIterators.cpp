@@ -14,6 +14,8 @@
 
 #include "KernelEmitter.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -128,6 +130,20 @@ Value KernelEmitter::swizzle(int64_t rowLength, Value row, Value col) {
       arith::RemUIOp::create(b, loc, col, idx(chunk)));
 }
 
+Value KernelEmitter::storageIndex(int p, bool kContiguous, Value row,
+                                  Value col) {
+  int64_t span = p == 0 ? shape.bm : shape.bn;
+  if (kContiguous)
+    return swizzle(shape.bk, row, col);
+  if (!shape.warpgroup)
+    return swizzle(span, row, col);
+  // Blocks of 64 columns, each bk rows of 128 bytes.
+  Value block = arith::DivUIOp::create(b, loc, col, idx(64));
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block, idx(shape.bk * 64)),
+      swizzle(64, row, arith::RemUIOp::create(b, loc, col, idx(64))));
+}
+
 Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
   MLIRContext *ctx = b.getContext();
   Type element = getMmaElementType(ctx, *shape.mma);
@@ -148,8 +164,9 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
     int64_t rows = kContiguous ? span : shape.bk;
     int64_t chunksPerRow = rowLength / chunk;
     int64_t chunks = rows * chunksPerRow;
-    Value offset = arith::AddIOp::create(b, loc, stageBase,
-                                         idx(p == 0 ? 0 : shape.bm * shape.bk));
+    Value offset = arith::AddIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, mmaBase, stageBase),
+        idx(p == 0 ? 0 : shape.bm * shape.bk));
     for (int64_t first = 0; first < chunks; first += shape.threads()) {
       Value id = arith::AddIOp::create(b, loc, tid, idx(first));
       Value row = arith::DivUIOp::create(b, loc, id, idx(chunksPerRow));
@@ -177,7 +194,7 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
       for (unsigned d = 0; d < 2; ++d)
         at.push_back(map.getDimPosition(d) == TaskOp::K ? safeK : safeS);
       Value dst = arith::AddIOp::create(b, loc, offset,
-                                        swizzle(rowLength, row, col));
+                                        storageIndex(p, kContiguous, row, col));
       auto copy = [&] {
         return nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), mmaTiles,
@@ -251,13 +268,14 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
       return std::make_pair(kContiguous, kContiguous ? shape.bk : span);
     };
     auto tileIndex = [&](int p, Value spatial, Value k) {
-      auto [kContiguous, rowLength] = operandLayout(p);
+      bool kContiguous = operandLayout(p).first;
       Value offset = arith::AddIOp::create(
-          b, loc, stageBase, idx(p == 0 ? 0 : shape.bm * shape.bk));
+          b, loc, arith::AddIOp::create(b, loc, mmaBase, stageBase),
+          idx(p == 0 ? 0 : shape.bm * shape.bk));
       return arith::AddIOp::create(
           b, loc, offset,
-          kContiguous ? swizzle(rowLength, spatial, k)
-                      : swizzle(rowLength, k, spatial));
+          kContiguous ? storageIndex(p, true, spatial, k)
+                      : storageIndex(p, false, k, spatial));
     };
     Value q = arith::DivUIOp::create(b, loc, lane, idx(8));
     Value r8 = arith::RemUIOp::create(b, loc, lane, idx(8));
@@ -383,5 +401,123 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
         for (int64_t c = 0; c < 2; ++c)
           result[(2 * m + h) * shape.tn + 2 * n + c] = vector::ExtractOp::create(
               b, loc, loop.getResult(m * ni + n), ArrayRef<int64_t>{h, c});
+  return result;
+}
+
+SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
+  MLIRContext *ctx = b.getContext();
+  MmaPrecision precision = *shape.mma;
+  int64_t stages = shape.stages;
+  int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
+  int64_t n = shape.bn;
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n / 2, f32));
+  Value zero = LLVM::ZeroOp::create(b, loc, accType);
+  Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
+                                            idx(shape.bk));
+  Value anyToken;
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    anyToken = issueTensorCoreStage(idx(s), idx(s));
+  Value warpgroup = arith::DivUIOp::create(b, loc, tid, idx(128));
+
+  auto i64c = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
+  };
+  // wgmma's shared-memory matrix descriptor: start address, leading and
+  // stride byte offsets (in 16-byte units), 128-byte swizzle.
+  auto descriptor = [&](Value address, int64_t leading, int64_t stride) {
+    Value start = arith::ShRUIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, address, i64c(0x3FFFF)),
+        i64c(4));
+    int64_t fields = ((leading >> 4) << 16) | ((stride >> 4) << 32) |
+                     (int64_t(1) << 62);
+    return arith::OrIOp::create(b, loc, start, i64c(fields)).getResult();
+  };
+  bool kContiguous[2];
+  for (int p = 0; p < 2; ++p) {
+    AffineMap map =
+        cast<AffineMapAttr>(task.getIndexingMaps()[mmaInputs[p]]).getValue();
+    kContiguous[p] = map.getDimPosition(1) == TaskOp::K;
+  }
+  int64_t elementBytes = getMmaElementBits(precision) / 8;
+  // A warpgroup's 64 rows of A: 64 rows of 128 bytes (k-contiguous), or
+  // the 64-column block of the MN-major tile.
+  Value aRows = arith::IndexCastOp::create(
+      b, loc, i64,
+      arith::MulIOp::create(b, loc, warpgroup,
+                            idx(kContiguous[0] ? 64 * 128
+                                               : shape.bk * 64 * elementBytes)));
+
+  auto loop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1),
+                                 ValueRange{zero});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    // Tile kt has landed; its bytes become visible to the tensor cores'
+    // (async) proxy, then every thread's are.
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken,
+                                     b.getI32IntegerAttr(stages - 2));
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    gpu::BarrierOp::create(b, loc);
+    Value ahead = arith::AddIOp::create(b, loc, kt, idx(stages - 1));
+    issueTensorCoreStage(ahead,
+                         arith::RemUIOp::create(b, loc, ahead, idx(stages)));
+    Value stageStart = arith::MulIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc, mmaBase,
+            arith::MulIOp::create(
+                b, loc, arith::RemUIOp::create(b, loc, kt, idx(stages)),
+                idx(stageElements))),
+        idx(elementBytes));
+    Value stageAddress = arith::AddIOp::create(
+        b, loc, mmaAddress,
+        arith::IndexCastOp::create(b, loc, i64, stageStart));
+    Value aAddress = arith::AddIOp::create(b, loc, stageAddress, aRows);
+    Value bAddress = arith::AddIOp::create(
+        b, loc, stageAddress, i64c(shape.bm * shape.bk * elementBytes));
+    NVVM::WgmmaFenceAlignedOp::create(b, loc);
+    Value acc = loop.getRegionIterArgs().front();
+    auto type = precision == MmaPrecision::bf16 ? NVVM::WGMMATypes::bf16
+                                                : NVVM::WGMMATypes::f16;
+    for (int64_t kk = 0; kk < shape.bk / 16; ++kk) {
+      // K-major: 16 more elements of k are 32 bytes along the swizzled
+      // rows; MN-major: 16 more rows of 128 bytes.
+      auto operand = [&](int p, Value address) {
+        if (kContiguous[p])
+          return descriptor(
+              arith::AddIOp::create(b, loc, address,
+                                    i64c(kk * 16 * elementBytes)),
+              16, 1024);
+        return descriptor(
+            arith::AddIOp::create(b, loc, address, i64c(kk * 16 * 128)),
+            shape.bk * 128, 1024);
+      };
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, accType, acc, operand(0, aAddress), operand(1, bAddress), NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
+          type, type, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          kContiguous[0] ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          kContiguous[1] ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+          /*satfinite=*/nullptr);
+    }
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    scf::YieldOp::create(b, loc, acc);
+  }
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken, b.getI32IntegerAttr(0));
+
+  // Register 4j + 2h + c holds pair (h, 2j + c) of the thread: rows g and
+  // g + 8 of its warp's 16, columns 8j + 2t + c.
+  SmallVector<Value> result(shape.tm * shape.tn);
+  for (int64_t j = 0; j < n / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t c = 0; c < 2; ++c)
+        result[h * shape.tn + 2 * j + c] = LLVM::ExtractValueOp::create(
+            b, loc, loop.getResult(0), 4 * j + 2 * h + c);
   return result;
 }

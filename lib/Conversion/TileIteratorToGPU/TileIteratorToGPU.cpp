@@ -661,11 +661,33 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
         b, loc,
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                         MemRefLayoutAttrInterface(), shared));
+    // Warpgroup tiles start on 1024 bytes (wgmma's swizzle is one of
+    // shared addresses): 1024 bytes more, and the first stage where the
+    // address is a multiple.
+    int64_t elementBytes = getMmaElementBits(*shape.mma) / 8;
+    int64_t pad = shape.warpgroup ? 1024 / elementBytes : 0;
     mmaTiles = memref::ViewOp::create(
         b, loc,
-        MemRefType::get({shape.stages * (shape.bm + shape.bn) * shape.bk},
-                        element, MemRefLayoutAttrInterface(), shared),
+        MemRefType::get(
+            {shape.stages * (shape.bm + shape.bn) * shape.bk + pad}, element,
+            MemRefLayoutAttrInterface(), shared),
         bytes, idx(0), ValueRange{});
+    mmaBase = idx(0);
+    if (shape.warpgroup) {
+      mmaAddress = arith::IndexCastOp::create(
+          b, loc, b.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mmaTiles));
+      Value misaligned = arith::RemUIOp::create(
+          b, loc,
+          arith::IndexCastOp::create(b, loc, b.getIndexType(), mmaAddress),
+          idx(1024));
+      mmaBase = arith::DivUIOp::create(
+          b, loc,
+          arith::RemUIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, idx(1024), misaligned),
+              idx(1024)),
+          idx(elementBytes));
+    }
   }
   for (TaskOp::Axis axis : {TaskOp::I, TaskOp::J, TaskOp::K}) {
     auto [source, dim] = task.getExtentSource(axis);
@@ -755,6 +777,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   SmallVector<Value> inits(shape.tm * shape.tn, identity);
 
   auto emitReduction = [&]() -> SmallVector<Value> {
+    if (shape.warpgroup)
+      return emitWarpgroupReduction();
     if (shape.mma)
       return emitTensorCoreReduction();
     // The first step's elements, loaded before the loop (when K > 0).
@@ -992,6 +1016,16 @@ static TileShape mmaShape(MmaPrecision precision, bool large) {
   return shape;
 }
 
+/// Warpgroup MMA (16-bit operands, sm_90a): 128 x 128 pairs per block, two
+/// warpgroups of 64 rows, block-k 64 (128-byte rows), three stages.
+static TileShape warpgroupShape(MmaPrecision precision) {
+  TileShape shape{128, 128, 64, 2, 32};
+  shape.mma = precision;
+  shape.stages = 3;
+  shape.warpgroup = true;
+  return shape;
+}
+
 /// One kernel of a tile function's module.
 struct KernelVariant {
   TileShape shape;
@@ -1186,7 +1220,9 @@ LogicalResult lowerFunction(func::FuncOp func,
     int64_t sharedBytes = 0;
     if (kernelShape.mma)
       sharedBytes = kernelShape.stages * (kernelShape.bm + kernelShape.bn) *
-                    kernelShape.bk * getMmaElementBits(*kernelShape.mma) / 8;
+                        kernelShape.bk * getMmaElementBits(*kernelShape.mma) /
+                        8 +
+                    (kernelShape.warpgroup ? 1024 : 0);
     Attribute step = bb.launch(
         kernelNames[n], module.getName(),
         {"ceildiv(" + extentOf(TaskOp::J) + ", " +
@@ -1273,7 +1309,12 @@ struct ConvertTileIteratorToGPUPass
       // Top-k sorts a block's pairs: the large tiles have too many. The
       // tensor-core kernels need 16-byte rows: a CUDA-core one runs the
       // others.
-      if (automatic && precision && !topK)
+      bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
+      if (automatic && sixteenBit && warpgroup && !topK)
+        variants = {{warpgroupShape(*precision), "_wgmma"},
+                    {mmaShape(*precision, false), "_mma_small"},
+                    {kSmallShape, "_small"}};
+      else if (automatic && precision && !topK)
         variants = {{mmaShape(*precision, true), "_mma"},
                     {mmaShape(*precision, false), "_mma_small"},
                     {kSmallShape, "_small"}};
