@@ -86,7 +86,7 @@ def kernels_run(call):
 
 
 @pytest.mark.parametrize("precision,M,N,K,kernel", [
-    ("f16", 256, 256, 64, "gemm_nn_mma_small"), ("f16", 1536, 1536, 64, "gemm_nn_wgmma"),
+    ("f16", 256, 256, 64, "gemm_nn_mma_small"), ("f16", 2304, 2304, 64, "gemm_nn_wgmma"),
     ("f16", 256, 252, 64, "gemm_nn_small"), ("f16", 256, 256, 60, "gemm_nn_small"),
     ("tf32x3", 1536, 1536, 64, "gemm_nn_mma"), ("tf32x3", 256, 256, 64, "gemm_nn_mma_small"),
     ("tf32x3", 256, 254, 64, "gemm_nn_small")])

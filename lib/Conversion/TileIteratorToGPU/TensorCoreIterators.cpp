@@ -416,8 +416,11 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   Value zero = LLVM::ZeroOp::create(b, loc, accType);
   Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
                                             idx(shape.bk));
+  // Loads run stages - 2 tiles ahead: the stage they overwrite was read
+  // by the products of two steps before, which every warpgroup has waited
+  // for (one group of products stays in flight across a step).
   Value anyToken;
-  for (int64_t s = 0; s + 1 < stages; ++s)
+  for (int64_t s = 0; s + 2 < stages; ++s)
     anyToken = issueTensorCoreStage(idx(s), idx(s));
   Value warpgroup = arith::DivUIOp::create(b, loc, tid, idx(128));
 
@@ -458,12 +461,12 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
     // Tile kt has landed; its bytes become visible to the tensor cores'
     // (async) proxy, then every thread's are.
     nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken,
-                                     b.getI32IntegerAttr(stages - 2));
+                                     b.getI32IntegerAttr(stages - 3));
     NVVM::FenceProxyOp::create(
         b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
         NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(b, loc);
-    Value ahead = arith::AddIOp::create(b, loc, kt, idx(stages - 1));
+    Value ahead = arith::AddIOp::create(b, loc, kt, idx(stages - 2));
     issueTensorCoreStage(ahead,
                          arith::RemUIOp::create(b, loc, ahead, idx(stages)));
     Value stageStart = arith::MulIOp::create(
@@ -506,9 +509,10 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
           /*satfinite=*/nullptr);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
     scf::YieldOp::create(b, loc, acc);
   }
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken, b.getI32IntegerAttr(0));
 
   // Register 4j + 2h + c holds pair (h, 2j + c) of the thread: rows g and

@@ -1016,12 +1016,12 @@ static TileShape mmaShape(MmaPrecision precision, bool large) {
   return shape;
 }
 
-/// Warpgroup MMA (16-bit operands, sm_90a): 128 x 128 pairs per block, two
-/// warpgroups of 64 rows, block-k 64 (128-byte rows), three stages.
+/// Warpgroup MMA (16-bit operands, sm_90a): 128 x 256 pairs per block, two
+/// warpgroups of 64 rows, block-k 64 (128-byte rows), four stages.
 static TileShape warpgroupShape(MmaPrecision precision) {
-  TileShape shape{128, 128, 64, 2, 32};
+  TileShape shape{128, 256, 64, 2, 64};
   shape.mma = precision;
-  shape.stages = 3;
+  shape.stages = 4;
   shape.warpgroup = true;
   return shape;
 }
