@@ -76,7 +76,7 @@ def ConvertTileIteratorToSCF : Pass<"convert-tile-to-scf", "ModuleOp"> {
 }
 
 def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
-  let summary = "Lower each tile function to a tiled GPU kernel on CUDA cores";
+  let summary = "Lower each tile function to tiled GPU kernels on tensor cores or CUDA cores";
   let description = [{
     Replaces every tile function (a `func.func` holding one `tile.task`)
     with a `gpu.module` named `<function>_kernels` holding a kernel in
@@ -105,6 +105,22 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     multiprocessor (132), the small one otherwise (top-k: the 64 x 64 one
     only). Partially given shapes complete with 64 x 64 x 16 and 4 x 4.
 
+    Tensor cores (without a tile shape): a task whose inner computation is
+    the product of an (i, k) and a (j, k) operand, accumulated with add into
+    f32, runs its reduction on tensor cores when its operands are f16 or
+    bf16 (unless `matrix-math=fma`), or f32 with `matrix-math=tf32` (rounded
+    operands) or `tf32x3` (three products of split operands, FP32 accuracy).
+    The load iterators copy 16-byte chunks asynchronously (cp.async, a
+    pipeline of stages in dynamic shared memory, XOR-swizzled, zero-filled
+    past the extents); the products are mma.sync through the `nvgpu`
+    dialect (ldmatrix, m16n8k16 or m16n8k8; `<function>_mma`, 128 x 128,
+    and `<function>_mma_small`, 64 x 64) or, for 16-bit operands with
+    `warpgroup` (the default), warpgroup MMA (`<function>_wgmma`, 128 x 256
+    pairs, two warpgroups, wgmma descriptors over 128-byte swizzled tiles,
+    sm_90a). The accumulators reach the same store iterators. The launch
+    plan runs them when every operand row is a multiple of 16 bytes, and a
+    64 x 64 CUDA-core kernel otherwise.
+
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Output `distinct`
     is not lowered yet: it is diagnosed.
@@ -131,7 +147,9 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",

@@ -40,11 +40,20 @@ static LogicalResult checkTensorCores(gpu::GPUModuleOp module,
       return WalkResult::interrupt();
     }
     auto mma = dyn_cast<NVVM::MmaOp>(op);
-    if (!mma || capability >= 80 ||
-        mma.getMultiplicandAPtxType() == NVVM::MMATypes::f16)
+    if (!mma || capability >= 80)
       return WalkResult::advance();
-    mma.emitError() << "mma.sync with "
-                    << stringifyMMATypes(*mma.getMultiplicandAPtxType())
+    StringRef type;
+    switch (*mma.getMultiplicandAPtxType()) {
+    case NVVM::MMATypes::tf32:
+      type = "TF32";
+      break;
+    case NVVM::MMATypes::bf16:
+      type = "BF16";
+      break;
+    default:
+      type = "FP16";
+    }
+    mma.emitError() << "mma.sync with " << type
                     << " operands needs sm_80 or newer, but the target is "
                     << chip
                     << "; lower matrix products with matrix-math=fma for "

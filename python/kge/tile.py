@@ -93,9 +93,10 @@ class Query:
     def __str__(self):
         return str(self.module)
 
-    def compile(self, cubin=True, cache=True, **tile_shape):
+    def compile(self, cubin=True, cache=True, matrix_math=None, warpgroup=True, **tile_shape):
         """The query's kernel bundle for the GPU (compile_query)."""
-        return compile_query(self, cubin=cubin, cache=cache, **tile_shape)
+        return compile_query(self, cubin=cubin, cache=cache, matrix_math=matrix_math,
+                             warpgroup=warpgroup, **tile_shape)
 
     @property
     def inputs(self):
@@ -206,18 +207,35 @@ def _compile(query, options, cubin):
     ir = _ir()
     lowered = query.module.clone()
     pm = ir.PassManager(query.context)
-    tile = ",".join(f"{_TILE_OPTIONS[k]}={v}" for k, v in sorted(options.items()))
+    names = {**_TILE_OPTIONS, "matrix_math": "matrix-math", "warpgroup": "warpgroup"}
+    tile = ",".join(f"{names[k]}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in sorted(options.items()))
     pm.add("convert-tile-to-gpu" + ("{" + tile.replace(",", " ") + "}" if tile else "") +
            ",kge-lower-to-gpu")
     pm.run(lowered)
     return compiler.Bundle(ir.to_bundle(lowered, cubin))
 
 
-def compile_query(query, cubin=True, cache=True, **tile_shape):
+_MATRIX_MATH = ("fma", "tf32", "tf32x3")
+
+
+def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=True,
+                  **tile_shape):
     """The kernel bundle of `query` (a Query) for sm_90: compiled once, then
     read from the cache (cache_dir(); a hash of the query, its dtypes, the
-    tile shape, the target and the compiler names the file). `tile_shape`:
-    block_m, block_n, block_k, thread_m, thread_n."""
+    options, the target and the compiler names the file).
+
+    Products of f16 and bf16 operands run on tensor cores (warpgroup MMA,
+    sm_90a, when `warpgroup`, else mma.sync); `matrix_math` "tf32" or
+    "tf32x3" puts products of f32 operands there too, "fma" keeps every
+    product on CUDA cores. `tile_shape` (block_m, block_n, block_k,
+    thread_m, thread_n) fixes one CUDA-core kernel instead of GAMUT's
+    heuristic."""
+    if matrix_math is not None and matrix_math not in _MATRIX_MATH:
+        raise ValueError(f"matrix_math must be one of {', '.join(_MATRIX_MATH)} or None, "
+                         f"got {matrix_math!r}")
+    if not isinstance(warpgroup, bool):
+        raise TypeError(f"warpgroup must be a bool, got {warpgroup!r}")
     for name, value in tile_shape.items():
         if name not in _TILE_OPTIONS:
             raise TypeError(f"unknown tile option '{name}' (expected one of "
@@ -225,10 +243,15 @@ def compile_query(query, cubin=True, cache=True, **tile_shape):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     from . import compiler
-    path = cache_dir() / f"{_cache_key(query, tile_shape, cubin)}.kgebundle" if cache else None
+    options = dict(tile_shape)
+    if matrix_math is not None:
+        options["matrix_math"] = matrix_math
+    if not warpgroup:
+        options["warpgroup"] = False
+    path = cache_dir() / f"{_cache_key(query, options, cubin)}.kgebundle" if cache else None
     if path is not None and path.exists():
         return compiler.Bundle(path.read_text())
-    bundle = _compile(query, tile_shape, cubin)
+    bundle = _compile(query, options, cubin)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Written whole under another name, then renamed: a reader never

@@ -440,6 +440,46 @@ def test_compiled_bundles_are_cached(tmp_path, monkeypatch):
         q.compile(cubin=False, cache=False, block_m=60, thread_m=8)
 
 
+def test_products_take_the_tensor_cores(tmp_path, monkeypatch):
+    monkeypatch.setenv("KGE_CACHE_DIR", str(tmp_path))
+    text = (EXAMPLES_DIR / "gemm.gamut").read_text()
+    half = kge.tile.query(text, name="g", dtypes={"A": "bf16", "B": "bf16"})
+    bundle = half.compile(cubin=False)
+    assert [launch["function"] for launch in bundle.manifest["launches"]] == \
+        ["g_wgmma", "g_mma_small", "g_small"]
+    assert bundle.manifest["target"]["chip"] == "sm_90a"
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in bundle.text
+    # Without warpgroup MMA: mma.sync for sm_80 and newer.
+    sync = half.compile(cubin=False, warpgroup=False)
+    assert [launch["function"] for launch in sync.manifest["launches"]] == \
+        ["g_mma", "g_mma_small", "g_small"]
+    assert sync.manifest["target"]["chip"] == "sm_90" and "wgmma" not in sync.text
+    # f32 products stay on CUDA cores unless asked; then 3xTF32 or TF32.
+    single = kge.tile.query(text, name="g")
+    assert "mma.sync" not in single.compile(cubin=False).text
+    x3 = single.compile(cubin=False, matrix_math="tf32x3")
+    assert x3.text.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == \
+        3 * single.compile(cubin=False, matrix_math="tf32").text.count(
+            "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
+    assert len(list(tmp_path.glob("*.kgebundle"))) == 5
+    with pytest.raises(ValueError, match="matrix_math must be one of fma, tf32, tf32x3"):
+        single.compile(matrix_math="tf16")
+    with pytest.raises(TypeError, match="warpgroup must be a bool"):
+        single.compile(warpgroup="no")
+
+
+def test_tensor_core_results_match_the_cpu_path_in_their_precision():
+    """What the CPU path computes for the tensor cores' operands: 16-bit
+    inputs widened exactly, so the f32 sums agree with NumPy's."""
+    text = (EXAMPLES_DIR / "gemm.gamut").read_text()
+    q = kge.tile.query(text, name="g", dtypes={"A": "f16", "B": "f16"})
+    rng = np.random.default_rng(12)
+    A = rng.standard_normal((33, 40)).astype(np.float16)
+    B = rng.standard_normal((40, 17)).astype(np.float16)
+    np.testing.assert_allclose(q.run_cpu(A=A, B=B), A.astype(np.float64) @ B,
+                               rtol=1e-5, atol=1e-4)
+
+
 def test_gpu_lowering_diagnoses_outputs_it_lacks():
     q = kge.tile.query(QUERY.format(init="0", acc="accum += A[i, k] * B[k, j];",
                                     out="C.distinct(accum);"))

@@ -67,8 +67,7 @@ VectorType kge::getMmaFragmentType(MLIRContext *context,
                          element);
 }
 
-std::pair<Value, Value> kge::splitTF32(OpBuilder &b, Location loc,
-                                       Value value) {
+Value kge::roundTF32(OpBuilder &b, Location loc, Value value) {
   Type floatType = value.getType();
   Type intType = b.getI32Type();
   if (auto vector = dyn_cast<VectorType>(floatType))
@@ -84,7 +83,12 @@ std::pair<Value, Value> kge::splitTF32(OpBuilder &b, Location loc,
   Value rounded = arith::AndIOp::create(
       b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
       constant(static_cast<int32_t>(0xFFFFE000u)));
-  Value big = arith::BitcastOp::create(b, loc, floatType, rounded);
+  return arith::BitcastOp::create(b, loc, floatType, rounded);
+}
+
+std::pair<Value, Value> kge::splitTF32(OpBuilder &b, Location loc,
+                                       Value value) {
+  Value big = roundTF32(b, loc, value);
   return {big, arith::SubFOp::create(b, loc, value, big)};
 }
 
@@ -142,8 +146,7 @@ Value kge::buildMmaSync(OpBuilder &b, Location loc, MmaPrecision precision,
     // itself, its registers as packed i32.
     return buildBF16Mma(b, loc, a, bFragment, acc);
   case MmaPrecision::tf32:
-    return mma(splitTF32(b, loc, a).first, splitTF32(b, loc, bFragment).first,
-               acc);
+    return mma(roundTF32(b, loc, a), roundTF32(b, loc, bFragment), acc);
   case MmaPrecision::tf32x3: {
     // a b ~ a_small b_big + a_big b_small + a_big b_big.
     auto [aBig, aSmall] = splitTF32(b, loc, a);

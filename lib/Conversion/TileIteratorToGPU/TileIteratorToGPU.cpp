@@ -1197,8 +1197,9 @@ LogicalResult lowerFunction(func::FuncOp func,
            ") * ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(s.bm) +
            ")";
   };
-  // Tensor cores copy 16-byte chunks: every operand row must start on one.
-  std::string aligned = "1";
+  // Tensor cores copy 16-byte chunks: every operand row must start on one
+  // (a product of 0/1 terms, one per operand).
+  SmallVector<std::string> alignedTerms;
   if (variants.front().shape.mma) {
     int64_t chunk = 128 / getMmaElementBits(*variants.front().shape.mma);
     for (Value input : task.getInputs()) {
@@ -1208,12 +1209,16 @@ LogicalResult lowerFunction(func::FuncOp func,
           signature->params[cast<BlockArgument>(input).getArgNumber()]
               .shape[1]
               .str();
-      aligned += " * (1 - min(1, " + row + " - " + row + " / " +
-                 std::to_string(chunk) + " * " + std::to_string(chunk) + "))";
+      alignedTerms.push_back("(1 - min(1, " + row + " - " + row + " / " +
+                             std::to_string(chunk) + " * " +
+                             std::to_string(chunk) + "))");
     }
   }
+  std::string aligned = llvm::join(alignedTerms, " * ");
+  // Products and quotients evaluate left to right: A * blocks / 132 is
+  // A * (blocks / 132) for A in {0, 1}.
   auto fills = [&](const TileShape &s) {
-    return "(" + blocksOf(s) + ") / " + std::to_string(kMultiprocessors);
+    return blocksOf(s) + " / " + std::to_string(kMultiprocessors);
   };
   for (auto [n, variant] : llvm::enumerate(variants)) {
     const TileShape &kernelShape = variant.shape;
@@ -1238,13 +1243,18 @@ LogicalResult lowerFunction(func::FuncOp func,
       for (auto [m, other] : llvm::enumerate(variants))
         if (other.shape.mma.has_value() == kernelShape.mma.has_value())
           kind.push_back(m);
-      std::string when = kernelShape.mma ? aligned : "1";
+      SmallVector<std::string> terms;
+      if (kernelShape.mma && !aligned.empty())
+        terms.push_back(aligned);
       if (kind.size() == 2) {
         std::string first = fills(variants[kind[0]].shape);
-        when += " * " + (n == kind[0] ? first : "(1 - min(1, " + first + "))");
+        terms.push_back(n == kind[0] ? first : "(1 - min(1, " + first + "))");
       }
+      std::string when = terms.empty() ? "1" : llvm::join(terms, " * ");
+      if (kind.size() == 2 && terms.size() == 1 && n != kind[0])
+        when = "1 - min(1, " + fills(variants[kind[0]].shape) + ")";
       if (!kernelShape.mma && kind.size() < variants.size())
-        when = "(1 - " + aligned + ")";
+        when = aligned.empty() ? "0" : "1 - " + aligned;
       NamedAttrList fields(cast<DictionaryAttr>(step));
       fields.set("when", bb.str(when));
       step = fields.getDictionary(func.getContext());

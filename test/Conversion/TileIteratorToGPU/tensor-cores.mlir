@@ -1,0 +1,151 @@
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu | FileCheck %s
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="matrix-math=tf32x3" \
+// RUN:   | FileCheck %s --check-prefix=X3
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="matrix-math=tf32" \
+// RUN:   | FileCheck %s --check-prefix=TF32
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="warpgroup=false" \
+// RUN:   | FileCheck %s --check-prefix=SYNC
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="matrix-math=fma" \
+// RUN:   | FileCheck %s --check-prefix=FMA
+// RUN: not kge-opt %s --split-input-file --convert-tile-to-gpu="matrix-math=tf64" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BAD
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// FP16 GEMM: warpgroup MMA when the grid fills the GPU, mma.sync on 64 x 64
+// tiles otherwise, a CUDA-core kernel when rows are not 16-byte multiples.
+// CHECK-LABEL: gpu.module @gemm_f16_kernels
+// CHECK-SAME: function = "gemm_f16_wgmma", grid = ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "197632", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * ceildiv(N, 256) * ceildiv(M, 128) / 132"
+// CHECK-SAME: function = "gemm_f16_mma_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "32768", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * (1 - min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132))"
+// CHECK-SAME: function = "gemm_f16_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "0", when = "1 - (1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8))"
+// The warpgroup kernel: cp.async stages in dynamic shared memory, products
+// by descriptors, one group in flight.
+// CHECK: gpu.func @gemm_f16_wgmma
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?xf16> to memref<{{[0-9]+}}xf16, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: gpu.barrier
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: memref.store %{{.*}} : memref<?x?xf32>
+// The mma.sync kernel: ldmatrix (B is stored k-major: transposed), m16n8k16.
+// CHECK: gpu.func @gemm_f16_mma_small
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<{{[0-9]+}}xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: gpu.func @gemm_f16_small
+// CHECK-NOT: nvgpu.
+// CHECK: gpu.return
+// SYNC-LABEL: gpu.module @gemm_f16_kernels
+// SYNC-NOT: wgmma
+// SYNC: function = "gemm_f16_mma", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"]
+// FMA-LABEL: gpu.module @gemm_f16_kernels
+// FMA-NOT: nvgpu
+// FMA: gpu.func @gemm_f16(
+// FMA-NOT: nvgpu
+// FMA: gpu.func @gemm_f16_small(
+func.func @gemm_f16(%A: memref<?x?xf16> {kge.param = "A"}, %B: memref<?x?xf16> {kge.param = "B"},
+                    %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense inner {
+  ^bb0(%a: f16, %b: f16):
+    %x = arith.extf %a : f16 to f32
+    %y = arith.extf %b : f16 to f32
+    %p = arith.mulf %x, %y : f32
+    tile.yield %p : f32
+  }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// BF16 with both operands k-contiguous: the NVVM op for bf16 (upstream's
+// nvgpu lowering has none), wgmma without transposes.
+// CHECK-LABEL: gpu.module @gemm_bf16_nt_kernels
+// CHECK: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: gpu.func @gemm_bf16_nt_mma_small
+// CHECK-NOT: transpose = true
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+func.func @gemm_bf16_nt(%A: memref<?x?xbf16> {kge.param = "A"}, %B: memref<?x?xbf16> {kge.param = "B"},
+                        %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B : memref<?x?xbf16>, memref<?x?xbf16>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense inner {
+  ^bb0(%a: bf16, %b: bf16):
+    %x = arith.extf %a : bf16 to f32
+    %y = arith.extf %b : bf16 to f32
+    %p = arith.mulf %y, %x : f32
+    tile.yield %p : f32
+  }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// FP32 operands stay on CUDA cores unless matrix-math asks for tensor
+// cores, then mma.sync m16n8k8 (3xTF32 - three products per step, split
+// operands; plain TF32 one, operands rounded).
+// CHECK-LABEL: gpu.module @gemm_f32_kernels
+// CHECK-NOT: nvgpu
+// CHECK: gpu.return
+// X3-LABEL: gpu.module @gemm_f32_kernels
+// X3-SAME: function = "gemm_f32_mma", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f32_kernels", shared_bytes = "65536", when = "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))
+// X3: gpu.func @gemm_f32_mma(
+// X3-COUNT-3: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+// TF32-LABEL: gpu.module @gemm_f32_kernels
+// TF32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// TF32-NOT: arith.subf
+// TF32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// BAD: invalid matrix-math 'tf64' (expected fma, tf32 or tf32x3)
+func.func @gemm_f32(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.param = "B"},
+                    %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense inner {
+  ^bb0(%a: f32, %b: f32):
+    %p = arith.mulf %a, %b : f32
+    tile.yield %p : f32
+  }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// Not a product of the two operands (max, then square): CUDA cores at every
+// precision.
+// X3-LABEL: gpu.module @not_a_product_kernels
+// X3-NOT: nvgpu
+// X3: gpu.return
+func.func @not_a_product(%A: memref<?x?xf16> {kge.param = "A"}, %B: memref<?x?xf16> {kge.param = "B"},
+                         %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense inner {
+  ^bb0(%a: f16, %b: f16):
+    %x = arith.extf %a : f16 to f32
+    %y = arith.extf %b : f16 to f32
+    %m = arith.maximumf %x, %y : f32
+    %p = arith.mulf %m, %m : f32
+    tile.yield %p : f32
+  }
+  return
+}
