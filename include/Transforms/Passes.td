@@ -20,4 +20,21 @@ def ExternDynamicSharedMemory
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def GridConstantArguments
+    : Pass<"kge-grid-constant-arguments", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass a kernel's TMA tensor maps by value as grid constants";
+  let description = [{
+    A kernel that loads with TMA takes each tensor map (CUtensorMap, 128
+    bytes) by value, as its last arguments; its `llvm.func` counts them in
+    `kge.grid_constants` (written by `convert-tile-to-gpu` on the
+    `gpu.func` and carried through `convert-gpu-to-nvvm`, which drops
+    argument attributes it does not know). This pass marks those pointer arguments `llvm.byval` of 128 bytes,
+    64-byte aligned and `nvvm.grid_constant`, so that PTX declares
+    `.param .align 64 .b8 name[128]` and the kernel addresses the map where
+    the launch put it.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
 #endif // KGE_TRANSFORMS_PASSES_TD

@@ -64,6 +64,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   device.addPass(createCSEPass());
   device.addPass(createReconcileUnrealizedCastsPass());
   device.addPass(createExternDynamicSharedMemory());
+  device.addPass(createGridConstantArguments());
 }
 
 void kge::registerPipelines() {

@@ -42,6 +42,9 @@ Driver load() {
   resolve(library, d.cuModuleGetFunction, "cuModuleGetFunction");
   resolve(library, d.cuFuncSetAttribute, "cuFuncSetAttribute");
   resolve(library, d.cuFuncGetAttribute, "cuFuncGetAttribute");
+  d.cuTensorMapEncodeTiled =
+      reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(
+          dlsym(library, "cuTensorMapEncodeTiled"));
   resolve(library, d.cuLaunchKernel, "cuLaunchKernel");
   d.cuLaunchKernelEx = reinterpret_cast<decltype(d.cuLaunchKernelEx)>(
       dlsym(library, "cuLaunchKernelEx"));

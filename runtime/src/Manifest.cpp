@@ -430,12 +430,34 @@ Manifest Manifest::parse(const std::string &text) {
           for (const json &d : shape)
             arg.shape.push_back(expressions.read(d, argWhere + ".shape"));
         }
+      } else if (argKind == "tensormap") {
+        arg.kind = KernelArg::Kind::TensorMap;
+        arg.buffer = readBuffer(args[a], argWhere);
+        if (arg.buffer.kind != BufferRef::Kind::Param ||
+            m.signature.params[arg.buffer.index].shape.size() != 2)
+          fail("'" + argWhere + "' describes a tensor map of a buffer that "
+               "is not a 2-D parameter");
+        const Parameter &p = m.signature.params[arg.buffer.index];
+        size_t size = dtypeSize(p.dtype);
+        const json &box = array(args[a], "box", argWhere);
+        if (box.size() != 2 || !box[0].is_number_integer() ||
+            !box[1].is_number_integer())
+          fail("'" + argWhere + ".box' must be two integers (rows, columns)");
+        arg.box[0] = box[0].get<int64_t>();
+        arg.box[1] = box[1].get<int64_t>();
+        if (arg.box[0] < 1 || arg.box[0] > 256 || arg.box[1] < 1 ||
+            arg.box[1] > 256 || arg.box[1] * static_cast<int64_t>(size) > 128 ||
+            (p.dtype != DType::F16 && p.dtype != DType::BF16 &&
+             p.dtype != DType::F32))
+          fail("'" + argWhere + ".box' must have 1 to 256 rows of at most "
+               "128 bytes of f16, bf16 or f32");
       } else if (argKind == "i32" || argKind == "i64") {
         arg.kind = argKind == "i32" ? KernelArg::Kind::I32 : KernelArg::Kind::I64;
         arg.value = expressions.read(field(args[a], "value", argWhere),
                                      argWhere + ".value");
       } else {
-        fail("'" + argWhere + ".kind' must be memref, pointer, i32 or i64");
+        fail("'" + argWhere +
+             ".kind' must be memref, pointer, tensormap, i32 or i64");
       }
       step.args.push_back(std::move(arg));
     }

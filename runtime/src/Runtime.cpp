@@ -521,7 +521,16 @@ void Program::launch(const Bindings &bindings,
     std::vector<uint32_t> halves;
     words.reserve(64);
     halves.reserve(8);
-    std::vector<std::pair<bool, size_t>> slots; // (is 32-bit, index)
+    // Where each parameter's value lives: a 64-bit word, a 32-bit half or a
+    // tensor map, and its index there.
+    enum class Slot { Word, Half, Map };
+    std::vector<std::pair<Slot, size_t>> slots;
+    // Tensor maps pass by value (128 bytes, 64-byte aligned).
+    struct alignas(64) TensorMap {
+      unsigned char bytes[128];
+    };
+    std::vector<TensorMap> maps;
+    maps.reserve(step.args.size());
     for (const KernelArg &arg : step.args) {
       switch (arg.kind) {
       case KernelArg::Kind::Memref: {
@@ -534,37 +543,74 @@ void Program::launch(const Bindings &bindings,
           strides[i] = strides[i + 1] * shape[i + 1];
         for (uint64_t w : {static_cast<uint64_t>(data),
                            static_cast<uint64_t>(data), uint64_t(0)}) {
-          slots.push_back({false, words.size()});
+          slots.push_back({Slot::Word, words.size()});
           words.push_back(w);
         }
         for (int64_t v : shape) {
-          slots.push_back({false, words.size()});
+          slots.push_back({Slot::Word, words.size()});
           words.push_back(static_cast<uint64_t>(v));
         }
         for (int64_t v : strides) {
-          slots.push_back({false, words.size()});
+          slots.push_back({Slot::Word, words.size()});
           words.push_back(static_cast<uint64_t>(v));
         }
         break;
       }
       case KernelArg::Kind::Pointer:
-        slots.push_back({false, words.size()});
+        slots.push_back({Slot::Word, words.size()});
         words.push_back(bufferData(arg.buffer));
         break;
       case KernelArg::Kind::I64:
-        slots.push_back({false, words.size()});
+        slots.push_back({Slot::Word, words.size()});
         words.push_back(static_cast<uint64_t>(evaluate(arg.value)));
         break;
       case KernelArg::Kind::I32:
-        slots.push_back({true, halves.size()});
+        slots.push_back({Slot::Half, halves.size()});
         halves.push_back(static_cast<uint32_t>(evaluate(arg.value)));
         break;
+      case KernelArg::Kind::TensorMap: {
+        const DeviceArray &array = arg.buffer.index < static_cast<int>(
+                                                          signature.numArguments())
+                                       ? arguments[arg.buffer.index]
+                                       : results[arg.buffer.index -
+                                                 signature.numArguments()];
+        DType dtype = signature.params[arg.buffer.index].dtype;
+        maps.emplace_back();
+        std::memset(maps.back().bytes, 0, sizeof(TensorMap));
+        uint64_t rows = static_cast<uint64_t>(array.shape.at(0));
+        uint64_t cols = static_cast<uint64_t>(array.shape.at(1));
+        // An empty array: no box is ever read (the kernel's loops do not
+        // run), the map stays zero.
+        if (rows && cols) {
+          if (!d.cuTensorMapEncodeTiled)
+            throw CudaError("kernel '" + step.function +
+                            "' needs tensor maps (CUDA 12 drivers)");
+          uint64_t dims[2] = {cols, rows};
+          uint64_t strides[1] = {cols * dtypeSize(dtype)};
+          unsigned box[2] = {static_cast<unsigned>(arg.box[1]),
+                             static_cast<unsigned>(arg.box[0])};
+          unsigned unit[2] = {1, 1};
+          // CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, _FLOAT32 = 7, _BFLOAT16 =
+          // 9; no interleave, 128-byte swizzle (3), L2 promotion of 128
+          // bytes (2), zero fill (0).
+          int type = dtype == DType::F16 ? 6 : dtype == DType::BF16 ? 9 : 7;
+          check(d.cuTensorMapEncodeTiled(
+                    maps.back().bytes, type, 2,
+                    reinterpret_cast<void *>(paramData(arg.buffer.index)),
+                    dims, strides, box, unit, 0, 3, 2, 0),
+                "encoding the tensor map of '" +
+                    signature.params[arg.buffer.index].name + "'");
+        }
+        slots.push_back({Slot::Map, maps.size() - 1});
+        break;
+      }
       }
     }
     std::vector<void *> params;
-    for (auto [isHalf, index] : slots)
-      params.push_back(isHalf ? static_cast<void *>(&halves[index])
-                              : static_cast<void *>(&words[index]));
+    for (auto [slot, index] : slots)
+      params.push_back(slot == Slot::Map    ? static_cast<void *>(maps[index].bytes)
+                       : slot == Slot::Half ? static_cast<void *>(&halves[index])
+                                            : static_cast<void *>(&words[index]));
     CUlaunchConfig config = {};
     config.gridDimX = static_cast<unsigned>(grid[0]);
     config.gridDimY = static_cast<unsigned>(grid[1]);

@@ -22,6 +22,11 @@ namespace kge {
 /// Names of the attributes a lowered `gpu.module` carries for the bundle
 /// manifest.
 inline constexpr llvm::StringLiteral kSignatureAttrName = "kge.signature";
+/// On a kernel: how many of its last arguments are 128-byte grid constants
+/// (TMA tensor maps, pointers), marked byval + nvvm.grid_constant once the
+/// kernel is an llvm.func (kge-grid-constant-arguments).
+inline constexpr llvm::StringLiteral kGridConstantsAttrName =
+    "kge.grid_constants";
 inline constexpr llvm::StringLiteral kLaunchPlanAttrName = "kge.launch_plan";
 inline constexpr llvm::StringLiteral kScratchAttrName = "kge.scratch";
 inline constexpr llvm::StringLiteral kChecksAttrName = "kge.checks";

@@ -192,10 +192,10 @@ private:
   Value swizzle(int64_t rowLength, Value row, Value col);
   /// The index in its stage's tile of element (row, col) of operand tile
   /// `p` as stored (rows of k when `kContiguous`, else rows of k-steps).
-  /// Warpgroup tiles stored spatial-contiguous are split into blocks of 64
-  /// columns (the 128-byte swizzle atoms of wgmma's MN-major layout).
   Value storageIndex(int p, bool kContiguous, Value row, Value col);
-  /// The reduction on warpgroup MMA; accumulators as emitTensorCoreReduction's.
+  /// The reduction on warpgroup MMA, its operands loaded by TMA through
+  /// `tensorMaps` (a thread issues them, mbarriers order the stages);
+  /// accumulators as emitTensorCoreReduction's.
   SmallVector<Value> emitWarpgroupReduction();
   /// The operands on the tensor cores: the (i, k) and the (j, k) inputs.
   unsigned mmaInputs[2] = {0, 0};
@@ -205,6 +205,10 @@ private:
   /// Elements before the first stage in mmaTiles (warpgroup tiles start on
   /// 1024 bytes), and the shared address of mmaTiles' first element.
   Value mmaBase, mmaAddress;
+  /// The dynamic shared memory (bytes), and the tensor maps of the
+  /// warpgroup kernel's operands (kernel arguments, grid constants).
+  Value mmaBytes;
+  Value tensorMaps[2];
 };
 
 } // namespace tilegpu

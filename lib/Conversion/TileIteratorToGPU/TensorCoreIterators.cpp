@@ -133,15 +133,7 @@ Value KernelEmitter::swizzle(int64_t rowLength, Value row, Value col) {
 Value KernelEmitter::storageIndex(int p, bool kContiguous, Value row,
                                   Value col) {
   int64_t span = p == 0 ? shape.bm : shape.bn;
-  if (kContiguous)
-    return swizzle(shape.bk, row, col);
-  if (!shape.warpgroup)
-    return swizzle(span, row, col);
-  // Blocks of 64 columns, each bk rows of 128 bytes.
-  Value block = arith::DivUIOp::create(b, loc, col, idx(64));
-  return arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, block, idx(shape.bk * 64)),
-      swizzle(64, row, arith::RemUIOp::create(b, loc, col, idx(64))));
+  return kContiguous ? swizzle(shape.bk, row, col) : swizzle(span, row, col);
 }
 
 Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
@@ -410,20 +402,105 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   int64_t stages = shape.stages;
   int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
   int64_t n = shape.bn;
+  int64_t elementBytes = getMmaElementBits(precision) / 8;
   Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  Type element = getMmaElementType(ctx, precision);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto accType = LLVM::LLVMStructType::getLiteral(
       ctx, SmallVector<Type>(n / 2, f32));
   Value zero = LLVM::ZeroOp::create(b, loc, accType);
   Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
                                             idx(shape.bk));
-  // Loads run stages - 2 tiles ahead: the stage they overwrite was read
-  // by the products of two steps before, which every warpgroup has waited
-  // for (one group of products stays in flight across a step).
-  Value anyToken;
-  for (int64_t s = 0; s + 2 < stages; ++s)
-    anyToken = issueTensorCoreStage(idx(s), idx(s));
   Value warpgroup = arith::DivUIOp::create(b, loc, tid, idx(128));
+  auto inThen = [&](Value condition, llvm::function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  auto eq = [&](Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
+        .getResult();
+  };
+  auto parityOf = [&](Value count) {
+    return arith::IndexCastOp::create(
+        b, loc, b.getI1Type(),
+        arith::RemUIOp::create(b, loc, count, idx(2)));
+  };
 
+  bool kContiguous[2];
+  for (int p = 0; p < 2; ++p) {
+    AffineMap map =
+        cast<AffineMapAttr>(task.getIndexingMaps()[mmaInputs[p]]).getValue();
+    kContiguous[p] = map.getDimPosition(1) == TaskOp::K;
+  }
+
+  // Barriers: full[s] (the stage's tile has landed: the leader's arrival
+  // and the copies' bytes) and empty[s] (both warpgroups' products of the
+  // stage are done).
+  auto barriersType = nvgpu::MBarrierGroupType::get(ctx, workgroup, 2 * stages);
+  Value barriers = nvgpu::MBarrierCreateOp::create(b, loc, barriersType);
+  Value leader = eq(tid, idx(0));
+  inThen(leader, [&] {
+    for (int64_t s = 0; s < stages; ++s) {
+      nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(1), idx(s), Value());
+      nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(2), idx(stages + s),
+                                    Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, loc);
+  });
+  gpu::BarrierOp::create(b, loc);
+
+  // The load iterator: one thread moves tile t into stage `stage` with TMA
+  // boxes of 128-byte rows: a k-contiguous operand in one box of
+  // span x block-k, a spatial-contiguous one in blocks of 64 columns.
+  auto issue = [&](Value t, Value stage) {
+    nvgpu::MBarrierArriveExpectTxOp::create(
+        b, loc, barriers, idx(stageElements * elementBytes), stage, Value());
+    Value k0 = arith::MulIOp::create(b, loc, t, idx(shape.bk));
+    Value stageStart = arith::AddIOp::create(
+        b, loc, mmaBase, arith::MulIOp::create(b, loc, stage, idx(stageElements)));
+    for (int p = 0; p < 2; ++p) {
+      int64_t span = p == 0 ? shape.bm : shape.bn;
+      Value base = p == 0 ? rowBase : colBase;
+      int64_t rows = kContiguous[p] ? span : shape.bk;
+      int64_t boxes = kContiguous[p] ? 1 : span / 64;
+      auto boxType = MemRefType::get({rows, 64}, element,
+                                     MemRefLayoutAttrInterface(), workgroup);
+      auto mapType = nvgpu::TensorMapDescriptorType::get(
+          ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
+          nvgpu::TensorMapL2PromoKind::L2PROMO_128B,
+          nvgpu::TensorMapOOBKind::OOB_ZERO,
+          nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+      Value map = UnrealizedConversionCastOp::create(b, loc, mapType,
+                                                     tensorMaps[p])
+                      .getResult(0);
+      for (int64_t box = 0; box < boxes; ++box) {
+        int64_t offset = (p == 0 ? 0 : shape.bm * shape.bk) + box * rows * 64;
+        Value byteOffset = arith::MulIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, stageStart, idx(offset)),
+            idx(elementBytes));
+        Value dst = memref::ViewOp::create(b, loc, boxType, mmaBytes,
+                                           byteOffset, ValueRange{});
+        // Coordinates: the contiguous dimension first.
+        SmallVector<Value> at =
+            kContiguous[p]
+                ? SmallVector<Value>{k0, base}
+                : SmallVector<Value>{
+                      arith::AddIOp::create(b, loc, base, idx(64 * box)), k0};
+        nvgpu::TmaAsyncLoadOp::create(b, loc, dst, barriers, map, at, stage,
+                                      Value(), Value());
+      }
+    }
+  };
+  inThen(leader, [&] {
+    for (int64_t s = 0; s + 1 < stages; ++s)
+      inThen(less(idx(s), kTiles), [&] { issue(idx(s), idx(s)); });
+  });
+
+  // A warpgroup's 64 rows of A: 64 rows of 128 bytes (k-contiguous), or
+  // the 64-column block of the MN-major tile.
   auto i64c = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
   };
@@ -437,15 +514,6 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
                      (int64_t(1) << 62);
     return arith::OrIOp::create(b, loc, start, i64c(fields)).getResult();
   };
-  bool kContiguous[2];
-  for (int p = 0; p < 2; ++p) {
-    AffineMap map =
-        cast<AffineMapAttr>(task.getIndexingMaps()[mmaInputs[p]]).getValue();
-    kContiguous[p] = map.getDimPosition(1) == TaskOp::K;
-  }
-  int64_t elementBytes = getMmaElementBits(precision) / 8;
-  // A warpgroup's 64 rows of A: 64 rows of 128 bytes (k-contiguous), or
-  // the 64-column block of the MN-major tile.
   Value aRows = arith::IndexCastOp::create(
       b, loc, i64,
       arith::MulIOp::create(b, loc, warpgroup,
@@ -458,24 +526,16 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
-    // Tile kt has landed; its bytes become visible to the tensor cores'
-    // (async) proxy, then every thread's are.
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken,
-                                     b.getI32IntegerAttr(stages - 3));
-    NVVM::FenceProxyOp::create(
-        b, loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    gpu::BarrierOp::create(b, loc);
-    Value ahead = arith::AddIOp::create(b, loc, kt, idx(stages - 2));
-    issueTensorCoreStage(ahead,
-                         arith::RemUIOp::create(b, loc, ahead, idx(stages)));
+    Value stage = arith::RemUIOp::create(b, loc, kt, idx(stages));
+    nvgpu::MBarrierTryWaitParityOp::create(
+        b, loc, barriers,
+        parityOf(arith::DivUIOp::create(b, loc, kt, idx(stages))),
+        idx(10000000), stage);
     Value stageStart = arith::MulIOp::create(
         b, loc,
         arith::AddIOp::create(
             b, loc, mmaBase,
-            arith::MulIOp::create(
-                b, loc, arith::RemUIOp::create(b, loc, kt, idx(stages)),
-                idx(stageElements))),
+            arith::MulIOp::create(b, loc, stage, idx(stageElements))),
         idx(elementBytes));
     Value stageAddress = arith::AddIOp::create(
         b, loc, mmaAddress,
@@ -501,19 +561,49 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
             shape.bk * 128, 1024);
       };
       acc = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, accType, acc, operand(0, aAddress), operand(1, bAddress), NVVM::MMAShapeAttr::get(ctx, 64, n, 16),
-          type, type, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          b, loc, accType, acc, operand(0, aAddress), operand(1, bAddress),
+          NVVM::MMAShapeAttr::get(ctx, 64, n, 16), type, type,
+          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
           NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
           kContiguous[0] ? NVVM::MMALayout::row : NVVM::MMALayout::col,
           kContiguous[1] ? NVVM::MMALayout::col : NVVM::MMALayout::row,
           /*satfinite=*/nullptr);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+    // The products of step kt - 1 are done: its stage is free.
     NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
+    Value previous = arith::RemUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, kt, idx(stages - 1)),
+        idx(stages));
+    inThen(arith::AndIOp::create(
+               b, loc,
+               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, kt,
+                                     idx(0)),
+               eq(arith::RemUIOp::create(b, loc, tid, idx(128)), idx(0))),
+           [&] {
+             nvgpu::MBarrierArriveOp::create(
+                 b, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
+                 arith::AddIOp::create(b, loc, previous, idx(stages)));
+           });
+    // The leader refills that stage with tile kt + stages - 1 once both
+    // warpgroups released it (tiles past the first round of stages).
+    Value t = arith::AddIOp::create(b, loc, kt, idx(stages - 1));
+    inThen(arith::AndIOp::create(b, loc, leader, less(t, kTiles)), [&] {
+      inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t,
+                                   idx(stages)),
+             [&] {
+               nvgpu::MBarrierTryWaitParityOp::create(
+                   b, loc, barriers,
+                   parityOf(arith::SubIOp::create(
+                       b, loc, arith::DivUIOp::create(b, loc, t, idx(stages)),
+                       idx(1))),
+                   idx(10000000), arith::AddIOp::create(b, loc, previous, idx(stages)));
+             });
+      issue(t, previous);
+    });
     scf::YieldOp::create(b, loc, acc);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, anyToken, b.getI32IntegerAttr(0));
 
   // Register 4j + 2h + c holds pair (h, 2j + c) of the thread: rows g and
   // g + 8 of its warp's 16, columns 8j + 2t + c.

@@ -673,7 +673,12 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
             MemRefLayoutAttrInterface(), shared),
         bytes, idx(0), ValueRange{});
     mmaBase = idx(0);
+    mmaBytes = bytes;
     if (shape.warpgroup) {
+      // The tensor maps follow every other argument.
+      unsigned count = kernel.getNumArguments();
+      tensorMaps[0] = kernel.getArgument(count - 2);
+      tensorMaps[1] = kernel.getArgument(count - 1);
       mmaAddress = arith::IndexCastOp::create(
           b, loc, b.getI64Type(),
           memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mmaTiles));
@@ -1092,8 +1097,15 @@ LogicalResult lowerFunction(func::FuncOp func,
     const TileShape &kernelShape = variant.shape;
     std::string kernelName = name + variant.suffix;
     b.setInsertionPointToEnd(module.getBody());
+    // The warpgroup kernel also takes its operands' tensor maps (128-byte
+    // grid constants: kge-lower-to-gpu marks them after conversion).
+    SmallVector<Type> types(kernelTypes);
+    if (kernelShape.warpgroup)
+      types.append(2, LLVM::LLVMPointerType::get(b.getContext()));
     auto kernel = gpu::GPUFuncOp::create(b, loc, kernelName,
-                                         b.getFunctionType(kernelTypes, {}));
+                                         b.getFunctionType(types, {}));
+    if (kernelShape.warpgroup)
+      kernel->setAttr(kGridConstantsAttrName, b.getI32IntegerAttr(2));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernelShape.threads()), 1, 1}));
@@ -1228,6 +1240,31 @@ LogicalResult lowerFunction(func::FuncOp func,
                         kernelShape.bk * getMmaElementBits(*kernelShape.mma) /
                         8 +
                     (kernelShape.warpgroup ? 1024 : 0);
+    SmallVector<Attribute> args(kernelArgs);
+    if (kernelShape.warpgroup) {
+      // Boxes of 128-byte rows: span x block-k of a k-contiguous operand,
+      // block-k x 64 of a spatial-contiguous one.
+      for (int p = 0; p < 2; ++p) {
+        unsigned inputIndex = 0;
+        for (unsigned i = 0, seen = 0; i < task.getInputs().size(); ++i)
+          if (task.inputUses(i, TaskOp::K) &&
+              task.inputUses(i, p == 0 ? TaskOp::I : TaskOp::J) && !seen++)
+            inputIndex = i;
+        Value input = task.getInputs()[inputIndex];
+        AffineMap map =
+            cast<AffineMapAttr>(task.getIndexingMaps()[inputIndex]).getValue();
+        bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+        int64_t span = p == 0 ? kernelShape.bm : kernelShape.bn;
+        args.push_back(bb.dict(
+            {{"kind", bb.str("tensormap")},
+             {"buffer",
+              bb.str("param:" +
+                     signature->params[cast<BlockArgument>(input).getArgNumber()]
+                         .name)},
+             {"box", bb.arr({bb.num(kContiguous ? span : kernelShape.bk),
+                             bb.num(64)})}}));
+      }
+    }
     Attribute step = bb.launch(
         kernelNames[n], module.getName(),
         {"ceildiv(" + extentOf(TaskOp::J) + ", " +
@@ -1235,7 +1272,7 @@ LogicalResult lowerFunction(func::FuncOp func,
          "ceildiv(" + extentOf(TaskOp::I) + ", " +
              std::to_string(kernelShape.bm) + ")",
          "1"},
-        kernelShape.threads(), std::to_string(sharedBytes), kernelArgs);
+        kernelShape.threads(), std::to_string(sharedBytes), args);
     if (variants.size() > 1) {
       // Kernels of this kind (tensor cores or not), and whether this one
       // is the first of two.

@@ -36,11 +36,16 @@ struct BufferRef {
 };
 
 struct KernelArg {
-  enum class Kind { Memref, Pointer, I32, I64 };
+  /// TensorMap: a TMA descriptor (CUtensorMap, 128 bytes by value) of a
+  /// row-major 2-D parameter, 128-byte swizzled boxes, zero fill past its
+  /// extents.
+  enum class Kind { Memref, Pointer, I32, I64, TensorMap };
   Kind kind = Kind::I64;
-  BufferRef buffer;                  ///< Memref, Pointer
+  BufferRef buffer;                  ///< Memref, Pointer, TensorMap
   std::vector<ExpressionPtr> shape;  ///< Memref: the view's sizes
   ExpressionPtr value;               ///< I32, I64
+  /// TensorMap: rows and columns of a box (columns * element size <= 128).
+  int64_t box[2] = {0, 0};
 };
 
 struct LaunchStep {
