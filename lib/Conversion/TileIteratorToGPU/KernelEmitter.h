@@ -42,6 +42,9 @@ struct TileShape {
   /// warpsN().
   int64_t warpsM() const { return bm / (8 * tm); }
   int64_t warpsN() const { return bn / (4 * tn); }
+  /// Threads of a block: threads() computing pairs, and for warpgroup MMA
+  /// one more warp that loads (the producer).
+  int64_t blockThreads() const { return threads() + (warpgroup ? 32 : 0); }
   /// Threads along the rows and the columns of a block tile.
   int64_t rowThreads() const { return bm / tm; }
   int64_t colThreads() const { return bn / tn; }

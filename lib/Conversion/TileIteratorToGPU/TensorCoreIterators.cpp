@@ -494,11 +494,6 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
       }
     }
   };
-  inThen(leader, [&] {
-    for (int64_t s = 0; s + 1 < stages; ++s)
-      inThen(less(idx(s), kTiles), [&] { issue(idx(s), idx(s)); });
-  });
-
   // A warpgroup's 64 rows of A: 64 rows of 128 bytes (k-contiguous), or
   // the 64-column block of the MN-major tile.
   auto i64c = [&](int64_t v) {
@@ -514,6 +509,37 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
                      (int64_t(1) << 62);
     return arith::OrIOp::create(b, loc, start, i64c(fields)).getResult();
   };
+
+  // The consumers (two warpgroups) compute; the producer warp's first lane
+  // loads, up to `stages` tiles ahead of them.
+  auto split = scf::IfOp::create(b, loc, TypeRange{accType},
+                                 less(tid, idx(shape.threads())),
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(split.elseBlock());
+    inThen(eq(tid, idx(shape.threads())), [&] {
+      auto produce = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1));
+      OpBuilder::InsertionGuard loopGuard(b);
+      b.setInsertionPointToStart(produce.getBody());
+      Value t = produce.getInductionVar();
+      Value stage = arith::RemUIOp::create(b, loc, t, idx(stages));
+      // Past the first round, the stage's previous tile must be released.
+      inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t,
+                                   idx(stages)),
+             [&] {
+               nvgpu::MBarrierTryWaitParityOp::create(
+                   b, loc, barriers,
+                   parityOf(arith::SubIOp::create(
+                       b, loc, arith::DivUIOp::create(b, loc, t, idx(stages)),
+                       idx(1))),
+                   idx(10000000), arith::AddIOp::create(b, loc, stage, idx(stages)));
+             });
+      issue(t, stage);
+    });
+    scf::YieldOp::create(b, loc, zero);
+  }
+  b.setInsertionPointToStart(split.thenBlock());
   Value aRows = arith::IndexCastOp::create(
       b, loc, i64,
       arith::MulIOp::create(b, loc, warpgroup,
@@ -585,25 +611,11 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
                  b, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
                  arith::AddIOp::create(b, loc, previous, idx(stages)));
            });
-    // The leader refills that stage with tile kt + stages - 1 once both
-    // warpgroups released it (tiles past the first round of stages).
-    Value t = arith::AddIOp::create(b, loc, kt, idx(stages - 1));
-    inThen(arith::AndIOp::create(b, loc, leader, less(t, kTiles)), [&] {
-      inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t,
-                                   idx(stages)),
-             [&] {
-               nvgpu::MBarrierTryWaitParityOp::create(
-                   b, loc, barriers,
-                   parityOf(arith::SubIOp::create(
-                       b, loc, arith::DivUIOp::create(b, loc, t, idx(stages)),
-                       idx(1))),
-                   idx(10000000), arith::AddIOp::create(b, loc, previous, idx(stages)));
-             });
-      issue(t, previous);
-    });
     scf::YieldOp::create(b, loc, acc);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  scf::YieldOp::create(b, loc, loop.getResult(0));
+  b.setInsertionPointAfter(split);
 
   // Register 4j + 2h + c holds pair (h, 2j + c) of the thread: rows g and
   // g + 8 of its warp's 16, columns 8j + 2t + c.
@@ -612,6 +624,6 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
     for (int64_t h = 0; h < 2; ++h)
       for (int64_t c = 0; c < 2; ++c)
         result[h * shape.tn + 2 * j + c] = LLVM::ExtractValueOp::create(
-            b, loc, loop.getResult(0), 4 * j + 2 * h + c);
+            b, loc, split.getResult(0), 4 * j + 2 * h + c);
   return result;
 }

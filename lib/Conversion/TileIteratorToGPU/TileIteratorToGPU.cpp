@@ -756,12 +756,18 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   // reduction.
   SmallVector<Value> stored(shape.tm * shape.tn);
   Value anyJoined;
+  // The producer warp of the warpgroup kernel holds no pair.
+  Value consumer;
+  if (shape.warpgroup)
+    consumer = less(tid, idx(shape.threads()));
   for (int64_t r = 0; r < shape.tm; ++r)
     for (int64_t c = 0; c < shape.tn; ++c) {
       Value inRange = arith::AndIOp::create(
           b, loc, less(rows[r], extents[TaskOp::I]),
           less(cols[c], extents[TaskOp::J]));
       Value pair = inRange;
+      if (consumer)
+        pair = arith::AndIOp::create(b, loc, pair, consumer);
       if (!task.getWhen().empty()) {
         SmallVector<Value> arguments = {rows[r], cols[c]};
         llvm::append_range(arguments, spatialOf(r, c));
@@ -1108,7 +1114,7 @@ LogicalResult lowerFunction(func::FuncOp func,
       kernel->setAttr(kGridConstantsAttrName, b.getI32IntegerAttr(2));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-        {static_cast<int32_t>(kernelShape.threads()), 1, 1}));
+        {static_cast<int32_t>(kernelShape.blockThreads()), 1, 1}));
     KernelEmitter emitter(b, task, kernelShape);
     if (failed(emitter.emit(kernel, func))) {
       module.erase();
@@ -1272,7 +1278,7 @@ LogicalResult lowerFunction(func::FuncOp func,
          "ceildiv(" + extentOf(TaskOp::I) + ", " +
              std::to_string(kernelShape.bm) + ")",
          "1"},
-        kernelShape.threads(), std::to_string(sharedBytes), args);
+        kernelShape.blockThreads(), std::to_string(sharedBytes), args);
     if (variants.size() > 1) {
       // Kernels of this kind (tensor cores or not), and whether this one
       // is the first of two.
