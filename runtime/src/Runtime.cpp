@@ -86,7 +86,10 @@ CUmodule linkModule(const ModuleImage &image, const std::string &chip,
     check(result, message);
   };
   std::string ownChip = "sm_" + std::to_string(computeCapability);
-  bool useObject = !image.cubin.empty() && chip == ownChip;
+  // An architecture-specific object (sm_90a) runs on that architecture
+  // only, which is this device's.
+  bool useObject = !image.cubin.empty() &&
+                   (chip == ownChip || chip == ownChip + "a");
   CUresult r;
   if (useObject)
     r = d.cuLinkAddData(link, CU_JIT_INPUT_CUBIN,

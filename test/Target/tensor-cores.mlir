@@ -12,9 +12,17 @@
 // RUN:   | not kge-translate --mlir-to-ptx --ptx-chip=sm_75 2>&1 | FileCheck %s --check-prefix=SM75
 
 // CHECK: .target sm_90a
+// The tensor maps are 128-byte grid constants, addressed in param space.
+// CHECK: .entry gemm_f16_wgmma(
+// CHECK: .param .align 64 .b8 gemm_f16_wgmma_param_21[128],
+// CHECK-NEXT: .param .align 64 .b8 gemm_f16_wgmma_param_22[128]
+// CHECK: cvta.param.u64
+// CHECK: mbarrier.init.shared.b64
+// CHECK: fence.mbarrier_init.release.cluster
 // CHECK: wgmma.fence.sync.aligned
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
 // CHECK: wgmma.wait_group.sync.aligned 1
+// CHECK: cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // CHECK: .entry gemm_f16_mma_small
 // CHECK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16

@@ -49,6 +49,18 @@ def test_mma_bundles_were_built():
     assert len(MMA_BUNDLES) == 36, "run test/gpu/build_tile_bundles.py"
 
 
+# The warpgroup kernel's size (a grid that fills the GPU, K >= 1024 with a
+# partial last stage), for the queries whose references are matrix products.
+WARPGROUP_BUNDLES = [p for p in MMA_BUNDLES if p.name.split(".")[1] in ("f16", "bf16") and
+                     p.name.split(".")[0] in ("gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                              "q2_preference_by_zip", "q4_same_zip")]
+
+
+@pytest.mark.parametrize("path", WARPGROUP_BUNDLES, ids=lambda p: p.stem)
+def test_warpgroup_kernel_matches_numpy(rt, path):
+    test_tensor_core_query_matches_numpy(rt, path, 2048, 2304, 1040)
+
+
 @pytest.mark.parametrize("path", MMA_BUNDLES, ids=lambda p: p.stem)
 @pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
 def test_tensor_core_query_matches_numpy(rt, path, M, N, K):
@@ -86,7 +98,8 @@ def kernels_run(call):
 
 
 @pytest.mark.parametrize("precision,M,N,K,kernel", [
-    ("f16", 256, 256, 64, "gemm_nn_mma_small"), ("f16", 2304, 2304, 64, "gemm_nn_wgmma"),
+    ("f16", 256, 256, 64, "gemm_nn_mma_small"), ("f16", 2304, 2304, 1024, "gemm_nn_wgmma"),
+    ("f16", 2304, 2304, 64, "gemm_nn_mma"),
     ("f16", 256, 252, 64, "gemm_nn_small"), ("f16", 256, 256, 60, "gemm_nn_small"),
     ("tf32x3", 1536, 1536, 64, "gemm_nn_mma"), ("tf32x3", 256, 256, 64, "gemm_nn_mma_small"),
     ("tf32x3", 256, 254, 64, "gemm_nn_small")])

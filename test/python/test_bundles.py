@@ -130,6 +130,17 @@ CORRUPTIONS = {
                                     "'mode.corrupted' must name an index array"),
     "check of a table": (corrupt(lambda b: b["checks"][0].update(param="Eemb")),
                          "'checks\\[0\\].param' must name an index array"),
+    "tensor map of a 1-D array": (corrupt(lambda b: b["launches"][-1]["args"].append(
+        {"kind": "tensormap", "buffer": "param:" + b["function"]["params"][2]["name"],
+         "box": [64, 32]})), "a tensor map of a buffer that is not a 2-D parameter"),
+    "tensor map box over 128 bytes": (corrupt(lambda b: b["launches"][-1]["args"].append(
+        {"kind": "tensormap", "buffer": "param:Eemb", "box": [64, 64]})),
+        "'launches\\[0\\].args\\[[0-9]+\\].box' must have 1 to 256 rows of at most 128 bytes"),
+    "tensor map box of text": (corrupt(lambda b: b["launches"][-1]["args"].append(
+        {"kind": "tensormap", "buffer": "param:Eemb", "box": ["64", 32]})),
+        "must be two integers \\(rows, columns\\)"),
+    "unknown argument kind": (corrupt(lambda b: b["launches"][-1]["args"][0].update(kind="texture")),
+                              "must be memref, pointer, tensormap, i32 or i64"),
     "truncated": (lambda text: text[: len(text) // 2], "the bundle is not valid JSON"),
     "not an object": (lambda text: "[1, 2]", "the top level must be an object"),
     "empty": (lambda text: "", "the bundle is not valid JSON"),

@@ -446,7 +446,7 @@ def test_products_take_the_tensor_cores(tmp_path, monkeypatch):
     half = kge.tile.query(text, name="g", dtypes={"A": "bf16", "B": "bf16"})
     bundle = half.compile(cubin=False)
     assert [launch["function"] for launch in bundle.manifest["launches"]] == \
-        ["g_wgmma", "g_mma_small", "g_small"]
+        ["g_wgmma", "g_mma", "g_mma_small", "g_small"]
     assert bundle.manifest["target"]["chip"] == "sm_90a"
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in bundle.text
     # Without warpgroup MMA: mma.sync for sm_80 and newer.
@@ -462,6 +462,9 @@ def test_products_take_the_tensor_cores(tmp_path, monkeypatch):
         3 * single.compile(cubin=False, matrix_math="tf32").text.count(
             "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32")
     assert len(list(tmp_path.glob("*.kgebundle"))) == 5
+    # Warpgroup MMA for long reductions only.
+    first = bundle.manifest["launches"][0]
+    assert first["function"] == "g_wgmma" and first["when"].endswith("* min(1, K / 1024)")
     with pytest.raises(ValueError, match="matrix_math must be one of fma, tf32, tf32x3"):
         single.compile(matrix_math="tf16")
     with pytest.raises(TypeError, match="warpgroup must be a bool"):

@@ -1042,7 +1042,14 @@ struct KernelVariant {
   TileShape shape;
   /// Appended to the function's name.
   std::string suffix;
+  /// The reduction length from which the kernel runs (0: any): a kernel of
+  /// one block per multiprocessor hides its pipeline's start on long ones.
+  int64_t minK = 0;
 };
+
+/// Warpgroup MMA runs reductions of at least this length (shorter ones take
+/// mma.sync, whose blocks share a multiprocessor).
+static constexpr int64_t kWarpgroupMinK = 1024;
 
 /// Lowers the tile function `func` to a gpu.module with its bundle
 /// description: one kernel per variant. With several, the launch plan
@@ -1112,6 +1119,11 @@ LogicalResult lowerFunction(func::FuncOp func,
                                          b.getFunctionType(types, {}));
     if (kernelShape.warpgroup)
       kernel->setAttr(kGridConstantsAttrName, b.getI32IntegerAttr(2));
+    // mma.sync kernels: two blocks per multiprocessor, one's loads hiding
+    // under the other's products (their registers capped to fit).
+    if (kernelShape.mma && !kernelShape.warpgroup)
+      kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                      b.getI32IntegerAttr(2));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernelShape.blockThreads()), 1, 1}));
@@ -1280,22 +1292,36 @@ LogicalResult lowerFunction(func::FuncOp func,
          "1"},
         kernelShape.blockThreads(), std::to_string(sharedBytes), args);
     if (variants.size() > 1) {
-      // Kernels of this kind (tensor cores or not), and whether this one
-      // is the first of two.
+      // Kernels of this kind (tensor cores or not), largest first: one runs
+      // when its grid fills the GPU (and K reaches its minimum) and no
+      // larger one runs; the last of its kind otherwise.
       SmallVector<size_t> kind;
       for (auto [m, other] : llvm::enumerate(variants))
         if (other.shape.mma.has_value() == kernelShape.mma.has_value())
           kind.push_back(m);
+      auto runs = [&](size_t m) {
+        std::string condition = fills(variants[m].shape);
+        if (variants[m].minK)
+          condition = "min(1, " + condition + ") * min(1, " +
+                      extentOf(TaskOp::K) + " / " +
+                      std::to_string(variants[m].minK) + ")";
+        return condition;
+      };
       SmallVector<std::string> terms;
       if (kernelShape.mma && !aligned.empty())
         terms.push_back(aligned);
-      if (kind.size() == 2) {
-        std::string first = fills(variants[kind[0]].shape);
-        terms.push_back(n == kind[0] ? first : "(1 - min(1, " + first + "))");
+      for (size_t m : kind) {
+        if (m == n && m != kind.back())
+          terms.push_back(runs(m));
+        if (m == n)
+          break;
+        // Alone, "1 - min(1, x)"; in a product, parenthesized.
+        terms.push_back("1 - min(1, " + runs(m) + ")");
       }
+      for (std::string &term : terms)
+        if (terms.size() > 1 && StringRef(term).starts_with("1 - min(1, "))
+          term = "(" + term + ")";
       std::string when = terms.empty() ? "1" : llvm::join(terms, " * ");
-      if (kind.size() == 2 && terms.size() == 1 && n != kind[0])
-        when = "1 - min(1, " + fills(variants[kind[0]].shape) + ")";
       if (!kernelShape.mma && kind.size() < variants.size())
         when = aligned.empty() ? "0" : "1 - " + aligned;
       NamedAttrList fields(cast<DictionaryAttr>(step));
@@ -1364,7 +1390,8 @@ struct ConvertTileIteratorToGPUPass
       // others.
       bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
       if (automatic && sixteenBit && warpgroup && !topK)
-        variants = {{warpgroupShape(*precision), "_wgmma"},
+        variants = {{warpgroupShape(*precision), "_wgmma", kWarpgroupMinK},
+                    {mmaShape(*precision, true), "_mma"},
                     {mmaShape(*precision, false), "_mma_small"},
                     {kSmallShape, "_small"}};
       else if (automatic && precision && !topK)

@@ -14,28 +14,43 @@
 #kj = affine_map<(i, j, k) -> (k, j)>
 #jk = affine_map<(i, j, k) -> (j, k)>
 
-// FP16 GEMM: warpgroup MMA when the grid fills the GPU, mma.sync on 64 x 64
-// tiles otherwise, a CUDA-core kernel when rows are not 16-byte multiples.
+// FP16 GEMM: warpgroup MMA when the grid fills the GPU and K >= 1024,
+// mma.sync on 128 x 128 tiles when that grid does, on 64 x 64 tiles
+// otherwise, a CUDA-core kernel when rows are not 16-byte multiples.
 // CHECK-LABEL: gpu.module @gemm_f16_kernels
-// CHECK-SAME: function = "gemm_f16_wgmma", grid = ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "197632", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * ceildiv(N, 256) * ceildiv(M, 128) / 132"
-// CHECK-SAME: function = "gemm_f16_mma_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "32768", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * (1 - min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132))"
+// CHECK-SAME: {box = [128, 64], buffer = "param:A", kind = "tensormap"}, {box = [64, 64], buffer = "param:B", kind = "tensormap"}], block = ["288", "1", "1"], function = "gemm_f16_wgmma", grid = ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "197632", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024)"
+// CHECK-SAME: function = "gemm_f16_mma", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "65536", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * (1 - min(1, min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024))) * ceildiv(N, 128) * ceildiv(M, 128) / 132"
+// CHECK-SAME: function = "gemm_f16_mma_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "32768", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * (1 - min(1, min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024))) * (1 - min(1, ceildiv(N, 128) * ceildiv(M, 128) / 132))"
 // CHECK-SAME: function = "gemm_f16_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "0", when = "1 - (1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8))"
-// The warpgroup kernel: cp.async stages in dynamic shared memory, products
-// by descriptors, one group in flight.
-// CHECK: gpu.func @gemm_f16_wgmma
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// The warpgroup kernel: its operands' tensor maps follow the arguments; a
+// producer warp loads stages by TMA (A in one 128 x 64 box, B, stored
+// n-contiguous, in 64 x 64 boxes) under full/empty mbarriers, the two
+// consumer warpgroups wait, multiply by descriptors (one group in flight)
+// and release.
+// CHECK: gpu.func @gemm_f16_wgmma({{.*}}, %[[MAPA:.*]]: !llvm.ptr, %[[MAPB:.*]]: !llvm.ptr) kernel attributes {kge.grid_constants = 2 : i32, known_block_size = array<i32: 288, 1, 1>}
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: memref.extract_aligned_pointer_as_index
-// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?xf16> to memref<{{[0-9]+}}xf16, #gpu.address_space<workgroup>>
-// CHECK: scf.for
-// CHECK: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: %[[BARS:[0-9]+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 8>
+// CHECK: nvgpu.mbarrier.init %[[BARS]]
+// CHECK: nvvm.fence.mbarrier.init
 // CHECK: gpu.barrier
+// CHECK: scf.if %{{.*}} -> (!llvm.struct<(f32
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvgpu.mbarrier.arrive %[[BARS]]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: } else {
+// CHECK: scf.for
+// CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
+// CHECK: nvgpu.mbarrier.arrive.expect_tx %[[BARS]][%{{.*}}], %c49152
+// CHECK: builtin.unrealized_conversion_cast %[[MAPA]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_128b, oob = zero, interleave = none>
+// CHECK: nvgpu.tma.async.load
+// CHECK: builtin.unrealized_conversion_cast %[[MAPB]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16
+// CHECK-COUNT-4: nvgpu.tma.async.load
 // CHECK: memref.store %{{.*}} : memref<?x?xf32>
 // The mma.sync kernel: ldmatrix (B is stored k-major: transposed), m16n8k16.
 // CHECK: gpu.func @gemm_f16_mma_small
