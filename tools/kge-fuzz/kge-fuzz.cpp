@@ -468,6 +468,9 @@ int main(int argc, char **argv) {
                   {"kge-lower-to-cpu", "kge-lower-to-cpu"},
                   {"kge-lower-to-gpu", "kge-lower-to-gpu"},
                   {"kge-lower-to-gpu{negative=t}", "kge-lower-to-gpu{negative=t}"},
+                  // f32 products on tensor cores too (3xTF32).
+                  {"tile tf32x3",
+                   "convert-tile-to-gpu{matrix-math=tf32x3},kge-lower-to-gpu"},
                   {"bundle", ""}};
 
   auto context = makeContext();
