@@ -25,6 +25,8 @@
 
 #include "StageEmitters.h"
 
+#include "Conversion/GPUCommon/TensorCores.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -423,27 +425,13 @@ void MatrixStageEmitter::storeOutputRow(bvec::VecMulMatOp op, Value output,
 std::pair<Value, Value> MatrixStageEmitter::splitTF32(Value value) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
-  Type floatType = value.getType();
   Type intType = b.getI32Type();
-  if (auto vector = dyn_cast<VectorType>(floatType))
+  if (auto vector = dyn_cast<VectorType>(value.getType()))
     intType = VectorType::get(vector.getShape(), intType);
-  auto constant = [&](int32_t v) -> Value {
-    TypedAttr attr = b.getI32IntegerAttr(v);
-    if (auto vector = dyn_cast<VectorType>(intType))
-      attr = DenseElementsAttr::get(vector, attr);
-    return arith::ConstantOp::create(b, loc, attr);
-  };
-  // TF32 keeps the sign, the exponent and 10 mantissa bits: round to
-  // nearest (ties away, like cvt.rna.tf32.f32) on the bits, then the
-  // remainder is exact in FP32 and its own TF32 part carries the next 11
-  // bits.
-  Value bits = arith::BitcastOp::create(b, loc, intType, value);
-  Value big = arith::AndIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
-      constant(static_cast<int32_t>(0xFFFFE000u)));
-  Value rest = arith::SubFOp::create(
-      b, loc, value, arith::BitcastOp::create(b, loc, floatType, big));
-  return {big, arith::BitcastOp::create(b, loc, intType, rest)};
+  // The shared emitter's split; NVVM's mma takes TF32 operands as bits.
+  auto [big, rest] = kge::splitTF32(b, loc, value);
+  return {arith::BitcastOp::create(b, loc, intType, big),
+          arith::BitcastOp::create(b, loc, intType, rest)};
 }
 
 void MatrixStageEmitter::emitTensorCoreItem(bvec::VecMulMatOp op,
