@@ -89,7 +89,8 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     dimension; the next step's global loads are issued before this step's
     arithmetic), the spatial-only operands are read once into registers,
     and the inner computation and the accumulator run on CUDA cores in
-    registers, multiply-adds contracted into FMAs. A join is evaluated
+    registers, multiply-adds contracted into FMAs (product tasks: tensor
+    cores, below). A join is evaluated
     before the reduction and a block whose pairs it all rejects skips the
     reduction. The store iterators write dense outputs (combining with
     `update`), combine aggregates with atomics, compact a select's pairs
@@ -116,10 +117,14 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     dialect (ldmatrix, m16n8k16 or m16n8k8; `<function>_mma`, 128 x 128,
     and `<function>_mma_small`, 64 x 64) or, for 16-bit operands with
     `warpgroup` (the default), warpgroup MMA (`<function>_wgmma`, 128 x 256
-    pairs, two warpgroups, wgmma descriptors over 128-byte swizzled tiles,
-    sm_90a). The accumulators reach the same store iterators. The launch
-    plan runs them when every operand row is a multiple of 16 bytes, and a
-    64 x 64 CUDA-core kernel otherwise.
+    pairs, two consumer warpgroups and a producer warp loading by TMA
+    through tensor maps passed as grid constants, full/empty mbarriers,
+    wgmma descriptors over 128-byte swizzled tiles, sm_90a) for reductions
+    of at least 1024. The accumulators reach the same store iterators. The
+    launch plan runs the largest tensor-core kernel whose grid fills the
+    GPU when every operand row is a multiple of 16 bytes (the 64 x 64 one
+    otherwise; top-k: the 64 x 64 one only), and a 64 x 64 CUDA-core
+    kernel (`<function>_small`) when rows are not.
 
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Output `distinct`

@@ -221,7 +221,8 @@ _MATRIX_MATH = ("fma", "tf32", "tf32x3")
 
 def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=True,
                   **tile_shape):
-    """The kernel bundle of `query` (a Query) for sm_90: compiled once, then
+    """The kernel bundle of `query` (a Query) for sm_90 (sm_90a with a
+    warpgroup-MMA kernel): compiled once, then
     read from the cache (cache_dir(); a hash of the query, its dtypes, the
     options, the target and the compiler names the file).
 

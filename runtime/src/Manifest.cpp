@@ -434,9 +434,10 @@ Manifest Manifest::parse(const std::string &text) {
         arg.kind = KernelArg::Kind::TensorMap;
         arg.buffer = readBuffer(args[a], argWhere);
         if (arg.buffer.kind != BufferRef::Kind::Param ||
-            m.signature.params[arg.buffer.index].shape.size() != 2)
+            m.signature.params[arg.buffer.index].shape.size() != 2 ||
+            arg.buffer.index >= static_cast<int>(m.signature.numArguments()))
           fail("'" + argWhere + "' describes a tensor map of a buffer that "
-               "is not a 2-D parameter");
+               "is not a 2-D argument");
         const Parameter &p = m.signature.params[arg.buffer.index];
         size_t size = dtypeSize(p.dtype);
         const json &box = array(args[a], "box", argWhere);

@@ -585,6 +585,13 @@ void Program::launch(const Bindings &bindings,
         // An empty array: no box is ever read (the kernel's loops do not
         // run), the map stays zero.
         if (rows && cols) {
+          if (cols * dtypeSize(dtype) % 16 != 0 || rows > 0xFFFFFFFFu ||
+              cols > 0xFFFFFFFFu)
+            throw ArgumentError(
+                "kernel '" + step.function + "' reads '" +
+                signature.params[arg.buffer.index].name +
+                "' through a tensor map: its rows must be multiples of 16 "
+                "bytes and its extents below 2^32");
           if (!d.cuTensorMapEncodeTiled)
             throw CudaError("kernel '" + step.function +
                             "' needs tensor maps (CUDA 12 drivers)");

@@ -132,7 +132,7 @@ CORRUPTIONS = {
                          "'checks\\[0\\].param' must name an index array"),
     "tensor map of a 1-D array": (corrupt(lambda b: b["launches"][-1]["args"].append(
         {"kind": "tensormap", "buffer": "param:" + b["function"]["params"][2]["name"],
-         "box": [64, 32]})), "a tensor map of a buffer that is not a 2-D parameter"),
+         "box": [64, 32]})), "a tensor map of a buffer that is not a 2-D argument"),
     "tensor map box over 128 bytes": (corrupt(lambda b: b["launches"][-1]["args"].append(
         {"kind": "tensormap", "buffer": "param:Eemb", "box": [64, 64]})),
         "'launches\\[0\\].args\\[[0-9]+\\].box' must have 1 to 256 rows of at most 128 bytes"),

@@ -175,13 +175,10 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
                                : arith::SubIOp::create(b, loc, extent, s);
       Value count = arith::SelectOp::create(b, loc, inRange,
                                             minIndex(left, idx(chunk)), idx(0));
-      // Addresses stay in the array even for chunks that read nothing.
-      Value safeS = minIndex(
-          s, arith::SubIOp::create(
-                 b, loc, arith::MaxSIOp::create(b, loc, extent, idx(1)), idx(1)));
-      Value safeK = minIndex(
-          k, arith::SubIOp::create(
-                 b, loc, arith::MaxSIOp::create(b, loc, extentK, idx(1)), idx(1)));
+      // A chunk that reads nothing still names an aligned address in the
+      // array: its first element.
+      Value safeS = arith::SelectOp::create(b, loc, inRange, s, idx(0));
+      Value safeK = arith::SelectOp::create(b, loc, inRange, k, idx(0));
       SmallVector<Value, 2> at;
       for (unsigned d = 0; d < 2; ++d)
         at.push_back(map.getDimPosition(d) == TaskOp::K ? safeK : safeS);

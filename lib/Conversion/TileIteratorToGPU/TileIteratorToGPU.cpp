@@ -1024,6 +1024,7 @@ static TileShape mmaShape(MmaPrecision precision, bool large) {
                           : TileShape{64, 64, bk, 4, 8};
   shape.mma = precision;
   shape.stages = kMmaStages;
+  static_assert(kMmaStages >= 2, "the pipeline waits for stages - 2 groups");
   return shape;
 }
 
@@ -1055,8 +1056,8 @@ static constexpr int64_t kWarpgroupMinK = 1024;
 /// description: one kernel per variant. With several, the launch plan
 /// chooses: tensor-core kernels when the operands' contiguous extents are
 /// multiples of 16 bytes (cp.async's chunks), the CUDA-core kernel
-/// otherwise; of two kernels of one kind, the first when its grid fills the
-/// GPU and the second otherwise.
+/// otherwise; among the kernels of one kind (largest first), the first whose
+/// grid fills the GPU (and whose minimum K the reduction reaches).
 LogicalResult lowerFunction(func::FuncOp func,
                             ArrayRef<KernelVariant> variants) {
   SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
@@ -1322,8 +1323,10 @@ LogicalResult lowerFunction(func::FuncOp func,
         if (terms.size() > 1 && StringRef(term).starts_with("1 - min(1, "))
           term = "(" + term + ")";
       std::string when = terms.empty() ? "1" : llvm::join(terms, " * ");
-      if (!kernelShape.mma && kind.size() < variants.size())
-        when = aligned.empty() ? "0" : "1 - " + aligned;
+      if (!kernelShape.mma && kind.size() < variants.size()) {
+        std::string fallback = aligned.empty() ? "0" : "1 - " + aligned;
+        when = terms.empty() ? fallback : "(" + fallback + ") * " + when;
+      }
       NamedAttrList fields(cast<DictionaryAttr>(step));
       fields.set("when", bb.str(when));
       step = fields.getDictionary(func.getContext());
