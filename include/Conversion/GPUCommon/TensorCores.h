@@ -31,9 +31,8 @@ enum class MmaPrecision {
   tf32x3,
 };
 
-/// `tf32`, `tf32x3`, `f16`, `bf16` (the names of pass options).
+/// The precision named `tf32`, `tf32x3`, `f16` or `bf16`.
 std::optional<MmaPrecision> parseMmaPrecision(llvm::StringRef name);
-llvm::StringRef stringifyMmaPrecision(MmaPrecision precision);
 
 /// The reduction depth of one mma.sync: 16 for 16-bit operands, 8 for TF32.
 int64_t getMmaK(MmaPrecision precision);

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <array>
 #include <optional>
 
 namespace mlir {
@@ -45,6 +46,12 @@ struct TileShape {
   /// Threads of a block: threads() computing pairs, and for warpgroup MMA
   /// one more warp that loads (the producer).
   int64_t blockThreads() const { return threads() + (warpgroup ? 32 : 0); }
+  /// Tensor cores: dynamic shared memory of the operand stages (warpgroup
+  /// tiles start on 1024 bytes: that much more).
+  int64_t mmaSharedBytes() const {
+    return stages * (bm + bn) * bk * getMmaElementBits(*mma) / 8 +
+           (warpgroup ? 1024 : 0);
+  }
   /// Threads along the rows and the columns of a block tile.
   int64_t rowThreads() const { return bm / tm; }
   int64_t colThreads() const { return bn / tn; }
@@ -72,6 +79,18 @@ enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
 /// "tf32x3".
 std::optional<MmaPrecision> getTensorCorePrecision(TaskOp task,
                                                    llvm::StringRef matrixMath);
+
+/// The operands the tensor cores multiply: the first input indexed by
+/// (i, k) and the first indexed by (j, k) (-1 where there is none).
+std::array<int, 2> getTensorCoreOperands(TaskOp task);
+
+/// Input `n` is stored with the reduction axis contiguous (its map's last
+/// result is k).
+inline bool isKContiguous(TaskOp task, unsigned n) {
+  return cast<AffineMapAttr>(task.getIndexingMaps()[n])
+             .getValue()
+             .getDimPosition(1) == TaskOp::K;
+}
 
 class KernelEmitter {
 public:

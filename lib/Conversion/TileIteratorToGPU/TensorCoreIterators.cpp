@@ -32,6 +32,18 @@ static Value unwiden(Value value) {
   return value;
 }
 
+std::array<int, 2> tilegpu::getTensorCoreOperands(TaskOp task) {
+  std::array<int, 2> operands = {-1, -1};
+  for (unsigned n = 0; n < task.getInputs().size(); ++n) {
+    if (!task.inputUses(n, TaskOp::K))
+      continue;
+    int &slot = operands[task.inputUses(n, TaskOp::I) ? 0 : 1];
+    if (slot < 0 && (task.inputUses(n, TaskOp::I) || task.inputUses(n, TaskOp::J)))
+      slot = n;
+  }
+  return operands;
+}
+
 std::optional<MmaPrecision>
 tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
   if (matrixMath == "fma")
@@ -39,26 +51,15 @@ tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
   if (task.getAccumulate() != Combiner::add || !task.getCombine().empty() ||
       !task.getAccumulatorType().isF32())
     return std::nullopt;
-  if (TypedAttr identity = task.getIdentityAttr()) {
-    auto value = dyn_cast<FloatAttr>(identity);
-    if (!value || !value.getValue().isZero())
-      return std::nullopt;
-  }
-  // One (i, k) and one (j, k) operand; the others spatial-only.
-  int rowK = -1, colK = -1;
-  for (unsigned n = 0; n < task.getInputs().size(); ++n) {
-    bool usesK = task.inputUses(n, TaskOp::K);
-    if (!usesK)
-      continue;
-    if (task.inputUses(n, TaskOp::I) && rowK < 0)
-      rowK = n;
-    else if (task.inputUses(n, TaskOp::J) && colK < 0)
-      colK = n;
-    else
-      return std::nullopt;
-  }
+  // One (i, k) and one (j, k) operand; the others spatial-only (the
+  // verifier gives add no identity but its own zero).
+  auto [rowK, colK] = getTensorCoreOperands(task);
   if (rowK < 0 || colK < 0)
     return std::nullopt;
+  for (unsigned n = 0; n < task.getInputs().size(); ++n)
+    if (task.inputUses(n, TaskOp::K) && static_cast<int>(n) != rowK &&
+        static_cast<int>(n) != colK)
+      return std::nullopt;
   // The inner computation: yield (mulf a b), a and b those operands.
   Block &inner = task.getInner().front();
   auto yield = cast<tile::YieldOp>(inner.getTerminator());
@@ -151,7 +152,7 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
     Value base = p == 0 ? rowBase : colBase;
     Value extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
     AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-    bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+    bool kContiguous = isKContiguous(task, n);
     int64_t rowLength = kContiguous ? shape.bk : span;
     int64_t rows = kContiguous ? span : shape.bk;
     int64_t chunksPerRow = rowLength / chunk;
@@ -249,15 +250,8 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
         idx(stageElements));
 
     // Operand p's fragment reads.
-    auto operandLayout = [&](int p) {
-      AffineMap map =
-          cast<AffineMapAttr>(task.getIndexingMaps()[mmaInputs[p]]).getValue();
-      bool kContiguous = map.getDimPosition(1) == TaskOp::K;
-      int64_t span = p == 0 ? shape.bm : shape.bn;
-      return std::make_pair(kContiguous, kContiguous ? shape.bk : span);
-    };
     auto tileIndex = [&](int p, Value spatial, Value k) {
-      bool kContiguous = operandLayout(p).first;
+      bool kContiguous = isKContiguous(task, mmaInputs[p]);
       Value offset = arith::AddIOp::create(
           b, loc, arith::AddIOp::create(b, loc, mmaBase, stageBase),
           idx(p == 0 ? 0 : shape.bm * shape.bk));
@@ -297,8 +291,7 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
       // A: one 16 x mmaK fragment per 16 rows (four 8 x 8 matrices of
       // 16-bit elements: rows +0/+8 by lane bit 3, k +0/+chunk by bit 4).
       SmallVector<Value> aFragments;
-      auto [aKContiguous, aRowLength] = operandLayout(0);
-      (void)aRowLength;
+      bool aKContiguous = isKContiguous(task, mmaInputs[0]);
       for (int64_t m = 0; m < mi; ++m) {
         Value rowBase16 = add(warpRow, idx(16 * m));
         VectorType type = getMmaFragmentType(ctx, precision, 4);
@@ -328,8 +321,7 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
       // B: one mmaK x 8 fragment per 8 columns, two per ldmatrix x4
       // (columns +0/+8 by lane bit 4, k +0/+chunk by bit 3).
       SmallVector<Value> bFragments;
-      auto [bKContiguous, bRowLength] = operandLayout(1);
-      (void)bRowLength;
+      bool bKContiguous = isKContiguous(task, mmaInputs[1]);
       VectorType pairType = getMmaFragmentType(ctx, precision, 2);
       for (int64_t n = 0; n < ni; n += 2) {
         Value colBase8 = add(warpCol, idx(8 * n));
@@ -426,12 +418,8 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         arith::RemUIOp::create(b, loc, count, idx(2)));
   };
 
-  bool kContiguous[2];
-  for (int p = 0; p < 2; ++p) {
-    AffineMap map =
-        cast<AffineMapAttr>(task.getIndexingMaps()[mmaInputs[p]]).getValue();
-    kContiguous[p] = map.getDimPosition(1) == TaskOp::K;
-  }
+  bool kContiguous[2] = {isKContiguous(task, mmaInputs[0]),
+                         isKContiguous(task, mmaInputs[1])};
 
   // Barriers: full[s] (the stage's tile has landed: the leader's arrival
   // and the copies' bytes) and empty[s] (both warpgroups' products of the

@@ -77,8 +77,7 @@ void KernelEmitter::forEachStagedElement(
     Value base = rows ? rowBase : colBase;
     Value lastSpatial = arith::SubIOp::create(
         b, loc, extents[rows ? TaskOp::I : TaskOp::J], idx(1));
-    AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-    bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+    bool kContiguous = isKContiguous(task, n);
     int64_t elements = shape.bk * span;
     for (int64_t first = 0; first < elements; first += shape.threads()) {
       Value e = arith::AddIOp::create(b, loc, tid, idx(first));
@@ -624,7 +623,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     Type element = cast<MemRefType>(input.getType()).getElementType();
     Value tile;
     if (shape.mma && (kind == InputKind::RowK || kind == InputKind::ColK))
-      mmaInputs[kind == InputKind::RowK ? 0 : 1] = n;
+      ; // Staged by the tensor-core load iterators.
     else if (kind == InputKind::RowK || kind == InputKind::ColK)
       tile = kernel.addWorkgroupAttribution(
           MemRefType::get({shape.bk, kind == InputKind::RowK ? shape.bm
@@ -662,15 +661,16 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                         MemRefLayoutAttrInterface(), shared));
     // Warpgroup tiles start on 1024 bytes (wgmma's swizzle is one of
-    // shared addresses): 1024 bytes more, and the first stage where the
-    // address is a multiple.
+    // shared addresses): mmaSharedBytes() has 1024 more, the first stage
+    // starts where the address is a multiple.
     int64_t elementBytes = getMmaElementBits(*shape.mma) / 8;
-    int64_t pad = shape.warpgroup ? 1024 / elementBytes : 0;
+    auto [rowK, colK] = getTensorCoreOperands(task);
+    mmaInputs[0] = rowK;
+    mmaInputs[1] = colK;
     mmaTiles = memref::ViewOp::create(
         b, loc,
-        MemRefType::get(
-            {shape.stages * (shape.bm + shape.bn) * shape.bk + pad}, element,
-            MemRefLayoutAttrInterface(), shared),
+        MemRefType::get({shape.mmaSharedBytes() / elementBytes}, element,
+                        MemRefLayoutAttrInterface(), shared),
         bytes, idx(0), ValueRange{});
     mmaBase = idx(0);
     mmaBytes = bytes;
@@ -1253,26 +1253,15 @@ LogicalResult lowerFunction(func::FuncOp func,
   };
   for (auto [n, variant] : llvm::enumerate(variants)) {
     const TileShape &kernelShape = variant.shape;
-    int64_t sharedBytes = 0;
-    if (kernelShape.mma)
-      sharedBytes = kernelShape.stages * (kernelShape.bm + kernelShape.bn) *
-                        kernelShape.bk * getMmaElementBits(*kernelShape.mma) /
-                        8 +
-                    (kernelShape.warpgroup ? 1024 : 0);
+    int64_t sharedBytes = kernelShape.mma ? kernelShape.mmaSharedBytes() : 0;
     SmallVector<Attribute> args(kernelArgs);
     if (kernelShape.warpgroup) {
       // Boxes of 128-byte rows: span x block-k of a k-contiguous operand,
       // block-k x 64 of a spatial-contiguous one.
+      std::array<int, 2> operands = getTensorCoreOperands(task);
       for (int p = 0; p < 2; ++p) {
-        unsigned inputIndex = 0;
-        for (unsigned i = 0, seen = 0; i < task.getInputs().size(); ++i)
-          if (task.inputUses(i, TaskOp::K) &&
-              task.inputUses(i, p == 0 ? TaskOp::I : TaskOp::J) && !seen++)
-            inputIndex = i;
-        Value input = task.getInputs()[inputIndex];
-        AffineMap map =
-            cast<AffineMapAttr>(task.getIndexingMaps()[inputIndex]).getValue();
-        bool kContiguous = map.getDimPosition(1) == TaskOp::K;
+        Value input = task.getInputs()[operands[p]];
+        bool kContiguous = isKContiguous(task, operands[p]);
         int64_t span = p == 0 ? kernelShape.bm : kernelShape.bn;
         args.push_back(bb.dict(
             {{"kind", bb.str("tensormap")},
