@@ -10,6 +10,8 @@ the GPU machine. Bundles come from test/gpu/build_tile_bundles.py
 - Queries 5 (select) and 7 (top-k) at n = 8192, K = 256 in BF16 and
   3xTF32 against cuBLAS GEMM at the same precision + the PyTorch
   post-operation (nonzero; topk).
+- Distinct (--tasks distinct; bundles in <--bundles>/../distinct) at
+  n = 8192, K = 256 in BF16 against cuBLAS + torch.unique.
 
 Times per call: median of interleaved rounds of back-to-back calls timed
 with CUDA events. Writes one JSON file (--out).
@@ -130,6 +132,44 @@ def main():
                     "speedup": t["cublas_plus_topk"][0] / t["kge"][0],
                     "extra_bytes": {"kge": peak_bytes(q7_kge),
                                     "torch": peak_bytes(fns["cublas_plus_topk"])}})
+    # Distinct (examples' distinct query: the sums not equal to 4, each
+    # once) at n = 8192, K = 256 on BF16 tensor cores against cuBLAS +
+    # torch.unique; integer entries in [-s, s]: few distinct values (s = 3,
+    # every pair a duplicate) or many (s = 15).
+    def matmul_f32(A, B):
+        try:
+            return torch.mm(A, B, out_dtype=torch.float32)
+        except TypeError:  # a PyTorch without out_dtype: f32 operands (TF32)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            return torch.mm(A.float(), B.float())
+
+    for spread in (3, 15) if "distinct" in tasks else ():
+        A = torch.randint(-spread, spread + 1, (n, K), generator=g).to(torch.bfloat16).cuda()
+        B = torch.randint(-spread, spread + 1, (K, n), generator=g).to(torch.bfloat16).cuda()
+        capacity = 1 << 20
+        values = torch.empty(capacity, device="cuda")
+        count = torch.zeros(1, dtype=torch.int64, device="cuda")
+        distinct = rt.Program((args.bundles.parent / "distinct" / "bf16.auto.kgebundle").read_text())
+
+        def distinct_kge():
+            distinct(A=A, B=B, C_values=values, C_count=count)
+
+        def distinct_torch():
+            # cuBLAS with f32 results (a bf16 product would round the sums).
+            u = torch.unique(matmul_f32(A, B))
+            return u[u != 4]
+
+        fns = {"kge": distinct_kge, "cublas_plus_unique": distinct_torch}
+        t = interleaved_per_call(fns, rounds=5, calls=3)
+        distinct_kge()
+        want = distinct_torch()
+        got = torch.sort(values[:int(count[0])]).values
+        record({"task": "distinct", "precision": "bf16", "n": n, "K": K, "spread": spread,
+                "times_us": t, "distinct": {"kge": int(count[0]), "torch": int(want.numel())},
+                "equal": bool(got.numel() == want.numel() and torch.equal(got, want)),
+                "speedup": t["cublas_plus_unique"][0] / t["kge"][0],
+                "extra_bytes": {"kge": peak_bytes(distinct_kge),
+                                "torch": peak_bytes(distinct_torch)}})
     torch.backends.cuda.matmul.allow_tf32 = False
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))

@@ -126,9 +126,18 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     otherwise; top-k: the 64 x 64 one only), and a 64 x 64 CUDA-core
     kernel (`<function>_small`) when rows are not.
 
+    Distinct's store iterator inserts every kept value into a hash set in
+    global memory (a scratch buffer of twice the capacity's 64-bit slots,
+    cleared by the plan; linear probing from a MurmurHash3 mix, empty slots
+    claimed by compare-and-swap after a plain read); the thread that claims
+    a value's slot takes an output slot from the count. NaNs are one value
+    and -0 is +0; the one i64 value that encodes as an empty slot sets the
+    set's last word. A count above the capacity means the values did not
+    fit (it may then count a value twice); a call with that capacity is
+    exact.
+
     The module carries the bundle description (`kge.signature`,
-    `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s. Output `distinct`
-    is not lowered yet: it is diagnosed.
+    `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s.
   }];
   let options = [
     Option<"blockM", "block-m", "int64_t", /*default=*/"0",

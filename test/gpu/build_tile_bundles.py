@@ -12,6 +12,8 @@ Tensor-core bundles go to <out>/mma/<query>.<precision>.kgebundle: GEMM in
 the four operand layouts (nn: A[i, k] B[k, j]; nt: B[j, k]; tn: A[k, i];
 tt) and the queries whose inner computation is a product, with f16 and
 bf16 inputs, and f32 inputs under matrix-math=tf32 and tf32x3.
+
+Distinct bundles go to <out>/distinct/<dtype>.<shape>.kgebundle.
 """
 
 import argparse
@@ -72,6 +74,59 @@ def build_mma(bin_dir, out):
     return count
 
 
+# Distinct on the GPU: the distinct sums of products (most pairs repeat a
+# value), kept where the sum is not 4, per input dtype (bf16 takes the
+# tensor cores); <out>/distinct/<dtype>.<shape>.kgebundle.
+DISTINCT_QUERY = ("where (i in [0, M], j in [0, N]) {\n  accum = 0;\n  reduce (k in [0, K]) {\n"
+                  "    accum += A[i, k] * B[k, j];\n  }\n  if (accum != 4) C.distinct(accum);\n}\n")
+DISTINCT_DTYPES = ("f32", "f64", "i32", "i64", "bf16")
+# GAMUT's syntax accumulates in floating point: integer sums are IR.
+DISTINCT_INTEGER_IR = """#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @distinct(%A: memref<?x?xELEMENT> {kge.param = "A"}, %B: memref<?x?xELEMENT> {kge.param = "B"},
+                    %v: memref<?xELEMENT> {kge.param = "C_values"},
+                    %n: memref<1xi64> {kge.param = "C_count"}) {
+  tile.task ins(%A, %B : memref<?x?xELEMENT>, memref<?x?xELEMENT>) outs(%v, %n : memref<?xELEMENT>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output distinct
+      inner {
+      ^bb0(%a: ELEMENT, %b: ELEMENT):
+        %p = arith.muli %a, %b : ELEMENT
+        tile.yield %p : ELEMENT
+      }
+      predicate {
+      ^bb0(%value: ELEMENT, %acc: ELEMENT, %i: index, %j: index):
+        %four = arith.constant 4 : ELEMENT
+        %keep = arith.cmpi ne, %value, %four : ELEMENT
+        tile.yield %keep : i1
+      }
+  return
+}
+"""
+
+
+def build_distinct(bin_dir, out):
+    """The distinct bundles; their count."""
+    out.mkdir(parents=True, exist_ok=True)
+    source = out / "distinct.gamut"
+    source.write_text(DISTINCT_QUERY)
+    count = 0
+    for dtype in DISTINCT_DTYPES:
+        if dtype.startswith("i"):
+            typed = DISTINCT_INTEGER_IR.replace("ELEMENT", dtype)
+        else:
+            typed = run(bin_dir / "kge-translate", "--import-gamut", "--gamut-name=distinct",
+                        f"--gamut-dtype=A:{dtype},B:{dtype}", source)
+        for shape in ("t64", "auto"):
+            options = SHAPES[shape]
+            lowered = run(bin_dir / "kge-opt", "--convert-tile-to-gpu" +
+                          (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=typed)
+            bundle = run(bin_dir / "kge-translate", "--kge-to-bundle", stdin=lowered)
+            (out / f"{dtype}.{shape}.kgebundle").write_text(bundle)
+            count += 1
+    source.unlink()
+    return count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
@@ -103,6 +158,7 @@ def main():
                 (args.out / f"{path.stem}.{dtype}.{shape}.kgebundle").write_text(bundle)
                 count += 1
     count += build_mma(args.bin, args.out / "mma")
+    count += build_distinct(args.bin, args.out / "distinct")
     print(f"{count} bundles in {args.out}")
 
 

@@ -483,11 +483,25 @@ def test_tensor_core_results_match_the_cpu_path_in_their_precision():
                                rtol=1e-5, atol=1e-4)
 
 
-def test_gpu_lowering_diagnoses_outputs_it_lacks():
+@pytest.mark.parametrize("dtype", ["f32", "i32", "i64", "f64", "bf16"])
+def test_distinct_compiles_to_a_hash_set_plan(dtype):
+    """Distinct on the GPU: the plan clears the counter and the hash set,
+    then runs the tiled kernel (large and small tiles); the cubin links."""
     q = kge.tile.query(QUERY.format(init="0", acc="accum += A[i, k] * B[k, j];",
-                                    out="C.distinct(accum);"))
-    with pytest.raises(MLIRError, match="output distinct is not lowered to the GPU yet"):
-        q.compile(cubin=False, cache=False)
+                                    out="C.distinct(accum);"),
+                       dtypes={"A": dtype, "B": dtype})
+    bundle = q.compile(cache=False)
+    manifest = bundle.manifest
+    kinds = [launch["kind"] for launch in manifest["launches"]]
+    # bf16 products also take the tensor cores' kernels.
+    assert kinds == ["kernel", "memset"] + ["kernel"] * (4 if dtype == "bf16" else 2)
+    assert manifest["launches"][0]["function"] == "query_clear"
+    assert manifest["launches"][1]["buffer"] == "scratch:set"
+    assert manifest["scratch"] == [{"name": "set", "dtype": "i64",
+                                    "count": "2 * C_values_d0 + 1"}]
+
+
+def test_gpu_lowering_diagnoses_outputs_it_lacks():
     top = kge.tile.query((EXAMPLES_DIR / "q7_top_preferences.gamut").read_text())
     assert [launch["kind"] for launch in top.compile(cubin=False, cache=False).manifest["launches"]] \
         == ["memset", "kernel", "kernel"]

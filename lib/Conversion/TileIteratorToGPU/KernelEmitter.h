@@ -177,6 +177,12 @@ private:
   void storeTopK(gpu::GPUFuncOp kernel, Value lock, ArrayRef<Value> values,
                  ArrayRef<Value> holds, ArrayRef<Value> localRows,
                  ArrayRef<Value> localCols);
+  /// Distinct's store iterator: every kept value is inserted into `set`, a
+  /// hash set in global memory (open addressing, linear probing; its last
+  /// word flags the one 64-bit integer value that encodes as an empty
+  /// slot); the thread whose insertion claims the value's slot reserves an
+  /// output slot with one atomic on the count and writes the value there.
+  void storeDistinct(Value set, ArrayRef<Value> values, ArrayRef<Value> holds);
   /// The order-preserving 32-bit key of a top-k value: smaller is better.
   Value topKKey(Value value);
   /// The value of a key.

@@ -497,9 +497,28 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
 
   // The consumers (two warpgroups) compute; the producer warp's first lane
   // loads, up to `stages` tiles ahead of them.
-  auto split = scf::IfOp::create(b, loc, TypeRange{accType},
-                                 less(tid, idx(shape.threads())),
-                                 /*withElseRegion=*/true);
+  // The role is the warp's, read from lane 0 by a shuffle that ptxas sees
+  // (LLVM folds gpu.shuffle's of a warp-uniform value away), so that it
+  // knows the branch uniform: wgmma under a branch it must assume
+  // divergent is serialized (ptxas's C7520).
+  Type i32 = b.getI32Type();
+  Value warp = arith::IndexCastOp::create(
+      b, loc, i32, arith::DivUIOp::create(b, loc, tid, idx(32)));
+  Value uniformWarp =
+      LLVM::InlineAsmOp::create(
+          b, loc, i32, ValueRange{warp},
+          "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
+          /*has_side_effects=*/false, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None,
+          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+          /*operand_attrs=*/ArrayAttr())
+          .getResult(0);
+  auto split = scf::IfOp::create(
+      b, loc, TypeRange{accType},
+      arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, uniformWarp,
+          arith::ConstantIntOp::create(b, loc, i32, shape.threads() / 32)),
+      /*withElseRegion=*/true);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(split.elseBlock());

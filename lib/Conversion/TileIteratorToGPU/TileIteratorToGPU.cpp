@@ -246,6 +246,191 @@ void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
   }
 }
 
+void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
+                                  ArrayRef<Value> holds) {
+  ValueRange outputs = task.getOutputs();
+  Type i1 = b.getI1Type(), i32 = b.getI32Type(), i64 = b.getI64Type();
+  Type valueType = task.getValueType();
+  unsigned width = valueType.getIntOrFloatBitWidth();
+  auto c64 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64, v).getResult();
+  };
+  auto c32 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y).getResult();
+  };
+  // The table's slots precede the flag; a table of no slot (capacity 0)
+  // finds no value's slot, so every kept value counts as new.
+  Value flagAt = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, set, 0), idx(1));
+  Value slots = arith::IndexCastOp::create(b, loc, i64, flagAt);
+  Value modulus = arith::MaxUIOp::create(b, loc, slots, c64(1));
+  Value capacity = arith::IndexCastOp::create(
+      b, loc, i64, memref::DimOp::create(b, loc, arg(outputs[0]), 0));
+  Value count = arg(outputs[1]);
+
+  for (auto [value, hold] : llvm::zip(values, holds)) {
+    auto ifHeld = scf::IfOp::create(b, loc, hold, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifHeld.thenBlock());
+    // One representative per value: every NaN is one value, and -0 is +0
+    // (values compare with ==, as on the CPU path).
+    Value v = value;
+    if (auto floatType = dyn_cast<FloatType>(valueType)) {
+      Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                          v, v);
+      Value isZero = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OEQ, v,
+          arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, 0.0)));
+      v = arith::SelectOp::create(
+          b, loc, isZero,
+          arith::ConstantOp::create(b, loc, b.getFloatAttr(floatType, 0.0)),
+          v);
+      v = arith::SelectOp::create(
+          b, loc, isNaN,
+          arith::ConstantOp::create(
+              b, loc,
+              b.getFloatAttr(floatType, APFloat::getQNaN(
+                                            floatType.getFloatSemantics()))),
+          v);
+    }
+    // The slot's key, never 0 (an empty slot): values of at most 32 bits
+    // with bit 32 set; f64 complemented (all ones is a NaN, represented
+    // otherwise); an i64 of 0 is flagged apart.
+    Value bits = v;
+    if (isa<FloatType>(valueType))
+      bits = arith::BitcastOp::create(b, loc, b.getIntegerType(width), v);
+    Value key;
+    Value special;
+    if (width < 64) {
+      key = arith::OrIOp::create(
+          b, loc, arith::ExtUIOp::create(b, loc, i64, bits),
+          c64(int64_t(1) << 32));
+    } else if (isa<FloatType>(valueType)) {
+      key = arith::XOrIOp::create(b, loc, bits, c64(-1));
+    } else {
+      key = bits;
+      special = cmp(arith::CmpIPredicate::eq, key, c64(0));
+    }
+
+    // Probes from the key's hash (MurmurHash3's finalizer); a slot read
+    // empty is claimed by compare-and-swap. State 0: probing, 1: found,
+    // 2: inserted (the first of the value).
+    auto probe = [&]() -> Value {
+      Value h = arith::XOrIOp::create(
+          b, loc, key, arith::ShRUIOp::create(b, loc, key, c64(33)));
+      h = arith::MulIOp::create(b, loc, h,
+                                c64(static_cast<int64_t>(0xff51afd7ed558ccdULL)));
+      h = arith::XOrIOp::create(b, loc, h,
+                                arith::ShRUIOp::create(b, loc, h, c64(33)));
+      Value start = arith::RemUIOp::create(b, loc, h, modulus);
+      auto loop = scf::WhileOp::create(b, loc, TypeRange{i64, i32},
+                                       ValueRange{c64(0), c32(0)});
+      {
+        OpBuilder::InsertionGuard loopGuard(b);
+        Block *before = b.createBlock(&loop.getBefore(), {}, {i64, i32},
+                                      {loc, loc});
+        Value go = arith::AndIOp::create(
+            b, loc,
+            cmp(arith::CmpIPredicate::eq, before->getArgument(1), c32(0)),
+            cmp(arith::CmpIPredicate::ult, before->getArgument(0), slots));
+        scf::ConditionOp::create(b, loc, go, before->getArguments());
+        Block *after = b.createBlock(&loop.getAfter(), {}, {i64, i32},
+                                     {loc, loc});
+        Value probeIndex = after->getArgument(0);
+        Value at = arith::IndexCastOp::create(
+            b, loc, b.getIndexType(),
+            arith::RemUIOp::create(
+                b, loc, arith::AddIOp::create(b, loc, start, probeIndex),
+                modulus));
+        Value seen = memref::LoadOp::create(b, loc, set, at);
+        auto ifEmpty = scf::IfOp::create(
+            b, loc, TypeRange{i32}, cmp(arith::CmpIPredicate::eq, seen, c64(0)),
+            /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard ifGuard(b);
+          b.setInsertionPointToStart(ifEmpty.thenBlock());
+          auto rmw = memref::GenericAtomicRMWOp::create(b, loc, set, at);
+          {
+            OpBuilder::InsertionGuard rmwGuard(b);
+            b.setInsertionPointToStart(rmw.getBody());
+            Value current = rmw.getCurrentValue();
+            memref::AtomicYieldOp::create(
+                b, loc,
+                arith::SelectOp::create(
+                    b, loc, cmp(arith::CmpIPredicate::eq, current, c64(0)),
+                    key, current));
+          }
+          Value old = rmw.getResult();
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::SelectOp::create(
+                  b, loc, cmp(arith::CmpIPredicate::eq, old, c64(0)), c32(2),
+                  arith::SelectOp::create(
+                      b, loc, cmp(arith::CmpIPredicate::eq, old, key), c32(1),
+                      c32(0)))});
+          b.setInsertionPointToStart(ifEmpty.elseBlock());
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::SelectOp::create(
+                  b, loc, cmp(arith::CmpIPredicate::eq, seen, key), c32(1),
+                  c32(0))});
+        }
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{arith::AddIOp::create(b, loc, probeIndex, c64(1)),
+                       ifEmpty.getResult(0)});
+      }
+      // Found: not new. Inserted, or no slot left (the table is full: more
+      // values than twice the capacity, so the count exceeds it): counted.
+      return cmp(arith::CmpIPredicate::ne, loop.getResult(1), c32(1));
+    };
+    Value isNew;
+    if (special) {
+      auto ifSpecial = scf::IfOp::create(b, loc, TypeRange{i1}, special,
+                                         /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard specialGuard(b);
+      b.setInsertionPointToStart(ifSpecial.thenBlock());
+      // The flag: read, and exchanged only while it reads clear.
+      Value flag = memref::LoadOp::create(b, loc, set, flagAt);
+      auto ifClear = scf::IfOp::create(
+          b, loc, TypeRange{i1}, cmp(arith::CmpIPredicate::eq, flag, c64(0)),
+          /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard clearGuard(b);
+        b.setInsertionPointToStart(ifClear.thenBlock());
+        Value old = memref::AtomicRMWOp::create(
+            b, loc, arith::AtomicRMWKind::assign, c64(1), set, flagAt);
+        scf::YieldOp::create(
+            b, loc, ValueRange{cmp(arith::CmpIPredicate::eq, old, c64(0))});
+        b.setInsertionPointToStart(ifClear.elseBlock());
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{arith::ConstantIntOp::create(b, loc, i1, 0).getResult()});
+      }
+      scf::YieldOp::create(b, loc, ifClear.getResults());
+      b.setInsertionPointToStart(ifSpecial.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{probe()});
+      isNew = ifSpecial.getResult(0);
+    } else {
+      isNew = probe();
+    }
+    auto ifNew = scf::IfOp::create(b, loc, isNew, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(ifNew.thenBlock());
+    Value slot = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi, c64(1), count, ValueRange{idx(0)});
+    auto ifFits = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::slt, slot, capacity),
+        /*withElseRegion=*/false);
+    b.setInsertionPointToStart(ifFits.thenBlock());
+    memref::StoreOp::create(
+        b, loc, v, arg(outputs[0]),
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getIndexType(), slot)});
+  }
+}
+
 Value KernelEmitter::topKKey(Value value) {
   Type i32 = b.getI32Type();
   auto c = [&](int64_t v) {
@@ -958,7 +1143,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   // predicate (pure: computed for all, kept for the stored ones).
   SmallVector<Value> values, holds;
   if (task.getOutput() == OutputKind::select ||
-      task.getOutput() == OutputKind::top_k)
+      task.getOutput() == OutputKind::top_k ||
+      task.getOutput() == OutputKind::distinct)
     for (int64_t r = 0; r < shape.tm; ++r)
       for (int64_t c = 0; c < shape.tn; ++c) {
         Value acc = accs[r * shape.tn + c];
@@ -983,6 +1169,12 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     // The lock follows the function's arguments (attributions come after).
     storeTopK(kernel, kernel.getArgument(func.getNumArguments()), values,
               holds, localRows, localCols);
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
+  if (task.getOutput() == OutputKind::distinct) {
+    // The hash set follows the function's arguments.
+    storeDistinct(kernel.getArgument(func.getNumArguments()), values, holds);
     gpu::ReturnOp::create(b, loc);
     return success();
   }
@@ -1066,10 +1258,6 @@ LogicalResult lowerFunction(func::FuncOp func,
            << "holds " << tasks.size()
            << " tile.tasks; the GPU lowering compiles one task per function";
   TaskOp task = tasks.front();
-  if (task.getOutput() == OutputKind::distinct)
-    return task.emitOpError()
-           << "output distinct is not lowered to the GPU yet (the CPU path "
-              "runs it)";
   bool topK = task.getOutput() == OutputKind::top_k;
   if (topK) {
     Type value = task.getValueType();
@@ -1102,10 +1290,15 @@ LogicalResult lowerFunction(func::FuncOp func,
   std::string name = func.getSymName().str();
   auto module = gpu::GPUModuleOp::create(b, loc, name + "_kernels");
   b.setInsertionPointToStart(module.getBody());
-  // Top-k takes a lock (a scratch word) besides the function's arguments.
+  // Top-k takes a lock (a scratch word) besides the function's arguments,
+  // distinct its hash set.
+  bool distinct = task.getOutput() == OutputKind::distinct;
   SmallVector<Type> kernelTypes(func.getArgumentTypes());
   if (topK)
     kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
+  if (distinct)
+    kernelTypes.push_back(
+        MemRefType::get({ShapedType::kDynamic}, b.getI64Type()));
   SmallVector<std::string> kernelNames;
   for (const KernelVariant &variant : variants) {
     const TileShape &kernelShape = variant.shape;
@@ -1136,7 +1329,8 @@ LogicalResult lowerFunction(func::FuncOp func,
     kernelNames.push_back(kernelName);
   }
 
-  // The launch plan: clear a select's counter, then the tiled kernel.
+  // The launch plan: clear a select's or distinct's counter (and distinct's
+  // hash set), then the tiled kernel.
   Builder builder(func.getContext());
   BundleBuilder bb(builder);
   SmallVector<Attribute> steps, checks, kernelArgs, scratch;
@@ -1146,8 +1340,8 @@ LogicalResult lowerFunction(func::FuncOp func,
       dims.push_back(d.str());
     kernelArgs.push_back(bb.memref("param:" + p.name, dims));
   }
-  if (task.getOutput() == OutputKind::select) {
-    Value count = task.getOutputs()[3];
+  if (task.getOutput() == OutputKind::select || distinct) {
+    Value count = task.getOutputs()[distinct ? 1 : 3];
     unsigned countArg = cast<BlockArgument>(count).getArgNumber();
     b.setInsertionPointToEnd(module.getBody());
     auto clear = gpu::GPUFuncOp::create(
@@ -1216,6 +1410,22 @@ LogicalResult lowerFunction(func::FuncOp func,
                                "1", "1"},
                               256, "0", clearArgs));
     kernelArgs.push_back(bb.memref("scratch:lock", {"1"}));
+  }
+  if (distinct) {
+    // The hash set: twice the capacity's slots (at most half full while the
+    // values fit) and the flag word, cleared.
+    std::string capacity =
+        signature->params[cast<BlockArgument>(task.getOutputs()[0])
+                              .getArgNumber()]
+            .shape[0]
+            .str();
+    std::string words = "2 * " + capacity + " + 1";
+    scratch.push_back(bb.dict({{"name", bb.str("set")},
+                               {"dtype", bb.str("i64")},
+                               {"count", bb.str(words)}}));
+    steps.push_back(
+        bb.dict({{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:set")}}));
+    kernelArgs.push_back(bb.memref("scratch:set", {words}));
   }
   auto extentOf = [&](TaskOp::Axis axis) {
     auto [source, dim] = task.getExtentSource(axis);

@@ -138,3 +138,65 @@ func.func @select(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {kg
       }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Distinct: the plan clears the counter and the hash set (twice the
+// capacity's slots and a flag word); a kept value probes the set, claims an
+// empty slot by compare-and-swap, and the thread that claimed it takes an
+// output slot from the counter.
+// CHECK-LABEL: gpu.module @distinct_kernels
+// CHECK-SAME: function = "distinct_clear"
+// CHECK-SAME: {buffer = "scratch:set", kind = "memset"}
+// CHECK-SAME: {buffer = "scratch:set", kind = "memref", shape = ["2 * values_d0 + 1"]}
+// CHECK-SAME: kge.scratch = [{count = "2 * values_d0 + 1", dtype = "i64", name = "set"}]
+// CHECK: gpu.func @distinct(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %[[VALUES:.*]]: memref<?xf32>, %[[COUNT:.*]]: memref<1xi64>, %[[SET:.*]]: memref<?xi64>)
+// CHECK: scf.while
+// CHECK: memref.load %[[SET]]
+// CHECK: memref.generic_atomic_rmw %[[SET]]
+// CHECK: memref.atomic_rmw addi %{{.*}}, %[[COUNT]][%c0] : (i64, memref<1xi64>) -> i64
+// CHECK: memref.store %{{.*}}, %[[VALUES]]
+// CHECK-NOT: memref.atomic_rmw assign
+// CHECK: gpu.func @distinct_clear
+func.func @distinct(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.param = "B"},
+                    %v: memref<?xf32> {kge.param = "values"}, %n: memref<1xi64> {kge.param = "count"}) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+      outs(%v, %n : memref<?xf32>, memref<1xi64>)
+      maps [#ik, #kj] accumulate add output distinct
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Distinct of 64-bit integers: every bit pattern is a value, so the one that
+// encodes as an empty slot (0) sets the set's last word instead.
+// CHECK-LABEL: gpu.module @distinct_i64_kernels
+// CHECK: gpu.func @distinct_i64(
+// CHECK-SAME: %{{.*}}: memref<1xi64>, %[[SET:[^:]*]]: memref<?xi64>) workgroup
+// CHECK: %[[DIM:.*]] = memref.dim %[[SET]]
+// CHECK: %[[FLAG:.*]] = arith.subi %[[DIM]], %c1
+// CHECK: memref.atomic_rmw assign %{{.*}}, %[[SET]][%[[FLAG]]]
+// CHECK: scf.while
+func.func @distinct_i64(%A: memref<?x?xi64> {kge.param = "A"}, %B: memref<?x?xi64> {kge.param = "B"},
+                        %v: memref<?xi64> {kge.param = "values"}, %n: memref<1xi64> {kge.param = "count"}) {
+  tile.task ins(%A, %B : memref<?x?xi64>, memref<?x?xi64>)
+      outs(%v, %n : memref<?xi64>, memref<1xi64>)
+      maps [#ik, #kj] accumulate max output distinct
+      inner {
+      ^bb0(%a: i64, %b: i64):
+        %p = arith.addi %a, %b : i64
+        tile.yield %p : i64
+      }
+  return
+}

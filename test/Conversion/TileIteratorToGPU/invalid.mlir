@@ -2,22 +2,6 @@
 
 #ik = affine_map<(i, j, k) -> (i, k)>
 #kj = affine_map<(i, j, k) -> (k, j)>
-func.func @distinct(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<?xf32>, %n: memref<1xi64>) {
-  // expected-error @+1 {{output distinct is not lowered to the GPU yet (the CPU path runs it)}}
-  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
-      outs(%v, %n : memref<?xf32>, memref<1xi64>)
-      maps [#ik, #kj] accumulate add output distinct
-      inner {
-      ^bb0(%a: f32, %b: f32):
-        tile.yield %a : f32
-      }
-  return
-}
-
-// -----
-
-#ik = affine_map<(i, j, k) -> (i, k)>
-#kj = affine_map<(i, j, k) -> (k, j)>
 func.func @top_f64(%A: memref<?x?xf64>, %B: memref<?x?xf64>, %v: memref<4xf64>, %r: memref<4xi32>, %c: memref<4xi32>) {
   // expected-error @+1 {{output top_k on the GPU takes f32 or i32 values, got 'f64'}}
   tile.task ins(%A, %B : memref<?x?xf64>, memref<?x?xf64>)

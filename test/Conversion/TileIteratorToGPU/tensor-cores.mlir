@@ -34,7 +34,11 @@
 // CHECK: nvgpu.mbarrier.init %[[BARS]]
 // CHECK: nvvm.fence.mbarrier.init
 // CHECK: gpu.barrier
-// CHECK: scf.if %{{.*}} -> (!llvm.struct<(f32
+// The role (consumer or producer) is the warp's index read from lane 0 by
+// a shuffle that ptxas sees, so that it knows the branch warp-uniform.
+// CHECK: %[[WARP:.*]] = llvm.inline_asm asm_dialect = att "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r"
+// CHECK: %[[CONSUMER:.*]] = arith.cmpi ult, %[[WARP]], %c8_i32
+// CHECK: scf.if %[[CONSUMER]] -> (!llvm.struct<(f32
 // CHECK: scf.for
 // CHECK: nvgpu.mbarrier.try_wait.parity %[[BARS]]
 // CHECK: nvvm.wgmma.fence.aligned
