@@ -38,6 +38,8 @@ def main():
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--sizes", default="4096,8192")
     parser.add_argument("--tasks", default="gemm,q5,q7")
+    parser.add_argument("--precisions", default=",".join(DTYPES),
+                        help="GEMM precisions (bf16,f16,tf32,tf32x3)")
     args = parser.parse_args()
     import kge_runtime as rt
     g = torch.Generator().manual_seed(0)
@@ -59,7 +61,8 @@ def main():
         return call
 
     for n in [int(s) for s in args.sizes.split(",")] if "gemm" in tasks else []:
-        for precision, dtype in DTYPES.items():
+        for precision in args.precisions.split(","):
+            dtype = DTYPES[precision]
             A = torch.randn(n, n, generator=g).to(dtype).cuda()
             B = torch.randn(n, n, generator=g).to(dtype).cuda()
             C = torch.empty(n, n, device="cuda")

@@ -9,8 +9,9 @@
 #   - compositions beyond the examples against the CPU path's results
 #     (test/gpu/test_compositions.py),
 #   - the tile dialect's kernels (GAMUT's queries, every tile shape and
-#     input precision) against NumPy (test/gpu/test_tile.py), and under
-#     memcheck (plain and checked) and racecheck,
+#     input precision, tensor cores, distinct) against NumPy
+#     (test/gpu/test_tile*.py), and under memcheck (plain and checked) and
+#     racecheck,
 # Bundles are compiled beforehand on a machine with the compiler:
 #   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles
 #   PYTHONPATH=build/python_packages .venv/bin/python test/gpu/build_compositions.py \
@@ -96,7 +97,7 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
   # The tensor-core kernels: rows of 16-byte multiples (N = 72, K = 48:
   # a partial last stage), then rows that take the CUDA-core kernel.
   for tool in memcheck racecheck; do
-    for sizes in "M=130 N=72 K=48" "M=1536 N=1536 K=64" "M=53 N=41 K=45"; do
+    for sizes in "M=130 N=72 K=48" "M=1536 N=1536 K=64" "M=53 N=41 K=45" "M=1400 N=3072 K=1096"; do
       echo "==> compute-sanitizer --tool $tool on the tensor-core tile bundles ($sizes)"
       compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
         "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/mma/*.kgebundle \
@@ -104,6 +105,16 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
         > "$OUT/sanitizer-$tool-tile-mma.log" 2>&1
       code=$?
       tail -1 "$OUT/sanitizer-$tool-tile-mma.log"
+      [ $code -eq 0 ] || status=1
+    done
+    # Distinct: capacities that hold the values and one that does not.
+    for sizes in "M=130 N=67 K=45 C_values_d0=9000" "M=300 N=200 K=64 C_values_d0=5"; do
+      echo "==> compute-sanitizer --tool $tool on the distinct tile bundles ($sizes)"
+      compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+        "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/distinct/*.kgebundle \
+        $(printf -- "--size %s " $sizes) > "$OUT/sanitizer-$tool-tile-distinct.log" 2>&1
+      code=$?
+      tail -1 "$OUT/sanitizer-$tool-tile-distinct.log"
       [ $code -eq 0 ] || status=1
     done
   done

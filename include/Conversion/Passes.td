@@ -157,6 +157,9 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     Option<"warpgroup", "warpgroup", "bool", /*default=*/"true",
            "16-bit operands on warpgroup MMA (wgmma: sm_90a) when the "
            "grid fills the GPU; false: mma.sync (sm_80 and newer)">,
+    Option<"clusterM", "cluster-m", "int64_t", /*default=*/"2",
+           "warpgroup MMA: blocks per cluster along M sharing the B tile "
+           "by TMA multicast (1, 2 or 4; 1: no cluster)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

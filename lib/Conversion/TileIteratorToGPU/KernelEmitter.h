@@ -38,6 +38,9 @@ struct TileShape {
   /// the block computes 64 rows of the block tile, its operands read from
   /// shared memory by descriptors (128-byte swizzled tiles, block-k = 64).
   bool warpgroup = false;
+  /// Warpgroup MMA: blocks of a cluster along M (1: no cluster); they share
+  /// the B tile, each loading its part multicast to all (TMA).
+  int64_t clusterM = 1;
   /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
   /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
   /// warpsN().

@@ -421,21 +421,37 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   bool kContiguous[2] = {isKContiguous(task, mmaInputs[0]),
                          isKContiguous(task, mmaInputs[1])};
 
+  // A cluster of `clusterM` blocks along M shares the B tile: each block
+  // loads its part of it, multicast to every block of the cluster.
+  int64_t cluster = shape.clusterM;
+  Value rank;
+  if (cluster > 1)
+    rank = gpu::ClusterBlockIdOp::create(b, loc, gpu::Dimension::y);
+
   // Barriers: full[s] (the stage's tile has landed: the leader's arrival
-  // and the copies' bytes) and empty[s] (both warpgroups' products of the
-  // stage are done).
+  // and the copies' bytes, the cluster's multicasts included) and empty[s]
+  // (both warpgroups' products of the stage are done, in every block of
+  // the cluster: a block's multicast writes into all of them).
   auto barriersType = nvgpu::MBarrierGroupType::get(ctx, workgroup, 2 * stages);
   Value barriers = nvgpu::MBarrierCreateOp::create(b, loc, barriersType);
   Value leader = eq(tid, idx(0));
   inThen(leader, [&] {
     for (int64_t s = 0; s < stages; ++s) {
       nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(1), idx(s), Value());
-      nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(2), idx(stages + s),
-                                    Value());
+      nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(2 * cluster),
+                                    idx(stages + s), Value());
     }
     NVVM::FenceMbarrierInitOp::create(b, loc);
   });
-  gpu::BarrierOp::create(b, loc);
+  // The cluster's barriers are initialized before any block multicasts.
+  auto clusterSync = [&] {
+    NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
+  };
+  if (cluster > 1)
+    clusterSync();
+  else
+    gpu::BarrierOp::create(b, loc);
 
   // The load iterator: one thread moves tile t into stage `stage` with TMA
   // boxes of 128-byte rows: a k-contiguous operand in one box of
@@ -451,6 +467,13 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
       Value base = p == 0 ? rowBase : colBase;
       int64_t rows = kContiguous[p] ? span : shape.bk;
       int64_t boxes = kContiguous[p] ? 1 : span / 64;
+      // B in a cluster: k-contiguous, one box per block of span / cluster
+      // rows; spatial-contiguous, the blocks share its boxes out. Each
+      // block loads its boxes multicast.
+      if (p == 1 && cluster > 1 && kContiguous[p]) {
+        rows = span / cluster;
+        boxes = cluster;
+      }
       auto boxType = MemRefType::get({rows, 64}, element,
                                      MemRefLayoutAttrInterface(), workgroup);
       auto mapType = nvgpu::TensorMapDescriptorType::get(
@@ -471,11 +494,23 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         // Coordinates: the contiguous dimension first.
         SmallVector<Value> at =
             kContiguous[p]
-                ? SmallVector<Value>{k0, base}
+                ? SmallVector<Value>{k0, arith::AddIOp::create(
+                                             b, loc, base, idx(box * rows))}
                 : SmallVector<Value>{
                       arith::AddIOp::create(b, loc, base, idx(64 * box)), k0};
-        nvgpu::TmaAsyncLoadOp::create(b, loc, dst, barriers, map, at, stage,
-                                      Value(), Value());
+        if (p == 0 || cluster == 1) {
+          nvgpu::TmaAsyncLoadOp::create(b, loc, dst, barriers, map, at, stage,
+                                        Value(), Value());
+          continue;
+        }
+        // Box `box` of B is block box * cluster / boxes's to load.
+        inThen(eq(rank, idx(box * cluster / boxes)), [&] {
+          nvgpu::TmaAsyncLoadOp::create(
+              b, loc, dst, barriers, map, at, stage,
+              arith::ConstantIntOp::create(b, loc, b.getI16Type(),
+                                           (1 << cluster) - 1),
+              Value());
+        });
       }
     }
   };
@@ -611,15 +646,39 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
                                      idx(0)),
                eq(arith::RemUIOp::create(b, loc, tid, idx(128)), idx(0))),
            [&] {
-             nvgpu::MBarrierArriveOp::create(
-                 b, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
-                 arith::AddIOp::create(b, loc, previous, idx(stages)));
+             Value empty = arith::AddIOp::create(b, loc, previous, idx(stages));
+             if (cluster == 1) {
+               nvgpu::MBarrierArriveOp::create(
+                   b, loc, nvgpu::MBarrierTokenType::get(ctx), barriers,
+                   empty);
+               return;
+             }
+             // Released in every block of the cluster (mapa: the barrier
+             // at the same offset in block r's shared memory).
+             Value address = nvgpu::MBarrierGetOp::create(
+                 b, loc, b.getI32Type(), barriers, empty);
+             for (int64_t r = 0; r < cluster; ++r)
+               LLVM::InlineAsmOp::create(
+                   b, loc, TypeRange{},
+                   ValueRange{address, arith::ConstantIntOp::create(
+                                           b, loc, b.getI32Type(), r)},
+                   "{\n.reg .b32 remote;\n"
+                   "mapa.shared::cluster.u32 remote, $0, $1;\n"
+                   "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+                   "r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+                   LLVM::tailcallkind::TailCallKind::None,
+                   LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+                   /*operand_attrs=*/ArrayAttr());
            });
     scf::YieldOp::create(b, loc, acc);
   }
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   scf::YieldOp::create(b, loc, loop.getResult(0));
   b.setInsertionPointAfter(split);
+  // No block leaves while another of its cluster may still release a stage
+  // in its shared memory.
+  if (cluster > 1)
+    clusterSync();
 
   // Register 4j + 2h + c holds pair (h, 2j + c) of the thread: rows g and
   // g + 8 of its warp's 16, columns 8j + 2t + c.

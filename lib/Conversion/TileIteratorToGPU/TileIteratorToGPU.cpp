@@ -270,6 +270,25 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
   Value capacity = arith::IndexCastOp::create(
       b, loc, i64, memref::DimOp::create(b, loc, arg(outputs[0]), 0));
   Value count = arg(outputs[1]);
+  // A slot read whole (a relaxed atomic load: a plain one of unknown
+  // alignment is split into halves, and a half-written slot would read as
+  // another value's).
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value setBase = LLVM::IntToPtrOp::create(
+      b, loc, ptrType,
+      ValueRange{arith::IndexCastOp::create(
+          b, loc, i64,
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, set))});
+  auto readSlot = [&](Value at) -> Value {
+    Value address = LLVM::GEPOp::create(
+        b, loc, ptrType, i64, setBase,
+        ValueRange{arith::IndexCastOp::create(b, loc, i64, at)});
+    return LLVM::LoadOp::create(b, loc, i64, address, /*alignment=*/8,
+                                /*isVolatile=*/false, /*isNonTemporal=*/false,
+                                /*isInvariant=*/false,
+                                /*isInvariantGroup=*/false,
+                                LLVM::AtomicOrdering::monotonic);
+  };
 
   for (auto [value, hold] : llvm::zip(values, holds)) {
     auto ifHeld = scf::IfOp::create(b, loc, hold, /*withElseRegion=*/false);
@@ -345,7 +364,7 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
             arith::RemUIOp::create(
                 b, loc, arith::AddIOp::create(b, loc, start, probeIndex),
                 modulus));
-        Value seen = memref::LoadOp::create(b, loc, set, at);
+        Value seen = readSlot(at);
         auto ifEmpty = scf::IfOp::create(
             b, loc, TypeRange{i32}, cmp(arith::CmpIPredicate::eq, seen, c64(0)),
             /*withElseRegion=*/true);
@@ -394,7 +413,7 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
       OpBuilder::InsertionGuard specialGuard(b);
       b.setInsertionPointToStart(ifSpecial.thenBlock());
       // The flag: read, and exchanged only while it reads clear.
-      Value flag = memref::LoadOp::create(b, loc, set, flagAt);
+      Value flag = readSlot(flagAt);
       auto ifClear = scf::IfOp::create(
           b, loc, TypeRange{i1}, cmp(arith::CmpIPredicate::eq, flag, c64(0)),
           /*withElseRegion=*/true);
@@ -1221,12 +1240,16 @@ static TileShape mmaShape(MmaPrecision precision, bool large) {
 }
 
 /// Warpgroup MMA (16-bit operands, sm_90a): 128 x 256 pairs per block, two
-/// warpgroups of 64 rows, block-k 64 (128-byte rows), four stages.
-static TileShape warpgroupShape(MmaPrecision precision) {
+/// warpgroups of 64 rows, block-k 64 (128-byte rows), four stages; blocks
+/// in clusters of `clusterM` along M sharing the B tile (TMA multicast)
+/// unless a join may let one block of a cluster skip its reduction.
+static TileShape warpgroupShape(MmaPrecision precision, bool joined,
+                                int64_t clusterM) {
   TileShape shape{128, 256, 64, 2, 64};
   shape.mma = precision;
   shape.stages = 4;
   shape.warpgroup = true;
+  shape.clusterM = joined ? 1 : clusterM;
   return shape;
 }
 
@@ -1318,6 +1341,11 @@ LogicalResult lowerFunction(func::FuncOp func,
     if (kernelShape.mma && !kernelShape.warpgroup)
       kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                       b.getI32IntegerAttr(2));
+    // Clusters of blocks along M (y).
+    if (kernelShape.clusterM > 1)
+      kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
+                      b.getDenseI32ArrayAttr(
+                          {1, static_cast<int32_t>(kernelShape.clusterM), 1}));
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernelShape.blockThreads()), 1, 1}));
@@ -1472,7 +1500,9 @@ LogicalResult lowerFunction(func::FuncOp func,
       for (int p = 0; p < 2; ++p) {
         Value input = task.getInputs()[operands[p]];
         bool kContiguous = isKContiguous(task, operands[p]);
-        int64_t span = p == 0 ? kernelShape.bm : kernelShape.bn;
+        // B in a cluster: a block loads span / cluster rows of it.
+        int64_t span = p == 0 ? kernelShape.bm
+                              : kernelShape.bn / kernelShape.clusterM;
         args.push_back(bb.dict(
             {{"kind", bb.str("tensormap")},
              {"buffer",
@@ -1483,13 +1513,19 @@ LogicalResult lowerFunction(func::FuncOp func,
                              bb.num(64)})}}));
       }
     }
+    // Grids of whole clusters: a block past M loads zeros (TMA fills past
+    // the extents) for its cluster and stores nothing.
+    std::string rowBlocks = "ceildiv(" + extentOf(TaskOp::I) + ", " +
+                            std::to_string(kernelShape.bm) + ")";
+    if (kernelShape.clusterM > 1)
+      rowBlocks = std::to_string(kernelShape.clusterM) + " * ceildiv(" +
+                  extentOf(TaskOp::I) + ", " +
+                  std::to_string(kernelShape.bm * kernelShape.clusterM) + ")";
     Attribute step = bb.launch(
         kernelNames[n], module.getName(),
         {"ceildiv(" + extentOf(TaskOp::J) + ", " +
              std::to_string(kernelShape.bn) + ")",
-         "ceildiv(" + extentOf(TaskOp::I) + ", " +
-             std::to_string(kernelShape.bm) + ")",
-         "1"},
+         rowBlocks, "1"},
         kernelShape.blockThreads(), std::to_string(sharedBytes), args);
     if (variants.size() > 1) {
       // Kernels of this kind (tensor cores or not), largest first: one runs
@@ -1568,6 +1604,12 @@ struct ConvertTileIteratorToGPUPass
                             "number of threads)";
       return signalPassFailure();
     }
+    if (!llvm::is_contained({1, 2, 4}, clusterM)) {
+      module.emitError() << "invalid cluster-m "
+                         << static_cast<int64_t>(clusterM)
+                         << " (expected 1, 2 or 4)";
+      return signalPassFailure();
+    }
     if (!matrixMath.empty() && matrixMath != "fma" &&
         !llvm::is_contained({"tf32", "tf32x3"}, matrixMath)) {
       module.emitError() << "invalid matrix-math '" << matrixMath
@@ -1581,10 +1623,11 @@ struct ConvertTileIteratorToGPUPass
     bool failedAny = false;
     for (func::FuncOp func : funcs) {
       SmallVector<KernelVariant> variants = {{shape, ""}};
-      bool topK = false;
+      bool topK = false, joined = false;
       std::optional<MmaPrecision> precision;
       for (TaskOp task : func.getBody().getOps<TaskOp>()) {
         topK |= task.getOutput() == OutputKind::top_k;
+        joined |= !task.getWhen().empty();
         precision = getTensorCorePrecision(task, matrixMath);
       }
       // Top-k sorts a block's pairs: the large tiles have too many. The
@@ -1592,7 +1635,8 @@ struct ConvertTileIteratorToGPUPass
       // others.
       bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
       if (automatic && sixteenBit && warpgroup && !topK)
-        variants = {{warpgroupShape(*precision), "_wgmma", kWarpgroupMinK},
+        variants = {{warpgroupShape(*precision, joined, clusterM), "_wgmma",
+                     kWarpgroupMinK},
                     {mmaShape(*precision, true), "_mma"},
                     {mmaShape(*precision, false), "_mma_small"},
                     {kSmallShape, "_small"}};

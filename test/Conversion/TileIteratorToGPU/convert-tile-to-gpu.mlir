@@ -145,17 +145,18 @@ func.func @select(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {kg
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 // Distinct: the plan clears the counter and the hash set (twice the
-// capacity's slots and a flag word); a kept value probes the set, claims an
-// empty slot by compare-and-swap, and the thread that claimed it takes an
-// output slot from the counter.
+// capacity's slots and a flag word); a kept value probes the set (slots read
+// whole by relaxed atomic loads), claims an empty slot by compare-and-swap,
+// and the thread that claimed it takes an output slot from the counter.
 // CHECK-LABEL: gpu.module @distinct_kernels
 // CHECK-SAME: function = "distinct_clear"
 // CHECK-SAME: {buffer = "scratch:set", kind = "memset"}
 // CHECK-SAME: {buffer = "scratch:set", kind = "memref", shape = ["2 * values_d0 + 1"]}
 // CHECK-SAME: kge.scratch = [{count = "2 * values_d0 + 1", dtype = "i64", name = "set"}]
 // CHECK: gpu.func @distinct(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %[[VALUES:.*]]: memref<?xf32>, %[[COUNT:.*]]: memref<1xi64>, %[[SET:.*]]: memref<?xi64>)
+// CHECK: memref.extract_aligned_pointer_as_index %[[SET]]
 // CHECK: scf.while
-// CHECK: memref.load %[[SET]]
+// CHECK: llvm.load %{{.*}} atomic monotonic {alignment = 8 : i64} : !llvm.ptr -> i64
 // CHECK: memref.generic_atomic_rmw %[[SET]]
 // CHECK: memref.atomic_rmw addi %{{.*}}, %[[COUNT]][%c0] : (i64, memref<1xi64>) -> i64
 // CHECK: memref.store %{{.*}}, %[[VALUES]]

@@ -7,6 +7,10 @@
 // RUN:   | FileCheck %s --check-prefix=SYNC
 // RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="matrix-math=fma" \
 // RUN:   | FileCheck %s --check-prefix=FMA
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu="cluster-m=1" \
+// RUN:   | FileCheck %s --check-prefix=NOCLUSTER
+// RUN: not kge-opt %s --split-input-file --convert-tile-to-gpu="cluster-m=3" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=BADCLUSTER
 // RUN: not kge-opt %s --split-input-file --convert-tile-to-gpu="matrix-math=tf64" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=BAD
 
@@ -18,7 +22,7 @@
 // mma.sync on 128 x 128 tiles when that grid does, on 64 x 64 tiles
 // otherwise, a CUDA-core kernel when rows are not 16-byte multiples.
 // CHECK-LABEL: gpu.module @gemm_f16_kernels
-// CHECK-SAME: {box = [128, 64], buffer = "param:A", kind = "tensormap"}, {box = [64, 64], buffer = "param:B", kind = "tensormap"}], block = ["288", "1", "1"], function = "gemm_f16_wgmma", grid = ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "197632", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024)"
+// CHECK-SAME: {box = [128, 64], buffer = "param:A", kind = "tensormap"}, {box = [64, 64], buffer = "param:B", kind = "tensormap"}], block = ["288", "1", "1"], function = "gemm_f16_wgmma", grid = ["ceildiv(N, 256)", "2 * ceildiv(M, 256)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "197632", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024)"
 // CHECK-SAME: function = "gemm_f16_mma", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "65536", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * (1 - min(1, min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024))) * ceildiv(N, 128) * ceildiv(M, 128) / 132"
 // CHECK-SAME: function = "gemm_f16_mma_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "32768", when = "(1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8)) * (1 - min(1, min(1, ceildiv(N, 256) * ceildiv(M, 128) / 132) * min(1, K / 1024))) * (1 - min(1, ceildiv(N, 128) * ceildiv(M, 128) / 132))"
 // CHECK-SAME: function = "gemm_f16_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_f16_kernels", shared_bytes = "0", when = "1 - (1 - min(1, K - K / 8 * 8)) * (1 - min(1, N - N / 8 * 8))"
@@ -26,14 +30,20 @@
 // producer warp loads stages by TMA (A in one 128 x 64 box, B, stored
 // n-contiguous, in 64 x 64 boxes) under full/empty mbarriers, the two
 // consumer warpgroups wait, multiply by descriptors (one group in flight)
-// and release.
-// CHECK: gpu.func @gemm_f16_wgmma({{.*}}, %[[MAPA:.*]]: !llvm.ptr, %[[MAPB:.*]]: !llvm.ptr) kernel attributes {kge.grid_constants = 2 : i32, known_block_size = array<i32: 288, 1, 1>}
+// and release. Blocks pair up in clusters along M (whole clusters in the
+// grid): each loads two of B's four boxes, multicast to both, and a stage is
+// free once the consumers of both blocks released it (empty barriers of
+// four arrivals, released in both blocks through mapa).
+// CHECK: gpu.func @gemm_f16_wgmma({{.*}}, %[[MAPA:.*]]: !llvm.ptr, %[[MAPB:.*]]: !llvm.ptr) kernel attributes {kge.grid_constants = 2 : i32, known_block_size = array<i32: 288, 1, 1>, nvvm.cluster_dim = array<i32: 1, 2, 1>}
 // CHECK: gpu.dynamic_shared_memory
 // CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: %[[RANK:.*]] = gpu.cluster_block_id  y
 // CHECK: %[[BARS:[0-9]+]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 8>
-// CHECK: nvgpu.mbarrier.init %[[BARS]]
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%{{.*}}], %c1
+// CHECK: nvgpu.mbarrier.init %[[BARS]][%{{.*}}], %c4
 // CHECK: nvvm.fence.mbarrier.init
-// CHECK: gpu.barrier
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // The role (consumer or producer) is the warp's index read from lane 0 by
 // a shuffle that ptxas sees, so that it knows the branch warp-uniform.
 // CHECK: %[[WARP:.*]] = llvm.inline_asm asm_dialect = att "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r"
@@ -45,7 +55,9 @@
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<f16>, <one>, <row>], B[<f16>, <one>, <row>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK: nvgpu.mbarrier.arrive %[[BARS]]
+// CHECK: nvgpu.mbarrier.get %[[BARS]]
+// CHECK: llvm.inline_asm has_side_effects {{.*}}mapa.shared::cluster.u32 remote, $0, $1;\0Ambarrier.arrive.shared::cluster.b64 _, [remote];{{.*}} %c0_i32
+// CHECK: llvm.inline_asm has_side_effects {{.*}}mapa.shared::cluster.u32 {{.*}} %c1_i32
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: } else {
 // CHECK: scf.for
@@ -54,8 +66,28 @@
 // CHECK: builtin.unrealized_conversion_cast %[[MAPA]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = l2promo_128b, oob = zero, interleave = none>
 // CHECK: nvgpu.tma.async.load
 // CHECK: builtin.unrealized_conversion_cast %[[MAPB]] : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<64x64xf16
-// CHECK-COUNT-4: nvgpu.tma.async.load
+// CHECK: arith.cmpi eq, %[[RANK]], %c0
+// CHECK: nvgpu.tma.async.load {{.*}} multicast_mask = %c3_i16
+// CHECK: arith.cmpi eq, %[[RANK]], %c0
+// CHECK: nvgpu.tma.async.load {{.*}} multicast_mask = %c3_i16
+// CHECK: arith.cmpi eq, %[[RANK]], %c1
+// CHECK: nvgpu.tma.async.load {{.*}} multicast_mask = %c3_i16
+// CHECK: arith.cmpi eq, %[[RANK]], %c1
+// CHECK: nvgpu.tma.async.load {{.*}} multicast_mask = %c3_i16
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK: memref.store %{{.*}} : memref<?x?xf32>
+// Without clusters: the plain grid, one block's barriers and releases.
+// NOCLUSTER-LABEL: gpu.module @gemm_f16_kernels
+// NOCLUSTER-SAME: function = "gemm_f16_wgmma", grid = ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"]
+// NOCLUSTER: gpu.func @gemm_f16_wgmma({{.*}}) kernel attributes {kge.grid_constants = 2 : i32, known_block_size = array<i32: 288, 1, 1>}
+// NOCLUSTER-NOT: cluster
+// NOCLUSTER: nvgpu.mbarrier.init %{{.*}}, %c2
+// NOCLUSTER: gpu.barrier
+// NOCLUSTER: nvgpu.mbarrier.arrive
+// NOCLUSTER-NOT: multicast_mask
+// NOCLUSTER: gpu.func @gemm_f16_mma(
+// BADCLUSTER: invalid cluster-m 3 (expected 1, 2 or 4)
 // The mma.sync kernel: ldmatrix (B is stored k-major: transposed), m16n8k16.
 // CHECK: gpu.func @gemm_f16_mma_small
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
