@@ -120,7 +120,11 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     pairs, two consumer warpgroups and a producer warp loading by TMA
     through tensor maps passed as grid constants, full/empty mbarriers,
     wgmma descriptors over 128-byte swizzled tiles, sm_90a) for reductions
-    of at least 1024. The accumulators reach the same store iterators. The
+    of at least 1024; its blocks run in clusters of `cluster-m` along M
+    (tasks without a join), each loading its share of the B tile multicast
+    to the cluster, a stage released by the consumers of every block of it
+    (whole clusters in the grid). The accumulators reach the same store
+    iterators. The
     launch plan runs the largest tensor-core kernel whose grid fills the
     GPU when every operand row is a multiple of 16 bytes (the 64 x 64 one
     otherwise; top-k: the 64 x 64 one only), and a 64 x 64 CUDA-core
