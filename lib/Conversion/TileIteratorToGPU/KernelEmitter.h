@@ -186,6 +186,16 @@ private:
   /// slot); the thread whose insertion claims the value's slot reserves an
   /// output slot with one atomic on the count and writes the value there.
   void storeDistinct(Value set, ArrayRef<Value> values, ArrayRef<Value> holds);
+  /// The tensor-core kernels' dense store iterator for f32 outputs written
+  /// at every pair: the block's values staged in the freed operand stages
+  /// (whole, or in rounds of rows where they hold less), then rows stored
+  /// in 16-byte vectors (scalar stores at the edges and for rows that are
+  /// not multiples of 16 bytes). `consumer`: the threads holding pairs
+  /// (null: all).
+  void emitStagedDenseStore(
+      ArrayRef<Value> accs, ArrayRef<Value> rows, ArrayRef<Value> cols,
+      ArrayRef<Value> localRows, ArrayRef<Value> localCols, Value consumer,
+      llvm::function_ref<SmallVector<Value>(int64_t, int64_t)> spatialOf);
   /// The order-preserving 32-bit key of a top-k value: smaller is better.
   Value topKKey(Value value);
   /// The value of a key.

@@ -807,6 +807,130 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
   });
 }
 
+void KernelEmitter::emitStagedDenseStore(
+    ArrayRef<Value> accs, ArrayRef<Value> rows, ArrayRef<Value> cols,
+    ArrayRef<Value> localRows, ArrayRef<Value> localCols, Value consumer,
+    llvm::function_ref<SmallVector<Value>(int64_t, int64_t)> spatialOf) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  // Rows of bn + 8 floats: a warp's pairs (8 rows x 4 column pairs of a
+  // fragment) fall in distinct banks. The stages hold the block tile whole
+  // (warpgroup MMA) or in rounds of rows (mma.sync: a power of two of them).
+  int64_t stride = shape.bn + 8;
+  int64_t available = shape.mmaSharedBytes() - (shape.warpgroup ? 1024 : 0);
+  int64_t roundRows = shape.bm;
+  while (roundRows * stride * 4 > available)
+    roundRows /= 2;
+  assert(roundRows >= 16 && "a round holds whole fragments");
+  auto tileType = MemRefType::get({roundRows, stride}, f32,
+                                  MemRefLayoutAttrInterface(), shared);
+  Value staged = memref::ViewOp::create(
+      b, loc, tileType, mmaBytes,
+      arith::MulIOp::create(b, loc, mmaBase,
+                            idx(getMmaElementBits(*shape.mma) / 8)),
+      ValueRange{});
+  auto inThen = [&](Value condition, llvm::function_ref<void()> body) {
+    if (!condition)
+      return body();
+    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  // The pairs' values (pure: computed once for every round).
+  SmallVector<Value> values;
+  for (int64_t r = 0; r < shape.tm; ++r)
+    for (int64_t c = 0; c < shape.tn; ++c)
+      values.push_back(
+          projected(accs[r * shape.tn + c], rows[r], cols[c], spatialOf(r, c)));
+  Value out = arg(task.getOutputs()[0]);
+  Value extentI = extents[TaskOp::I], extentJ = extents[TaskOp::J];
+  // 16-byte stores need rows of multiples of 4 floats and an aligned base.
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out);
+  Value vectors = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            arith::RemUIOp::create(b, loc, extentJ, idx(4)),
+                            idx(0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            arith::RemUIOp::create(b, loc, base, idx(16)),
+                            idx(0)));
+  auto pairType = VectorType::get({2}, f32);
+  auto quadType = VectorType::get({4}, f32);
+  int64_t quadsPerRow = shape.bn / 4;
+  for (int64_t first = 0; first < shape.bm; first += roundRows) {
+    // Every stage has been consumed (the cluster's multicasts included),
+    // or the previous round has left.
+    gpu::BarrierOp::create(b, loc);
+    inThen(consumer, [&] {
+      // Columns c and c + 1 (c even) of a thread are adjacent.
+      for (int64_t r = 0; r < shape.tm; ++r) {
+        Value local = arith::SubIOp::create(b, loc, localRows[r], idx(first));
+        Value inRound =
+            roundRows == shape.bm
+                ? Value()
+                : arith::AndIOp::create(
+                      b, loc,
+                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                            localRows[r], idx(first)),
+                      less(local, idx(roundRows)))
+                      .getResult();
+        inThen(inRound, [&] {
+          for (int64_t c = 0; c < shape.tn; c += 2)
+            vector::StoreOp::create(
+                b, loc,
+                vector::FromElementsOp::create(
+                    b, loc, pairType,
+                    ValueRange{values[r * shape.tn + c],
+                               values[r * shape.tn + c + 1]}),
+                staged, ValueRange{local, localCols[c]},
+                /*nontemporal=*/false, llvm::MaybeAlign(8));
+        });
+      }
+    });
+    gpu::BarrierOp::create(b, loc);
+    inThen(consumer, [&] {
+      auto loop = scf::ForOp::create(
+          b, loc, idx(0), idx(roundRows * quadsPerRow), idx(shape.threads()));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value q = arith::AddIOp::create(b, loc, loop.getInductionVar(), tid);
+      Value row = arith::DivUIOp::create(b, loc, q, idx(quadsPerRow));
+      Value col = arith::MulIOp::create(
+          b, loc, arith::RemUIOp::create(b, loc, q, idx(quadsPerRow)), idx(4));
+      Value i = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, rowBase, idx(first)), row);
+      Value j = arith::AddIOp::create(b, loc, colBase, col);
+      inThen(less(i, extentI), [&] {
+        Value quad = vector::LoadOp::create(
+            b, loc, quadType, staged, ValueRange{row, col},
+            /*nontemporal=*/false, llvm::MaybeAlign(16));
+        Value whole = arith::AndIOp::create(
+            b, loc, vectors,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                  arith::AddIOp::create(b, loc, j, idx(4)),
+                                  extentJ));
+        auto ifWhole =
+            scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard ifGuard(b);
+        b.setInsertionPointToStart(ifWhole.thenBlock());
+        vector::StoreOp::create(b, loc, quad, out, ValueRange{i, j},
+                                /*nontemporal=*/false, llvm::MaybeAlign(16));
+        b.setInsertionPointToStart(ifWhole.elseBlock());
+        for (int64_t e = 0; e < 4; ++e) {
+          Value je = arith::AddIOp::create(b, loc, j, idx(e));
+          inThen(less(je, extentJ), [&] {
+            memref::StoreOp::create(b, loc,
+                                    vector::ExtractOp::create(b, loc, quad, e),
+                                    out, ValueRange{i, je});
+          });
+        }
+      });
+    });
+  }
+}
+
 LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   MLIRContext *ctx = b.getContext();
   for (auto [funcArg, kernelArg] :
@@ -1156,6 +1280,22 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     accs = SmallVector<Value>(ifJoins.getResults());
   } else {
     accs = emitReduction();
+  }
+
+  // The tensor-core kernels' dense store iterator (f32, every pair
+  // written): the block's values go through the freed operand stages in
+  // shared memory, and rows leave in 16-byte vectors, a warp writing whole
+  // 128-byte lines (scalar stores of the accumulator fragments, 128 per
+  // thread in the warpgroup kernel, keep the LG queue full and the tensor
+  // cores idle).
+  if (shape.mma && task.getOutput() == OutputKind::dense &&
+      !task.getUpdate() && task.getWhen().empty() &&
+      task.getDenseOutputMap().getDimPosition(0) == TaskOp::I &&
+      task.getValueType().isF32()) {
+    emitStagedDenseStore(accs, rows, cols, localRows, localCols, consumer,
+                         spatialOf);
+    gpu::ReturnOp::create(b, loc);
+    return success();
   }
 
   // Store iterators. Select and top-k first take every pair's value and

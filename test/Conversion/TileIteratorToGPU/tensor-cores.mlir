@@ -76,6 +76,16 @@
 // CHECK: nvgpu.tma.async.load {{.*}} multicast_mask = %c3_i16
 // CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
+// The dense store iterator stages the block's values in the freed stages
+// (rows of 256 + 8 floats, column pairs) and stores rows in 16-byte vectors,
+// element by element at the edges and for rows of other lengths.
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.*}} : memref<128x264xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: vector.load %{{.*}} : memref<128x264xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.store %{{.*}} : memref<?x?xf32>, vector<4xf32>
+// CHECK: } else {
 // CHECK: memref.store %{{.*}} : memref<?x?xf32>
 // Without clusters: the plain grid, one block's barriers and releases.
 // NOCLUSTER-LABEL: gpu.module @gemm_f16_kernels
