@@ -40,6 +40,8 @@ def main():
     parser.add_argument("--tasks", default="gemm,q5,q7")
     parser.add_argument("--precisions", default=",".join(DTYPES),
                         help="GEMM precisions (bf16,f16,tf32,tf32x3)")
+    parser.add_argument("--nt-precisions", default="tf32",
+                        help="GEMM precisions also measured with B stored [N, K] (A @ B.T)")
     args = parser.parse_args()
     import kge_runtime as rt
     g = torch.Generator().manual_seed(0)
@@ -63,24 +65,28 @@ def main():
     for n in [int(s) for s in args.sizes.split(",")] if "gemm" in tasks else []:
         for precision in args.precisions.split(","):
             dtype = DTYPES[precision]
-            A = torch.randn(n, n, generator=g).to(dtype).cuda()
-            B = torch.randn(n, n, generator=g).to(dtype).cuda()
-            C = torch.empty(n, n, device="cuda")
-            kge = program("gemm_nn", precision)
-            fns = {"kge": lambda: kge(A=A, B=B, C=C),
-                   "cublas": cublas(precision, lambda: torch.matmul(A, B))}
-            t = interleaved_per_call(fns, rounds=7, calls=5)
-            ref = torch.matmul(A.double(), B.double())
-            kge(A=A, B=B, C=C)
-            out = fns["cublas"]()
-            scale = ref.abs().max()
-            record({"task": "gemm", "precision": precision, "n": n, "times_us": t,
-                    "baseline": "cuBLAS " + {"tf32x3": "FP32"}.get(precision, precision.upper()),
-                    "tflops": {k: 2 * n**3 / v[0] / 1e6 for k, v in t.items()},
-                    "kge_over_cublas": t["cublas"][0] / t["kge"][0],
-                    "max_rel_error": {"kge": float((C.double() - ref).abs().max() / scale),
-                                      "cublas": float((out.double() - ref).abs().max() / scale)}})
-            del A, B, C, ref, out
+            for layout in ["nn"] + (["nt"] if precision in args.nt_precisions.split(",") else []):
+                A = torch.randn(n, n, generator=g).to(dtype).cuda()
+                B = torch.randn(n, n, generator=g).to(dtype).cuda()
+                C = torch.empty(n, n, device="cuda")
+                kge = program("gemm_" + layout, precision)
+                # nt: B holds the transposed operand (A @ B.T, as torch.nn.Linear).
+                operand = B if layout == "nn" else B.T
+                fns = {"kge": lambda: kge(A=A, B=B, C=C),
+                       "cublas": cublas(precision, lambda: torch.matmul(A, operand))}
+                t = interleaved_per_call(fns, rounds=7, calls=5)
+                ref = torch.matmul(A.double(), operand.double())
+                kge(A=A, B=B, C=C)
+                out = fns["cublas"]()
+                scale = ref.abs().max()
+                record({"task": "gemm", "layout": layout, "precision": precision, "n": n,
+                        "times_us": t,
+                        "baseline": "cuBLAS " + {"tf32x3": "FP32"}.get(precision, precision.upper()),
+                        "tflops": {k: 2 * n**3 / v[0] / 1e6 for k, v in t.items()},
+                        "kge_over_cublas": t["cublas"][0] / t["kge"][0],
+                        "max_rel_error": {"kge": float((C.double() - ref).abs().max() / scale),
+                                          "cublas": float((out.double() - ref).abs().max() / scale)}})
+                del A, B, C, ref, out
 
     n, K = 8192, 256
     for precision in ("bf16", "tf32x3") if tasks & {"q5", "q7"} else ():

@@ -26,7 +26,14 @@ def round_tf32(a):
     return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def operands(precision, arrays):
+def truncate_tf32(a):
+    """`a` (float32) as warpgroup MMA reads it at TF32: the low 13 mantissa
+    bits dropped."""
+    bits = a.astype(np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def operands(precision, arrays, to_tf32=round_tf32):
     """The operands as the kernels see them (float64 NumPy, for the
     reference) and as tensors (half precision: typed tensors). TF32
     operands are rounded only when their rows are 16-byte multiples: else
@@ -40,7 +47,7 @@ def operands(precision, arrays):
             rounded[n] = t.to(torch.float64).numpy()
         else:
             tf32 = precision == "tf32" and aligned
-            rounded[n] = (round_tf32(a) if tf32 else a).astype(np.float64)
+            rounded[n] = (to_tf32(a) if tf32 else a).astype(np.float64)
             tensors[n] = torch.from_numpy(a).cuda()
     return rounded, tensors
 
@@ -51,9 +58,12 @@ def test_mma_bundles_were_built():
 
 # The warpgroup kernel's size (a grid that fills the GPU, K >= 1024 with a
 # partial last stage), for the queries whose references are matrix products.
-WARPGROUP_BUNDLES = [p for p in MMA_BUNDLES if p.name.split(".")[1] in ("f16", "bf16") and
-                     p.name.split(".")[0] in ("gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
-                                              "q2_preference_by_zip", "q4_same_zip")]
+# TF32 takes warpgroup MMA only with both operands k-major (gemm_nt).
+WARPGROUP_BUNDLES = [p for p in MMA_BUNDLES if (p.name.split(".")[1] in ("f16", "bf16") and
+                                                p.name.split(".")[0] in (
+                                                    "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                                    "q2_preference_by_zip", "q4_same_zip"))
+                     or p.name.startswith("gemm_nt.tf32.")]
 
 
 # 1400 rows: 11 blocks of 128, so the last cluster of two along M has a
@@ -68,12 +78,14 @@ WARPGROUP_SIZES = [(2048, 2304, 1040), (1400, 3072, 1096), (1300, 3070, 1096)]
 @pytest.mark.parametrize("M,N,K", WARPGROUP_SIZES,
                          ids=[f"{m}x{n}x{k}" for m, n, k in WARPGROUP_SIZES])
 def test_warpgroup_kernel_matches_numpy(rt, path, M, N, K):
-    test_tensor_core_query_matches_numpy(rt, path, M, N, K)
+    # Warpgroup MMA reads TF32 operands from shared memory as stored: their
+    # low bits are dropped, not rounded.
+    test_tensor_core_query_matches_numpy(rt, path, M, N, K, to_tf32=truncate_tf32)
 
 
 @pytest.mark.parametrize("path", MMA_BUNDLES, ids=lambda p: p.stem)
 @pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
-def test_tensor_core_query_matches_numpy(rt, path, M, N, K):
+def test_tensor_core_query_matches_numpy(rt, path, M, N, K, to_tf32=round_tf32):
     name, precision = path.name.split(".")[:2]
     rng = np.random.default_rng(M * 5 + N * 3 + K)
     if name.startswith("gemm_"):
@@ -81,7 +93,7 @@ def test_tensor_core_query_matches_numpy(rt, path, M, N, K):
         a_shape, b_shape = LAYOUT_SHAPES[name[5:]]
         A = rng.standard_normal([dims[d] for d in a_shape]).astype(np.float32)
         B = rng.standard_normal([dims[d] for d in b_shape]).astype(np.float32)
-        x, tensors = operands(precision, {"A": A, "B": B})
+        x, tensors = operands(precision, {"A": A, "B": B}, to_tf32)
         a = x["A"] if a_shape == "MK" else x["A"].T
         b = x["B"] if b_shape == "KN" else x["B"].T
         program = load(rt, path)
@@ -124,3 +136,21 @@ def test_launch_plan_picks_tensor_cores_for_aligned_rows(rt, precision, M, N, K,
     ours = {n for n in names if n.startswith("gemm_nn")}
     assert ours == {kernel}, names
     torch.testing.assert_close(C, A.float() @ B.float(), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("layout,kernel", [("nt", "gemm_nt_wgmma"), ("nn", "gemm_nn_mma")])
+def test_tf32_takes_warpgroup_mma_when_k_major(rt, layout, kernel):
+    """TF32 operands reach warpgroup MMA only k-major (A[i, k] B[j, k]);
+    B stored n-contiguous keeps mma.sync."""
+    program = load(rt, TILE_BUNDLES / "mma" / f"gemm_{layout}.tf32.kgebundle")
+    M = N = 2304
+    K = 1024
+    A = torch.randn(M, K, device="cuda")
+    B = torch.randn(N, K, device="cuda") if layout == "nt" else torch.randn(K, N, device="cuda")
+    C = torch.zeros(M, N, device="cuda")
+    names = kernels_run(lambda: program(A=A, B=B, C=C))
+    assert {n for n in names if n.startswith("gemm_")} == {kernel}, names
+    expected = A.double() @ (B.double().T if layout == "nt" else B.double())
+    # TF32: about 10 bits of each operand (the warpgroup kernel truncates).
+    assert float((C.double() - expected).abs().max() / expected.abs().max()) < 5e-3
+

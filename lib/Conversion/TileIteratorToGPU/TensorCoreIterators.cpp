@@ -420,6 +420,12 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
 
   bool kContiguous[2] = {isKContiguous(task, mmaInputs[0]),
                          isKContiguous(task, mmaInputs[1])};
+  // 128-byte rows of the swizzled tiles, and the k of one product (32
+  // bytes: 16 of 16-bit operands, 8 of tf32 ones).
+  int64_t boxColumns = 128 / elementBytes;
+  int64_t kStep = 32 / elementBytes;
+  assert((precision != MmaPrecision::tf32 || (kContiguous[0] && kContiguous[1])) &&
+         "warpgroup MMA takes tf32 operands k-major only");
 
   // A cluster of `clusterM` blocks along M shares the B tile: each block
   // loads its part of it, multicast to every block of the cluster.
@@ -455,7 +461,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
 
   // The load iterator: one thread moves tile t into stage `stage` with TMA
   // boxes of 128-byte rows: a k-contiguous operand in one box of
-  // span x block-k, a spatial-contiguous one in blocks of 64 columns.
+  // span x block-k, a spatial-contiguous one in blocks of 128 bytes.
   auto issue = [&](Value t, Value stage) {
     nvgpu::MBarrierArriveExpectTxOp::create(
         b, loc, barriers, idx(stageElements * elementBytes), stage, Value());
@@ -466,7 +472,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
       int64_t span = p == 0 ? shape.bm : shape.bn;
       Value base = p == 0 ? rowBase : colBase;
       int64_t rows = kContiguous[p] ? span : shape.bk;
-      int64_t boxes = kContiguous[p] ? 1 : span / 64;
+      int64_t boxes = kContiguous[p] ? 1 : span / boxColumns;
       // B in a cluster: k-contiguous, one box per block of span / cluster
       // rows; spatial-contiguous, the blocks share its boxes out. Each
       // block loads its boxes multicast.
@@ -474,7 +480,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         rows = span / cluster;
         boxes = cluster;
       }
-      auto boxType = MemRefType::get({rows, 64}, element,
+      auto boxType = MemRefType::get({rows, boxColumns}, element,
                                      MemRefLayoutAttrInterface(), workgroup);
       auto mapType = nvgpu::TensorMapDescriptorType::get(
           ctx, boxType, nvgpu::TensorMapSwizzleKind::SWIZZLE_128B,
@@ -485,7 +491,8 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
                                                      tensorMaps[p])
                       .getResult(0);
       for (int64_t box = 0; box < boxes; ++box) {
-        int64_t offset = (p == 0 ? 0 : shape.bm * shape.bk) + box * rows * 64;
+        int64_t offset =
+            (p == 0 ? 0 : shape.bm * shape.bk) + box * rows * boxColumns;
         Value byteOffset = arith::MulIOp::create(
             b, loc, arith::AddIOp::create(b, loc, stageStart, idx(offset)),
             idx(elementBytes));
@@ -497,7 +504,9 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
                 ? SmallVector<Value>{k0, arith::AddIOp::create(
                                              b, loc, base, idx(box * rows))}
                 : SmallVector<Value>{
-                      arith::AddIOp::create(b, loc, base, idx(64 * box)), k0};
+                      arith::AddIOp::create(b, loc, base,
+                                            idx(boxColumns * box)),
+                      k0};
         if (p == 0 || cluster == 1) {
           nvgpu::TmaAsyncLoadOp::create(b, loc, dst, barriers, map, at, stage,
                                         Value(), Value());
@@ -582,8 +591,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   Value aRows = arith::IndexCastOp::create(
       b, loc, i64,
       arith::MulIOp::create(b, loc, warpgroup,
-                            idx(kContiguous[0] ? 64 * 128
-                                               : shape.bk * 64 * elementBytes)));
+                            idx(kContiguous[0] ? 64 * 128 : shape.bk * 128)));
 
   auto loop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1),
                                  ValueRange{zero});
@@ -610,24 +618,25 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         b, loc, stageAddress, i64c(shape.bm * shape.bk * elementBytes));
     NVVM::WgmmaFenceAlignedOp::create(b, loc);
     Value acc = loop.getRegionIterArgs().front();
-    auto type = precision == MmaPrecision::bf16 ? NVVM::WGMMATypes::bf16
-                                                : NVVM::WGMMATypes::f16;
-    for (int64_t kk = 0; kk < shape.bk / 16; ++kk) {
-      // K-major: 16 more elements of k are 32 bytes along the swizzled
-      // rows; MN-major: 16 more rows of 128 bytes.
+    auto type = precision == MmaPrecision::bf16   ? NVVM::WGMMATypes::bf16
+                : precision == MmaPrecision::tf32 ? NVVM::WGMMATypes::tf32
+                                                  : NVVM::WGMMATypes::f16;
+    for (int64_t kk = 0; kk < shape.bk / kStep; ++kk) {
+      // K-major: kStep more elements of k are 32 bytes along the swizzled
+      // rows; MN-major: kStep more rows of 128 bytes.
       auto operand = [&](int p, Value address) {
         if (kContiguous[p])
           return descriptor(
               arith::AddIOp::create(b, loc, address,
-                                    i64c(kk * 16 * elementBytes)),
+                                    i64c(kk * kStep * elementBytes)),
               16, 1024);
         return descriptor(
-            arith::AddIOp::create(b, loc, address, i64c(kk * 16 * 128)),
+            arith::AddIOp::create(b, loc, address, i64c(kk * kStep * 128)),
             shape.bk * 128, 1024);
       };
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc, operand(0, aAddress), operand(1, bAddress),
-          NVVM::MMAShapeAttr::get(ctx, 64, n, 16), type, type,
+          NVVM::MMAShapeAttr::get(ctx, 64, n, kStep), type, type,
           NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
           NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
           kContiguous[0] ? NVVM::MMALayout::row : NVVM::MMALayout::col,

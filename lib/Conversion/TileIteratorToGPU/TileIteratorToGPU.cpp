@@ -1379,13 +1379,14 @@ static TileShape mmaShape(MmaPrecision precision, bool large) {
   return shape;
 }
 
-/// Warpgroup MMA (16-bit operands, sm_90a): 128 x 256 pairs per block, two
-/// warpgroups of 64 rows, block-k 64 (128-byte rows), four stages; blocks
+/// Warpgroup MMA (16-bit operands, or tf32 ones stored k-contiguous;
+/// sm_90a): 128 x 256 pairs per block, two warpgroups of 64 rows, block-k
+/// of 128-byte rows, four stages; blocks
 /// in clusters of `clusterM` along M sharing the B tile (TMA multicast)
 /// unless a join may let one block of a cluster skip its reduction.
 static TileShape warpgroupShape(MmaPrecision precision, bool joined,
                                 int64_t clusterM) {
-  TileShape shape{128, 256, 64, 2, 64};
+  TileShape shape{128, 256, 1024 / getMmaElementBits(precision), 2, 64};
   shape.mma = precision;
   shape.stages = 4;
   shape.warpgroup = true;
@@ -1649,8 +1650,9 @@ LogicalResult lowerFunction(func::FuncOp func,
               bb.str("param:" +
                      signature->params[cast<BlockArgument>(input).getArgNumber()]
                          .name)},
-             {"box", bb.arr({bb.num(kContiguous ? span : kernelShape.bk),
-                             bb.num(64)})}}));
+             {"box",
+              bb.arr({bb.num(kContiguous ? span : kernelShape.bk),
+                      bb.num(1024 / getMmaElementBits(*kernelShape.mma))})}}));
       }
     }
     // Grids of whole clusters: a block past M loads zeros (TMA fills past
@@ -1763,18 +1765,26 @@ struct ConvertTileIteratorToGPUPass
     bool failedAny = false;
     for (func::FuncOp func : funcs) {
       SmallVector<KernelVariant> variants = {{shape, ""}};
-      bool topK = false, joined = false;
+      bool topK = false, joined = false, kMajor = false;
       std::optional<MmaPrecision> precision;
       for (TaskOp task : func.getBody().getOps<TaskOp>()) {
         topK |= task.getOutput() == OutputKind::top_k;
         joined |= !task.getWhen().empty();
         precision = getTensorCorePrecision(task, matrixMath);
+        if (precision) {
+          auto [rowK, colK] = getTensorCoreOperands(task);
+          kMajor = isKContiguous(task, rowK) && isKContiguous(task, colK);
+        }
       }
       // Top-k sorts a block's pairs: the large tiles have too many. The
       // tensor-core kernels need 16-byte rows: a CUDA-core one runs the
       // others.
       bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
-      if (automatic && sixteenBit && warpgroup && !topK)
+      // Warpgroup MMA reads tf32 operands only k-major (and rounds by
+      // dropping their low bits: they reach it from shared memory as
+      // stored).
+      bool warpgroupTF32 = precision == MmaPrecision::tf32 && kMajor;
+      if (automatic && (sixteenBit || warpgroupTF32) && warpgroup && !topK)
         variants = {{warpgroupShape(*precision, joined, clusterM), "_wgmma",
                      kWarpgroupMinK},
                     {mmaShape(*precision, true), "_mma"},
