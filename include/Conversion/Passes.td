@@ -115,8 +115,10 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     pipeline of stages in dynamic shared memory, XOR-swizzled, zero-filled
     past the extents); the products are mma.sync through the `nvgpu`
     dialect (ldmatrix, m16n8k16 or m16n8k8; `<function>_mma`, 128 x 128,
-    and `<function>_mma_small`, 64 x 64) or, for 16-bit operands with
-    `warpgroup` (the default), warpgroup MMA (`<function>_wgmma`, 128 x 256
+    and `<function>_mma_small`, 64 x 64) or, for 16-bit operands (and tf32
+    ones when both are stored k-contiguous, read as stored: their low bits
+    dropped) with `warpgroup` (the default), warpgroup MMA
+    (`<function>_wgmma`, 128 x 256
     pairs, two consumer warpgroups and a producer warp loading by TMA
     through tensor maps passed as grid constants, full/empty mbarriers,
     wgmma descriptors over 128-byte swizzled tiles, sm_90a) for reductions
@@ -124,7 +126,8 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     (tasks without a join), each loading its share of the B tile multicast
     to the cluster, a stage released by the consumers of every block of it
     (whole clusters in the grid). The accumulators reach the same store
-    iterators. The
+    iterators; a dense f32 output goes through the freed stages in shared
+    memory and leaves in 16-byte row vectors. The
     launch plan runs the largest tensor-core kernel whose grid fills the
     GPU when every operand row is a multiple of 16 bytes (the 64 x 64 one
     otherwise; top-k: the 64 x 64 one only), and a 64 x 64 CUDA-core

@@ -189,6 +189,34 @@ func.func @gemm_f32(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {
 // -----
 
 #ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// TF32 with both operands k-major (B[j, k]): warpgroup MMA too, f32 tiles of
+// 128-byte rows (block-k 32, boxes of 32 floats), m64n256k8 products. With
+// B stored n-contiguous (@gemm_f32 above) it stays on mma.sync: warpgroup
+// MMA reads tf32 operands k-major only.
+// TF32-LABEL: gpu.module @gemm_f32_nt_kernels
+// TF32-SAME: {box = [128, 32], buffer = "param:A", kind = "tensormap"}, {box = [128, 32], buffer = "param:B", kind = "tensormap"}], block = ["288", "1", "1"], function = "gemm_f32_nt_wgmma"
+// TF32: gpu.func @gemm_f32_nt_wgmma(
+// TF32-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 8>, D[<f32>, <one>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
+// TF32: nvgpu.mbarrier.arrive.expect_tx %{{.*}}, %c49152
+// X3-LABEL: gpu.module @gemm_f32_nt_kernels
+// X3-NOT: wgmma
+// X3: gpu.func @gemm_f32_nt_mma(
+func.func @gemm_f32_nt(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.param = "B"},
+                       %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense inner {
+  ^bb0(%a: f32, %b: f32):
+    %p = arith.mulf %a, %b : f32
+    tile.yield %p : f32
+  }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
 #kj = affine_map<(i, j, k) -> (k, j)>
 #jk = affine_map<(i, j, k) -> (j, k)>
 
