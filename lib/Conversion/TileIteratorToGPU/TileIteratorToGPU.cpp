@@ -612,8 +612,16 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
   Value thresholdKey = loadShared(threshold, idx(0));
   Value thresholdRow = loadShared(threshold, idx(1));
   Value thresholdCol = loadShared(threshold, idx(2));
-  // The block's candidates, at their place in the block tile; the others
-  // are the worst key with an out-of-tile slot.
+  // Every entry starts as the worst key with an out-of-tile slot; the
+  // block's candidates are then packed at the front (a shared counter), so
+  // that a block with few of them sorts only a short prefix.
+  int64_t perThread = count / shape.threads();
+  for (int64_t m = 0; m < perThread; ++m) {
+    Value e = arith::AddIOp::create(b, loc, tid, idx(m * shape.threads()));
+    storeShared(worst, keys, e);
+    storeShared(ci(count), slots, e);
+  }
+  gpu::BarrierOp::create(b, loc);
   for (auto [n, h] : llvm::enumerate(holds)) {
     int64_t r = n / shape.tn, c = n % shape.tn;
     Value slot = arith::AddIOp::create(
@@ -632,59 +640,88 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
                     toI32(arith::AddIOp::create(b, loc, rowBase, localRows[r])),
                     toI32(arith::AddIOp::create(b, loc, colBase, localCols[c])),
                     thresholdKey, thresholdRow, thresholdCol));
-    inThen(candidate, [&] { storeShared(ci(1), threshold, idx(3)); });
-    storeShared(arith::SelectOp::create(b, loc, candidate, topKKey(values[n]),
-                                        worst),
-                keys, slot);
-    storeShared(arith::SelectOp::create(b, loc, candidate, toI32(slot),
-                                        ci(count)),
-                slots, slot);
+    inThen(candidate, [&] {
+      Value at = memref::AtomicRMWOp::create(b, loc,
+                                             arith::AtomicRMWKind::addi, ci(1),
+                                             threshold, ValueRange{idx(3)});
+      Value e = arith::IndexCastOp::create(b, loc, b.getIndexType(), at);
+      storeShared(topKKey(values[n]), keys, e);
+      storeShared(toI32(slot), slots, e);
+    });
   }
 
   gpu::BarrierOp::create(b, loc);
-  Value anyCandidate = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ne, loadShared(threshold, idx(3)), ci(0));
+  Value candidates = loadShared(threshold, idx(3));
+  Value anyCandidate = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                             candidates, ci(0));
   auto ifAny = scf::IfOp::create(b, loc, anyCandidate, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard anyGuard(b);
   b.setInsertionPointToStart(ifAny.thenBlock());
-  // Bitonic sort of (key, slot), ascending: sizes 2, 4, ..., count.
-  int64_t levels = llvm::Log2_64(count);
-  int64_t perThread = count / shape.threads();
-  for (int64_t s = 1; s <= levels; ++s)
-    for (int64_t t = s - 1; t >= 0; --t) {
-      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
-      gpu::BarrierOp::create(b, loc);
-      for (int64_t m = 0; m < perThread; ++m) {
-        Value e = arith::AddIOp::create(b, loc, tid,
-                                        idx(m * shape.threads()));
-        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
-        inThen(less(e, partner), [&] {
-          Value ascending = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq,
-              arith::AndIOp::create(b, loc, e, idx(size)), zero);
-          Value ka = loadShared(keys, e), kb = loadShared(keys, partner);
-          Value sa = loadShared(slots, e), sb = loadShared(slots, partner);
-          Value aAfterB = arith::OrIOp::create(
-              b, loc,
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka, kb),
-              arith::AndIOp::create(
-                  b, loc,
-                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka,
-                                        kb),
-                  arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, sa,
-                                        sb)));
-          // Swap when the pair is out of this subsequence's order.
-          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                             aAfterB, ascending);
-          inThen(swap, [&] {
-            storeShared(kb, keys, e);
-            storeShared(ka, keys, partner);
-            storeShared(sb, slots, e);
-            storeShared(sa, slots, partner);
+  // Bitonic sort of the first `length` entries (key, slot), ascending:
+  // sizes 2, 4, ..., length.
+  auto sortPrefix = [&](int64_t length) {
+    int64_t levels = llvm::Log2_64(length);
+    int64_t rounds = llvm::divideCeil(length, shape.threads());
+    for (int64_t s = 1; s <= levels; ++s)
+      for (int64_t t = s - 1; t >= 0; --t) {
+        int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
+        gpu::BarrierOp::create(b, loc);
+        for (int64_t m = 0; m < rounds; ++m) {
+          Value e =
+              arith::AddIOp::create(b, loc, tid, idx(m * shape.threads()));
+          Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
+          Value inPrefix = length % shape.threads() == 0
+                               ? less(e, partner)
+                               : arith::AndIOp::create(b, loc, less(e, partner),
+                                                       less(e, idx(length)))
+                                     .getResult();
+          inThen(inPrefix, [&] {
+            Value ascending = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::eq,
+                arith::AndIOp::create(b, loc, e, idx(size)), zero);
+            Value ka = loadShared(keys, e), kb = loadShared(keys, partner);
+            Value sa = loadShared(slots, e), sb = loadShared(slots, partner);
+            Value aAfterB = arith::OrIOp::create(
+                b, loc,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka,
+                                      kb),
+                arith::AndIOp::create(
+                    b, loc,
+                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka,
+                                          kb),
+                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, sa,
+                                          sb)));
+            // Swap when the pair is out of this subsequence's order.
+            Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                               aAfterB, ascending);
+            inThen(swap, [&] {
+              storeShared(kb, keys, e);
+              storeShared(ka, keys, partner);
+              storeShared(sb, slots, e);
+              storeShared(sa, slots, partner);
+            });
           });
-        });
+        }
       }
-    }
+  };
+  // Few candidates (the usual case once the global k-th is good): only the
+  // prefix that holds them; past it every entry is the worst.
+  int64_t prefix =
+      std::min<int64_t>(count, llvm::PowerOf2Ceil(std::max<int64_t>(k, 64)));
+  if (prefix < count) {
+    auto ifFew = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, candidates,
+                              ci(prefix)),
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard fewGuard(b);
+    b.setInsertionPointToStart(ifFew.thenBlock());
+    sortPrefix(prefix);
+    b.setInsertionPointToStart(ifFew.elseBlock());
+    sortPrefix(count);
+  } else {
+    sortPrefix(count);
+  }
   gpu::BarrierOp::create(b, loc);
 
   // Merge only when the block's best beats the global k-th (which only
