@@ -726,35 +726,53 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
 
   // Merge only when the block's best beats the global k-th (which only
   // improves, so reading it without the lock is safe).
-  inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero),
-         [&] {
-           auto [bk, br, bc, valid] = blockEntry(zero);
-           auto [gk, gr, gc] = globalEntry(idx(k - 1));
-           Value merge = arith::AndIOp::create(
-               b, loc, valid, ranksBefore(bk, br, bc, gk, gr, gc));
-           storeShared(arith::ExtUIOp::create(b, loc, i32, merge), flag, zero);
-           inThen(merge, [&] {
-             // Acquire the lock.
-             auto spin = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
-             {
-               OpBuilder::InsertionGuard guard(b);
-               Block *before = b.createBlock(&spin.getBefore());
-               b.setInsertionPointToStart(before);
-               Value old = memref::AtomicRMWOp::create(
-                   b, loc, arith::AtomicRMWKind::assign, ci(1), lock,
-                   ValueRange{zero});
-               scf::ConditionOp::create(
-                   b, loc,
-                   arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, old,
-                                         ci(0)),
-                   ValueRange{});
-               Block *after = b.createBlock(&spin.getAfter());
-               b.setInsertionPointToStart(after);
-               scf::YieldOp::create(b, loc);
-             }
-             NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
-           });
-         });
+  inThen(
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero), [&] {
+        auto [bk, br, bc, valid] = blockEntry(zero);
+        auto [gk, gr, gc] = globalEntry(idx(k - 1));
+        Value merge = arith::AndIOp::create(
+            b, loc, valid, ranksBefore(bk, br, bc, gk, gr, gc));
+        storeShared(arith::ExtUIOp::create(b, loc, i32, merge), flag, zero);
+        // (Structured bindings are not captured by lambdas in C++17.)
+        Value bestKey = bk, bestRow = br, bestCol = bc;
+        inThen(merge, [&] {
+          // Acquire the lock; a block that finds it taken sleeps before
+          // trying again (the spinning blocks' atomics would slow the
+          // holder's).
+          auto spin = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
+          {
+            OpBuilder::InsertionGuard guard(b);
+            Block *before = b.createBlock(&spin.getBefore());
+            b.setInsertionPointToStart(before);
+            Value old = memref::AtomicRMWOp::create(
+                b, loc, arith::AtomicRMWKind::assign, ci(1), lock,
+                ValueRange{zero});
+            scf::ConditionOp::create(
+                b, loc,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, old,
+                                      ci(0)),
+                ValueRange{});
+            Block *after = b.createBlock(&spin.getAfter());
+            b.setInsertionPointToStart(after);
+            NVVM::NanosleepOp::create(b, loc, ci(256));
+            scf::YieldOp::create(b, loc);
+          }
+          NVVM::MembarOp::create(b, loc, NVVM::MemScopeKind::GPU);
+          // The k-th may have improved while the block waited: merge only
+          // if the block's best still beats it, else release at once.
+          auto [gk2, gr2, gc2] = globalEntry(idx(k - 1));
+          Value still = ranksBefore(bestKey, bestRow, bestCol, gk2, gr2, gc2);
+          storeShared(arith::ExtUIOp::create(b, loc, i32, still), flag, zero);
+          inThen(arith::XOrIOp::create(
+                     b, loc, still,
+                     arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+                 [&] {
+                   memref::AtomicRMWOp::create(b, loc,
+                                               arith::AtomicRMWKind::assign,
+                                               ci(0), lock, ValueRange{zero});
+                 });
+        });
+      });
   gpu::BarrierOp::create(b, loc);
   Value merging = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                         loadShared(flag, zero), ci(0));
