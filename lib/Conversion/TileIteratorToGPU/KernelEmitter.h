@@ -152,6 +152,9 @@ private:
     llvm::append_range(arguments, spatial);
     return inlineRegion(task.getProject(), arguments);
   }
+  /// Element `at` of the 1-D global memref `array`, read whole by a relaxed
+  /// atomic load (what other blocks write, past L1; never split).
+  Value relaxedLoad(Value array, Value at);
   /// Loads element (row, k) of input `n` (either coordinate may be null
   /// when the input lacks that axis) from global memory.
   Value loadGlobal(unsigned n, Value spatial, Value k);

@@ -246,6 +246,24 @@ void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
   }
 }
 
+Value KernelEmitter::relaxedLoad(Value array, Value at) {
+  Type element = cast<MemRefType>(array.getType()).getElementType();
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+  Value base = LLVM::IntToPtrOp::create(
+      b, loc, ptrType,
+      ValueRange{arith::IndexCastOp::create(
+          b, loc, b.getI64Type(),
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array))});
+  Value address = LLVM::GEPOp::create(
+      b, loc, ptrType, element, base,
+      ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), at)});
+  return LLVM::LoadOp::create(
+      b, loc, element, address,
+      /*alignment=*/element.getIntOrFloatBitWidth() / 8,
+      /*isVolatile=*/false, /*isNonTemporal=*/false, /*isInvariant=*/false,
+      /*isInvariantGroup=*/false, LLVM::AtomicOrdering::monotonic);
+}
+
 void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
                                   ArrayRef<Value> holds) {
   ValueRange outputs = task.getOutputs();
@@ -270,25 +288,9 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
   Value capacity = arith::IndexCastOp::create(
       b, loc, i64, memref::DimOp::create(b, loc, arg(outputs[0]), 0));
   Value count = arg(outputs[1]);
-  // A slot read whole (a relaxed atomic load: a plain one of unknown
-  // alignment is split into halves, and a half-written slot would read as
-  // another value's).
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-  Value setBase = LLVM::IntToPtrOp::create(
-      b, loc, ptrType,
-      ValueRange{arith::IndexCastOp::create(
-          b, loc, i64,
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, set))});
-  auto readSlot = [&](Value at) -> Value {
-    Value address = LLVM::GEPOp::create(
-        b, loc, ptrType, i64, setBase,
-        ValueRange{arith::IndexCastOp::create(b, loc, i64, at)});
-    return LLVM::LoadOp::create(b, loc, i64, address, /*alignment=*/8,
-                                /*isVolatile=*/false, /*isNonTemporal=*/false,
-                                /*isInvariant=*/false,
-                                /*isInvariantGroup=*/false,
-                                LLVM::AtomicOrdering::monotonic);
-  };
+  // A slot read whole (a plain load of unknown alignment is split into
+  // halves, and a half-written slot would read as another value's).
+  auto readSlot = [&](Value at) -> Value { return relaxedLoad(set, at); };
 
   for (auto [value, hold] : llvm::zip(values, holds)) {
     auto ifHeld = scf::IfOp::create(b, loc, hold, /*withElseRegion=*/false);
@@ -562,23 +564,11 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
         key, arith::SelectOp::create(b, loc, valid, row, none).getResult(),
         arith::SelectOp::create(b, loc, valid, col, none).getResult(), valid);
   };
-  // Global entries are read with atomics: other blocks wrote them, and L1
-  // is not coherent.
+  // Global entries are read with relaxed atomic loads: other blocks wrote
+  // them, and L1 is not coherent.
   Type coord = cast<MemRefType>(outputs[1].getType()).getElementType();
   auto atomicRead = [&](Value array, Value at) -> Value {
-    Type type = cast<MemRefType>(array.getType()).getElementType();
-    if (isa<FloatType>(type))
-      return memref::AtomicRMWOp::create(
-          b, loc, arith::AtomicRMWKind::addf,
-          arith::ConstantOp::create(
-              b, loc, FloatAttr::get(type, APFloat::getZero(
-                                               cast<FloatType>(type)
-                                                   .getFloatSemantics(),
-                                               /*Negative=*/true))),
-          array, ValueRange{at});
-    return memref::AtomicRMWOp::create(
-        b, loc, arith::AtomicRMWKind::addi,
-        arith::ConstantIntOp::create(b, loc, type, 0), array, ValueRange{at});
+    return relaxedLoad(array, at);
   };
   auto globalEntry = [&](Value e) {
     Value row = atomicRead(arg(outputs[1]), e);
