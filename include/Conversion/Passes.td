@@ -96,8 +96,11 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     `update`), combine aggregates with atomics, compact a select's pairs
     through a global counter (one atomic per block; the counter is cleared
     by a first kernel of the launch plan), and merge a block's best pairs
-    into a top-k output under a lock (the block sorts its pairs in shared
-    memory: at most 4096 of them, k at most 512, f32 or i32 values).
+    into a top-k output under a lock (the block packs the pairs that beat
+    the global k-th and sorts them in shared memory, a short prefix when
+    they are few: at most 4096 pairs per block, k at most 512, f32 or i32
+    values; a block that finds the lock taken sleeps and re-checks once it
+    holds it).
 
     Without a tile shape, GAMUT's heuristic (scale up before scale out)
     chooses at launch: the module holds a 128 x 128 kernel (8 x 8 pairs per
