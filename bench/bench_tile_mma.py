@@ -7,9 +7,10 @@ the GPU machine. Bundles come from test/gpu/build_tile_bundles.py
   the same precision: BF16 and FP16 operands (cuBLAS: same-dtype matmul),
   TF32 (allow_tf32 on), and KGE's 3xTF32 against cuBLAS FP32 (allow_tf32
   off), each with its error against an FP64 product of the same operands.
-- Queries 5 (select) and 7 (top-k) at n = 8192, K = 256 in BF16 and
-  3xTF32 against cuBLAS GEMM at the same precision + the PyTorch
-  post-operation (nonzero; topk).
+- Queries 2 (aggregate), 5 (select) and 7 (top-k) at n = 8192, K = 256 in
+  BF16 and 3xTF32 against cuBLAS GEMM at the same precision + the PyTorch
+  post-operation (index_put_ with accumulation; nonzero; topk); query 2
+  also beside its algebraic rewrite (segment sums, then a small GEMM).
 - Distinct (--tasks distinct; bundles in <--bundles>/../distinct) at
   n = 8192, K = 256 in BF16 against cuBLAS + torch.unique.
 
@@ -26,6 +27,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_score_functions import interleaved_per_call, peak_bytes  # noqa: E402
+from bench_tile import zipf_keys  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32,
@@ -37,7 +39,7 @@ def main():
     parser.add_argument("--bundles", type=pathlib.Path, default=ROOT / ".carry" / "tile" / "mma")
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--sizes", default="4096,8192")
-    parser.add_argument("--tasks", default="gemm,q5,q7")
+    parser.add_argument("--tasks", default="gemm,q2,q5,q7")
     parser.add_argument("--precisions", default=",".join(DTYPES),
                         help="GEMM precisions (bf16,f16,tf32,tf32x3)")
     parser.add_argument("--nt-precisions", default="tf32",
@@ -89,12 +91,47 @@ def main():
                 del A, B, C, ref, out
 
     n, K = 8192, 256
-    for precision in ("bf16", "tf32x3") if tasks & {"q5", "q7"} else ():
+    for precision in ("bf16", "tf32x3") if tasks & {"q2", "q5", "q7"} else ():
         dtype = DTYPES[precision]
         # P R scaled so that 10 is 3.7 standard deviations (1e-4 of pairs).
         scale = (10.0 / (3.7 * K ** 0.5)) ** 0.5
         P = (torch.randn(n, K, generator=g) * scale).to(dtype).cuda()
         R = (torch.randn(K, n, generator=g) * scale).to(dtype).cuda()
+        if "q2" in tasks:
+            # Query 2: the product summed into 100 x 100 groups of Zipf keys.
+            zips = 100
+            pz, rz = zipf_keys(g, n, zips), zipf_keys(g, n, zips)
+            groups = torch.zeros(zips, zips, device="cuda")
+            q2 = program("q2_preference_by_zip", precision)
+
+            def q2_kge():
+                groups.zero_()
+                q2(P=P, R=R, Pzip=pz, Rzip=rz, C=groups)
+
+            def q2_torch():
+                out = torch.zeros(zips, zips, device="cuda")
+                prod = torch.matmul(P, R).float()
+                out.index_put_((pz.long()[:, None], rz.long()[None, :]), prod, accumulate=True)
+                return out
+
+            def q2_segment_sums():
+                # Not the query's plan but its algebra: sum P's rows and R's
+                # columns by key first, then one small product.
+                left = torch.zeros(zips, K, device="cuda").index_add_(0, pz.long(), P.float())
+                right = torch.zeros(K, zips, device="cuda").index_add_(1, rz.long(), R.float())
+                return left @ right
+
+            fns = {"kge": q2_kge, "cublas_plus_index_put": cublas(precision, q2_torch),
+                   "segment_sums_then_gemm": cublas(precision, q2_segment_sums)}
+            t = interleaved_per_call(fns, rounds=5, calls=3)
+            q2_kge()
+            ref = torch.zeros(zips, zips, dtype=torch.float64, device="cuda").index_put_(
+                (pz.long()[:, None], rz.long()[None, :]), P.double() @ R.double(), accumulate=True)
+            record({"task": "q2_aggregate", "precision": precision, "n": n, "K": K,
+                    "times_us": t, "speedup": t["cublas_plus_index_put"][0] / t["kge"][0],
+                    "max_rel_error": float((groups.double() - ref).abs().max() / ref.abs().max()),
+                    "extra_bytes": {"kge": peak_bytes(q2_kge),
+                                    "torch": peak_bytes(fns["cublas_plus_index_put"])}})
         if "q5" in tasks:
             capacity = 1 << 20
             rows = torch.empty(capacity, dtype=torch.int32, device="cuda")
