@@ -93,10 +93,11 @@ class Query:
     def __str__(self):
         return str(self.module)
 
-    def compile(self, cubin=True, cache=True, matrix_math=None, warpgroup=True, **tile_shape):
+    def compile(self, cubin=True, cache=True, matrix_math=None, warpgroup=True, cluster_m=2,
+                **tile_shape):
         """The query's kernel bundle for the GPU (compile_query)."""
         return compile_query(self, cubin=cubin, cache=cache, matrix_math=matrix_math,
-                             warpgroup=warpgroup, **tile_shape)
+                             warpgroup=warpgroup, cluster_m=cluster_m, **tile_shape)
 
     @property
     def inputs(self):
@@ -207,7 +208,8 @@ def _compile(query, options, cubin):
     ir = _ir()
     lowered = query.module.clone()
     pm = ir.PassManager(query.context)
-    names = {**_TILE_OPTIONS, "matrix_math": "matrix-math", "warpgroup": "warpgroup"}
+    names = {**_TILE_OPTIONS, "matrix_math": "matrix-math", "warpgroup": "warpgroup",
+             "cluster_m": "cluster-m"}
     tile = ",".join(f"{names[k]}={str(v).lower() if isinstance(v, bool) else v}"
                     for k, v in sorted(options.items()))
     pm.add("convert-tile-to-gpu" + ("{" + tile.replace(",", " ") + "}" if tile else "") +
@@ -219,7 +221,7 @@ def _compile(query, options, cubin):
 _MATRIX_MATH = ("fma", "tf32", "tf32x3")
 
 
-def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=True,
+def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=True, cluster_m=2,
                   **tile_shape):
     """The kernel bundle of `query` (a Query) for sm_90 (sm_90a with a
     warpgroup-MMA kernel): compiled once, then
@@ -229,7 +231,9 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
     Products of f16 and bf16 operands run on tensor cores (warpgroup MMA,
     sm_90a, when `warpgroup`, else mma.sync); `matrix_math` "tf32" or
     "tf32x3" puts products of f32 operands there too, "fma" keeps every
-    product on CUDA cores. `tile_shape` (block_m, block_n, block_k,
+    product on CUDA cores. `cluster_m` (1, 2 or 4): blocks of the
+    warpgroup kernel per cluster along M, sharing B's tiles by TMA
+    multicast. `tile_shape` (block_m, block_n, block_k,
     thread_m, thread_n) fixes one CUDA-core kernel instead of GAMUT's
     heuristic."""
     if matrix_math is not None and matrix_math not in _MATRIX_MATH:
@@ -237,6 +241,8 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
                          f"got {matrix_math!r}")
     if not isinstance(warpgroup, bool):
         raise TypeError(f"warpgroup must be a bool, got {warpgroup!r}")
+    if cluster_m not in (1, 2, 4) or isinstance(cluster_m, bool):
+        raise ValueError(f"cluster_m must be 1, 2 or 4, got {cluster_m!r}")
     for name, value in tile_shape.items():
         if name not in _TILE_OPTIONS:
             raise TypeError(f"unknown tile option '{name}' (expected one of "
@@ -249,6 +255,8 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
         options["matrix_math"] = matrix_math
     if not warpgroup:
         options["warpgroup"] = False
+    if cluster_m != 2:
+        options["cluster_m"] = cluster_m
     path = cache_dir() / f"{_cache_key(query, options, cubin)}.kgebundle" if cache else None
     if path is not None and path.exists():
         return compiler.Bundle(path.read_text())

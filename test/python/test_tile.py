@@ -469,6 +469,17 @@ def test_products_take_the_tensor_cores(tmp_path, monkeypatch):
         single.compile(matrix_math="tf16")
     with pytest.raises(TypeError, match="warpgroup must be a bool"):
         single.compile(warpgroup="no")
+    # Clusters of two blocks along M by default (grids of whole clusters),
+    # of one or four on request.
+    assert first["grid"] == ["ceildiv(N, 256)", "2 * ceildiv(M, 256)", "1"]
+    assert ".reqnctapercluster 1, 2, 1" in bundle.text
+    alone = half.compile(cubin=False, cluster_m=1)
+    assert alone.manifest["launches"][0]["grid"] == ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"]
+    assert "reqnctapercluster" not in alone.text and "multicast" not in alone.text
+    four = half.compile(cubin=False, cluster_m=4)
+    assert four.manifest["launches"][0]["grid"] == ["ceildiv(N, 256)", "4 * ceildiv(M, 512)", "1"]
+    with pytest.raises(ValueError, match="cluster_m must be 1, 2 or 4"):
+        half.compile(cluster_m=3)
 
 
 def test_tensor_core_results_match_the_cpu_path_in_their_precision():
