@@ -238,3 +238,42 @@ func.func @not_a_product(%A: memref<?x?xf16> {kge.param = "A"}, %B: memref<?x?xf
   }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+#i = affine_map<(i, j, k) -> (i)>
+#j = affine_map<(i, j, k) -> (j)>
+
+// A join may let one block skip its reduction: its warpgroup kernel runs
+// without clusters (a block of a cluster would wait for its partner's
+// multicasts forever), and its dense output keeps the fragments' stores
+// (pairs the join rejects keep their previous contents).
+// CHECK-LABEL: gpu.module @joined_f16_kernels
+// CHECK-SAME: function = "joined_f16_wgmma", grid = ["ceildiv(N, 256)", "ceildiv(M, 128)", "1"]
+// CHECK: gpu.func @joined_f16_wgmma({{.*}}) kernel attributes {kge.grid_constants = 2 : i32, known_block_size = array<i32: 288, 1, 1>}
+// CHECK-NOT: multicast_mask
+// CHECK-NOT: vector<4xf32>
+// CHECK: gpu.func @joined_f16_mma(
+func.func @joined_f16(%A: memref<?x?xf16> {kge.param = "A"}, %B: memref<?x?xf16> {kge.param = "B"},
+                      %ka: memref<?xi32> {kge.param = "ka"}, %kb: memref<?xi32> {kge.param = "kb"},
+                      %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%A, %B, %ka, %kb : memref<?x?xf16>, memref<?x?xf16>, memref<?xi32>, memref<?xi32>)
+      outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj, #i, #j] accumulate add output dense
+      when {
+      ^bb0(%i: index, %j: index, %a: i32, %b: i32):
+        %same = arith.cmpi eq, %a, %b : i32
+        tile.yield %same : i1
+      }
+      inner {
+      ^bb0(%a: f16, %b: f16, %x: i32, %y: i32):
+        %wa = arith.extf %a : f16 to f32
+        %wb = arith.extf %b : f16 to f32
+        %v = arith.mulf %wa, %wb : f32
+        tile.yield %v : f32
+      }
+  return
+}
+
