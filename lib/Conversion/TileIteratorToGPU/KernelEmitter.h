@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
 #include <array>
@@ -117,6 +118,16 @@ private:
   }
   Value less(Value a, Value c) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
+  }
+  /// Emits `body` under `condition` (an scf.if without else), or directly
+  /// when `condition` is null.
+  void inThen(Value condition, llvm::function_ref<void()> body) {
+    if (!condition)
+      return body();
+    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
   }
   /// Clones the region's block with `arguments`; float arithmetic may
   /// contract into fused multiply-adds (as nvcc's default -fmad=true).

@@ -385,6 +385,20 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
   return result;
 }
 
+/// Inline PTX `text` with `constraints` (AT&T dialect), of one `result`
+/// (null: none).
+static Value inlinePTX(OpBuilder &b, Location loc, Type result,
+                       ValueRange operands, StringRef text,
+                       StringRef constraints, bool sideEffects) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, result ? TypeRange{result} : TypeRange{}, operands, text,
+      constraints, sideEffects, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  return result ? op.getResult(0) : Value();
+}
+
 SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   MLIRContext *ctx = b.getContext();
   MmaPrecision precision = *shape.mma;
@@ -402,12 +416,6 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
                                             idx(shape.bk));
   Value warpgroup = arith::DivUIOp::create(b, loc, tid, idx(128));
-  auto inThen = [&](Value condition, llvm::function_ref<void()> body) {
-    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body();
-  };
   auto eq = [&](Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
         .getResult();
@@ -549,14 +557,8 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   Value warp = arith::IndexCastOp::create(
       b, loc, i32, arith::DivUIOp::create(b, loc, tid, idx(32)));
   Value uniformWarp =
-      LLVM::InlineAsmOp::create(
-          b, loc, i32, ValueRange{warp},
-          "shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r",
-          /*has_side_effects=*/false, /*is_align_stack=*/false,
-          LLVM::tailcallkind::TailCallKind::None,
-          LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-          /*operand_attrs=*/ArrayAttr())
-          .getResult(0);
+      inlinePTX(b, loc, i32, warp, "shfl.sync.idx.b32 $0, $1, 0, 31, -1;",
+                "=r,r", /*sideEffects=*/false);
   auto split = scf::IfOp::create(
       b, loc, TypeRange{accType},
       arith::CmpIOp::create(
@@ -667,17 +669,13 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
              Value address = nvgpu::MBarrierGetOp::create(
                  b, loc, b.getI32Type(), barriers, empty);
              for (int64_t r = 0; r < cluster; ++r)
-               LLVM::InlineAsmOp::create(
-                   b, loc, TypeRange{},
-                   ValueRange{address, arith::ConstantIntOp::create(
-                                           b, loc, b.getI32Type(), r)},
-                   "{\n.reg .b32 remote;\n"
-                   "mapa.shared::cluster.u32 remote, $0, $1;\n"
-                   "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
-                   "r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-                   LLVM::tailcallkind::TailCallKind::None,
-                   LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-                   /*operand_attrs=*/ArrayAttr());
+               inlinePTX(b, loc, Type(),
+                         ValueRange{address, arith::ConstantIntOp::create(
+                                                 b, loc, b.getI32Type(), r)},
+                         "{\n.reg .b32 remote;\n"
+                         "mapa.shared::cluster.u32 remote, $0, $1;\n"
+                         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}",
+                         "r,r", /*sideEffects=*/true);
            });
     scf::YieldOp::create(b, loc, acc);
   }

@@ -189,10 +189,7 @@ void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
   Value isFirst =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
   auto onFirst = [&](llvm::function_ref<void()> body) {
-    auto ifFirst = scf::IfOp::create(b, loc, isFirst, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifFirst.thenBlock());
-    body();
+    inThen(isFirst, body);
   };
   onFirst([&] {
     memref::StoreOp::create(b, loc, arith::ConstantIntOp::create(b, loc, i32, 0),
@@ -288,9 +285,9 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
   Value capacity = arith::IndexCastOp::create(
       b, loc, i64, memref::DimOp::create(b, loc, arg(outputs[0]), 0));
   Value count = arg(outputs[1]);
-  // A slot read whole (a plain load of unknown alignment is split into
-  // halves, and a half-written slot would read as another value's).
-  auto readSlot = [&](Value at) -> Value { return relaxedLoad(set, at); };
+  // Slots are read whole by relaxedLoad (a plain load of unknown alignment
+  // is split into halves, and a half-written slot would read as another
+  // value's).
 
   for (auto [value, hold] : llvm::zip(values, holds)) {
     auto ifHeld = scf::IfOp::create(b, loc, hold, /*withElseRegion=*/false);
@@ -366,7 +363,7 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
             arith::RemUIOp::create(
                 b, loc, arith::AddIOp::create(b, loc, start, probeIndex),
                 modulus));
-        Value seen = readSlot(at);
+        Value seen = relaxedLoad(set, at);
         auto ifEmpty = scf::IfOp::create(
             b, loc, TypeRange{i32}, cmp(arith::CmpIPredicate::eq, seen, c64(0)),
             /*withElseRegion=*/true);
@@ -415,7 +412,7 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
       OpBuilder::InsertionGuard specialGuard(b);
       b.setInsertionPointToStart(ifSpecial.thenBlock());
       // The flag: read, and exchanged only while it reads clear.
-      Value flag = readSlot(flagAt);
+      Value flag = relaxedLoad(set, flagAt);
       auto ifClear = scf::IfOp::create(
           b, loc, TypeRange{i1}, cmp(arith::CmpIPredicate::eq, flag, c64(0)),
           /*withElseRegion=*/true);
@@ -438,17 +435,16 @@ void KernelEmitter::storeDistinct(Value set, ArrayRef<Value> values,
     } else {
       isNew = probe();
     }
-    auto ifNew = scf::IfOp::create(b, loc, isNew, /*withElseRegion=*/false);
-    b.setInsertionPointToStart(ifNew.thenBlock());
-    Value slot = memref::AtomicRMWOp::create(
-        b, loc, arith::AtomicRMWKind::addi, c64(1), count, ValueRange{idx(0)});
-    auto ifFits = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::slt, slot, capacity),
-        /*withElseRegion=*/false);
-    b.setInsertionPointToStart(ifFits.thenBlock());
-    memref::StoreOp::create(
-        b, loc, v, arg(outputs[0]),
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getIndexType(), slot)});
+    inThen(isNew, [&] {
+      Value slot = memref::AtomicRMWOp::create(
+          b, loc, arith::AtomicRMWKind::addi, c64(1), count, ValueRange{idx(0)});
+      inThen(cmp(arith::CmpIPredicate::slt, slot, capacity), [&] {
+        memref::StoreOp::create(
+            b, loc, v, arg(outputs[0]),
+            ValueRange{
+                arith::IndexCastOp::create(b, loc, b.getIndexType(), slot)});
+      });
+    });
   }
 }
 
@@ -538,12 +534,6 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
   auto storeShared = [&](Value v, Value array, Value at) {
     memref::StoreOp::create(b, loc, v, array, ValueRange{at});
   };
-  auto inThen = [&](Value cond, llvm::function_ref<void()> body) {
-    auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body();
-  };
   auto toI32 = [&](Value v) {
     return arith::IndexCastOp::create(b, loc, i32, v).getResult();
   };
@@ -567,13 +557,10 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
   // Global entries are read with relaxed atomic loads: other blocks wrote
   // them, and L1 is not coherent.
   Type coord = cast<MemRefType>(outputs[1].getType()).getElementType();
-  auto atomicRead = [&](Value array, Value at) -> Value {
-    return relaxedLoad(array, at);
-  };
   auto globalEntry = [&](Value e) {
-    Value row = atomicRead(arg(outputs[1]), e);
-    Value col = atomicRead(arg(outputs[2]), e);
-    Value value = atomicRead(arg(outputs[0]), e);
+    Value row = relaxedLoad(arg(outputs[1]), e);
+    Value col = relaxedLoad(arg(outputs[2]), e);
+    Value value = relaxedLoad(arg(outputs[0]), e);
     Value filled = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne, row,
         arith::ConstantIntOp::create(b, loc, coord, -1));
@@ -875,14 +862,6 @@ void KernelEmitter::emitStagedDenseStore(
       arith::MulIOp::create(b, loc, mmaBase,
                             idx(getMmaElementBits(*shape.mma) / 8)),
       ValueRange{});
-  auto inThen = [&](Value condition, llvm::function_ref<void()> body) {
-    if (!condition)
-      return body();
-    auto ifOp = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    body();
-  };
   // The pairs' values (pure: computed once for every round).
   SmallVector<Value> values;
   for (int64_t r = 0; r < shape.tm; ++r)
