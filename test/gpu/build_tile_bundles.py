@@ -44,6 +44,14 @@ MMA_QUERIES = {"q2_preference_by_zip": ("P", "R"), "q3_strong_pairs_by_zip": ("P
                "q7_top_preferences": ("P", "R")}
 
 
+def to_bundle(bin_dir, tile_ir, options, path):
+    """Lowers `tile_ir` with convert-tile-to-gpu's `options` (empty: GAMUT's
+    heuristic) and writes its bundle to `path`."""
+    lowered = run(bin_dir / "kge-opt", "--convert-tile-to-gpu" + (f"={options}" if options else ""),
+                  "--kge-lower-to-gpu", stdin=tile_ir)
+    path.write_text(run(bin_dir / "kge-translate", "--kge-to-bundle", stdin=lowered))
+
+
 def gemm_query(layout):
     a, b = LAYOUTS[layout]
     return ("where (i in [0, M], j in [0, N]) {\n  accum = 0;\n  reduce (k in [0, K]) {\n"
@@ -64,11 +72,8 @@ def build_mma(bin_dir, out):
             dtype = precision if precision in ("f16", "bf16") else "f32"
             typed = run(bin_dir / "kge-translate", "--import-gamut", f"--gamut-name={name}",
                         "--gamut-dtype=" + ",".join(f"{n}:{dtype}" for n in operands), source)
-            option = "" if dtype != "f32" else f"=matrix-math={precision}"
-            lowered = run(bin_dir / "kge-opt", "--convert-tile-to-gpu" + option,
-                          "--kge-lower-to-gpu", stdin=typed)
-            bundle = run(bin_dir / "kge-translate", "--kge-to-bundle", stdin=lowered)
-            (out / f"{name}.{precision}.kgebundle").write_text(bundle)
+            option = "" if dtype != "f32" else f"matrix-math={precision}"
+            to_bundle(bin_dir, typed, option, out / f"{name}.{precision}.kgebundle")
             count += 1
         source.unlink()
     return count
@@ -117,11 +122,7 @@ def build_distinct(bin_dir, out):
             typed = run(bin_dir / "kge-translate", "--import-gamut", "--gamut-name=distinct",
                         f"--gamut-dtype=A:{dtype},B:{dtype}", source)
         for shape in ("t64", "auto"):
-            options = SHAPES[shape]
-            lowered = run(bin_dir / "kge-opt", "--convert-tile-to-gpu" +
-                          (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=typed)
-            bundle = run(bin_dir / "kge-translate", "--kge-to-bundle", stdin=lowered)
-            (out / f"{dtype}.{shape}.kgebundle").write_text(bundle)
+            to_bundle(bin_dir, typed, SHAPES[shape], out / f"{dtype}.{shape}.kgebundle")
             count += 1
     source.unlink()
     return count
@@ -141,21 +142,15 @@ def main():
         for shape, options in SHAPES.items():
             if shape not in SHAPES_OF.get(path.stem, SHAPES):
                 continue
-            lowered = run(args.bin / "kge-opt", "--convert-tile-to-gpu" +
-                          (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=tile_ir)
-            bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)
-            (args.out / f"{path.stem}.{shape}.kgebundle").write_text(bundle)
+            to_bundle(args.bin, tile_ir, options, args.out / f"{path.stem}.{shape}.kgebundle")
             count += 1
         for dtype in DTYPES if path.stem in PRECISIONS else ():
             typed = run(args.bin / "kge-translate", "--import-gamut", f"--gamut-name={path.stem}",
                         "--gamut-dtype=" + ",".join(f"{n}:{dtype}" for n in PRECISIONS[path.stem]),
                         path)
             for shape in ("t64", "t128"):
-                options = SHAPES[shape]
-                lowered = run(args.bin / "kge-opt", "--convert-tile-to-gpu" +
-                              (f"={options}" if options else ""), "--kge-lower-to-gpu", stdin=typed)
-                bundle = run(args.bin / "kge-translate", "--kge-to-bundle", stdin=lowered)
-                (args.out / f"{path.stem}.{dtype}.{shape}.kgebundle").write_text(bundle)
+                to_bundle(args.bin, typed, SHAPES[shape],
+                          args.out / f"{path.stem}.{dtype}.{shape}.kgebundle")
                 count += 1
     count += build_mma(args.bin, args.out / "mma")
     count += build_distinct(args.bin, args.out / "distinct")
