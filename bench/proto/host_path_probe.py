@@ -43,6 +43,8 @@ def inputs(batch):
 
 
 small, empty = inputs(64), inputs(0)
+order = [p["name"] for p in program.signature["params"] if p["role"] != "result"]
+positional, positional0 = [small[k] for k in order], [empty[k] for k in order]
 out64, out0 = torch.empty(64, device="cuda"), torch.empty(0, device="cuda")
 h = small["h"]
 captured = program.capture(**small)
@@ -53,6 +55,9 @@ rows = {
     "KGE captured call (CUDA graph), B=64": captured.replay,
     "KGE call, B=64": lambda: program(**small),
     "KGE call, B=64, out=": lambda: program(**small, out={"score": out64}),
+    "KGE run(*arrays), B=64": lambda: program.run(*positional),
+    "KGE run(*arrays, out), B=64": lambda: program.run(*positional, out64),
+    "KGE run(*arrays, out), B=0 (no launch)": lambda: program.run(*positional0, out0),
     "KGE call, B=0 (no launch)": lambda: program(**empty),
     "KGE call, B=0, out=": lambda: program(**empty, out={"score": out0}),
     "t.data_ptr()": h.data_ptr,

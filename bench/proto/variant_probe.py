@@ -33,6 +33,7 @@ parser.add_argument("--dataset", choices=["fb15k", "biokg"], default="fb15k")
 parser.add_argument("--negatives", type=int, default=0, help="K: time negative-mode bundles, B/K edges")
 parser.add_argument("--rounds", type=int, default=15)
 parser.add_argument("--calls", type=int, default=None, help="calls per round (default: about 2 ms of calls)")
+parser.add_argument("--no-compile", action="store_true", help="KGE's variants only (no torch.compile)")
 args = parser.parse_args()
 directory, variants, models = args.directory, args.variants, args.models
 B, D = args.batch, 512
@@ -57,6 +58,7 @@ for model in models:
     fns = {}
     if not args.negatives:
         ref = TORCH[model](**inputs)
+    if not args.negatives and not args.no_compile:
         compiled = torch.compile(TORCH[model], dynamic=False)
         fns["compile"] = lambda: compiled(**inputs)
     programs, errors = {}, {}

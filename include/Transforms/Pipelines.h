@@ -75,6 +75,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("with a whole-batch sort, sort only batches of at least "
                      "this many edges; 0: always (-1: choose)"),
       llvm::cl::init(-1)};
+  Option<int64_t> reorderMinReuse{
+      *this, "reorder-min-reuse",
+      llvm::cl::desc("with a whole-batch sort, sort only batches with at "
+                     "least this many edges per row of the key's table; 0: "
+                     "no such condition (-1: choose)"),
+      llvm::cl::init(-1)};
   Option<int64_t> deterministic{
       *this, "deterministic",
       llvm::cl::desc("1: bitwise-identical results for identical inputs; 0: "

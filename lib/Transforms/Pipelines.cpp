@@ -49,6 +49,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.blocksPerSM = options.blocksPerSM;
   fuse.deterministic = options.deterministic;
   fuse.reorderMinBatch = options.reorderMinBatch;
+  fuse.reorderMinReuse = options.reorderMinReuse;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

@@ -8,7 +8,8 @@ _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-wid
                    "reorder_key": "reorder-key", "reorder_group": "reorder-group",
                    "stage_repeats": "stage-repeats", "matrix_math": "matrix-math",
                    "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm",
-                   "deterministic": "deterministic", "reorder_min_batch": "reorder-min-batch"}
+                   "deterministic": "deterministic", "reorder_min_batch": "reorder-min-batch",
+                   "reorder_min_reuse": "reorder-min-reuse"}
 
 
 def _ir():
@@ -22,7 +23,7 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
     matrix_math, carry_floats, blocks_per_sm, deterministic: a bool,
-    reorder_min_batch)."""
+    reorder_min_batch, reorder_min_reuse)."""
     passes = []
     if sizes:
         for symbol, value in sizes.items():

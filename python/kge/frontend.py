@@ -522,7 +522,7 @@ class ScoreFunction:
         gives static sizes (e.g. {"D_Eemb": 512}), `layout` the options of
         bvec-fuse (tile, warps, vector_width, reorder_key, reorder_group,
         stage_repeats, matrix_math, carry_floats, blocks_per_sm,
-        deterministic, reorder_min_batch)."""
+        deterministic, reorder_min_batch, reorder_min_reuse)."""
         from .compiler import compile_bundle
         return compile_bundle(self.module, negative, sizes, cubin, **layout)
 

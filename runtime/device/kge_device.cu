@@ -307,38 +307,64 @@ extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
   }
 }
 
+/// Inclusive prefix sum of one `value` per lane over the warp.
+__device__ int warpInclusivePrefix(int value) {
+  int lane = threadIdx.x & 31;
+  for (int d = 1; d < 32; d <<= 1) {
+    int up = __shfl_up_sync(0xffffffffu, value, d);
+    if (lane >= d)
+      value += up;
+  }
+  return value;
+}
+
 extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   __shared__ int partials[32];
-  // One block: each thread takes a contiguous range of keys, sums the items
-  // of its rare and of its frequent keys, and two block-wide scans of those
-  // sums give each thread where its runs start (rare keys' runs first, the
-  // frequent keys' after all rare items). Two scans in all, whatever the
-  // number of keys (93,773 for BioKG), instead of two per 1024 keys.
+  // One block: each warp takes a contiguous segment of the keys and reads it
+  // in coalesced runs of 32 consecutive counters (a thread per counter, so
+  // the loads of a run are one transaction and the runs' loads overlap).
+  // The first pass sums each warp's rare and frequent items; two block-wide
+  // scans of those sums give where each warp's runs start (rare keys' runs
+  // first, the frequent keys' after all rare items); the second pass scans
+  // each run of 32 within the warp and writes the starts.
   int n = static_cast<int>(numKeys);
-  int per = (n + static_cast<int>(blockDim.x) - 1) / static_cast<int>(blockDim.x);
-  int begin = min(n, static_cast<int>(threadIdx.x) * per);
+  int lane = static_cast<int>(threadIdx.x) & 31;
+  int warp = static_cast<int>(threadIdx.x) >> 5;
+  int warps = static_cast<int>(blockDim.x) >> 5;
+  int per = ((n + warps - 1) / warps + 31) & ~31;
+  int begin = min(n, warp * per);
   int end = min(n, begin + per);
   int rare = 0, frequent = 0;
-  for (int i = begin; i < end; ++i) {
+  for (int i = begin + lane; i < end; i += 32) {
     int count = counts[i];
     if (count < KGE_RARE_KEY_COUNT)
       rare += count;
     else
       frequent += count;
   }
+  for (int d = 16; d > 0; d >>= 1) {
+    rare += __shfl_xor_sync(0xffffffffu, rare, d);
+    frequent += __shfl_xor_sync(0xffffffffu, frequent, d);
+  }
+  // Only lane 0 contributes its warp's sums: the exclusive prefix at lane 0
+  // of warp w is the sum over the warps before it.
   int rareTotal, frequentTotal;
-  int rareRun = blockExclusivePrefix(rare, partials, rareTotal);
-  int frequentRun =
-      rareTotal + blockExclusivePrefix(frequent, partials, frequentTotal);
-  for (int i = begin; i < end; ++i) {
-    int count = counts[i];
-    if (count < KGE_RARE_KEY_COUNT) {
-      counts[i] = rareRun;
-      rareRun += count;
-    } else {
-      counts[i] = frequentRun;
-      frequentRun += count;
-    }
+  int rareRun = blockExclusivePrefix(lane == 0 ? rare : 0, partials, rareTotal);
+  int frequentRun = blockExclusivePrefix(lane == 0 ? frequent : 0, partials,
+                                         frequentTotal);
+  rareRun = __shfl_sync(0xffffffffu, rareRun, 0);
+  frequentRun = rareTotal + __shfl_sync(0xffffffffu, frequentRun, 0);
+  for (int base = begin; base < end; base += 32) {
+    int i = base + lane;
+    int count = i < end ? counts[i] : 0;
+    bool isRare = count < KGE_RARE_KEY_COUNT;
+    int rareHere = warpInclusivePrefix(isRare ? count : 0);
+    int frequentHere = warpInclusivePrefix(isRare ? 0 : count);
+    if (i < end)
+      counts[i] = isRare ? rareRun + rareHere - count
+                         : frequentRun + frequentHere - count;
+    rareRun += __shfl_sync(0xffffffffu, rareHere, 31);
+    frequentRun += __shfl_sync(0xffffffffu, frequentHere, 31);
   }
 }
 

@@ -393,10 +393,68 @@ public:
   /// A call's arrays read and checked, its results allocated.
   struct Prepared {
     CallOptions options;
-    Bindings bindings;
+    std::shared_ptr<const LaunchPlan> plan;
     std::vector<DeviceArray> arguments, results;
-    py::dict resultObjects;
+    /// The result objects in signature order.
+    std::vector<py::object> resultObjects;
   };
+
+  /// Reads the argument `value` of parameter `i`, remembering the first
+  /// table (results are allocated like it).
+  void readArgument(Prepared &prepared, unsigned i, py::handle value,
+                    py::handle &firstTable, unsigned &firstTableIndex) const {
+    const Parameter &p = program->manifest().signature.params[i];
+    prepared.arguments.push_back(readArray(value, p.name));
+    if (p.role == ParamRole::Table && !firstTable) {
+      firstTable = value;
+      firstTableIndex = i;
+    }
+  }
+
+  /// Gets the plan of the read arguments; reads the given results (`given`
+  /// returns the object of result r, or null) or allocates them.
+  template <typename Given>
+  void finish(Prepared &prepared, py::handle firstTable,
+              unsigned firstTableIndex, Given &&given) {
+    const Signature &signature = program->manifest().signature;
+    std::vector<DeviceArray> &arguments = prepared.arguments;
+    prepared.plan = program->plan(arguments, prepared.options.batchSize);
+    const std::vector<std::vector<int64_t>> &shapes =
+        prepared.plan->resultShapes;
+    prepared.results.reserve(shapes.size());
+    prepared.resultObjects.reserve(shapes.size());
+    for (unsigned r = 0; r < shapes.size(); ++r) {
+      const Parameter &p = signature.params[signature.numArguments() + r];
+      py::object out;
+      if (py::handle object = given(r)) {
+        out = py::reinterpret_borrow<py::object>(object);
+        prepared.results.push_back(readArray(out, p.name));
+      } else if (firstTable && isTorchTensor(firstTable)) {
+        py::tuple shape(shapes[r].size());
+        for (size_t d = 0; d < shapes[r].size(); ++d)
+          shape[d] = py::int_(shapes[r][d]);
+        // new_empty gives a contiguous tensor of this shape on the table's
+        // device: only its address is new. It has the table's dtype unless
+        // told otherwise (f32 scores of half-precision tables).
+        if (arguments[firstTableIndex].dtype == p.dtype)
+          out = callMethod(firstTable, Names::get().newEmpty, shape);
+        else
+          out = newEmptyOfDType(firstTable, shape, p.dtype);
+        DeviceArray array;
+        array.data = torchDataPointer(out);
+        array.dtype = p.dtype;
+        array.shape = shapes[r];
+        array.device = arguments[firstTableIndex].device;
+        prepared.results.push_back(std::move(array));
+      } else {
+        int device = arguments.empty() ? program->device() : arguments[0].device;
+        out = py::cast(std::make_shared<DeviceBuffer>(
+            shapes[r], p.dtype, device < 0 ? program->device() : device));
+        prepared.results.push_back(readArray(out, p.name));
+      }
+      prepared.resultObjects.push_back(std::move(out));
+    }
+  }
 
   Prepared prepare(const py::kwargs &kwargs) {
     Prepared prepared;
@@ -429,82 +487,97 @@ public:
     if (py::handle v = option(outKey, recognized); v && !v.is_none())
       outs = v.cast<py::dict>();
 
-    std::vector<DeviceArray> &arguments = prepared.arguments;
-    arguments.reserve(signature.numArguments());
+    prepared.arguments.reserve(signature.numArguments());
     py::handle firstTable;
     unsigned firstTableIndex = 0;
     for (unsigned i = 0; i < signature.numArguments(); ++i) {
-      const Parameter &p = signature.params[i];
       PyObject *value = PyDict_GetItemWithError(kw, names[i].ptr());
       if (!value) {
         if (PyErr_Occurred())
           throw py::error_already_set();
-        throw ArgumentError("missing argument '" + p.name + "' of '" +
-                            signature.name + "'");
+        throw ArgumentError("missing argument '" + signature.params[i].name +
+                            "' of '" + signature.name + "'");
       }
       ++recognized;
-      arguments.push_back(readArray(value, p.name));
-      if (p.role == ParamRole::Table && !firstTable) {
-        firstTable = value;
-        firstTableIndex = i;
-      }
+      readArgument(prepared, i, value, firstTable, firstTableIndex);
     }
     if (PyDict_Size(kw) != recognized)
       rejectUnknown(kwargs);
-
-    prepared.bindings = program->bind(arguments, options.batchSize);
-    std::vector<std::vector<int64_t>> shapes =
-        program->resultShapes(prepared.bindings);
-    py::dict &results = prepared.resultObjects;
-    std::vector<DeviceArray> &resultArrays = prepared.results;
-    resultArrays.reserve(shapes.size());
-    for (unsigned r = 0; r < shapes.size(); ++r) {
-      unsigned index = signature.numArguments() + r;
-      const Parameter &p = signature.params[index];
-      py::object out;
-      PyObject *given = PyDict_GetItemWithError(outs.ptr(), names[index].ptr());
+    finish(prepared, firstTable, firstTableIndex, [&](unsigned r) {
+      PyObject *given = PyDict_GetItemWithError(
+          outs.ptr(), names[signature.numArguments() + r].ptr());
       if (!given && PyErr_Occurred())
         throw py::error_already_set();
-      if (given) {
-        out = py::reinterpret_borrow<py::object>(given);
-        resultArrays.push_back(readArray(out, p.name));
-      } else if (firstTable && isTorchTensor(firstTable)) {
-        py::tuple shape(shapes[r].size());
-        for (size_t d = 0; d < shapes[r].size(); ++d)
-          shape[d] = py::int_(shapes[r][d]);
-        // new_empty gives a contiguous tensor of this shape on the table's
-        // device: only its address is new. It has the table's dtype unless
-        // told otherwise (f32 scores of half-precision tables).
-        if (arguments[firstTableIndex].dtype == p.dtype)
-          out = callMethod(firstTable, Names::get().newEmpty, shape);
-        else
-          out = newEmptyOfDType(firstTable, shape, p.dtype);
-        DeviceArray array;
-        array.data = torchDataPointer(out);
-        array.dtype = p.dtype;
-        array.shape = shapes[r];
-        array.device = arguments[firstTableIndex].device;
-        resultArrays.push_back(std::move(array));
-      } else {
-        int device = arguments.empty() ? program->device() : arguments[0].device;
-        out = py::cast(std::make_shared<DeviceBuffer>(
-            shapes[r], p.dtype, device < 0 ? program->device() : device));
-        resultArrays.push_back(readArray(out, p.name));
-      }
-      if (PyDict_SetItem(results.ptr(), names[index].ptr(), out.ptr()) < 0)
-        throw py::error_already_set();
-    }
+      return py::handle(given);
+    });
     return prepared;
+  }
+
+  void launch(Prepared &prepared) {
+    py::gil_scoped_release release;
+    program->call(*prepared.plan, prepared.arguments, prepared.results,
+                  prepared.options);
+  }
+
+  /// The results by name.
+  py::dict resultDict(const Prepared &prepared) const {
+    py::dict results;
+    unsigned first = program->manifest().signature.numArguments();
+    for (size_t r = 0; r < prepared.resultObjects.size(); ++r)
+      if (PyDict_SetItem(results.ptr(), names[first + r].ptr(),
+                         prepared.resultObjects[r].ptr()) < 0)
+        throw py::error_already_set();
+    return results;
   }
 
   py::dict call(const py::kwargs &kwargs) {
     Prepared prepared = prepare(kwargs);
-    {
-      py::gil_scoped_release release;
-      program->call(prepared.bindings, prepared.arguments, prepared.results,
-                    prepared.options);
+    launch(prepared);
+    return resultDict(prepared);
+  }
+
+  /// The lean entry point: the arguments in signature order, then
+  /// optionally every result; returns the result (a tuple of them when
+  /// there are several).
+  py::object run(const py::args &args, uint64_t stream) {
+    const Signature &signature = program->manifest().signature;
+    unsigned numArguments = signature.numArguments();
+    size_t given = args.size();
+    if (given != numArguments && given != signature.params.size()) {
+      auto list = [&](unsigned begin, unsigned end) {
+        std::string names;
+        for (unsigned i = begin; i < end; ++i)
+          names += (i == begin ? "" : ", ") + signature.params[i].name;
+        return names;
+      };
+      throw ArgumentError(
+          "run() takes the arguments of '" + signature.name +
+          "' in signature order (" + list(0, numArguments) +
+          "), optionally followed by its results (" +
+          list(numArguments, signature.params.size()) + "); got " +
+          std::to_string(given) + " arrays");
     }
-    return prepared.resultObjects;
+    Prepared prepared;
+    prepared.options.stream = stream;
+    prepared.arguments.reserve(numArguments);
+    py::handle firstTable;
+    unsigned firstTableIndex = 0;
+    PyObject *tuple = args.ptr();
+    for (unsigned i = 0; i < numArguments; ++i)
+      readArgument(prepared, i, PyTuple_GET_ITEM(tuple, i), firstTable,
+                   firstTableIndex);
+    finish(prepared, firstTable, firstTableIndex, [&](unsigned r) {
+      return py::handle(given > numArguments
+                            ? PyTuple_GET_ITEM(tuple, numArguments + r)
+                            : nullptr);
+    });
+    launch(prepared);
+    if (prepared.resultObjects.size() == 1)
+      return std::move(prepared.resultObjects.front());
+    py::tuple results(prepared.resultObjects.size());
+    for (size_t r = 0; r < prepared.resultObjects.size(); ++r)
+      results[r] = prepared.resultObjects[r];
+    return results;
   }
 
   /// Names the first keyword that is neither an argument nor an option.
@@ -550,7 +623,7 @@ PyCapturedCall capture(PyProgram &self, const py::kwargs &kwargs) {
   }
   for (auto item : kwargs)
     result.arrays[item.first] = item.second;
-  result.results = prepared.resultObjects;
+  result.results = self.resultDict(prepared);
   return result;
 }
 
@@ -600,6 +673,17 @@ PYBIND11_MODULE(kge_runtime, m) {
            "Run with the arguments by name; returns the results by name. "
            "Options: out={name: tensor}, stream=handle, checked=bool, "
            "batch_size=int")
+      .def("run", &PyProgram::run, py::arg("stream") = 0,
+           "The lean entry point: run(*arrays, stream=0) with the "
+           "arguments in signature order, then optionally every result "
+           "(written in place); returns the result, or a tuple of them. "
+           "Launch plans are kept per set of shapes, so a call with shapes "
+           "seen before reads the arrays' addresses and launches")
+      .def_property_readonly(
+          "num_plans",
+          [](const PyProgram &p) { return p.program->numPlans(); },
+          "How many launch plans the program holds (one per set of "
+          "argument shapes)")
       .def("capture", &capture,
            "Capture one call (the same arguments and options as a call) in "
            "a CUDA graph: returns a CapturedCall whose replay() runs it "

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 
 namespace kge_runtime {
 
@@ -157,7 +158,8 @@ struct Program::Impl {
   /// Scratch buffers per stream: one call on a stream at a time uses them.
   struct StreamScratch {
     std::mutex mutex;
-    std::map<std::string, std::pair<CUdeviceptr, size_t>> buffers;
+    /// By the index of the manifest's scratch buffer.
+    std::vector<std::pair<CUdeviceptr, size_t>> buffers;
     std::pair<CUdeviceptr, size_t> checkBuffer{0, 0};
   };
   std::mutex streamsMutex, configureMutex;
@@ -170,6 +172,22 @@ struct Program::Impl {
       entry = std::make_unique<StreamScratch>();
     return *entry;
   }
+
+  /// Launch plans by the key of their arguments' shapes (planKey). Bounded:
+  /// a program called with ever new shapes starts over at kMaxPlans.
+  static constexpr size_t kMaxPlans = 256;
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t> &key) const {
+      size_t h = key.size();
+      for (int64_t v : key)
+        h = h * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(v);
+      return h;
+    }
+  };
+  mutable std::mutex plansMutex;
+  std::unordered_map<std::vector<int64_t>, std::shared_ptr<const LaunchPlan>,
+                     KeyHash>
+      plans;
 };
 
 Program::Program(Manifest manifest, int device)
@@ -181,8 +199,9 @@ Program::~Program() {
     const Driver &d = driver();
     useDevice(device_);
     for (auto &[stream, scratch] : impl_->streams) {
-      for (auto &[name, buffer] : scratch->buffers)
-        d.cuMemFree(buffer.first);
+      for (auto &buffer : scratch->buffers)
+        if (buffer.first)
+          d.cuMemFree(buffer.first);
       if (scratch->checkBuffer.first)
         d.cuMemFree(scratch->checkBuffer.first);
     }
@@ -279,15 +298,6 @@ Bindings Program::bind(const std::vector<DeviceArray> &arguments,
   return bindings;
 }
 
-std::vector<std::vector<int64_t>>
-Program::resultShapes(const Bindings &bindings) const {
-  std::vector<std::vector<int64_t>> shapes;
-  for (size_t i = manifest_.signature.numArguments();
-       i < manifest_.signature.params.size(); ++i)
-    shapes.push_back(bindings.shapeOf(manifest_.signature.params[i]));
-  return shapes;
-}
-
 /// Checks device, contiguity and alignment of every array.
 static void checkPlacement(const Signature &signature,
                            const std::vector<DeviceArray> &arrays,
@@ -335,34 +345,304 @@ static void checkPlacement(const Signature &signature,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Launch plans
+//===----------------------------------------------------------------------===//
+
+/// The steps of a launch plan: what each launch needs beyond the addresses
+/// of the call's arrays and scratch buffers.
+struct LaunchPlan::Steps {
+  /// Bytes of each of the manifest's scratch buffers.
+  std::vector<size_t> scratchBytes;
+  /// The index checks' counts and bounds (checked mode), or the message of
+  /// the first one that could not be evaluated.
+  std::vector<int64_t> checkCounts, checkBounds;
+  std::string checkError;
+
+  /// Where a kernel parameter's value lives: a 64-bit word, a 32-bit half
+  /// or a tensor map, and its index there.
+  enum class Slot { Word, Half, Map };
+  /// A word that holds the address of an array or scratch buffer.
+  struct Address {
+    size_t word;
+    BufferRef::Kind kind;
+    int index;
+  };
+  /// A tensor map of a 2-D parameter, encoded per call (it holds the
+  /// address).
+  struct Map {
+    int param;
+    DType dtype;
+    uint64_t rows, cols;
+    unsigned box[2];
+  };
+  struct Step {
+    LaunchStep::Kind kind = LaunchStep::Kind::Kernel;
+    /// Memset: the scratch buffer and its bytes.
+    int buffer = -1;
+    size_t bytes = 0;
+    /// Kernel.
+    CUfunction function = nullptr;
+    unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1}, shared = 0;
+    bool dependent = false;
+    std::vector<uint64_t> words;
+    std::vector<uint32_t> halves;
+    std::vector<std::pair<Slot, size_t>> slots;
+    std::vector<Address> addresses;
+    std::vector<Map> maps;
+    const LaunchStep *source = nullptr;
+  };
+  /// The steps that run for these sizes (`when` and empty grids applied).
+  std::vector<Step> steps;
+};
+
+/// The key of a plan: everything bind() reads from the arguments.
+static std::vector<int64_t> planKey(const std::vector<DeviceArray> &arguments,
+                                    std::optional<int64_t> batchSize) {
+  std::vector<int64_t> key;
+  key.reserve(1 + 3 * arguments.size());
+  key.push_back(batchSize ? *batchSize : -1);
+  for (const DeviceArray &a : arguments) {
+    key.push_back(static_cast<int64_t>(a.dtype) << 8 |
+                  static_cast<int64_t>(a.shape.size()));
+    key.insert(key.end(), a.shape.begin(), a.shape.end());
+  }
+  return key;
+}
+
+std::shared_ptr<const LaunchPlan>
+Program::plan(const std::vector<DeviceArray> &arguments,
+              std::optional<int64_t> batchSize) {
+  const Signature &signature = manifest_.signature;
+  if (arguments.size() != signature.numArguments())
+    throw ArgumentError("'" + signature.name + "' takes " +
+                        std::to_string(signature.numArguments()) +
+                        " arguments, got " + std::to_string(arguments.size()));
+  std::vector<int64_t> key = planKey(arguments, batchSize);
+  {
+    std::lock_guard<std::mutex> lock(impl_->plansMutex);
+    auto it = impl_->plans.find(key);
+    if (it != impl_->plans.end())
+      return it->second;
+  }
+  std::shared_ptr<const LaunchPlan> built =
+      buildPlan(bind(arguments, batchSize));
+  std::lock_guard<std::mutex> lock(impl_->plansMutex);
+  if (impl_->plans.size() >= Impl::kMaxPlans)
+    impl_->plans.clear();
+  return impl_->plans.emplace(std::move(key), built).first->second;
+}
+
+size_t Program::numPlans() const {
+  std::lock_guard<std::mutex> lock(impl_->plansMutex);
+  return impl_->plans.size();
+}
+
+std::shared_ptr<const LaunchPlan> Program::buildPlan(Bindings bindings) {
+  using Steps = LaunchPlan::Steps;
+  const Signature &signature = manifest_.signature;
+  auto plan = std::make_shared<LaunchPlan>();
+  auto steps = std::make_shared<Steps>();
+  plan->bindings = std::move(bindings);
+  const Bindings &b = plan->bindings;
+  for (size_t i = signature.numArguments(); i < signature.params.size(); ++i)
+    plan->resultShapes.push_back(b.shapeOf(signature.params[i]));
+  auto evaluate = [&](const ExpressionPtr &e) {
+    int64_t value;
+    std::string message;
+    if (!e->evaluate(b, value, message))
+      throw ArgumentError(message);
+    return value;
+  };
+
+  for (const ScratchBuffer &s : manifest_.scratch) {
+    int64_t count = evaluate(s.count);
+    if (count < 0)
+      throw ArgumentError("scratch buffer '" + s.name + "' has negative size");
+    steps->scratchBytes.push_back(static_cast<size_t>(count) *
+                                  dtypeSize(s.dtype));
+  }
+  // Index checks run in checked mode only: a size they cannot evaluate is
+  // an error of checked calls.
+  for (const IndexCheck &c : manifest_.checks) {
+    int64_t count = 0, bound = 0;
+    std::string message;
+    if (steps->checkError.empty() &&
+        (!c.count->evaluate(b, count, message) ||
+         !c.bound->evaluate(b, bound, message)))
+      steps->checkError = message;
+    steps->checkCounts.push_back(count);
+    steps->checkBounds.push_back(bound);
+  }
+
+  const Driver &d = driver();
+  for (size_t s = 0; s < manifest_.launches.size(); ++s) {
+    const LaunchStep &launch = manifest_.launches[s];
+    if (launch.when && evaluate(launch.when) <= 0)
+      continue;
+    Steps::Step step;
+    step.kind = launch.kind;
+    step.source = &launch;
+    if (launch.kind == LaunchStep::Kind::Memset) {
+      step.buffer = launch.buffer.index;
+      step.bytes = steps->scratchBytes[launch.buffer.index];
+      if (step.bytes)
+        steps->steps.push_back(std::move(step));
+      continue;
+    }
+    int64_t grid[3], block[3];
+    for (int i = 0; i < 3; ++i) {
+      grid[i] = evaluate(launch.grid[i]);
+      block[i] = evaluate(launch.block[i]);
+    }
+    if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
+      continue; // Nothing to do (an empty batch).
+    int64_t shared = evaluate(launch.sharedBytes);
+    if (grid[0] > 2147483647LL || grid[1] > 65535 || grid[2] > 65535 ||
+        block[0] * block[1] * block[2] > 1024 || block[0] <= 0 ||
+        block[1] <= 0 || block[2] <= 0)
+      throw ArgumentError("kernel '" + launch.function +
+                          "' needs a launch the GPU cannot run (grid " +
+                          std::to_string(grid[0]) + ", block " +
+                          std::to_string(block[0]) + ")");
+    if (shared < 0 || shared + impl_->staticShared[s] > impl_->maxSharedOptin)
+      throw ArgumentError("kernel '" + launch.function + "' needs " +
+                          std::to_string(shared + impl_->staticShared[s]) +
+                          " bytes of shared memory for these sizes; the "
+                          "device has " +
+                          std::to_string(impl_->maxSharedOptin) +
+                          " (use a smaller tile or embedding length)");
+    step.function = impl_->functions[s];
+    if (shared > 48 * 1024 - impl_->staticShared[s]) {
+      std::lock_guard<std::mutex> configure(impl_->configureMutex);
+      if (impl_->configuredShared[s] < shared) {
+        useDevice(device_);
+        check(d.cuFuncSetAttribute(
+                  step.function,
+                  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                  static_cast<int>(shared)),
+              "configuring the shared memory of '" + launch.function + "'");
+        impl_->configuredShared[s] = static_cast<int>(shared);
+      }
+    }
+    for (int i = 0; i < 3; ++i) {
+      step.grid[i] = static_cast<unsigned>(grid[i]);
+      step.block[i] = static_cast<unsigned>(block[i]);
+    }
+    step.shared = static_cast<unsigned>(shared);
+    step.dependent = launch.dependent;
+
+    // Kernel parameters: memref descriptors expand to (allocated, aligned,
+    // offset, sizes..., strides...).
+    auto word = [&](uint64_t value) {
+      step.slots.push_back({Steps::Slot::Word, step.words.size()});
+      step.words.push_back(value);
+    };
+    auto address = [&](const BufferRef &ref) {
+      step.addresses.push_back({step.words.size(), ref.kind, ref.index});
+      word(0);
+    };
+    for (const KernelArg &arg : launch.args) {
+      switch (arg.kind) {
+      case KernelArg::Kind::Memref: {
+        std::vector<int64_t> shape;
+        for (const ExpressionPtr &e : arg.shape)
+          shape.push_back(evaluate(e));
+        std::vector<int64_t> strides(shape.size(), 1);
+        for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
+          strides[i] = strides[i + 1] * shape[i + 1];
+        address(arg.buffer);
+        address(arg.buffer);
+        word(0);
+        for (int64_t v : shape)
+          word(static_cast<uint64_t>(v));
+        for (int64_t v : strides)
+          word(static_cast<uint64_t>(v));
+        break;
+      }
+      case KernelArg::Kind::Pointer:
+        address(arg.buffer);
+        break;
+      case KernelArg::Kind::I64:
+        word(static_cast<uint64_t>(evaluate(arg.value)));
+        break;
+      case KernelArg::Kind::I32:
+        step.slots.push_back({Steps::Slot::Half, step.halves.size()});
+        step.halves.push_back(static_cast<uint32_t>(evaluate(arg.value)));
+        break;
+      case KernelArg::Kind::TensorMap: {
+        const Parameter &p = signature.params[arg.buffer.index];
+        std::vector<int64_t> shape = b.shapeOf(p);
+        Steps::Map map;
+        map.param = arg.buffer.index;
+        map.dtype = p.dtype;
+        map.rows = static_cast<uint64_t>(shape.at(0));
+        map.cols = static_cast<uint64_t>(shape.at(1));
+        map.box[0] = static_cast<unsigned>(arg.box[1]);
+        map.box[1] = static_cast<unsigned>(arg.box[0]);
+        // An empty array: no box is ever read (the kernel's loops do not
+        // run), the map stays zero.
+        if (map.rows && map.cols &&
+            (map.cols * dtypeSize(p.dtype) % 16 != 0 ||
+             map.rows > 0xFFFFFFFFu || map.cols > 0xFFFFFFFFu))
+          throw ArgumentError(
+              "kernel '" + launch.function + "' reads '" + p.name +
+              "' through a tensor map: its rows must be multiples of 16 "
+              "bytes and its extents below 2^32");
+        if (map.rows && map.cols && !d.cuTensorMapEncodeTiled)
+          throw CudaError("kernel '" + launch.function +
+                          "' needs tensor maps (CUDA 12 drivers)");
+        step.slots.push_back({Steps::Slot::Map, step.maps.size()});
+        step.maps.push_back(map);
+        break;
+      }
+      }
+    }
+    steps->steps.push_back(std::move(step));
+  }
+  plan->steps = std::move(steps);
+  return plan;
+}
+
 void Program::call(const std::vector<DeviceArray> &arguments,
                    const std::vector<DeviceArray> &results,
                    const CallOptions &options) {
-  call(bind(arguments, options.batchSize), arguments, results, options);
+  call(*plan(arguments, options.batchSize), arguments, results, options);
 }
 
-void Program::call(const Bindings &bindings,
+void Program::call(const LaunchPlan &plan,
                    const std::vector<DeviceArray> &arguments,
                    const std::vector<DeviceArray> &results,
                    const CallOptions &options) {
   Impl::StreamScratch &scratch = impl_->scratchFor(options.stream);
   std::lock_guard<std::mutex> lock(scratch.mutex);
-  launch(bindings, arguments, results, options, &scratch, options.stream,
+  launch(plan, arguments, results, options, &scratch, options.stream,
          /*mayDepend=*/true);
 }
 
-void Program::launch(const Bindings &bindings,
+void Program::launch(const LaunchPlan &plan,
                      const std::vector<DeviceArray> &arguments,
                      const std::vector<DeviceArray> &results,
                      const CallOptions &options, void *scratchState,
                      uint64_t streamHandle, bool mayDepend) {
+  using Steps = LaunchPlan::Steps;
   const Signature &signature = manifest_.signature;
-  std::string error;
+  const Steps &steps = *plan.steps;
   if (arguments.size() != signature.numArguments())
     throw ArgumentError("'" + signature.name + "' takes " +
                         std::to_string(signature.numArguments()) +
                         " arguments, got " + std::to_string(arguments.size()));
-  if (!checkResults(signature, bindings, describe(results), error))
+  // The results' shapes are the plan's (the usual case, compared without
+  // building descriptions), or checkResults says what is wrong.
+  bool resultsMatch = results.size() == plan.resultShapes.size();
+  for (size_t r = 0; resultsMatch && r < results.size(); ++r)
+    resultsMatch =
+        results[r].dtype ==
+            signature.params[signature.numArguments() + r].dtype &&
+        results[r].shape == plan.resultShapes[r];
+  std::string error;
+  if (!resultsMatch && !checkResults(signature, plan.bindings,
+                                     describe(results), error))
     throw ArgumentError(error);
   useDevice(device_);
   checkPlacement(signature, arguments, 0, device_);
@@ -370,13 +650,6 @@ void Program::launch(const Bindings &bindings,
 
   const Driver &d = driver();
   CUstream stream = reinterpret_cast<CUstream>(streamHandle);
-  auto evaluate = [&](const ExpressionPtr &e) {
-    int64_t value;
-    std::string message;
-    if (!e->evaluate(bindings, value, message))
-      throw ArgumentError(message);
-    return value;
-  };
   auto paramData = [&](int index) -> CUdeviceptr {
     unsigned numArgs = signature.numArguments();
     return index < static_cast<int>(numArgs)
@@ -399,35 +672,29 @@ void Program::launch(const Bindings &bindings,
     check(d.cuMemAlloc(&buffer.first, bytes), "cuMemAlloc (scratch)");
     buffer.second = bytes;
   };
-  std::map<std::string, CUdeviceptr> scratchPointers;
-  for (const ScratchBuffer &s : manifest_.scratch) {
-    int64_t count = evaluate(s.count);
-    if (count < 0)
-      throw ArgumentError("scratch buffer '" + s.name + "' has negative size");
-    auto &buffer = scratch.buffers[s.name];
-    ensure(buffer, static_cast<size_t>(count) * dtypeSize(s.dtype));
-    scratchPointers[s.name] = buffer.first;
-  }
-  auto bufferData = [&](const BufferRef &ref) -> CUdeviceptr {
-    return ref.kind == BufferRef::Kind::Param ? paramData(ref.index)
-                                              : scratchPointers.at(ref.name);
+  scratch.buffers.resize(manifest_.scratch.size());
+  for (size_t i = 0; i < manifest_.scratch.size(); ++i)
+    ensure(scratch.buffers[i], steps.scratchBytes[i]);
+  auto bufferData = [&](BufferRef::Kind kind, int index) -> CUdeviceptr {
+    return kind == BufferRef::Kind::Param ? paramData(index)
+                                          : scratch.buffers[index].first;
   };
 
   // Checked mode: every index against its tables, on the GPU. All checks
   // run before one synchronization; each writes the first bad position of
   // its array into its own slot (a slot filled with 0x7f bytes: none).
   if (options.checked && !manifest_.checks.empty()) {
+    if (!steps.checkError.empty())
+      throw ArgumentError(steps.checkError);
     size_t numChecks = manifest_.checks.size();
     ensure(scratch.checkBuffer, numChecks * sizeof(int64_t));
     CUdeviceptr slots = scratch.checkBuffer.first;
     check(d.cuMemsetD8Async(slots, 0x7f, numChecks * sizeof(int64_t), stream),
           "cuMemsetD8Async (index check)");
-    std::vector<int64_t> counts(numChecks), bounds(numChecks);
+    std::vector<int64_t> counts = steps.checkCounts, bounds = steps.checkBounds;
     for (size_t i = 0; i < numChecks; ++i) {
       const IndexCheck &c = manifest_.checks[i];
       const Parameter &p = signature.params[c.param];
-      counts[i] = evaluate(c.count);
-      bounds[i] = evaluate(c.bound);
       if (counts[i] == 0)
         continue;
       CUdeviceptr firstBad = slots + i * sizeof(int64_t);
@@ -470,184 +737,85 @@ void Program::launch(const Bindings &bindings,
     }
   }
 
-  for (size_t s = 0; s < manifest_.launches.size(); ++s) {
-    const LaunchStep &step = manifest_.launches[s];
-    if (step.when && evaluate(step.when) <= 0)
-      continue;
+  // Tensor maps pass by value (128 bytes, 64-byte aligned).
+  struct alignas(64) TensorMap {
+    unsigned char bytes[128];
+  };
+  std::vector<uint64_t> words;
+  std::vector<TensorMap> maps;
+  std::vector<void *> params;
+  for (const Steps::Step &step : steps.steps) {
     if (step.kind == LaunchStep::Kind::Memset) {
-      const ScratchBuffer &buffer = manifest_.scratch[step.buffer.index];
-      size_t bytes =
-          static_cast<size_t>(evaluate(buffer.count)) * dtypeSize(buffer.dtype);
-      if (bytes)
-        check(d.cuMemsetD8Async(scratchPointers.at(buffer.name), 0, bytes,
-                                stream),
-              "clearing scratch buffer '" + buffer.name + "'");
+      check(d.cuMemsetD8Async(scratch.buffers[step.buffer].first, 0,
+                              step.bytes, stream),
+            [&] {
+              return "clearing scratch buffer '" +
+                     manifest_.scratch[step.buffer].name + "'";
+            });
       continue;
     }
-    int64_t grid[3], block[3];
-    for (int i = 0; i < 3; ++i) {
-      grid[i] = evaluate(step.grid[i]);
-      block[i] = evaluate(step.block[i]);
+    words = step.words;
+    for (const Steps::Address &a : step.addresses)
+      words[a.word] = bufferData(a.kind, a.index);
+    maps.assign(step.maps.size(), TensorMap{});
+    for (size_t m = 0; m < step.maps.size(); ++m) {
+      const Steps::Map &map = step.maps[m];
+      if (!map.rows || !map.cols)
+        continue;
+      uint64_t dims[2] = {map.cols, map.rows};
+      uint64_t strides[1] = {map.cols * dtypeSize(map.dtype)};
+      unsigned box[2] = {map.box[0], map.box[1]};
+      unsigned unit[2] = {1, 1};
+      // CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, _FLOAT32 = 7, _BFLOAT16 = 9; no
+      // interleave, 128-byte swizzle (3), L2 promotion of 128 bytes (2),
+      // zero fill (0).
+      int type =
+          map.dtype == DType::F16 ? 6 : map.dtype == DType::BF16 ? 9 : 7;
+      check(d.cuTensorMapEncodeTiled(
+                maps[m].bytes, type, 2,
+                reinterpret_cast<void *>(paramData(map.param)), dims, strides,
+                box, unit, 0, 3, 2, 0),
+            [&] {
+              return "encoding the tensor map of '" +
+                     signature.params[map.param].name + "'";
+            });
     }
-    if (grid[0] <= 0 || grid[1] <= 0 || grid[2] <= 0)
-      continue; // Nothing to do (an empty batch).
-    int64_t shared = evaluate(step.sharedBytes);
-    if (grid[0] > 2147483647LL || grid[1] > 65535 || grid[2] > 65535 ||
-        block[0] * block[1] * block[2] > 1024 || block[0] <= 0 ||
-        block[1] <= 0 || block[2] <= 0)
-      throw ArgumentError("kernel '" + step.function +
-                          "' needs a launch the GPU cannot run (grid " +
-                          std::to_string(grid[0]) + ", block " +
-                          std::to_string(block[0]) + ")");
-    if (shared + impl_->staticShared[s] > impl_->maxSharedOptin)
-      throw ArgumentError("kernel '" + step.function + "' needs " +
-                          std::to_string(shared + impl_->staticShared[s]) +
-                          " bytes of shared memory for these sizes; the "
-                          "device has " +
-                          std::to_string(impl_->maxSharedOptin) +
-                          " (use a smaller tile or embedding length)");
-    CUfunction function = impl_->functions[s];
-    if (shared > 48 * 1024 - impl_->staticShared[s]) {
-      std::lock_guard<std::mutex> configure(impl_->configureMutex);
-      if (impl_->configuredShared[s] < shared) {
-        check(d.cuFuncSetAttribute(
-                  function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                  static_cast<int>(shared)),
-              "configuring the shared memory of '" + step.function + "'");
-        impl_->configuredShared[s] = static_cast<int>(shared);
-      }
-    }
-
-    // Kernel parameters: memref descriptors expand to (allocated, aligned,
-    // offset, sizes..., strides...).
-    std::vector<uint64_t> words;
-    std::vector<uint32_t> halves;
-    words.reserve(64);
-    halves.reserve(8);
-    // Where each parameter's value lives: a 64-bit word, a 32-bit half or a
-    // tensor map, and its index there.
-    enum class Slot { Word, Half, Map };
-    std::vector<std::pair<Slot, size_t>> slots;
-    // Tensor maps pass by value (128 bytes, 64-byte aligned).
-    struct alignas(64) TensorMap {
-      unsigned char bytes[128];
-    };
-    std::vector<TensorMap> maps;
-    maps.reserve(step.args.size());
-    for (const KernelArg &arg : step.args) {
-      switch (arg.kind) {
-      case KernelArg::Kind::Memref: {
-        CUdeviceptr data = bufferData(arg.buffer);
-        std::vector<int64_t> shape;
-        for (const ExpressionPtr &e : arg.shape)
-          shape.push_back(evaluate(e));
-        std::vector<int64_t> strides(shape.size(), 1);
-        for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
-          strides[i] = strides[i + 1] * shape[i + 1];
-        for (uint64_t w : {static_cast<uint64_t>(data),
-                           static_cast<uint64_t>(data), uint64_t(0)}) {
-          slots.push_back({Slot::Word, words.size()});
-          words.push_back(w);
-        }
-        for (int64_t v : shape) {
-          slots.push_back({Slot::Word, words.size()});
-          words.push_back(static_cast<uint64_t>(v));
-        }
-        for (int64_t v : strides) {
-          slots.push_back({Slot::Word, words.size()});
-          words.push_back(static_cast<uint64_t>(v));
-        }
-        break;
-      }
-      case KernelArg::Kind::Pointer:
-        slots.push_back({Slot::Word, words.size()});
-        words.push_back(bufferData(arg.buffer));
-        break;
-      case KernelArg::Kind::I64:
-        slots.push_back({Slot::Word, words.size()});
-        words.push_back(static_cast<uint64_t>(evaluate(arg.value)));
-        break;
-      case KernelArg::Kind::I32:
-        slots.push_back({Slot::Half, halves.size()});
-        halves.push_back(static_cast<uint32_t>(evaluate(arg.value)));
-        break;
-      case KernelArg::Kind::TensorMap: {
-        const DeviceArray &array = arg.buffer.index < static_cast<int>(
-                                                          signature.numArguments())
-                                       ? arguments[arg.buffer.index]
-                                       : results[arg.buffer.index -
-                                                 signature.numArguments()];
-        DType dtype = signature.params[arg.buffer.index].dtype;
-        maps.emplace_back();
-        std::memset(maps.back().bytes, 0, sizeof(TensorMap));
-        uint64_t rows = static_cast<uint64_t>(array.shape.at(0));
-        uint64_t cols = static_cast<uint64_t>(array.shape.at(1));
-        // An empty array: no box is ever read (the kernel's loops do not
-        // run), the map stays zero.
-        if (rows && cols) {
-          if (cols * dtypeSize(dtype) % 16 != 0 || rows > 0xFFFFFFFFu ||
-              cols > 0xFFFFFFFFu)
-            throw ArgumentError(
-                "kernel '" + step.function + "' reads '" +
-                signature.params[arg.buffer.index].name +
-                "' through a tensor map: its rows must be multiples of 16 "
-                "bytes and its extents below 2^32");
-          if (!d.cuTensorMapEncodeTiled)
-            throw CudaError("kernel '" + step.function +
-                            "' needs tensor maps (CUDA 12 drivers)");
-          uint64_t dims[2] = {cols, rows};
-          uint64_t strides[1] = {cols * dtypeSize(dtype)};
-          unsigned box[2] = {static_cast<unsigned>(arg.box[1]),
-                             static_cast<unsigned>(arg.box[0])};
-          unsigned unit[2] = {1, 1};
-          // CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6, _FLOAT32 = 7, _BFLOAT16 =
-          // 9; no interleave, 128-byte swizzle (3), L2 promotion of 128
-          // bytes (2), zero fill (0).
-          int type = dtype == DType::F16 ? 6 : dtype == DType::BF16 ? 9 : 7;
-          check(d.cuTensorMapEncodeTiled(
-                    maps.back().bytes, type, 2,
-                    reinterpret_cast<void *>(paramData(arg.buffer.index)),
-                    dims, strides, box, unit, 0, 3, 2, 0),
-                "encoding the tensor map of '" +
-                    signature.params[arg.buffer.index].name + "'");
-        }
-        slots.push_back({Slot::Map, maps.size() - 1});
-        break;
-      }
-      }
-    }
-    std::vector<void *> params;
-    for (auto [slot, index] : slots)
-      params.push_back(slot == Slot::Map    ? static_cast<void *>(maps[index].bytes)
-                       : slot == Slot::Half ? static_cast<void *>(&halves[index])
-                                            : static_cast<void *>(&words[index]));
-    CUlaunchConfig config = {};
-    config.gridDimX = static_cast<unsigned>(grid[0]);
-    config.gridDimY = static_cast<unsigned>(grid[1]);
-    config.gridDimZ = static_cast<unsigned>(grid[2]);
-    config.blockDimX = static_cast<unsigned>(block[0]);
-    config.blockDimY = static_cast<unsigned>(block[1]);
-    config.blockDimZ = static_cast<unsigned>(block[2]);
-    config.sharedMemBytes = static_cast<unsigned>(shared);
-    config.hStream = stream;
+    uint32_t *halves = const_cast<uint32_t *>(step.halves.data());
+    params.clear();
+    for (auto [slot, index] : step.slots)
+      params.push_back(slot == Steps::Slot::Map
+                           ? static_cast<void *>(maps[index].bytes)
+                       : slot == Steps::Slot::Half
+                           ? static_cast<void *>(halves + index)
+                           : static_cast<void *>(&words[index]));
     CUresult launched;
     if (step.dependent && impl_->dependentLaunch && mayDepend) {
       // The kernel waits for the previous work itself: it may start (its
       // blocks resident, waiting) while the previous kernel finishes.
+      CUlaunchConfig config = {};
+      config.gridDimX = step.grid[0];
+      config.gridDimY = step.grid[1];
+      config.gridDimZ = step.grid[2];
+      config.blockDimX = step.block[0];
+      config.blockDimY = step.block[1];
+      config.blockDimZ = step.block[2];
+      config.sharedMemBytes = step.shared;
+      config.hStream = stream;
       CUlaunchAttribute attribute = {};
       attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attribute.value.programmaticStreamSerializationAllowed = 1;
       config.attrs = &attribute;
       config.numAttrs = 1;
-      launched = d.cuLaunchKernelEx(&config, function, params.data(), nullptr);
+      launched =
+          d.cuLaunchKernelEx(&config, step.function, params.data(), nullptr);
     } else {
-      launched = d.cuLaunchKernel(
-          function, config.gridDimX, config.gridDimY, config.gridDimZ,
-          config.blockDimX, config.blockDimY, config.blockDimZ,
-          config.sharedMemBytes, stream, params.data(), nullptr);
+      launched = d.cuLaunchKernel(step.function, step.grid[0], step.grid[1],
+                                  step.grid[2], step.block[0], step.block[1],
+                                  step.block[2], step.shared, stream,
+                                  params.data(), nullptr);
     }
     check(launched, [&] {
-      return "launching kernel '" + step.function + "' of bundle '" +
+      return "launching kernel '" + step.source->function + "' of bundle '" +
              signature.name + "'";
     });
   }
@@ -681,8 +849,9 @@ struct CapturedCall::State {
       // Replays on other streams may still run: free the scratch buffers
       // once the device is idle.
       d.cuCtxSynchronize();
-      for (auto &[name, buffer] : scratch.buffers)
-        d.cuMemFree(buffer.first);
+      for (auto &buffer : scratch.buffers)
+        if (buffer.first)
+          d.cuMemFree(buffer.first);
     } catch (...) {
       // Destructors never throw; the driver reclaims everything at exit.
     }
@@ -699,7 +868,8 @@ CapturedCall::CapturedCall(std::shared_ptr<Program> program,
                         "checks and cannot be captured; check the indices "
                         "with a checked call first");
   const Driver &d = driver();
-  Bindings bindings = program_->bind(arguments, options.batchSize);
+  std::shared_ptr<const LaunchPlan> plan =
+      program_->plan(arguments, options.batchSize);
   state_->device = program_->device();
   useDevice(state_->device);
   check(d.cuStreamCreate(&state_->stream, CU_STREAM_NON_BLOCKING),
@@ -708,14 +878,14 @@ CapturedCall::CapturedCall(std::shared_ptr<Program> program,
   // The first run allocates the scratch buffers and configures shared
   // memory: neither may happen while capturing. Then the plan is captured
   // in order (no programmatic dependences inside the graph).
-  program_->launch(bindings, arguments, results, options, &state_->scratch,
+  program_->launch(*plan, arguments, results, options, &state_->scratch,
                    stream, /*mayDepend=*/false);
   check(d.cuStreamSynchronize(state_->stream), "the call before the capture");
   check(d.cuStreamBeginCapture(state_->stream,
                                CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
         "cuStreamBeginCapture");
   try {
-    program_->launch(bindings, arguments, results, options, &state_->scratch,
+    program_->launch(*plan, arguments, results, options, &state_->scratch,
                      stream, /*mayDepend=*/false);
   } catch (...) {
     CUgraph discarded = nullptr;

@@ -44,7 +44,10 @@
 // CHECK-NEXT: "shared_bytes":
 // CHECK: "library": [
 // CHECK-NEXT: "kge_inspect_unique",
-// CHECK-NEXT: "kge_inspect_frequent"
+// CHECK-NEXT: "kge_inspect_frequent",
+// CHECK-NEXT: "kge_key_histogram",
+// CHECK-NEXT: "kge_key_scan",
+// CHECK-NEXT: "kge_key_scatter"
 // CHECK-NEXT: ],
 // CHECK: "mode": {
 // CHECK-NEXT: "kind": "positive"
@@ -55,8 +58,12 @@
 // CHECK-SAME: .extern .func  (.param .b32 func_retval0) kge_inspect_unique
 // CHECK-SAME: .visible .entry distmult(
 // CHECK-SAME: call.uni (retval0), kge_inspect_unique
-// CHECK: "scratch": [],
-// CHECK-NEXT: "target": {
+// CHECK: "scratch": [
+// CHECK: "name": "perm"
+// CHECK: "count": "N_E",
+// CHECK-NEXT: "dtype": "i32",
+// CHECK-NEXT: "name": "counts"
+// CHECK: "target": {
 // CHECK-NEXT: "chip": "sm_90",
 // CHECK: "version": 1
 
@@ -66,7 +73,7 @@
 // DIRECT-NOT: call.uni (retval0), kge_inspect
 // DIRECT-SAME: .visible .entry distmult(
 // DIRECT-NOT: call.uni (retval0), kge_inspect
-// DIRECT: "scratch": [],
+// DIRECT: "scratch": [
 
 // NEG: "mode": {
 // NEG-NEXT: "corrupted": "t",

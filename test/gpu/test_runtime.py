@@ -245,3 +245,78 @@ def test_capture_refuses_checked_mode_and_bad_arguments(rt, transe):
     with pytest.raises(rt.ArgumentError, match="indices 'h' expects dtype i64, got i32"):
         transe.capture(**dict(args, h=args["h"].int()))
     assert_matches(transe(**args)["score"], args)
+
+
+ORDER = ("Eemb", "Remb", "h", "r", "t")
+
+
+def test_run_takes_arrays_in_signature_order(rt, transe):
+    """run(*arrays) is the lean entry point: the arguments in signature
+    order give the result; with the result appended it is written in place
+    and returned."""
+    assert [p["name"] for p in transe.signature["params"]] == [*ORDER, "score"]
+    args = transe_args()
+    score = transe.run(*(args[k] for k in ORDER))
+    assert isinstance(score, torch.Tensor) and score.shape == (64,)
+    assert_matches(score, args)
+    out = torch.full((64,), float("nan"), device="cuda")
+    assert transe.run(*(args[k] for k in ORDER), out) is out
+    assert_matches(out, args)
+    stream = torch.cuda.Stream()
+    out.fill_(float("nan"))
+    with torch.cuda.stream(stream):
+        transe.run(*(args[k] for k in ORDER), out, stream=stream.cuda_stream)
+    stream.synchronize()
+    assert_matches(out, args)
+
+
+@pytest.mark.parametrize("arrays,message", [
+    (lambda a: [a[k] for k in ORDER[:4]], r"in signature order \(Eemb, Remb, h, r, t\), optionally followed by its results \(score\); got 4"),
+    (lambda a: [a[k] for k in ORDER] + [a["h"], a["h"]], "got 7 arrays"),
+    (lambda a: [a[k] for k in ("Remb", "Eemb", "h", "r", "t")], "table 'Remb' expects size 10"),
+    (lambda a: [a["Eemb"], a["Remb"], a["h"].int(), a["r"], a["t"]], "indices 'h' expects dtype i64"),
+    (lambda a: [a[k] for k in ORDER] + [torch.empty(64, device="cuda", dtype=torch.float64)],
+     "result 'score' expects dtype f32"),
+    (lambda a: [a[k] for k in ORDER] + [torch.empty(65, device="cuda")], "result 'score' expects shape"),
+    (lambda a: [a[k] for k in ORDER] + [torch.empty(64)], "result 'score' is in host memory"),
+])
+def test_run_refuses_bad_arrays_and_stays_usable(rt, transe, arrays, message):
+    args = transe_args()
+    with pytest.raises(rt.ArgumentError, match=message):
+        transe.run(*arrays(args))
+    assert_matches(transe.run(*(args[k] for k in ORDER)), args)
+
+
+def test_launch_plans_are_kept_per_shape(rt, program):
+    """A program keeps one launch plan per set of argument shapes: calls that
+    alternate between batch sizes and table sizes reuse them and give each
+    shape's scores (a plan is never applied to other shapes), and a new
+    program of the same bundle shares them."""
+    transe = rt.Program(bundle_text())
+    before = transe.num_plans
+    shapes = [(100, 64), (100, 1000), (300, 64), (100, 0), (100, 1000), (300, 64), (100, 64)]
+    for rows, batch in shapes:
+        args = transe_args(rows=rows, batch=batch)
+        assert_matches(transe(**args)["score"], args)
+        assert_matches(transe.run(*(args[k] for k in ORDER)), args)
+    assert transe.num_plans - before <= 4
+    assert rt.Program(bundle_text()).num_plans == transe.num_plans
+
+
+def test_launch_plans_of_a_matrix_model_size_its_scratch(program):
+    """TransR's plan sizes its scratch buffers (the sort's counters, the
+    grouping) per batch: alternating batch sizes stay exact, and a batch
+    larger than all before grows the stream's buffers."""
+    transr = program("transr", "pos", "D128")
+    generator = torch.Generator(device="cuda").manual_seed(5)
+    tables = {"Eemb": torch.randn(500, 128, device="cuda", generator=generator),
+              "Remb": torch.randn(20, 128, device="cuda", generator=generator),
+              "Pm": torch.randn(20, 128, 128, device="cuda", generator=generator) / 12}
+    for batch in (3000, 17, 3000, 9000, 17):
+        args = dict(tables, **{k: torch.randint(0, n, (batch,), device="cuda", generator=generator)
+                               for k, n in (("h", 500), ("r", 20), ("t", 500))})
+        reference = REFERENCES["transr"](**args)
+        got = transr(**args)["score"].double()
+        assert ((got - reference).norm() / reference.norm().clamp_min(1e-30)).item() < 1e-5
+        names = [p["name"] for p in transr.signature["params"] if p["role"] != "result"]
+        assert torch.equal(transr.run(*(args[k] for k in names)), transr(**args)["score"])

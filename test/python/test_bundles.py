@@ -74,7 +74,7 @@ def test_kernels_wait_for_prior_grids_on_sm90(tools):
     # sm_80 kernel, a library kernel, a memset.
     for step, message in ((4, "launches 'transr' as dependent, but module 'transr_kernels' does not wait"),
                           (1, "launches library kernel 'kge_key_histogram' as dependent"),
-                          (0, "'launches\\[0\\].dependent' applies to kernel steps only")):
+                          (0, "'launches\\[[0-9]+\\].dependent' applies to kernel steps only")):
         wrong = json.loads(text)
         wrong["launches"][step]["dependent"] = True
         with pytest.raises(rt.BundleError, match=message):
@@ -102,13 +102,13 @@ CORRUPTIONS = {
     "unknown module": (corrupt(lambda b: b["launches"][-1].update(module="other")),
                        "names no module: 'other'"),
     "dependent not a boolean": (corrupt(lambda b: b["launches"][-1].update(dependent="yes")),
-                                "'launches\\[0\\].dependent' must be a boolean"),
+                                "'launches\\[[0-9]+\\].dependent' must be a boolean"),
     "bad base64": (corrupt(lambda b: b["modules"][0].update(cubin_base64="@@@@")), "not valid base64"),
     "unknown size": (corrupt(lambda b: b["launches"][-1].update(grid=["ceildiv(X, 32)", 1, 1])),
                      "uses the size 'X', which no parameter defines"),
     "bad expression": (corrupt(lambda b: b["launches"][-1].update(shared_bytes="B +")),
                        "shared_bytes"),
-    "bad condition": (corrupt(lambda b: b["launches"][-1].update(when="B /")), "'launches\\[0\\].when'"),
+    "bad condition": (corrupt(lambda b: b["launches"][-1].update(when="B /")), "'launches\\[[0-9]+\\].when'"),
     "condition of unknown size": (corrupt(lambda b: b["launches"][-1].update(when="X / 2")),
                                   "uses the size 'X', which no parameter defines"),
     "unknown library function": (corrupt(lambda b: b["library"].append("kge_missing")),
@@ -135,7 +135,7 @@ CORRUPTIONS = {
          "box": [64, 32]})), "a tensor map of a buffer that is not a 2-D argument"),
     "tensor map box over 128 bytes": (corrupt(lambda b: b["launches"][-1]["args"].append(
         {"kind": "tensormap", "buffer": "param:Eemb", "box": [64, 64]})),
-        "'launches\\[0\\].args\\[[0-9]+\\].box' must have 1 to 256 rows of at most 128 bytes"),
+        "'launches\\[[0-9]+\\].args\\[[0-9]+\\].box' must have 1 to 256 rows of at most 128 bytes"),
     "tensor map box of text": (corrupt(lambda b: b["launches"][-1]["args"].append(
         {"kind": "tensormap", "buffer": "param:Eemb", "box": ["64", 32]})),
         "must be two integers \\(rows, columns\\)"),

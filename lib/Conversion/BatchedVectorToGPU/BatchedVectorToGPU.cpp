@@ -86,11 +86,23 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
   };
 
   SmallVector<Attribute> scratch, steps, checks;
-  // Layouts that sort large batches only: the sort's steps run when B
-  // reaches the threshold, and the kernel is told whether they ran.
+  // Layouts that sort some batches only: the sort's steps run when B
+  // reaches reorder_min_batch and reorder_min_reuse edges per row of the
+  // key's table (a positive `when`), and the kernel is told whether they
+  // ran.
   std::string sortedWhen;
-  if (layout.reorderMinBatch > 0)
-    sortedWhen = "B / " + std::to_string(layout.reorderMinBatch);
+  if (layout.sortsSomeBatches()) {
+    SmallVector<std::string> terms;
+    if (layout.reorderMinBatch > 0)
+      terms.push_back("B / " + std::to_string(layout.reorderMinBatch));
+    if (layout.reorderMinReuse > 0)
+      terms.push_back(
+          "B / max(1, " + std::to_string(layout.reorderMinReuse) + " * " +
+          indexRange(signature, paramOf(layout.reorderKey)) + ")");
+    sortedWhen = terms.front();
+    for (const std::string &term : ArrayRef(terms).drop_front())
+      sortedWhen = "min(" + sortedWhen + ", " + term + ")";
+  }
   auto onlyWhenSorted = [&](Attribute step) -> Attribute {
     if (sortedWhen.empty())
       return step;
@@ -215,6 +227,15 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
     FailureOr<bvec::KernelLayout> layout = bvec::KernelLayout::fromFunc(func);
     if (failed(layout))
       return failure();
+    // A sort that only some batches get (by entity, the default of
+    // functions without matrix products) cannot key on the corrupted array
+    // of negative mode (B x K indices, not one per edge): there, every
+    // batch is scored in its own order.
+    if (layout->sortsSomeBatches() && layout->reorderKey == options.negative) {
+      layout->reorderKey.clear();
+      layout->reorderGroup = 1;
+      layout->reorderMinBatch = layout->reorderMinReuse = 0;
+    }
     FailureOr<kge_runtime::Signature> signature =
         bvec::computeSignature(func);
     if (failed(signature))

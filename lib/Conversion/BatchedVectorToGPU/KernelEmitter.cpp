@@ -201,7 +201,7 @@ SmallVector<Type> KernelEmitter::kernelArgumentTypes() {
     types.push_back(memrefOfType(result, isNegative()));
   if (!layout.reorderKey.empty() && layout.reorderGroup != 1)
     types.push_back(MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
-  if (layout.reorderMinBatch > 0)
+  if (layout.sortsSomeBatches())
     types.push_back(b.getI32Type()); // whether the batch was sorted
   return types;
 }
@@ -376,7 +376,7 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
     resultMemrefs.push_back(kernel.getArgument(numArgs + r));
   if (!layout.reorderKey.empty() && layout.reorderGroup != 1)
     permMemref = kernel.getArgument(numArgs + func.getNumResults());
-  if (layout.reorderMinBatch > 0)
+  if (layout.sortsSomeBatches())
     sortedFlag = kernel.getArgument(numArgs + func.getNumResults() + 1);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -399,7 +399,15 @@ void KernelEmitter::emitPrologue(gpu::GPUFuncOp kernel) {
         constIndex(0));
     Value secondHalf = arith::AddIOp::create(
         b, loc, arith::CeilDivUIOp::create(b, loc, tiles, constIndex(2)), half);
-    tileIndex = arith::SelectOp::create(b, loc, odd, secondHalf, half);
+    Value interleaved = arith::SelectOp::create(b, loc, odd, secondHalf, half);
+    // A batch left in its own order keeps its tiles in order.
+    tileIndex = sortedFlag ? arith::SelectOp::create(
+                                 b, loc,
+                                 arith::CmpIOp::create(
+                                     b, loc, arith::CmpIPredicate::ne,
+                                     sortedFlag, constI32(0)),
+                                 interleaved, tileIndex)
+                           : interleaved;
   }
 
   // The results hold one row per scored edge: B rows, or B * K in negative

@@ -2,6 +2,8 @@
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu=negative=t | FileCheck %s --check-prefix=NEG
 // RUN: kge-opt %s -split-input-file -bvec-fuse=stage-repeats=25 -convert-bvec-to-gpu | FileCheck %s --check-prefix=STAGED
 // RUN: kge-opt %s -split-input-file -bvec-fuse=blocks-per-sm=0 -convert-bvec-to-gpu | FileCheck %s --check-prefix=NOOCC
+// RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu=negative=h | FileCheck %s --check-prefix=NEGKEY
+// RUN: kge-opt %s -split-input-file -bvec-fuse=reorder-group=1 -convert-bvec-to-gpu | FileCheck %s --check-prefix=UNSORTED
 
 // One score function becomes one gpu.module with ONE kernel. The kernel
 // carves its buffers out of dynamic shared memory, loads every row directly
@@ -11,24 +13,33 @@
 // in tiles where enough edges repeat a row, stages them with barriers.
 // The module carries what the bundle needs: the signature, the launch plan
 // with symbolic geometry, scratch buffers, the index checks of checked mode.
+// Batches of at least 65536 edges and 8 per entity are sorted by head first
+// (the launch plan's `when`), and the kernel is told whether they were.
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @transe_kernels attributes {
 // CHECK-SAME: kge.checks = [{bound = "N_Eemb", count = "B", param = "h"}, {bound = "N_Remb", count = "B", param = "r"}, {bound = "N_Eemb", count = "B", param = "t"}]
-// CHECK-SAME: kge.launch_plan = [{args = [{buffer = "param:Eemb", kind = "memref", shape = ["N_Eemb", "64"]}
-// CHECK-SAME: block = ["256", "1", "1"], function = "transe", grid = ["ceildiv(B, 32)", "1", "1"], kind = "kernel", module = "transe_kernels", shared_bytes =
+// CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
+// CHECK-SAME: {args = [{buffer = "param:h", kind = "pointer"}, {kind = "i32", value = "64"}, {kind = "i64", value = "B"}, {buffer = "scratch:counts", kind = "pointer"}], block = ["256", "1", "1"], function = "kge_key_histogram", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
+// CHECK-SAME: {args = [{buffer = "scratch:counts", kind = "pointer"}, {kind = "i64", value = "N_Eemb"}], block = ["1024", "1", "1"], function = "kge_key_scan", grid = ["1", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
+// CHECK-SAME: function = "kge_key_scatter", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
+// CHECK-SAME: {args = [{buffer = "param:Eemb", kind = "memref", shape = ["N_Eemb", "64"]}
+// CHECK-SAME: {buffer = "scratch:perm", kind = "memref", shape = ["B"]}, {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 8 * N_Eemb)))"}], block = ["256", "1", "1"], function = "transe", grid = ["ceildiv(B, 32)", "1", "1"], kind = "kernel", module = "transe_kernels", shared_bytes =
 // CHECK-SAME: kge.mode = {kind = "positive"}
-// CHECK-SAME: kge.scratch = []
+// CHECK-SAME: kge.scratch = [{count = "B", dtype = "i32", name = "perm"}, {count = "N_Eemb", dtype = "i32", name = "counts"}]
 // CHECK-SAME: kge.signature = {name = "transe", params = [{dtype = "f32", name = "Eemb", role = "table", shape = ["N_Eemb", 64]}
 // CHECK-NEXT: llvm.func @kge_inspect_unique(i64, i32, i64, i64, i64, i64, i64) -> i32
 // CHECK-NEXT: llvm.func @kge_inspect_frequent(i64, i32, i64, i64) -> i32
-// CHECK-NEXT: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>) kernel
+// CHECK-NEXT: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>, %{{.*}}: memref<?xi32>, %{{.*}}: i32) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK-SAME: nvvm.minctasm = 4 : i32
-// CHECK-NOT: gpu.grid_dim
+// A sorted batch's blocks take tiles from its two halves in turn; an
+// unsorted one's in order.
 // CHECK: %[[BLOCK:.*]] = gpu.block_id x
-// CHECK-NOT: gpu.grid_dim
-// CHECK: arith.muli %[[BLOCK]], %{{.*}} : index
+// CHECK: %[[INTERLEAVED:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
+// CHECK: %[[SORTED:.*]] = arith.cmpi ne, %{{.*}}, %{{.*}} : i32
+// CHECK: %[[TILE:.*]] = arith.select %[[SORTED]], %[[INTERLEAVED]], %[[BLOCK]] : index
+// CHECK: arith.muli %[[TILE]], %{{.*}} : index
 // CHECK: gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK-NOT: llvm.call @kge_inspect
@@ -56,7 +67,25 @@
 
 // Negative mode: each edge is scored against K corrupted tails that share
 // its head and relation; the mode names the corrupted index array.
+// NEG: when = "min(B / 65536, B / max(1, 8 * N_Eemb))"
 // NEG: kge.mode = {corrupted = "t", kind = "negative"}
+
+// The default sort by head cannot key on the corrupted array (B x K
+// indices, not one per edge): with `h` corrupted, batches keep their order.
+// NEGKEY: kge.launch_plan = [{args = [{buffer = "param:Eemb"
+// NEGKEY-NOT: kge_key_
+// NEGKEY: kge.mode = {corrupted = "h", kind = "negative"}
+// NEGKEY: kge.scratch = []
+
+// reorder-group=1: every batch in its own order, no sort in the plan.
+// UNSORTED: kge.launch_plan = [{args = [{buffer = "param:Eemb"
+// UNSORTED-NOT: kge_key_
+// UNSORTED: kge.scratch = []
+// UNSORTED: gpu.func @transe(%{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?x64xf32>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xi64>, %{{.*}}: memref<?xf32>) kernel
+// UNSORTED-NOT: gpu.grid_dim
+// UNSORTED: %[[BLOCK:.*]] = gpu.block_id x
+// UNSORTED-NOT: gpu.grid_dim
+// UNSORTED: arith.muli %[[BLOCK]], %{{.*}} : index
 // NEG: kge.signature = {name = "transe", params = [
 // NEG-SAME: {dtype = "i64", indexes = ["Eemb"], name = "t", role = "indices", shape = ["B", "K"]}
 // NEG-SAME: {dtype = "f32", name = "score", role = "result", shape = ["B", "K"]}

@@ -1,9 +1,18 @@
 // RUN: kge-opt %s -bvec-fuse="reorder-key=h reorder-group=0 reorder-min-batch=65536" -convert-bvec-to-gpu | FileCheck %s
+// RUN: kge-opt %s -bvec-fuse="reorder-key=h reorder-group=0 reorder-min-reuse=4" -convert-bvec-to-gpu | FileCheck %s --check-prefix=REUSE
+// RUN: kge-opt %s -bvec-fuse -convert-bvec-to-gpu | FileCheck %s --check-prefix=DEFAULT
 
 // A layout that sorts large batches only: the launch plan's counting sort
 // runs where B / 65536 is positive (the runtime evaluates `when`), and the
 // kernel is told whether it ran; a batch that was not sorted is scored in
-// its own order, the permutation never read.
+// its own order, the permutation never read. With reorder-min-reuse, only
+// batches with at least that many edges per row of the key's table are
+// sorted; by default both conditions hold (65536 edges, 8 per entity).
+
+// REUSE: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / max(1, 4 * N_E)"}
+// REUSE-SAME: {kind = "i32", value = "min(1, B / max(1, 4 * N_E))"}], block
+// DEFAULT: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 8 * N_E))"}
+// DEFAULT-SAME: {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 8 * N_E)))"}], block
 
 // CHECK: gpu.module @transe_kernels
 // CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / 65536"}
@@ -17,6 +26,11 @@
 // CHECK-SAME: function = "transe"
 // CHECK: gpu.func @transe(
 // CHECK-SAME: %[[PERM:[^ ]*]]: memref<?xi32>, %[[SORTED:[^ ]*]]: i32)
+// A sorted batch's tiles are taken from its two halves in turn (rare keys
+// beside frequent ones), an unsorted batch's in order.
+// CHECK: %[[INTERLEAVED:.*]] = arith.select %{{.*}}, %{{.*}}, %{{.*}} : index
+// CHECK: %[[TILESORTED:.*]] = arith.cmpi ne, %[[SORTED]], %{{.*}} : i32
+// CHECK: arith.select %[[TILESORTED]], %[[INTERLEAVED]], %{{.*}} : index
 // CHECK: %[[WAS:.*]] = arith.cmpi ne, %[[SORTED]], %{{.*}} : i32
 // CHECK: scf.if %[[WAS]] -> (index) {
 // CHECK: memref.load %[[PERM]]

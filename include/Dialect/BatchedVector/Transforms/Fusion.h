@@ -78,6 +78,16 @@ struct KernelLayout {
   /// (the launch plan's sort runs when B reaches it; smaller batches are
   /// scored in their own order). 0: always sort.
   int64_t reorderMinBatch = 0;
+  /// With a whole-batch sort: sort only batches with at least this many
+  /// edges per row of the table the key indexes (B >= reorderMinReuse x
+  /// rows: on average a key's row repeats that often, enough for the sort's
+  /// reuse of rows to pay for the sort). 0: no such condition.
+  int64_t reorderMinReuse = 0;
+
+  /// Whether the launch plan decides per batch whether to sort it.
+  bool sortsSomeBatches() const {
+    return reorderMinBatch > 0 || reorderMinReuse > 0;
+  }
   /// A tile stages a gather's unique rows in shared memory when at least
   /// this percentage of its edges repeat a row (0: always, 101: never);
   /// otherwise every edge loads its row directly.
@@ -127,7 +137,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            int64_t carryFloats = -1,
                                            int64_t blocksPerSM = -1,
                                            int64_t deterministic = -1,
-                                           int64_t reorderMinBatch = -1);
+                                           int64_t reorderMinBatch = -1,
+                                           int64_t reorderMinReuse = -1);
 
 } // namespace bvec
 } // namespace mlir

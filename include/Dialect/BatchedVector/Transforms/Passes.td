@@ -61,9 +61,15 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     `blocks_per_sm` (the kernel's `nvvm.minctasm`) as many blocks per
     multiprocessor as leave each thread 64 registers for functions without
     `vec_mul_mat` (4 for 8 warps), 0 (no request) for those with it,
-    `reorder_min_batch = 0` (a whole-batch sort runs for every batch; a
-    positive value sorts only batches of at least that many edges, for
-    functions without matrix products), and
+    for functions without matrix products, a whole-batch sort by entity
+    (`reorder_key`: the first index array of the table that the most index
+    arrays gather from, e.g. `h`) that runs only for batches of at least
+    `reorder_min_batch = 65536` edges with at least `reorder_min_reuse = 8`
+    edges per row of that table (B >= 8 x entities: rows repeat often
+    enough for the sort to pay; below, the batch is scored in its own order
+    and the kernel is told so); with a reorder key given, or for functions
+    with matrix products, both are 0 unless given (every batch is sorted),
+    and
     `deterministic = 1`: identical inputs give bitwise-identical results
     (0: the sort's atomics may decide which products of a batch sorted by
     matrix run on tensor cores, and so their last bits).
@@ -111,6 +117,11 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     Option<"reorderMinBatch", "reorder-min-batch", "int64_t", /*default=*/"-1",
            "with a whole-batch sort, sort only batches of at least this many "
            "edges; 0: always (-1: choose)">,
+    Option<"reorderMinReuse", "reorder-min-reuse", "int64_t",
+           /*default=*/"-1",
+           "with a whole-batch sort, sort only batches with at least this "
+           "many edges per row of the key's table; 0: no such condition "
+           "(-1: choose)">,
     Option<"deterministic", "deterministic", "int64_t", /*default=*/"-1",
            "1: bitwise-identical results for identical inputs; 0: not "
            "guaranteed (-1: choose, 1)">,

@@ -42,6 +42,20 @@ struct CallOptions {
   std::optional<int64_t> batchSize;
 };
 
+/// The launch plan of one set of argument shapes: the call's sizes, the
+/// shapes of its results, and every step's grid, shared memory and scalar
+/// parameters, evaluated once. A program keeps the plans of the shapes it
+/// was called with, so a call with shapes seen before only reads the
+/// arrays' addresses, checks their placement and launches.
+struct LaunchPlan {
+  Bindings bindings;
+  std::vector<std::vector<int64_t>> resultShapes;
+
+  struct Steps;
+  /// What the launches need (opaque; built by Program::plan).
+  std::shared_ptr<const Steps> steps;
+};
+
 class Program {
 public:
   /// Loads `bundleText` on `device`, or returns the cached program. Throws
@@ -58,30 +72,39 @@ public:
   Bindings bind(const std::vector<DeviceArray> &arguments,
                 std::optional<int64_t> batchSize = std::nullopt) const;
 
-  /// The shapes of the results for `bindings`.
-  std::vector<std::vector<int64_t>> resultShapes(const Bindings &bindings) const;
+  /// The launch plan of the arguments' shapes (checked like bind), from
+  /// the program's cache of plans or built and cached. Throws
+  /// ArgumentError (bad arguments, or sizes no launch can run).
+  std::shared_ptr<const LaunchPlan>
+  plan(const std::vector<DeviceArray> &arguments,
+       std::optional<int64_t> batchSize = std::nullopt);
 
   /// Runs the bundle: `arguments` in the signature's order, `results`
-  /// preallocated with the shapes resultShapes gives. Throws ArgumentError,
-  /// IndexRangeError (checked mode) or CudaError; the program stays usable.
+  /// preallocated with the shapes of plan(arguments).resultShapes. Throws
+  /// ArgumentError, IndexRangeError (checked mode) or CudaError; the
+  /// program stays usable.
   void call(const std::vector<DeviceArray> &arguments,
             const std::vector<DeviceArray> &results,
             const CallOptions &options = {});
 
-  /// The same, with `bindings` from bind() on the same arguments.
-  void call(const Bindings &bindings,
-            const std::vector<DeviceArray> &arguments,
+  /// The same, with the plan of the same arguments.
+  void call(const LaunchPlan &plan, const std::vector<DeviceArray> &arguments,
             const std::vector<DeviceArray> &results,
             const CallOptions &options = {});
+
+  /// How many launch plans the program holds (one per set of shapes).
+  size_t numPlans() const;
 
   struct Impl;
 
 private:
   friend class CapturedCall;
   Program(Manifest manifest, int device);
+  /// Evaluates the launch plan of `bindings`; throws ArgumentError.
+  std::shared_ptr<const LaunchPlan> buildPlan(Bindings bindings);
   /// The checks of a call and its launches on `stream` with `scratch` (an
   /// Impl::StreamScratch); dependent launches only with `mayDepend`.
-  void launch(const Bindings &bindings,
+  void launch(const LaunchPlan &plan,
               const std::vector<DeviceArray> &arguments,
               const std::vector<DeviceArray> &results,
               const CallOptions &options, void *scratch, uint64_t stream,
