@@ -167,6 +167,17 @@ def test_batches_sorted_from_a_size_on(program, example, batch, kind):
     check(program(example, "pos", "sort_large.D128"), example, "pos", batch, 128, kind)
 
 
+@pytest.mark.parametrize("kind", ("zipf", "distinct"))
+@pytest.mark.parametrize("mode", ("pos", "neg"))
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e not in ("transr", "rescal")])
+def test_default_layout_sorts_large_batches_by_entity(program, example, mode, kind):
+    """By default a batch of 70,000 edges over 1000 entities (70 edges per
+    entity) is sorted by head before scoring (reorder_min_batch 65536,
+    reorder_min_reuse 8); over 70,000 distinct entities it is scored in its
+    own order. Both like the reference."""
+    check(program(example, mode, "D128"), example, mode, 70000, 128, kind)
+
+
 HALF_VARIANTS = (("dyn", 100), ("dyn", 512), ("D128", 128), ("D512", 512),
                  ("staged.D128", 128))
 
