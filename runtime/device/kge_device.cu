@@ -335,6 +335,7 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   int begin = min(n, warp * per);
   int end = min(n, begin + per);
   int rare = 0, frequent = 0;
+#pragma unroll 8
   for (int i = begin + lane; i < end; i += 32) {
     int count = counts[i];
     if (count < KGE_RARE_KEY_COUNT)
@@ -354,17 +355,30 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
                                          frequentTotal);
   rareRun = __shfl_sync(0xffffffffu, rareRun, 0);
   frequentRun = rareTotal + __shfl_sync(0xffffffffu, frequentRun, 0);
-  for (int base = begin; base < end; base += 32) {
-    int i = base + lane;
-    int count = i < end ? counts[i] : 0;
-    bool isRare = count < KGE_RARE_KEY_COUNT;
-    int rareHere = warpInclusivePrefix(isRare ? count : 0);
-    int frequentHere = warpInclusivePrefix(isRare ? 0 : count);
-    if (i < end)
-      counts[i] = isRare ? rareRun + rareHere - count
-                         : frequentRun + frequentHere - count;
-    rareRun += __shfl_sync(0xffffffffu, rareHere, 31);
-    frequentRun += __shfl_sync(0xffffffffu, frequentHere, 31);
+  // Runs of kScanDepth x 32 counters: all loads of a run are issued before
+  // its stores (which the compiler cannot move loads across), so that they
+  // overlap instead of each waiting for the previous run's store.
+  constexpr int kScanDepth = 8;
+  for (int base = begin; base < end; base += 32 * kScanDepth) {
+    int loaded[kScanDepth];
+#pragma unroll
+    for (int u = 0; u < kScanDepth; ++u) {
+      int i = base + 32 * u + lane;
+      loaded[u] = i < end ? counts[i] : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kScanDepth; ++u) {
+      int i = base + 32 * u + lane;
+      int count = loaded[u];
+      bool isRare = count < KGE_RARE_KEY_COUNT;
+      int rareHere = warpInclusivePrefix(isRare ? count : 0);
+      int frequentHere = warpInclusivePrefix(isRare ? 0 : count);
+      if (i < end)
+        counts[i] = isRare ? rareRun + rareHere - count
+                           : frequentRun + frequentHere - count;
+      rareRun += __shfl_sync(0xffffffffu, rareHere, 31);
+      frequentRun += __shfl_sync(0xffffffffu, frequentHere, 31);
+    }
   }
 }
 

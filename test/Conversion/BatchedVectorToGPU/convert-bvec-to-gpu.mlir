@@ -13,18 +13,18 @@
 // in tiles where enough edges repeat a row, stages them with barriers.
 // The module carries what the bundle needs: the signature, the launch plan
 // with symbolic geometry, scratch buffers, the index checks of checked mode.
-// Batches of at least 65536 edges and 8 per entity are sorted by head first
+// Batches of at least 65536 edges and 16 per entity are sorted by head first
 // (the launch plan's `when`), and the kernel is told whether they were.
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @transe_kernels attributes {
 // CHECK-SAME: kge.checks = [{bound = "N_Eemb", count = "B", param = "h"}, {bound = "N_Remb", count = "B", param = "r"}, {bound = "N_Eemb", count = "B", param = "t"}]
-// CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
-// CHECK-SAME: {args = [{buffer = "param:h", kind = "pointer"}, {kind = "i32", value = "64"}, {kind = "i64", value = "B"}, {buffer = "scratch:counts", kind = "pointer"}], block = ["256", "1", "1"], function = "kge_key_histogram", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
-// CHECK-SAME: {args = [{buffer = "scratch:counts", kind = "pointer"}, {kind = "i64", value = "N_Eemb"}], block = ["1024", "1", "1"], function = "kge_key_scan", grid = ["1", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
-// CHECK-SAME: function = "kge_key_scatter", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 8 * N_Eemb))"}
+// CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
+// CHECK-SAME: {args = [{buffer = "param:h", kind = "pointer"}, {kind = "i32", value = "64"}, {kind = "i64", value = "B"}, {buffer = "scratch:counts", kind = "pointer"}], block = ["256", "1", "1"], function = "kge_key_histogram", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
+// CHECK-SAME: {args = [{buffer = "scratch:counts", kind = "pointer"}, {kind = "i64", value = "N_Eemb"}], block = ["1024", "1", "1"], function = "kge_key_scan", grid = ["1", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
+// CHECK-SAME: function = "kge_key_scatter", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
 // CHECK-SAME: {args = [{buffer = "param:Eemb", kind = "memref", shape = ["N_Eemb", "64"]}
-// CHECK-SAME: {buffer = "scratch:perm", kind = "memref", shape = ["B"]}, {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 8 * N_Eemb)))"}], block = ["256", "1", "1"], function = "transe", grid = ["ceildiv(B, 32)", "1", "1"], kind = "kernel", module = "transe_kernels", shared_bytes =
+// CHECK-SAME: {buffer = "scratch:perm", kind = "memref", shape = ["B"]}, {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 16 * N_Eemb)))"}], block = ["256", "1", "1"], function = "transe", grid = ["ceildiv(B, 32)", "1", "1"], kind = "kernel", module = "transe_kernels", shared_bytes =
 // CHECK-SAME: kge.mode = {kind = "positive"}
 // CHECK-SAME: kge.scratch = [{count = "B", dtype = "i32", name = "perm"}, {count = "N_Eemb", dtype = "i32", name = "counts"}]
 // CHECK-SAME: kge.signature = {name = "transe", params = [{dtype = "f32", name = "Eemb", role = "table", shape = ["N_Eemb", 64]}
@@ -67,7 +67,7 @@
 
 // Negative mode: each edge is scored against K corrupted tails that share
 // its head and relation; the mode names the corrupted index array.
-// NEG: when = "min(B / 65536, B / max(1, 8 * N_Eemb))"
+// NEG: when = "min(B / 65536, B / max(1, 16 * N_Eemb))"
 // NEG: kge.mode = {corrupted = "t", kind = "negative"}
 
 // The default sort by head cannot key on the corrupted array (B x K

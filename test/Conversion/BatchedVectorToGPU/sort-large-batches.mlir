@@ -7,12 +7,12 @@
 // kernel is told whether it ran; a batch that was not sorted is scored in
 // its own order, the permutation never read. With reorder-min-reuse, only
 // batches with at least that many edges per row of the key's table are
-// sorted; by default both conditions hold (65536 edges, 8 per entity).
+// sorted; by default both conditions hold (65536 edges, 16 per entity).
 
 // REUSE: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / max(1, 4 * N_E)"}
 // REUSE-SAME: {kind = "i32", value = "min(1, B / max(1, 4 * N_E))"}], block
-// DEFAULT: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 8 * N_E))"}
-// DEFAULT-SAME: {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 8 * N_E)))"}], block
+// DEFAULT: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 16 * N_E))"}
+// DEFAULT-SAME: {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 16 * N_E)))"}], block
 
 // CHECK: gpu.module @transe_kernels
 // CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / 65536"}

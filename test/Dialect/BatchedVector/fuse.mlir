@@ -20,7 +20,7 @@
 // length), marks the vectors that must be kept whole in shared memory, and
 // records the kernel layout. Functions without matrix products sort large
 // batches by entity (the first index array of the table gathered by the
-// most index arrays: `h`) when they have at least 65536 edges and 8 per
+// most index arrays: `h`) when they have at least 65536 edges and 16 per
 // entity.
 
 // TransH: the projection `w . (h - t)` is a complete reduction, so the
@@ -28,7 +28,7 @@
 // CHECK-LABEL: bvec.func @transh
 // Vector kernels are compiled for 4 blocks of 8 warps per multiprocessor
 // (64 registers per thread); matrix kernels (TransR below) for none.
-// CHECK-SAME: bvec.kernel = {blocks_per_sm = 4 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_group = 0 : i64, reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 8 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
+// CHECK-SAME: bvec.kernel = {blocks_per_sm = 4 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_group = 0 : i64, reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 16 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
 // CHECK: %[[H:.*]] = bvec.gather_vec %Eemb[%h] {bvec.stage = 0 : i64}
 // CHECK: %[[D:.*]] = bvec.sub {{.*}} {bvec.stage = 0 : i64}
 // CHECK: %[[P:.*]] = bvec.vec_mul_vec {{.*}} {bvec.stage = 0 : i64}
@@ -120,5 +120,23 @@ bvec.func @complex(%Ere: !bvec.table<?x64xf32>, %Eim: !bvec.table<?x64xf32>,
   %sre = bvec.vec_mul_vec %real, %tre : !bvec.vec<?x64xf32>, !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
   %sim = bvec.vec_mul_vec %imag, %tim : !bvec.vec<?x64xf32>, !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
   %score = bvec.add %sre, %sim : !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}
+
+// -----
+
+// Elementwise functions of vectors bound a kernel by its arithmetic, not by
+// its rows: such functions are not sorted by entity by default.
+// CHECK-LABEL: bvec.func @gated
+// CHECK-SAME: reorder_group = 1 : i64, reorder_key = "", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64
+bvec.func @gated(%E: !bvec.table<?x64xf32>, %R: !bvec.table<?x64xf32>,
+                 %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>)
+    -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %E[%h] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %tail = bvec.gather_vec %E[%t] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %rel = bvec.gather_vec %R[%r] : !bvec.table<?x64xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x64xf32>
+  %sum = bvec.add %head, %rel : !bvec.vec<?x64xf32>
+  %gate = bvec.tanh %sum : !bvec.vec<?x64xf32>
+  %score = bvec.vec_mul_vec %gate, %tail : !bvec.vec<?x64xf32>, !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
   bvec.return %score : !bvec.scalar<?xf32>
 }

@@ -64,11 +64,13 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     for functions without matrix products, a whole-batch sort by entity
     (`reorder_key`: the first index array of the table that the most index
     arrays gather from, e.g. `h`) that runs only for batches of at least
-    `reorder_min_batch = 65536` edges with at least `reorder_min_reuse = 8`
-    edges per row of that table (B >= 8 x entities: rows repeat often
+    `reorder_min_batch = 65536` edges with at least `reorder_min_reuse = 16`
+    edges per row of that table (B >= 16 x entities: rows repeat often
     enough for the sort to pay; below, the batch is scored in its own order
-    and the kernel is told so); with a reorder key given, or for functions
-    with matrix products, both are 0 unless given (every batch is sorted),
+    and the kernel is told so), unless the function has elementwise
+    functions of vectors (bound by their arithmetic: never sorted); with a
+    reorder key given, or for functions with matrix products, both are 0
+    unless given (every batch is sorted),
     and
     `deterministic = 1`: identical inputs give bitwise-identical results
     (0: the sort's atomics may decide which products of a batch sorted by

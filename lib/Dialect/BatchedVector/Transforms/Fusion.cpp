@@ -262,11 +262,12 @@ static constexpr int64_t kDefaultStageRepeats = 101;
 /// Batches of functions without matrix products are sorted by entity when
 /// they have at least kDefaultSortMinBatch edges and kDefaultSortMinReuse
 /// edges per entity. H100, D = 512, skewed FB15k-like batches (14,951
-/// entities): the sorted kernel is faster at B = 262,144 (17.5 edges per
-/// entity), not at 65,536 (4.4) nor on BioKG-like batches of 262,144 over
-/// 93,773 entities (2.8); bench/NOTES.md.
+/// entities), the sort included: 8-23 % faster at B = 262,144 (17.5 edges
+/// per entity), mixed at 131,072 (8.8: -11 % to +8 %), slower at 65,536
+/// (4.4) and on BioKG-like batches (93,773 entities) up to 262,144 edges
+/// (2.8) for the 3- and 4-gather models; bench/NOTES.md.
 static constexpr int64_t kDefaultSortMinBatch = 65536;
-static constexpr int64_t kDefaultSortMinReuse = 8;
+static constexpr int64_t kDefaultSortMinReuse = 16;
 
 
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
@@ -289,12 +290,15 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   // 21.8 us with 2, 32.5 with 4, which spilled.
   bool anyMatrixProduct = hasMatrixProducts(func);
   int64_t perElement = 0;
+  bool elementwiseFunctions = false;
   func.getBody().walk([&](Operation *op) {
     if (isa<GatherVecOp>(op))
       perElement += 1;
     else if (isa<SinOp, CosOp, ExpOp, LogOp, TanhOp, SigmoidOp>(op) &&
-             isa<VecType>(op->getResult(0).getType()))
+             isa<VecType>(op->getResult(0).getType())) {
       perElement += 2;
+      elementwiseFunctions = true;
+    }
     else if (isa<SqrtOp>(op) && isa<VecType>(op->getResult(0).getType()))
       perElement += 1;
   });
@@ -336,9 +340,12 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   // sorted by the first index array of the table that the most index arrays
   // gather from (the entities: heads and tails), so that a block's edges
   // share head rows in L1; the launch plan sorts only batches where that
-  // pays (reorder_min_batch, reorder_min_reuse).
+  // pays (reorder_min_batch, reorder_min_reuse). Not functions with
+  // elementwise functions of vectors: their arithmetic bounds them, not
+  // their rows (RotatE, FB15k-like B = 262,144: 6 % slower sorted).
   bool sortsByEntity = false;
-  if (layout.reorderKey.empty() && !anyMatrixProduct && reorderGroup < 0) {
+  if (layout.reorderKey.empty() && !anyMatrixProduct && reorderGroup < 0 &&
+      !elementwiseFunctions) {
     llvm::MapVector<Value, llvm::SetVector<Value>> indicesOf;
     func.getBody().walk([&](GatherVecOp gather) {
       if (isa<BlockArgument>(gather.getTable()) &&
