@@ -56,8 +56,10 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::init(-1)};
   Option<std::string> matrixMath{
       *this, "matrix-math",
-      llvm::cl::desc("matrix products over shared matrices: tf32x3 (tensor "
-                     "cores, FP32 accuracy) or fma (empty: choose)")};
+      llvm::cl::desc("bvec: matrix products over shared matrices, tf32x3 "
+                     "(tensor cores, FP32 accuracy) or fma; tile tasks: "
+                     "products of f32 operands, fma, tf32 or tf32x3 (empty: "
+                     "choose)")};
   Option<int64_t> carryFloats{
       *this, "carry-floats",
       llvm::cl::desc("keep vectors that later stages read again in "
@@ -86,6 +88,37 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("1: bitwise-identical results for identical inputs; 0: "
                      "not guaranteed (-1: choose, 1)"),
       llvm::cl::init(-1)};
+  // convert-tile-to-gpu's options (matrix-math above applies to both).
+  Option<int64_t> blockM{*this, "block-m",
+                         llvm::cl::desc("tile tasks: rows of pairs per thread "
+                                        "block (all five 0: choose)"),
+                         llvm::cl::init(0)};
+  Option<int64_t> blockN{
+      *this, "block-n",
+      llvm::cl::desc("tile tasks: columns of pairs per thread block"),
+      llvm::cl::init(0)};
+  Option<int64_t> blockK{
+      *this, "block-k",
+      llvm::cl::desc("tile tasks: reduction steps staged at a time"),
+      llvm::cl::init(0)};
+  Option<int64_t> threadM{
+      *this, "thread-m",
+      llvm::cl::desc("tile tasks: rows of pairs per thread"),
+      llvm::cl::init(0)};
+  Option<int64_t> threadN{
+      *this, "thread-n",
+      llvm::cl::desc("tile tasks: columns of pairs per thread"),
+      llvm::cl::init(0)};
+  Option<bool> warpgroup{
+      *this, "warpgroup",
+      llvm::cl::desc("tile tasks: 16-bit (and k-major tf32) operands on "
+                     "warpgroup MMA (sm_90a); false: mma.sync"),
+      llvm::cl::init(true)};
+  Option<int64_t> clusterM{
+      *this, "cluster-m",
+      llvm::cl::desc("tile tasks, warpgroup MMA: blocks per cluster along M "
+                     "sharing B's tiles (1, 2 or 4)"),
+      llvm::cl::init(2)};
 };
 
 /// bvec -> fused gpu kernels -> NVVM/LLVM dialects.

@@ -54,7 +54,16 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;
   pm.addPass(createConvertBatchedVectorToGPU(convert));
-  pm.addPass(createConvertTileIteratorToGPU());
+  ConvertTileIteratorToGPUOptions tile;
+  tile.blockM = options.blockM;
+  tile.blockN = options.blockN;
+  tile.blockK = options.blockK;
+  tile.threadM = options.threadM;
+  tile.threadN = options.threadN;
+  tile.matrixMath = options.matrixMath;
+  tile.warpgroup = options.warpgroup;
+  tile.clusterM = options.clusterM;
+  pm.addPass(createConvertTileIteratorToGPU(tile));
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createSCFToControlFlowPass());
