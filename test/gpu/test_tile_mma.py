@@ -154,3 +154,35 @@ def test_tf32_takes_warpgroup_mma_when_k_major(rt, layout, kernel):
     # TF32: about 10 bits of each operand (the warpgroup kernel truncates).
     assert float((C.double() - expected).abs().max() / expected.abs().max()) < 5e-3
 
+
+
+@pytest.mark.parametrize("precision", ("tf32", "tf32x3"))
+def test_tf32_rounding_keeps_nans(rt, precision):
+    """Rounding to TF32 adds half a unit at the 13th bit: a NaN whose
+    payload lies in the low bits (0x7F800001) or fills the mantissa
+    (0x7FFFFFFF) must stay a NaN, not carry into an infinity or -0. Rows of
+    C that read a NaN of A and columns that read one of B are NaN; the
+    others are the product of the finite operands."""
+    program = load(rt, TILE_BUNDLES / "mma" / f"gemm_nn.{precision}.kgebundle")
+    M = N = 1536
+    K = 64
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    A = torch.randn(M, K, device="cuda", generator=generator)
+    B = torch.randn(K, N, device="cuda", generator=generator)
+    nans = torch.tensor([0x7F800001, 0x7FFFFFFF, -0x00000001], dtype=torch.int32).view(torch.float32)
+    A[3, 5], A[700, 0], A[1535, 63] = nans.tolist()
+    B[7, 9], B[0, 1000] = nans[:2].tolist()
+    assert torch.isnan(A).sum() == 3 and torch.isnan(B).sum() == 2
+    C = torch.zeros(M, N, device="cuda")
+    names = kernels_run(lambda: program(A=A, B=B, C=C))
+    assert {n for n in names if n.startswith("gemm_")} == {"gemm_nn_mma"}, names
+    rows, cols = [3, 700, 1535], [9, 1000]
+    assert torch.isnan(C[rows]).all() and torch.isnan(C[:, cols]).all()
+    keep_rows = torch.ones(M, dtype=torch.bool)
+    keep_rows[rows] = False
+    keep_cols = torch.ones(N, dtype=torch.bool)
+    keep_cols[cols] = False
+    finite = C[keep_rows][:, keep_cols]
+    assert torch.isfinite(finite).all()
+    expected = (A[keep_rows].double() @ B[:, keep_cols].double())
+    assert float((finite.double() - expected).abs().max() / expected.abs().max()) < 5e-3

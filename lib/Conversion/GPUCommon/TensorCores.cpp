@@ -64,11 +64,19 @@ Value kge::roundTF32(OpBuilder &b, Location loc, Value value) {
       attr = DenseElementsAttr::get(vector, attr);
     return arith::ConstantOp::create(b, loc, attr);
   };
-  // Round to nearest at the 13th bit, then clear the 13 bits TF32 lacks.
+  // Round to nearest (ties away from zero, like cvt.rna.tf32.f32) at the
+  // 13th bit, then clear the 13 bits TF32 lacks. Infinities stay
+  // infinities (their low bits are zero); a NaN stays a NaN (the quiet
+  // NaN): carrying into the exponent or the sign would turn one whose
+  // payload lies in the low bits into an infinity or -0.
   Value bits = arith::BitcastOp::create(b, loc, intType, value);
   Value rounded = arith::AndIOp::create(
       b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
       constant(static_cast<int32_t>(0xFFFFE000u)));
+  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                      value, value);
+  rounded = arith::SelectOp::create(b, loc, isNaN, constant(0x7FC00000),
+                                    rounded);
   return arith::BitcastOp::create(b, loc, floatType, rounded);
 }
 
