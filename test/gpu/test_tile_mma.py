@@ -19,21 +19,14 @@ SIZES = [(130, 72, 48), (64, 64, 16), (200, 136, 296), (1536, 1536, 64), (53, 41
 LAYOUT_SHAPES = {"nn": ("MK", "KN"), "nt": ("MK", "NK"), "tn": ("KM", "KN"), "tt": ("KM", "NK")}
 
 
-def round_tf32(a):
-    """`a` (float32) rounded to TF32 as the kernels round: to nearest at
-    the 13th mantissa bit, ties away from zero."""
-    bits = a.astype(np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
 def truncate_tf32(a):
-    """`a` (float32) as warpgroup MMA reads it at TF32: the low 13 mantissa
-    bits dropped."""
+    """`a` (float32) as the tensor cores read it at TF32 (warpgroup MMA and
+    mma.sync alike): the low 13 mantissa bits dropped."""
     bits = a.astype(np.float32).view(np.uint32)
     return (bits & np.uint32(0xFFFFE000)).view(np.float32)
 
 
-def operands(precision, arrays, to_tf32=round_tf32):
+def operands(precision, arrays):
     """The operands as the kernels see them (float64 NumPy, for the
     reference) and as tensors (half precision: typed tensors). TF32
     operands are rounded only when their rows are 16-byte multiples: else
@@ -47,7 +40,7 @@ def operands(precision, arrays, to_tf32=round_tf32):
             rounded[n] = t.to(torch.float64).numpy()
         else:
             tf32 = precision == "tf32" and aligned
-            rounded[n] = (to_tf32(a) if tf32 else a).astype(np.float64)
+            rounded[n] = (truncate_tf32(a) if tf32 else a).astype(np.float64)
             tensors[n] = torch.from_numpy(a).cuda()
     return rounded, tensors
 
@@ -80,12 +73,12 @@ WARPGROUP_SIZES = [(2048, 2304, 1040), (1400, 3072, 1096), (1300, 3070, 1096)]
 def test_warpgroup_kernel_matches_numpy(rt, path, M, N, K):
     # Warpgroup MMA reads TF32 operands from shared memory as stored: their
     # low bits are dropped, not rounded.
-    test_tensor_core_query_matches_numpy(rt, path, M, N, K, to_tf32=truncate_tf32)
+    test_tensor_core_query_matches_numpy(rt, path, M, N, K)
 
 
 @pytest.mark.parametrize("path", MMA_BUNDLES, ids=lambda p: p.stem)
 @pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
-def test_tensor_core_query_matches_numpy(rt, path, M, N, K, to_tf32=round_tf32):
+def test_tensor_core_query_matches_numpy(rt, path, M, N, K):
     name, precision = path.name.split(".")[:2]
     rng = np.random.default_rng(M * 5 + N * 3 + K)
     if name.startswith("gemm_"):
@@ -93,7 +86,7 @@ def test_tensor_core_query_matches_numpy(rt, path, M, N, K, to_tf32=round_tf32):
         a_shape, b_shape = LAYOUT_SHAPES[name[5:]]
         A = rng.standard_normal([dims[d] for d in a_shape]).astype(np.float32)
         B = rng.standard_normal([dims[d] for d in b_shape]).astype(np.float32)
-        x, tensors = operands(precision, {"A": A, "B": B}, to_tf32)
+        x, tensors = operands(precision, {"A": A, "B": B})
         a = x["A"] if a_shape == "MK" else x["A"].T
         b = x["B"] if b_shape == "KN" else x["B"].T
         program = load(rt, path)
@@ -157,11 +150,13 @@ def test_tf32_takes_warpgroup_mma_when_k_major(rt, layout, kernel):
 
 
 @pytest.mark.parametrize("precision", ("tf32", "tf32x3"))
-def test_tf32_rounding_keeps_nans(rt, precision):
-    """Rounding to TF32 adds half a unit at the 13th bit: a NaN whose
-    payload lies in the low bits (0x7F800001) or fills the mantissa
-    (0x7FFFFFFF) must stay a NaN, not carry into an infinity or -0. Rows of
-    C that read a NaN of A and columns that read one of B are NaN; the
+def test_tf32_keeps_nans(rt, precision):
+    """NaNs never turn into finite values: 0x7FFFFFFF (CUDA's NaN) rounded
+    to TF32 in software would carry into -0, 0xFFFFFFFF into +0. TF32 reads
+    operands as stored (the tensor cores truncate: a NaN whose payload lies
+    in the low bits, 0x7F800001, becomes an infinity); 3xTF32 rounds the big
+    part, and the rest of a NaN is NaN. Rows of C that read such a value of
+    A and columns that read one of B are not finite (3xTF32: NaN); the
     others are the product of the finite operands."""
     program = load(rt, TILE_BUNDLES / "mma" / f"gemm_nn.{precision}.kgebundle")
     M = N = 1536
@@ -177,7 +172,11 @@ def test_tf32_rounding_keeps_nans(rt, precision):
     names = kernels_run(lambda: program(A=A, B=B, C=C))
     assert {n for n in names if n.startswith("gemm_")} == {"gemm_nn_mma"}, names
     rows, cols = [3, 700, 1535], [9, 1000]
-    assert torch.isnan(C[rows]).all() and torch.isnan(C[:, cols]).all()
+    assert not torch.isfinite(C[rows]).any() and not torch.isfinite(C[:, cols]).any()
+    if precision == "tf32x3":
+        assert torch.isnan(C[rows]).all() and torch.isnan(C[:, cols]).all()
+    else:  # the rows of CUDA's NaN and of the negative one: NaN
+        assert torch.isnan(C[[700, 1535]]).all() and torch.isnan(C[:, 1000]).all()
     keep_rows = torch.ones(M, dtype=torch.bool)
     keep_rows[rows] = False
     keep_cols = torch.ones(N, dtype=torch.bool)

@@ -51,12 +51,9 @@ Type getMmaElementType(MLIRContext *context, MmaPrecision precision);
 VectorType getMmaFragmentType(MLIRContext *context, MmaPrecision precision,
                               int64_t registers);
 
-/// `value` (f32, scalar or vector) rounded to TF32: to nearest at the 13th
-/// mantissa bit, ties away from zero, the 13 low bits cleared.
-Value roundTF32(OpBuilder &b, Location loc, Value value);
-
-/// `value` (f32, scalar or vector) as a TF32 value rounded to nearest and
-/// the FP32 rest: value = big + small up to 2^-22 of |value|.
+/// `value` (f32, scalar or vector) as a TF32 value rounded to nearest (ties
+/// away from zero) and the FP32 rest: value = big + small up to 2^-22 of
+/// |value|. For a NaN the rest is NaN (big may be anything).
 std::pair<Value, Value> splitTF32(OpBuilder &b, Location loc, Value value);
 
 /// `acc` + `a` x `b` on the tensor cores (row-major A, column-major B): one

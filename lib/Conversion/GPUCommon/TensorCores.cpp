@@ -53,7 +53,8 @@ VectorType kge::getMmaFragmentType(MLIRContext *context,
                          element);
 }
 
-Value kge::roundTF32(OpBuilder &b, Location loc, Value value) {
+/// `value` (f32, scalar or vector) rounded to TF32 (see splitTF32).
+static Value roundTF32(OpBuilder &b, Location loc, Value value) {
   Type floatType = value.getType();
   Type intType = b.getI32Type();
   if (auto vector = dyn_cast<VectorType>(floatType))
@@ -64,19 +65,16 @@ Value kge::roundTF32(OpBuilder &b, Location loc, Value value) {
       attr = DenseElementsAttr::get(vector, attr);
     return arith::ConstantOp::create(b, loc, attr);
   };
-  // Round to nearest (ties away from zero, like cvt.rna.tf32.f32) at the
-  // 13th bit, then clear the 13 bits TF32 lacks. Infinities stay
-  // infinities (their low bits are zero); a NaN stays a NaN (the quiet
-  // NaN): carrying into the exponent or the sign would turn one whose
-  // payload lies in the low bits into an infinity or -0.
+  // Round to nearest (ties away from zero) at the 13th bit, then clear the
+  // 13 bits TF32 lacks. Two integer operations: the TF32 kernels are bound
+  // by them (a NaN check per element cost the mma.sync kernel 28 %). A NaN
+  // may carry into an infinity or +-0 here (0x7FFFFFFF, CUDA's NaN, gives
+  // -0): only splitTF32 uses this, and its small part, value - big, is
+  // then NaN, so NaNs reach the product.
   Value bits = arith::BitcastOp::create(b, loc, intType, value);
   Value rounded = arith::AndIOp::create(
       b, loc, arith::AddIOp::create(b, loc, bits, constant(0x1000)),
       constant(static_cast<int32_t>(0xFFFFE000u)));
-  Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
-                                      value, value);
-  rounded = arith::SelectOp::create(b, loc, isNaN, constant(0x7FC00000),
-                                    rounded);
   return arith::BitcastOp::create(b, loc, floatType, rounded);
 }
 
@@ -140,7 +138,10 @@ Value kge::buildMmaSync(OpBuilder &b, Location loc, MmaPrecision precision,
     // itself, its registers as packed i32.
     return buildBF16Mma(b, loc, a, bFragment, acc);
   case MmaPrecision::tf32:
-    return mma(roundTF32(b, loc, a), roundTF32(b, loc, bFragment), acc);
+    // Operands as stored: the tensor cores read the 19 high bits of each
+    // (truncation, as warpgroup MMA does), so NaNs stay NaN or become
+    // infinities, never finite, and no instruction is spent rounding.
+    return mma(a, bFragment, acc);
   case MmaPrecision::tf32x3: {
     // a b ~ a_small b_big + a_big b_small + a_big b_big.
     auto [aBig, aSmall] = splitTF32(b, loc, a);

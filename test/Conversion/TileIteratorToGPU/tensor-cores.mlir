@@ -169,14 +169,16 @@ func.func @gemm_bf16_nt(%A: memref<?x?xbf16> {kge.param = "A"}, %B: memref<?x?xb
 // X3-LABEL: gpu.module @gemm_f32_kernels
 // X3-SAME: function = "gemm_f32_mma", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_f32_kernels", shared_bytes = "65536", when = "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))
 // X3: gpu.func @gemm_f32_mma(
-// The split rounds to TF32 keeping NaNs NaN (a payload in the low 13 bits
-// would otherwise carry into the exponent: an infinity, or -0).
-// X3: %[[SUM:.*]] = arith.addi %[[BITS:.*]], %{{.*}} : vector<4x1xi32>
+// The split rounds each operand to TF32 (two integer operations) and keeps
+// the rest (NaN for a NaN, whatever the rounding made of it).
+// X3: %[[SUM:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<4x1xi32>
 // X3: %[[ROUNDED:.*]] = arith.andi %[[SUM]], %{{.*}} : vector<4x1xi32>
-// X3: %[[NAN:.*]] = arith.cmpf uno, %[[VALUE:.*]], %[[VALUE]] : vector<4x1xf32>
-// X3: arith.select %[[NAN]], %{{.*}}, %[[ROUNDED]] : vector<4x1xi1>, vector<4x1xi32>
+// X3: %[[BIG:.*]] = arith.bitcast %[[ROUNDED]] : vector<4x1xi32> to vector<4x1xf32>
+// X3: arith.subf %{{.*}}, %[[BIG]] : vector<4x1xf32>
 // X3-COUNT-3: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
 // TF32-LABEL: gpu.module @gemm_f32_kernels
+// Single TF32 reads the operands as stored (the tensor cores truncate).
+// TF32-NOT: arith.addi %{{.*}} : vector<4x1xi32>
 // TF32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
 // TF32-NOT: arith.subf
 // TF32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
