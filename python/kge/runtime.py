@@ -5,6 +5,12 @@ the `kge_runtime` module, with PyTorch/CuPy tensors through DLPack or
     program = kge.runtime.Program(bundle_text)
     scores = program(Eemb=E, Remb=R, h=h, r=r, t=t)["score"]
 
+The lean entry point takes the arrays in signature order (the arguments,
+then optionally the results, written in place) and returns the result:
+
+    scores = program.run(E, R, h, r, t)
+    program.run(E, R, h, r, t, scores)      # into `scores`
+
 A call can be captured in a CUDA graph and replayed with one graph launch
 (a few microseconds of host time): write the next indices into the same
 tensors, read the scores from the same result tensor.
