@@ -297,12 +297,23 @@ __device__ __forceinline__ int warpAggregatedIncrement(int *counter,
   return before + __popc(peers & ((1u << lane) - 1));
 }
 
+/// The key of item i, clamped into [0, numKeys): an index outside its table
+/// (an unchecked call's bad input) must not make the sort write outside its
+/// counters; it is then sorted with the last key (the kernel's gathers read
+/// outside the table, as unsorted calls do).
+__device__ long long clampedKey(const void *keys, int keyBits, long long i,
+                                long long numKeys) {
+  long long key = loadKey(keys, keyBits, i);
+  return key < 0 ? 0 : key >= numKeys ? (numKeys > 0 ? numKeys - 1 : 0) : key;
+}
+
 extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
-                                             long long n, int *counts) {
+                                             long long n, long long numKeys,
+                                             int *counts) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
                      threadIdx.x;
        i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    long long key = loadKey(keys, keyBits, i);
+    long long key = clampedKey(keys, keyBits, i, numKeys);
     warpAggregatedIncrement(&counts[key], key);
   }
 }
@@ -383,13 +394,17 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
 }
 
 extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,
-                                           long long n, int *cursor,
-                                           int *perm) {
+                                           long long n, long long numKeys,
+                                           int *cursor, int *perm) {
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
                      threadIdx.x;
        i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    long long key = loadKey(keys, keyBits, i);
-    perm[warpAggregatedIncrement(&cursor[key], key)] = static_cast<int>(i);
+    long long key = clampedKey(keys, keyBits, i, numKeys);
+    int at = warpAggregatedIncrement(&cursor[key], key);
+    // Only a table of no rows (every key out of range, its counters never
+    // cleared) gives positions outside the permutation.
+    if (at >= 0 && at < n)
+      perm[at] = static_cast<int>(i);
   }
 }
 

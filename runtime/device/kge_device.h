@@ -69,11 +69,15 @@ __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
 /// batch in turn, so that these run beside tiles of frequent keys instead
 /// of all at the start of the grid. The histogram and the scatter
 /// make one atomic per distinct key of a warp.
+/// Keys outside [0, num_keys) (bad indices of an unchecked call) count as
+/// the nearest key in range: the sort never writes outside its buffers.
+/// kge_key_scan runs as one block of a multiple of 32 threads (the launch
+/// plans use 1024).
 __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
-                                  int *counts);
+                                  long long num_keys, int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);
 __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
-                                int *cursor, int *perm);
+                                long long num_keys, int *cursor, int *perm);
 
 /// Checked mode: records in *first_bad the smallest position whose index is
 /// outside [0, bound); *first_bad must start at a value >= n (the runtime

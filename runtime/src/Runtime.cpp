@@ -5,6 +5,7 @@
 #include "DeviceLibrary.h"
 #include "kge/runtime/Cuda.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -352,6 +353,10 @@ static void checkPlacement(const Signature &signature,
 /// The steps of a launch plan: what each launch needs beyond the addresses
 /// of the call's arrays and scratch buffers.
 struct LaunchPlan::Steps {
+  /// The program whose manifest the steps index, and the key of the
+  /// argument shapes they were evaluated for (planKey).
+  const Program *owner = nullptr;
+  std::vector<int64_t> key;
   /// Bytes of each of the manifest's scratch buffers.
   std::vector<size_t> scratchBytes;
   /// The index checks' counts and bounds (checked mode), or the message of
@@ -400,11 +405,12 @@ struct LaunchPlan::Steps {
 static std::vector<int64_t> planKey(const std::vector<DeviceArray> &arguments,
                                     std::optional<int64_t> batchSize) {
   std::vector<int64_t> key;
-  key.reserve(1 + 3 * arguments.size());
+  key.reserve(1 + 4 * arguments.size());
+  // A batch size is never negative (plan() refuses one before the lookup).
   key.push_back(batchSize ? *batchSize : -1);
   for (const DeviceArray &a : arguments) {
-    key.push_back(static_cast<int64_t>(a.dtype) << 8 |
-                  static_cast<int64_t>(a.shape.size()));
+    key.push_back(static_cast<int64_t>(a.dtype));
+    key.push_back(static_cast<int64_t>(a.shape.size()));
     key.insert(key.end(), a.shape.begin(), a.shape.end());
   }
   return key;
@@ -418,6 +424,9 @@ Program::plan(const std::vector<DeviceArray> &arguments,
     throw ArgumentError("'" + signature.name + "' takes " +
                         std::to_string(signature.numArguments()) +
                         " arguments, got " + std::to_string(arguments.size()));
+  if (batchSize && *batchSize < 0)
+    throw ArgumentError("batch size must not be negative, got " +
+                        std::to_string(*batchSize));
   std::vector<int64_t> key = planKey(arguments, batchSize);
   {
     std::lock_guard<std::mutex> lock(impl_->plansMutex);
@@ -426,7 +435,7 @@ Program::plan(const std::vector<DeviceArray> &arguments,
       return it->second;
   }
   std::shared_ptr<const LaunchPlan> built =
-      buildPlan(bind(arguments, batchSize));
+      buildPlan(bind(arguments, batchSize), key);
   std::lock_guard<std::mutex> lock(impl_->plansMutex);
   if (impl_->plans.size() >= Impl::kMaxPlans)
     impl_->plans.clear();
@@ -438,11 +447,14 @@ size_t Program::numPlans() const {
   return impl_->plans.size();
 }
 
-std::shared_ptr<const LaunchPlan> Program::buildPlan(Bindings bindings) {
+std::shared_ptr<const LaunchPlan>
+Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
   using Steps = LaunchPlan::Steps;
   const Signature &signature = manifest_.signature;
   auto plan = std::make_shared<LaunchPlan>();
   auto steps = std::make_shared<Steps>();
+  steps->owner = this;
+  steps->key = std::move(key);
   plan->bindings = std::move(bindings);
   const Bindings &b = plan->bindings;
   for (size_t i = signature.numArguments(); i < signature.params.size(); ++i)
@@ -627,11 +639,31 @@ void Program::launch(const LaunchPlan &plan,
                      uint64_t streamHandle, bool mayDepend) {
   using Steps = LaunchPlan::Steps;
   const Signature &signature = manifest_.signature;
+  if (!plan.steps || plan.steps->owner != this)
+    throw ArgumentError("'" + signature.name +
+                        "' got a launch plan that Program::plan of this "
+                        "program did not make");
   const Steps &steps = *plan.steps;
   if (arguments.size() != signature.numArguments())
     throw ArgumentError("'" + signature.name + "' takes " +
                         std::to_string(signature.numArguments()) +
                         " arguments, got " + std::to_string(arguments.size()));
+  // The arguments are those the plan was made for (dtypes, ranks, sizes;
+  // planKey's layout after the batch size).
+  size_t at = 1;
+  bool fits = true;
+  for (const DeviceArray &a : arguments) {
+    fits = fits && at + 2 + a.shape.size() <= steps.key.size() &&
+           steps.key[at] == static_cast<int64_t>(a.dtype) &&
+           steps.key[at + 1] == static_cast<int64_t>(a.shape.size()) &&
+           std::equal(a.shape.begin(), a.shape.end(),
+                      steps.key.begin() + at + 2);
+    at += 2 + a.shape.size();
+  }
+  if (!fits || at != steps.key.size())
+    throw ArgumentError("'" + signature.name +
+                        "' got a launch plan made for arrays of other "
+                        "dtypes or sizes");
   // The results' shapes are the plan's (the usual case, compared without
   // building descriptions), or checkResults says what is wrong.
   bool resultsMatch = results.size() == plan.resultShapes.size();

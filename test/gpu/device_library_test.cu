@@ -180,9 +180,10 @@ static void testSorts(std::mt19937 &rng) {
     CHECK(cudaMemcpy(dKeys, keys.data(), n * 8, cudaMemcpyHostToDevice));
     // Global counting sort.
     CHECK(cudaMemset(dCounts, 0, numKeys * 4));
-    kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, dCounts);
+    kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts);
     kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
-    kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, dCounts, dPerm);
+    kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts,
+                                              dPerm);
     CHECK(cudaGetLastError());
     std::vector<int> perm(n);
     CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
@@ -253,12 +254,66 @@ static void testChecks() {
   CHECK(cudaFree(dBad));
 }
 
+/// Keys outside [0, numKeys) (an unchecked call's bad indices) are sorted as
+/// the nearest key in range: the counters and the permutation get no write
+/// outside them (guard words after both stay untouched) and the result is a
+/// permutation.
+static void testSortClampsKeys() {
+  const long long numKeys = 100, n = 5000;
+  std::vector<long long> keys(n);
+  for (long long i = 0; i < n; ++i)
+    keys[i] = i % 7 == 0 ? -1 - i : i % 11 == 0 ? numKeys + i * 1000 : i % numKeys;
+  const int guard = 64, marker = 0x5a5a5a5a;
+  long long *dKeys;
+  int *dCounts, *dPerm;
+  CHECK(cudaMalloc(&dKeys, n * 8));
+  CHECK(cudaMalloc(&dCounts, (numKeys + guard) * 4));
+  CHECK(cudaMalloc(&dPerm, (n + guard) * 4));
+  CHECK(cudaMemcpy(dKeys, keys.data(), n * 8, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(dCounts, 0x5a, (numKeys + guard) * 4));
+  CHECK(cudaMemset(dCounts, 0, numKeys * 4));
+  CHECK(cudaMemset(dPerm, 0x5a, (n + guard) * 4));
+  kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts);
+  kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+  kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts,
+                                            dPerm);
+  CHECK(cudaGetLastError());
+  std::vector<int> counts(numKeys + guard), perm(n + guard);
+  CHECK(cudaMemcpy(counts.data(), dCounts, counts.size() * 4,
+                   cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(perm.data(), dPerm, perm.size() * 4, cudaMemcpyDeviceToHost));
+  bool guards = true;
+  for (int g = 0; g < guard; ++g)
+    guards &= counts[numKeys + g] == marker && perm[n + g] == marker;
+  EXPECT(guards, "the sort wrote past its counters or permutation");
+  std::vector<int> seen(n, 0);
+  bool permutation = true, grouped = true;
+  auto clamped = [&](long long key) {
+    return key < 0 ? 0 : key >= numKeys ? numKeys - 1 : key;
+  };
+  for (long long i = 0; i < n; ++i)
+    permutation &= perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
+  EXPECT(permutation, "keys out of range: not a permutation");
+  // Every clamped key's items are consecutive.
+  std::vector<long long> lastPosition(numKeys, -1);
+  for (long long i = 0; permutation && i < n; ++i) {
+    long long key = clamped(keys[perm[i]]);
+    grouped &= lastPosition[key] < 0 || lastPosition[key] == i - 1;
+    lastPosition[key] = i;
+  }
+  EXPECT(grouped, "keys out of range: items of one (clamped) key not consecutive");
+  CHECK(cudaFree(dKeys));
+  CHECK(cudaFree(dCounts));
+  CHECK(cudaFree(dPerm));
+}
+
 int main() {
   std::mt19937 rng(42);
   for (int tile : {1, 7, 32, 33, 64, 100, 256, 1024})
     for (const char *kind : {"random", "same", "distinct"})
       testInspector(tile, tile > 256 ? 1024 : 256, kind, rng);
   testSorts(rng);
+  testSortClampsKeys();
   testChecks();
   std::printf("device library: %d passed, %d failed\n", passes, failures);
   return failures ? 1 : 0;

@@ -128,7 +128,9 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
           {{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:counts")}})));
       SmallVector<Attribute> histogram{
           pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
-          scalarArg("i64", bb.str("B")), pointer("scratch:counts")};
+          scalarArg("i64", bb.str("B")),
+          scalarArg("i64", bb.str(indexRange(signature, key))),
+          pointer("scratch:counts")};
       steps.push_back(onlyWhenSorted(launch("kge_key_histogram", "library",
                                             {"ceildiv(B, 256)", "1", "1"}, 256,
                                             "0", histogram)));
@@ -140,8 +142,9 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
           "kge_key_scatter", "library", {"ceildiv(B, 256)", "1", "1"}, 256,
           "0",
           {pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
-           scalarArg("i64", bb.str("B")), pointer("scratch:counts"),
-           pointer("scratch:perm")})));
+           scalarArg("i64", bb.str("B")),
+           scalarArg("i64", bb.str(indexRange(signature, key))),
+           pointer("scratch:counts"), pointer("scratch:perm")})));
     } else {
       int64_t group = layout.reorderGroup * layout.tile;
       int64_t padded = llvm::PowerOf2Ceil(group);
@@ -227,14 +230,29 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
     FailureOr<bvec::KernelLayout> layout = bvec::KernelLayout::fromFunc(func);
     if (failed(layout))
       return failure();
-    // A sort that only some batches get (by entity, the default of
-    // functions without matrix products) cannot key on the corrupted array
-    // of negative mode (B x K indices, not one per edge): there, every
-    // batch is scored in its own order.
-    if (layout->sortsSomeBatches() && layout->reorderKey == options.negative) {
-      layout->reorderKey.clear();
-      layout->reorderGroup = 1;
-      layout->reorderMinBatch = layout->reorderMinReuse = 0;
+    // The default sort by entity cannot key on the corrupted array of
+    // negative mode (B x K indices, not one per edge): it keys on another
+    // index array of the same table (tails for heads), or there is none.
+    // A sort by the corrupted array that was asked for is an error (the
+    // emitter's).
+    if (layout->reorderAuto && layout->reorderKey == options.negative) {
+      Value key = func.getArgumentByName(layout->reorderKey);
+      std::string other;
+      func.getBody().walk([&](bvec::GatherVecOp gather) {
+        auto indices = dyn_cast<BlockArgument>(gather.getIndices());
+        if (!other.empty() || !indices || indices == key ||
+            func.getArgName(indices.getArgNumber()) == options.negative)
+          return;
+        func.getBody().walk([&](bvec::GatherVecOp keyed) {
+          if (keyed.getIndices() == key && keyed.getTable() == gather.getTable())
+            other = func.getArgName(indices.getArgNumber()).str();
+        });
+      });
+      layout->reorderKey = other;
+      if (other.empty()) {
+        layout->reorderGroup = 1;
+        layout->reorderMinBatch = layout->reorderMinReuse = 0;
+      }
     }
     FailureOr<kge_runtime::Signature> signature =
         bvec::computeSignature(func);

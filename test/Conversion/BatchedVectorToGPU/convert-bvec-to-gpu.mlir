@@ -4,6 +4,8 @@
 // RUN: kge-opt %s -split-input-file -bvec-fuse=blocks-per-sm=0 -convert-bvec-to-gpu | FileCheck %s --check-prefix=NOOCC
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu=negative=h | FileCheck %s --check-prefix=NEGKEY
 // RUN: kge-opt %s -split-input-file -bvec-fuse=reorder-group=1 -convert-bvec-to-gpu | FileCheck %s --check-prefix=UNSORTED
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-key=h reorder-group=0 reorder-min-reuse=4" \
+// RUN:   -convert-bvec-to-gpu=negative=h 2>&1 | FileCheck %s --check-prefix=NEGEXPLICIT
 
 // One score function becomes one gpu.module with ONE kernel. The kernel
 // carves its buffers out of dynamic shared memory, loads every row directly
@@ -20,7 +22,7 @@
 // CHECK: gpu.module @transe_kernels attributes {
 // CHECK-SAME: kge.checks = [{bound = "N_Eemb", count = "B", param = "h"}, {bound = "N_Remb", count = "B", param = "r"}, {bound = "N_Eemb", count = "B", param = "t"}]
 // CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
-// CHECK-SAME: {args = [{buffer = "param:h", kind = "pointer"}, {kind = "i32", value = "64"}, {kind = "i64", value = "B"}, {buffer = "scratch:counts", kind = "pointer"}], block = ["256", "1", "1"], function = "kge_key_histogram", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
+// CHECK-SAME: {args = [{buffer = "param:h", kind = "pointer"}, {kind = "i32", value = "64"}, {kind = "i64", value = "B"}, {kind = "i64", value = "N_Eemb"}, {buffer = "scratch:counts", kind = "pointer"}], block = ["256", "1", "1"], function = "kge_key_histogram", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
 // CHECK-SAME: {args = [{buffer = "scratch:counts", kind = "pointer"}, {kind = "i64", value = "N_Eemb"}], block = ["1024", "1", "1"], function = "kge_key_scan", grid = ["1", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
 // CHECK-SAME: function = "kge_key_scatter", grid = ["ceildiv(B, 256)", "1", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
 // CHECK-SAME: {args = [{buffer = "param:Eemb", kind = "memref", shape = ["N_Eemb", "64"]}
@@ -70,12 +72,14 @@
 // NEG: when = "min(B / 65536, B / max(1, 16 * N_Eemb))"
 // NEG: kge.mode = {corrupted = "t", kind = "negative"}
 
-// The default sort by head cannot key on the corrupted array (B x K
-// indices, not one per edge): with `h` corrupted, batches keep their order.
-// NEGKEY: kge.launch_plan = [{args = [{buffer = "param:Eemb"
-// NEGKEY-NOT: kge_key_
+// The default sort by entity cannot key on the corrupted array (B x K
+// indices, not one per edge): with `h` corrupted it sorts by `t`, the other
+// index array of the entity table.
+// NEGKEY: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 16 * N_Eemb))"}
+// NEGKEY-SAME: {args = [{buffer = "param:t", kind = "pointer"}, {kind = "i32", value = "64"}, {kind = "i64", value = "B"}, {kind = "i64", value = "N_Eemb"}, {buffer = "scratch:counts", kind = "pointer"}], block = ["256", "1", "1"], function = "kge_key_histogram"
 // NEGKEY: kge.mode = {corrupted = "h", kind = "negative"}
-// NEGKEY: kge.scratch = []
+// A sort by the corrupted array that was asked for is refused.
+// NEGEXPLICIT: error: 'bvec.func' op negative mode: cannot reorder edges by the corrupted index array 'h'; choose another reorder key
 
 // reorder-group=1: every batch in its own order, no sort in the plan.
 // UNSORTED: kge.launch_plan = [{args = [{buffer = "param:Eemb"

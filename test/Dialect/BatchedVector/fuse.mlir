@@ -28,7 +28,7 @@
 // CHECK-LABEL: bvec.func @transh
 // Vector kernels are compiled for 4 blocks of 8 warps per multiprocessor
 // (64 registers per thread); matrix kernels (TransR below) for none.
-// CHECK-SAME: bvec.kernel = {blocks_per_sm = 4 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_group = 0 : i64, reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 16 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
+// CHECK-SAME: bvec.kernel = {blocks_per_sm = 4 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_auto = 1 : i64, reorder_group = 0 : i64, reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 16 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
 // CHECK: %[[H:.*]] = bvec.gather_vec %Eemb[%h] {bvec.stage = 0 : i64}
 // CHECK: %[[D:.*]] = bvec.sub {{.*}} {bvec.stage = 0 : i64}
 // CHECK: %[[P:.*]] = bvec.vec_mul_vec {{.*}} {bvec.stage = 0 : i64}
@@ -36,7 +36,7 @@
 // CHECK: bvec.norm {{.*}} {bvec.stage = 1 : i64}
 // CHECK-NOT: bvec.materialize
 // OPTIONS-LABEL: bvec.func @transh
-// OPTIONS-SAME: bvec.kernel = {blocks_per_sm = 6 : i64, carry_floats = 32 : i64, deterministic = 0 : i64, matrix_math = "fma", reorder_group = 8 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, stage_repeats = 50 : i64, stages = 2 : i64, tile = 64 : i64, vector_width = 4 : i64, warps = 4 : i64}
+// OPTIONS-SAME: bvec.kernel = {blocks_per_sm = 6 : i64, carry_floats = 32 : i64, deterministic = 0 : i64, matrix_math = "fma", reorder_auto = 0 : i64, reorder_group = 8 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, stage_repeats = 50 : i64, stages = 2 : i64, tile = 64 : i64, vector_width = 4 : i64, warps = 4 : i64}
 // TILE: error: 'bvec.func' op kernel layout: the tile must be a multiple of the warp count (3) in [1, 1024], got 32
 // WARPS: error: 'bvec.func' op kernel layout: warps must be in [1, 32], got 64
 // WIDTH: error: 'bvec.func' op kernel layout: vector width must be 1 or 4, got 2
@@ -74,7 +74,7 @@ bvec.func @transh(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
 // whole batch; dynamic lengths take 4-byte loads; tiles are smaller and
 // warps more numerous than for vector-only functions.
 // CHECK-LABEL: bvec.func @transr
-// CHECK-SAME: bvec.kernel = {blocks_per_sm = 0 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_group = 0 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}
+// CHECK-SAME: bvec.kernel = {blocks_per_sm = 0 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_auto = 0 : i64, reorder_group = 0 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}
 // CHECK: bvec.gather_mat %Pm[%r] {bvec.stage = 0 : i64}
 // CHECK: bvec.sub {{.*}} {bvec.materialize, bvec.stage = 0 : i64}
 // CHECK: bvec.vec_mul_mat {{.*}} {bvec.stage = 1 : i64}

@@ -83,6 +83,10 @@ struct KernelLayout {
   /// rows: on average a key's row repeats that often, enough for the sort's
   /// reuse of rows to pay for the sort). 0: no such condition.
   int64_t reorderMinReuse = 0;
+  /// 1 when the pass chose the sort by entity itself (no reorder option
+  /// given): the GPU lowering may key it on another index array of the
+  /// same table when negative mode corrupts this one.
+  int64_t reorderAuto = 0;
 
   /// Whether the launch plan decides per batch whether to sort it.
   bool sortsSomeBatches() const {

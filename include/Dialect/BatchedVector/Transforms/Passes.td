@@ -68,7 +68,9 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     edges per row of that table (B >= 16 x entities: rows repeat often
     enough for the sort to pay; below, the batch is scored in its own order
     and the kernel is told so), unless the function has elementwise
-    functions of vectors (bound by their arithmetic: never sorted); with a
+    functions of vectors (bound by their arithmetic: never sorted), marked
+    `reorder_auto = 1` (negative mode that corrupts the key sorts by another
+    index array of the same table instead, e.g. `t`); with a
     reorder key given, or for functions with matrix products, both are 0
     unless given (every batch is sorted),
     and

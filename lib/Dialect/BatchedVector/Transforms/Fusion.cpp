@@ -90,6 +90,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
       b.getNamedAttr("reorder_min_batch", b.getI64IntegerAttr(reorderMinBatch)),
       b.getNamedAttr("reorder_min_reuse", b.getI64IntegerAttr(reorderMinReuse)),
+      b.getNamedAttr("reorder_auto", b.getI64IntegerAttr(reorderAuto)),
       b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
       b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
       b.getNamedAttr("carry_floats", b.getI64IntegerAttr(carryFloats)),
@@ -198,6 +199,10 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
              << " applies to functions without matrix products (theirs "
                 "always sort by matrix)";
   }
+  if (layout.reorderAuto != 0 && layout.reorderAuto != 1)
+    return func.emitOpError()
+           << "kernel layout: reorder_auto must be 0 or 1, got "
+           << layout.reorderAuto;
   if (layout.deterministic != 0 && layout.deterministic != 1)
     return func.emitOpError()
            << "kernel layout: deterministic must be 0 or 1, got "
@@ -243,6 +248,7 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("reorder_group", layout.reorderGroup)) ||
       failed(readInt("reorder_min_batch", layout.reorderMinBatch)) ||
       failed(readInt("reorder_min_reuse", layout.reorderMinReuse)) ||
+      failed(readInt("reorder_auto", layout.reorderAuto)) ||
       failed(readInt("stage_repeats", layout.stageRepeats)) ||
       failed(readInt("stages", layout.stages)) ||
       failed(readInt("carry_floats", layout.carryFloats)) ||
@@ -373,6 +379,7 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     layout.reorderMinReuse = reorderMinReuse;
   else if (sortsByEntity)
     layout.reorderMinReuse = kDefaultSortMinReuse;
+  layout.reorderAuto = sortsByEntity;
   layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
   if (!matrixMath.empty())
     layout.matrixMath = matrixMath.str();

@@ -87,7 +87,8 @@ public:
             const std::vector<DeviceArray> &results,
             const CallOptions &options = {});
 
-  /// The same, with the plan of the same arguments.
+  /// The same, with the plan of the same arguments (refused, with an
+  /// ArgumentError, when it is another program's or other arrays').
   void call(const LaunchPlan &plan, const std::vector<DeviceArray> &arguments,
             const std::vector<DeviceArray> &results,
             const CallOptions &options = {});
@@ -101,7 +102,8 @@ private:
   friend class CapturedCall;
   Program(Manifest manifest, int device);
   /// Evaluates the launch plan of `bindings`; throws ArgumentError.
-  std::shared_ptr<const LaunchPlan> buildPlan(Bindings bindings);
+  std::shared_ptr<const LaunchPlan> buildPlan(Bindings bindings,
+                                              std::vector<int64_t> key);
   /// The checks of a call and its launches on `stream` with `scratch` (an
   /// Impl::StreamScratch); dependent launches only with `mayDepend`.
   void launch(const LaunchPlan &plan,
