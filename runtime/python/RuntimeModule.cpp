@@ -539,7 +539,8 @@ public:
   /// The lean entry point: the arguments in signature order, then
   /// optionally every result; returns the result (a tuple of them when
   /// there are several).
-  py::object run(const py::args &args, uint64_t stream) {
+  py::object run(const py::args &args, std::optional<uint64_t> stream,
+                 std::optional<int64_t> batchSize) {
     const Signature &signature = program->manifest().signature;
     unsigned numArguments = signature.numArguments();
     size_t given = args.size();
@@ -558,7 +559,8 @@ public:
           std::to_string(given) + " arrays");
     }
     Prepared prepared;
-    prepared.options.stream = stream;
+    prepared.options.stream = stream.value_or(0);
+    prepared.options.batchSize = batchSize;
     prepared.arguments.reserve(numArguments);
     py::handle firstTable;
     unsigned firstTableIndex = 0;
@@ -673,8 +675,10 @@ PYBIND11_MODULE(kge_runtime, m) {
            "Run with the arguments by name; returns the results by name. "
            "Options: out={name: tensor}, stream=handle, checked=bool, "
            "batch_size=int")
-      .def("run", &PyProgram::run, py::arg("stream") = 0,
-           "The lean entry point: run(*arrays, stream=0) with the "
+      .def("run", &PyProgram::run, py::arg("stream") = py::none(),
+           py::arg("batch_size") = py::none(),
+           "The lean entry point: run(*arrays, stream=0, batch_size=None) "
+           "with the "
            "arguments in signature order, then optionally every result "
            "(written in place); returns the result, or a tuple of them. "
            "Launch plans are kept per set of shapes, so a call with shapes "

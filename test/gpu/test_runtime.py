@@ -268,6 +268,13 @@ def test_run_takes_arrays_in_signature_order(rt, transe):
         transe.run(*(args[k] for k in ORDER), out, stream=stream.cuda_stream)
     stream.synchronize()
     assert_matches(out, args)
+    # stream=None is the default stream; batch_size must agree with the
+    # index arrays, like a call's.
+    assert_matches(transe.run(*(args[k] for k in ORDER), stream=None, batch_size=64), args)
+    with pytest.raises(rt.ArgumentError, match="'B' is 65 \\(set by 'the requested batch size'\\)"):
+        transe.run(*(args[k] for k in ORDER), batch_size=65)
+    with pytest.raises(rt.ArgumentError, match="batch size must not be negative"):
+        transe.run(*(args[k] for k in ORDER), batch_size=-1)
 
 
 @pytest.mark.parametrize("arrays,message", [
