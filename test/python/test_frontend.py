@@ -82,6 +82,27 @@ def test_layout_options_reach_the_kernel():
         FUNCTIONS["transe_l2"].compile(negative="x")
 
 
+def test_sorting_large_batches_by_entity():
+    """By default a vector model's plan sorts batches by head from 65536
+    edges and 16 edges per entity; reorder_min_batch / reorder_min_reuse
+    move the thresholds; reorder_group=1 never sorts; a function with
+    elementwise functions of vectors is not sorted by default."""
+    def sort_steps(bundle):
+        return [(l.get("function", l["kind"]), l.get("when")) for l in bundle.manifest["launches"]
+                if l.get("function", "").startswith("kge_key") or l["kind"] == "memset"]
+    default = sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False))
+    assert [f for f, _ in default] == ["memset", "kge_key_histogram", "kge_key_scan", "kge_key_scatter"]
+    assert {w for _, w in default} == {"min(B / 65536, B / max(1, 16 * N_Eemb))"}
+    tuned = sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, reorder_min_batch=1000,
+                                                       reorder_min_reuse=2))
+    assert {w for _, w in tuned} == {"min(B / 1000, B / max(1, 2 * N_Eemb))"}
+    assert sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, reorder_group=1)) == []
+    for name in ("rotate", "crosse"):
+        assert sort_steps(FUNCTIONS[name].compile(cubin=False)) == [], name
+    with pytest.raises(kge.MLIRError, match="reorder_min_reuse applies to functions without matrix"):
+        FUNCTIONS["transr"].compile(cubin=False, reorder_min_reuse=4)
+
+
 def test_matrix_math_option_selects_tensor_cores():
     fn = FUNCTIONS["rescal"]
     sizes = {"D_Eemb": 64}
