@@ -307,9 +307,53 @@ __device__ long long clampedKey(const void *keys, int keyBits, long long i,
   return key < 0 ? 0 : key >= numKeys ? (numKeys > 0 ? numKeys - 1 : 0) : key;
 }
 
+/// Bytes of dynamic shared memory this launch was given.
+__device__ __forceinline__ unsigned dynamicSharedBytes() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+
+/// Per-block counters of the privatized sort: two 16-bit counters per
+/// 32-bit word (a chunk holds fewer than 2^16 items), key k in half k & 1
+/// of word k / 2.
+__device__ __forceinline__ unsigned packedHalf(unsigned word, long long key) {
+  return (word >> (16 * (key & 1))) & 0xffffu;
+}
+
 extern "C" __global__ void kge_key_histogram(const void *keys, int keyBits,
                                              long long n, long long numKeys,
                                              int *counts) {
+  extern __shared__ unsigned packed[];
+  long long words = (numKeys + 1) / 2;
+  if (numKeys > 0 && 4 * words <= dynamicSharedBytes()) {
+    // Privatized: each block counts its chunks in shared memory, then adds
+    // its nonzero counters to the global ones. A key of many items (skewed
+    // entities) then costs one global atomic per chunk, not one per warp
+    // that meets it, all serialized on one address.
+    for (long long chunk = blockIdx.x * static_cast<long long>(KGE_SORT_CHUNK);
+         chunk < n;
+         chunk += static_cast<long long>(gridDim.x) * KGE_SORT_CHUNK) {
+      for (long long w = threadIdx.x; w < words; w += blockDim.x)
+        packed[w] = 0;
+      __syncthreads();
+      long long end = min(n, chunk + KGE_SORT_CHUNK);
+      for (long long i = chunk + threadIdx.x; i < end; i += blockDim.x) {
+        long long key = clampedKey(keys, keyBits, i, numKeys);
+        atomicAdd(&packed[key >> 1], 1u << (16 * (key & 1)));
+      }
+      __syncthreads();
+      for (long long w = threadIdx.x; w < words; w += blockDim.x) {
+        unsigned word = packed[w];
+        if (word & 0xffffu)
+          atomicAdd(&counts[2 * w], static_cast<int>(word & 0xffffu));
+        if (word >> 16)
+          atomicAdd(&counts[2 * w + 1], static_cast<int>(word >> 16));
+      }
+      __syncthreads();
+    }
+    return;
+  }
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
                      threadIdx.x;
        i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {
@@ -396,6 +440,55 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
 extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,
                                            long long n, long long numKeys,
                                            int *cursor, int *perm) {
+  extern __shared__ unsigned packed[];
+  long long words = (numKeys + 1) / 2;
+  long long wordBytes = 4 * ((words + 3) & ~3ll);
+  if (numKeys > 0 && wordBytes + 8 * KGE_SORT_CHUNK <= dynamicSharedBytes()) {
+    // Privatized: the items of a chunk rank themselves among the chunk's
+    // items of their key (shared-memory counters), one item per key (the
+    // leader, rank 0) reserves the chunk's run of that key with one global
+    // atomic and leaves its slot in the key's counter, and every item
+    // writes itself at the run's start plus its rank.
+    int *rank = reinterpret_cast<int *>(
+        reinterpret_cast<char *>(packed) + wordBytes);
+    int *start = rank + KGE_SORT_CHUNK;
+    for (long long chunk = blockIdx.x * static_cast<long long>(KGE_SORT_CHUNK);
+         chunk < n;
+         chunk += static_cast<long long>(gridDim.x) * KGE_SORT_CHUNK) {
+      for (long long w = threadIdx.x; w < words; w += blockDim.x)
+        packed[w] = 0;
+      __syncthreads();
+      int size = static_cast<int>(min(n - chunk, static_cast<long long>(KGE_SORT_CHUNK)));
+      for (int j = threadIdx.x; j < size; j += blockDim.x) {
+        long long key = clampedKey(keys, keyBits, chunk + j, numKeys);
+        rank[j] = static_cast<int>(packedHalf(
+            atomicAdd(&packed[key >> 1], 1u << (16 * (key & 1))), key));
+      }
+      __syncthreads();
+      for (int j = threadIdx.x; j < size; j += blockDim.x) {
+        if (rank[j] != 0)
+          continue;
+        long long key = clampedKey(keys, keyBits, chunk + j, numKeys);
+        // Only this leader touches its key's half now: replace the count
+        // by the leader's slot (both below 2^16) with an exclusive-or.
+        unsigned count = packedHalf(packed[key >> 1], key);
+        start[j] = atomicAdd(&cursor[key], static_cast<int>(count));
+        atomicXor(&packed[key >> 1], (count ^ static_cast<unsigned>(j))
+                                         << (16 * (key & 1)));
+      }
+      __syncthreads();
+      for (int j = threadIdx.x; j < size; j += blockDim.x) {
+        long long key = clampedKey(keys, keyBits, chunk + j, numKeys);
+        int at = start[packedHalf(packed[key >> 1], key)] + rank[j];
+        // Only a table of no rows (every key out of range, its counters
+        // never cleared) gives positions outside the permutation.
+        if (at >= 0 && at < n)
+          perm[at] = static_cast<int>(chunk + j);
+      }
+      __syncthreads();
+    }
+    return;
+  }
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) +
                      threadIdx.x;
        i < n; i += static_cast<long long>(gridDim.x) * blockDim.x) {

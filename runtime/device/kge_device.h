@@ -57,6 +57,12 @@ __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
 /// Keys used by fewer items are "rare" for the counting sort below.
 #define KGE_RARE_KEY_COUNT 16
 
+/// Items per block-chunk of the privatized histogram and scatter, and the
+/// most keys the launch plans privatize: with more keys, per-block counters
+/// cost more to clear and flush than global atomics save (bench/NOTES.md).
+#define KGE_SORT_CHUNK 2048
+#define KGE_SORT_PRIVATE_KEYS 8192
+
 /// Global counting sort by key, three launches:
 ///   kge_key_histogram  counts[key] += 1 (counts zeroed by the launch plan)
 ///   kge_key_scan       counts -> start of each key's run, in place (one block)
@@ -73,6 +79,18 @@ __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
 /// the nearest key in range: the sort never writes outside its buffers.
 /// kge_key_scan runs as one block of a multiple of 32 threads (the launch
 /// plans use 1024).
+///
+/// The histogram and the scatter privatize their counters when the launch
+/// gives them the dynamic shared memory for it: 4 * ceil(num_keys / 2)
+/// bytes (two 16-bit counters per word) for the histogram, that rounded up
+/// to 16 bytes plus 8 * KGE_SORT_CHUNK for the scatter. Each block then
+/// takes chunks of KGE_SORT_CHUNK consecutive items (grid-stride), counts
+/// or ranks them in shared memory and makes one global atomic per distinct
+/// key of the chunk (a frequent key no longer serializes one global
+/// atomic per warp that meets it). With less shared memory (0: the launch
+/// plans do so for more than KGE_SORT_PRIVATE_KEYS keys) every item makes
+/// a warp-aggregated global atomic. Both give items of one key consecutive
+/// positions in an order that may differ between calls.
 __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
                                   long long num_keys, int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);

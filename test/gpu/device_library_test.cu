@@ -164,30 +164,67 @@ static void testInspector(int tile, int blockSize, const char *kind,
   CHECK(cudaFree(dOut));
 }
 
+/// The global counting sort as the launch plans run it: `privatized` gives
+/// the histogram and the scatter the shared memory of per-block counters
+/// (chunks of KGE_SORT_CHUNK items, `grid` blocks of 512 threads, or one
+/// per chunk) up to KGE_SORT_PRIVATE_KEYS keys; otherwise one thread per
+/// item and global atomics.
+static void countingSort(const long long *dKeys, long long n, long long numKeys,
+                         int *dCounts, int *dPerm, bool privatized,
+                         int grid = 0) {
+  CHECK(cudaMemset(dCounts, 0, numKeys * 4));
+  if (privatized) {
+    long long words = (numKeys + 1) / 2;
+    int histogramBytes = 0, scatterBytes = 0;
+    if (numKeys <= KGE_SORT_PRIVATE_KEYS) {
+      histogramBytes = static_cast<int>(4 * words);
+      scatterBytes = static_cast<int>(4 * ((words + 3) / 4 * 4) + 8 * KGE_SORT_CHUNK);
+    }
+    CHECK(cudaFuncSetAttribute(kge_key_histogram,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               histogramBytes));
+    CHECK(cudaFuncSetAttribute(kge_key_scatter,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               scatterBytes));
+    int blocks = grid ? grid : static_cast<int>((n + KGE_SORT_CHUNK - 1) / KGE_SORT_CHUNK);
+    kge_key_histogram<<<blocks, 512, histogramBytes>>>(dKeys, 64, n, numKeys, dCounts);
+    kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+    kge_key_scatter<<<blocks, 512, scatterBytes>>>(dKeys, 64, n, numKeys, dCounts,
+                                                   dPerm);
+  } else {
+    kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts);
+    kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+    kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts,
+                                              dPerm);
+  }
+  CHECK(cudaGetLastError());
+}
+
 static void testSorts(std::mt19937 &rng) {
-  for (auto [n, numKeys] : {std::pair{1LL, 1345}, {37LL, 1345}, {4096LL, 1345},
-                            {16384LL, 1345}, {100000LL, 1345}, {5LL, 93773},
-                            {262144LL, 93773}, {3000LL, 1}, {3000LL, 2000}}) {
+  struct Case {
+    long long n, numKeys;
+    bool hot; // a third of the items on one key (a skewed entity)
+    int grid; // privatized blocks (0: one per chunk)
+  };
+  for (Case c : {Case{1, 1345, false, 0}, {37, 1345, false, 0}, {4096, 1345, false, 0},
+                 {16384, 1345, false, 0}, {100000, 1345, false, 0}, {5, 93773, false, 0},
+                 {262144, 93773, false, 0}, {3000, 1, false, 0}, {3000, 2000, false, 0},
+                 {2048, 14951, true, 0}, {2049, 14951, true, 0}, {6143, 7, true, 0},
+                 {262144, 14951, true, 0}, {100000, 14951, true, 3},
+                 {70000, KGE_SORT_PRIVATE_KEYS, true, 0},
+                 {70000, KGE_SORT_PRIVATE_KEYS + 1, true, 0}}) {
+    long long n = c.n, numKeys = c.numKeys;
     std::vector<long long> keys(n);
-    std::uniform_int_distribution<int> dist(0, numKeys - 1);
+    std::uniform_int_distribution<long long> dist(0, numKeys - 1);
     for (auto &k : keys)
-      k = dist(rng) % (1 + dist(rng)); // skewed towards small keys
+      k = c.hot && dist(rng) % 3 == 0 ? numKeys / 2
+                                       : dist(rng) % (1 + dist(rng)); // skewed towards small keys
     long long *dKeys;
     int *dPerm, *dCounts;
     CHECK(cudaMalloc(&dKeys, n * 8));
     CHECK(cudaMalloc(&dPerm, n * 4));
     CHECK(cudaMalloc(&dCounts, numKeys * 4));
     CHECK(cudaMemcpy(dKeys, keys.data(), n * 8, cudaMemcpyHostToDevice));
-    // Global counting sort.
-    CHECK(cudaMemset(dCounts, 0, numKeys * 4));
-    kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts);
-    kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
-    kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts,
-                                              dPerm);
-    CHECK(cudaGetLastError());
-    std::vector<int> perm(n);
-    CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
-    std::vector<int> seen(n, 0);
     std::map<long long, int> frequency;
     for (long long k : keys)
       ++frequency[k];
@@ -195,14 +232,23 @@ static void testSorts(std::mt19937 &rng) {
     auto rank = [&](long long key) {
       return std::make_pair(frequency[key] >= KGE_RARE_KEY_COUNT, key);
     };
-    bool ok = true;
-    for (long long i = 0; i < n; ++i) {
-      ok &= perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
-      if (ok && i)
-        ok &= rank(keys[perm[i - 1]]) <= rank(keys[perm[i]]);
+    std::vector<int> perm(n);
+    for (bool privatized : {false, true}) {
+      // Global counting sort.
+      CHECK(cudaMemset(dPerm, 0xff, n * 4));
+      countingSort(dKeys, n, numKeys, dCounts, dPerm, privatized, c.grid);
+      CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
+      std::vector<int> seen(n, 0);
+      bool ok = true;
+      for (long long i = 0; i < n; ++i) {
+        ok &= perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
+        if (ok && i)
+          ok &= rank(keys[perm[i - 1]]) <= rank(keys[perm[i]]);
+      }
+      EXPECT(ok, "counting sort (%s) of %lld items, %lld keys: not a permutation "
+             "that groups rare keys, then frequent keys, each by key",
+             privatized ? "privatized" : "global atomics", n, numKeys);
     }
-    EXPECT(ok, "counting sort of %lld keys: not a permutation that groups "
-           "rare keys, then frequent keys, each by key", n);
     // Sorts within groups.
     for (int group : {32, 1000, 4096}) {
       int padded = 1;
@@ -270,38 +316,35 @@ static void testSortClampsKeys() {
   CHECK(cudaMalloc(&dCounts, (numKeys + guard) * 4));
   CHECK(cudaMalloc(&dPerm, (n + guard) * 4));
   CHECK(cudaMemcpy(dKeys, keys.data(), n * 8, cudaMemcpyHostToDevice));
-  CHECK(cudaMemset(dCounts, 0x5a, (numKeys + guard) * 4));
-  CHECK(cudaMemset(dCounts, 0, numKeys * 4));
-  CHECK(cudaMemset(dPerm, 0x5a, (n + guard) * 4));
-  kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts);
-  kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
-  kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts,
-                                            dPerm);
-  CHECK(cudaGetLastError());
-  std::vector<int> counts(numKeys + guard), perm(n + guard);
-  CHECK(cudaMemcpy(counts.data(), dCounts, counts.size() * 4,
-                   cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(perm.data(), dPerm, perm.size() * 4, cudaMemcpyDeviceToHost));
-  bool guards = true;
-  for (int g = 0; g < guard; ++g)
-    guards &= counts[numKeys + g] == marker && perm[n + g] == marker;
-  EXPECT(guards, "the sort wrote past its counters or permutation");
-  std::vector<int> seen(n, 0);
-  bool permutation = true, grouped = true;
-  auto clamped = [&](long long key) {
-    return key < 0 ? 0 : key >= numKeys ? numKeys - 1 : key;
-  };
-  for (long long i = 0; i < n; ++i)
-    permutation &= perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
-  EXPECT(permutation, "keys out of range: not a permutation");
-  // Every clamped key's items are consecutive.
-  std::vector<long long> lastPosition(numKeys, -1);
-  for (long long i = 0; permutation && i < n; ++i) {
-    long long key = clamped(keys[perm[i]]);
-    grouped &= lastPosition[key] < 0 || lastPosition[key] == i - 1;
-    lastPosition[key] = i;
+  for (bool privatized : {false, true}) {
+    CHECK(cudaMemset(dCounts, 0x5a, (numKeys + guard) * 4));
+    CHECK(cudaMemset(dPerm, 0x5a, (n + guard) * 4));
+    countingSort(dKeys, n, numKeys, dCounts, dPerm, privatized);
+    std::vector<int> counts(numKeys + guard), perm(n + guard);
+    CHECK(cudaMemcpy(counts.data(), dCounts, counts.size() * 4,
+                     cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(perm.data(), dPerm, perm.size() * 4, cudaMemcpyDeviceToHost));
+    bool guards = true;
+    for (int g = 0; g < guard; ++g)
+      guards &= counts[numKeys + g] == marker && perm[n + g] == marker;
+    EXPECT(guards, "the sort wrote past its counters or permutation");
+    std::vector<int> seen(n, 0);
+    bool permutation = true, grouped = true;
+    auto clamped = [&](long long key) {
+      return key < 0 ? 0 : key >= numKeys ? numKeys - 1 : key;
+    };
+    for (long long i = 0; i < n; ++i)
+      permutation &= perm[i] >= 0 && perm[i] < n && !seen[perm[i]]++;
+    EXPECT(permutation, "keys out of range: not a permutation");
+    // Every clamped key's items are consecutive.
+    std::vector<long long> lastPosition(numKeys, -1);
+    for (long long i = 0; permutation && i < n; ++i) {
+      long long key = clamped(keys[perm[i]]);
+      grouped &= lastPosition[key] < 0 || lastPosition[key] == i - 1;
+      lastPosition[key] = i;
+    }
+    EXPECT(grouped, "keys out of range: items of one (clamped) key not consecutive");
   }
-  EXPECT(grouped, "keys out of range: items of one (clamped) key not consecutive");
   CHECK(cudaFree(dKeys));
   CHECK(cudaFree(dCounts));
   CHECK(cudaFree(dPerm));
