@@ -22,6 +22,9 @@ Modules:
   kge.frontend  the tracing front end (kge.function, Table, Indices, ops)
   kge.compiler  compilation to CPU functions and GPU bundles
   kge.runtime   running bundles on a GPU (works without the compiler)
+  kge.tile      matmul-like tasks (GAMUT's queries) on the `tile` dialect
+  kge.autotune  timing compiled variants on the GPU, choices kept on disk
+                (works without the compiler)
 """
 
 from .errors import CompilerUnavailableError, MLIRError, TraceError

@@ -35,7 +35,10 @@ The same queries from Python (kge.tile.function, traced into that syntax)::
 
 On a GPU, ``q.compile()`` gives a kernel bundle (compiled once, then read
 from a persistent cache, see compile_query) whose program takes CUDA
-tensors, the outputs included.
+tensors, the outputs included. ``q.autotune(**arrays)`` compiles the
+query's variants (tile shapes; for tensor cores, clusters and the
+instruction family), times them on these arrays once and remembers the
+fastest for these shapes and this device (see autotune).
 
 The grammar is in docs/RationaleTileIterator.md.
 """
@@ -98,6 +101,10 @@ class Query:
         """The query's kernel bundle for the GPU (compile_query)."""
         return compile_query(self, cubin=cubin, cache=cache, matrix_math=matrix_math,
                              warpgroup=warpgroup, cluster_m=cluster_m, **tile_shape)
+
+    def autotune(self, matrix_math=None, **arrays):
+        """The fastest of the query's variants on these arrays (autotune)."""
+        return autotune(self, arrays, matrix_math=matrix_math)
 
     @property
     def inputs(self):
@@ -269,6 +276,131 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
         partial.write_text(bundle.text)
         partial.replace(path)
     return bundle
+
+
+# Tile shapes the autotuner tries on CUDA cores (block m, n, k, thread m,
+# n): GAMUT's two, deeper and flatter blocks, and small ones that give
+# small problems more blocks than multiprocessors.
+_TUNING_SHAPES = ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 4),
+                  (64, 128, 8, 4, 8), (64, 64, 16, 4, 4), (64, 64, 8, 4, 4),
+                  (64, 64, 16, 8, 8), (64, 32, 16, 4, 2), (32, 64, 16, 2, 4),
+                  (32, 32, 8, 2, 2))
+# Top-k sorts a block's pairs in shared memory: at most this many.
+_TOP_K_BLOCK_PAIRS = 4096
+
+
+def _variant_name(options):
+    if not options or options == {"matrix_math": options.get("matrix_math")}:
+        return "auto"
+    if "block_m" in options:
+        return "b{block_m}x{block_n}x{block_k}.t{thread_m}x{thread_n}".format(**options)
+    parts = []
+    if options.get("warpgroup") is False:
+        parts.append("mma_sync")
+    if "cluster_m" in options:
+        parts.append(f"cluster{options['cluster_m']}")
+    return ".".join(parts)
+
+
+def tuning_variants(query, matrix_math=None):
+    """The compile options the autotuner tries for `query`, by variant name
+    (the heuristic's, "auto", first). Products that reach tensor cores
+    (16-bit operands, or f32 ones with `matrix_math` "tf32"/"tf32x3") try
+    clusters of 1, 2 and 4 blocks and mma.sync instead of warpgroup MMA;
+    other queries try CUDA-core tile shapes (top-k: blocks of at most 4096
+    pairs)."""
+    if matrix_math is not None and matrix_math not in _MATRIX_MATH:
+        raise ValueError(f"matrix_math must be one of {', '.join(_MATRIX_MATH)} or None, "
+                         f"got {matrix_math!r}")
+    base = {"matrix_math": matrix_math} if matrix_math else {}
+    half = any(d in ("f16", "bf16") for d in query.dtypes.values())
+    if matrix_math in ("tf32", "tf32x3") or (half and matrix_math != "fma"):
+        options = [base, {**base, "cluster_m": 1}, {**base, "cluster_m": 4},
+                   {**base, "warpgroup": False}]
+    else:
+        options = [base]
+        for bm, bn, bk, tm, tn in _TUNING_SHAPES:
+            if query.kind == "top_k" and bm * bn > _TOP_K_BLOCK_PAIRS:
+                continue
+            options.append({**base, "block_m": bm, "block_n": bn, "block_k": bk,
+                            "thread_m": tm, "thread_n": tn})
+    return {_variant_name(o): o for o in options}
+
+
+class Tuning:
+    """What autotune() chose: `bundle` (the fastest variant's), `options`
+    (its compile options, for compile_query), `choice` (a
+    kge.autotune.Choice: every variant's time, the failures, whether it
+    came from the cache)."""
+
+    def __init__(self, bundle, options, choice):
+        self.bundle, self.options, self.choice = bundle, options, choice
+
+    @property
+    def variant(self):
+        return self.choice.best
+
+    def __repr__(self):
+        source = "cached" if self.choice.cached else "timed"
+        return f"Tuning({self.variant!r}, {source}, {len(self.choice.times)} variants)"
+
+
+def autotune(query, arrays, matrix_math=None, variants=None, timer=None, cache=True,
+             load=None, device=0):
+    """Compiles the variants of `query` (tuning_variants, or `variants`:
+    name -> compile options), runs each on `arrays` (CUDA tensors by name,
+    the outputs included; they are not written: outputs are copied for
+    the timing) and returns a Tuning with the fastest one's bundle.
+
+    Variants that compile to the same bundle run once. The choice is kept
+    in cache_dir()/autotune, keyed by the query, its dtypes, the variants,
+    the arrays' shapes and dtypes, the device's name and the compiler: a
+    later call with the same key loads the chosen bundle without timing
+    (`cache=False`: always time, store nothing). `timer(fn) -> seconds per
+    call` (default: CUDA events); `load(bundle) -> callable` (default:
+    bundle.load(device))."""
+    from . import autotune as tuner
+    if variants is None:
+        variants = tuning_variants(query, matrix_math)
+    if not variants:
+        raise tuner.AutotuneError("no variants to tune")
+    arrays = dict(arrays)
+    expected = {p["name"] for p in query.signature["params"]}
+    unknown = sorted(set(arrays) - expected)
+    if unknown:
+        raise tuner.AutotuneError(f"arrays {unknown} are not parameters of '{query.name}' "
+                                  f"(expected {sorted(expected)})")
+    missing = sorted(expected - set(arrays))
+    if missing:
+        raise tuner.AutotuneError(f"tuning '{query.name}' needs every parameter, the outputs "
+                                  f"included: missing {missing}")
+    key = tuner.TuningCache.key(kind="tile", query=query.text, name=query.name,
+                                dtypes=query.dtypes, variants=variants,
+                                shapes=tuner.shape_key(arrays), device=tuner.device_name(),
+                                compiler=_compiler_identity())
+    store = tuner.TuningCache(cache_dir() / "autotune") if cache else None
+    bundles, same_as = {}, {}
+    seen = {}
+    for name, options in variants.items():
+        options = dict(options)
+        bundle = compile_query(query, cache=cache, **options)
+        if bundle.text in seen:
+            same_as[name] = seen[bundle.text]
+            continue
+        seen[bundle.text] = name
+        bundles[name] = bundle
+    choice = store.get(key, bundles) if store else None
+    if choice is None:
+        load = load or (lambda bundle: bundle.load(device))
+        programs = {name: load(bundle) for name, bundle in bundles.items()}
+        outputs = [p["name"] for p in query._outputs]
+        choice = tuner.select(programs, arrays, outputs=outputs, timer=timer)
+        for name, original in same_as.items():
+            if original in choice.times:
+                choice.times[name] = choice.times[original]
+        if store:
+            store.put(key, choice)
+    return Tuning(bundles[choice.best], dict(variants[choice.best]), choice)
 
 
 def query(text, name="query", dtypes=None):

@@ -14,6 +14,11 @@ tt) and the queries whose inner computation is a product, with f16 and
 bf16 inputs, and f32 inputs under matrix-math=tf32 and tf32x3.
 
 Distinct bundles go to <out>/distinct/<dtype>.<shape>.kgebundle.
+
+The autotuner's variants (kge.tile.tuning_variants) go to
+<out>/autotune/<query>/<variant>.kgebundle: query 1, GEMM and query 5 in
+f32 (CUDA-core tile shapes) and GEMM in bf16 (clusters, mma.sync). This
+part needs the Python package (build/python_packages on PYTHONPATH).
 """
 
 import argparse
@@ -128,13 +133,45 @@ def build_distinct(bin_dir, out):
     return count
 
 
+# Queries whose variants the GPU suite and bench_tile_autotune.py time:
+# directory name -> (example, dtypes).
+AUTOTUNE = {"q1_amplify": ("q1_amplify", {}), "gemm": ("gemm", {}),
+            "q5_strong_pairs": ("q5_strong_pairs", {}),
+            "gemm_bf16": ("gemm", {"A": "bf16", "B": "bf16"})}
+
+
+def build_autotune(out):
+    """The autotuner's variants of the AUTOTUNE queries; their count."""
+    import kge.tile
+    count = 0
+    for directory, (example, dtypes) in AUTOTUNE.items():
+        query = kge.tile.query((ROOT / "examples" / "tile" / f"{example}.gamut").read_text(),
+                               name=example, dtypes=dtypes)
+        (out / directory).mkdir(parents=True, exist_ok=True)
+        for name, options in kge.tile.tuning_variants(query).items():
+            bundle = kge.tile.compile_query(query, cache=False, **options)
+            bundle.save(out / directory / f"{name}.kgebundle")
+            count += 1
+    return count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
     parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--parts", default="queries,mma,distinct,autotune",
+                        help="comma-separated subset of queries, mma, distinct, autotune")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    parts = set(args.parts.split(","))
     count = 0
+    if "autotune" in parts:
+        count += build_autotune(args.out / "autotune")
+    if "queries" not in parts:
+        count += build_mma(args.bin, args.out / "mma") if "mma" in parts else 0
+        count += build_distinct(args.bin, args.out / "distinct") if "distinct" in parts else 0
+        print(f"{count} bundles in {args.out}")
+        return
     for path in sorted((ROOT / "examples" / "tile").glob("*.gamut")):
         if path.stem in CPU_ONLY:
             continue
@@ -152,8 +189,8 @@ def main():
                 to_bundle(args.bin, typed, SHAPES[shape],
                           args.out / f"{path.stem}.{dtype}.{shape}.kgebundle")
                 count += 1
-    count += build_mma(args.bin, args.out / "mma")
-    count += build_distinct(args.bin, args.out / "distinct")
+    count += build_mma(args.bin, args.out / "mma") if "mma" in parts else 0
+    count += build_distinct(args.bin, args.out / "distinct") if "distinct" in parts else 0
     print(f"{count} bundles in {args.out}")
 
 

@@ -54,13 +54,16 @@ def typed_inputs(name, x, dtype):
     return rounded, tensors
 
 
-def run_query(rt, path, x, capacity, typed=None):
+def run_query(rt, path, x, capacity, typed=None, name=None, precision=None):
+    """Runs the bundle at `path` (of example `name` with inputs in
+    `precision`; by default both read from the file name) on `x`."""
     program = load(rt, path)
     args = {k: torch.from_numpy(v.copy()).cuda() for k, v in x.items()}
     args.update(typed or {})
     outputs = {}
-    name = path.name.split(".")[0]
-    out_dtype = torch.float64 if precision_of(path) == "f64" else torch.float32
+    name = name or path.name.split(".")[0]
+    precision = precision or precision_of(path)
+    out_dtype = torch.float64 if precision == "f64" else torch.float32
     M, N = next(v.shape[0] for k, v in x.items() if k in ("A", "S", "P")), \
         next(v.shape[1] for k, v in x.items() if k in ("B", "W", "R", "T"))
     if name in ("q5_strong_pairs", "q6_complementary"):
@@ -95,10 +98,10 @@ def test_query_matches_numpy(rt, path, M, N, K):
     check_query(rt, path, name, x, typed, M, N)
 
 
-def check_query(rt, path, name, x, typed, M, N):
+def check_query(rt, path, name, x, typed, M, N, precision=None):
     """Runs the bundle at `path` of example `name` on inputs `x` (`typed`:
     its inputs as half-precision tensors) and checks it against NumPy."""
-    out = run_query(rt, path, x, capacity=M * N, typed=typed)
+    out = run_query(rt, path, x, capacity=M * N, typed=typed, name=name, precision=precision)
     expected = reference(name, x)
     if name in ("q5_strong_pairs", "q6_complementary"):
         # FMA contraction on the GPU moves values by an ulp or so: pairs
