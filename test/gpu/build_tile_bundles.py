@@ -19,6 +19,10 @@ The autotuner's variants (kge.tile.tuning_variants) go to
 <out>/autotune/<query>/<variant>.kgebundle: query 1, GEMM and query 5 in
 f32 (CUDA-core tile shapes) and GEMM in bf16 (clusters, mma.sync). This
 part needs the Python package (build/python_packages on PYTHONPATH).
+
+Tasks with gathered rows (test/python/test_tile_gather.py's SCORES and
+GATHERED_GEMM) go to <out>/gather/<name>.<shape>.kgebundle (t64, t32 and
+auto).
 """
 
 import argparse
@@ -155,18 +159,35 @@ def build_autotune(out):
     return count
 
 
+def build_gather(bin_dir, out):
+    """The bundles of tasks with gathered rows; their count."""
+    import sys
+    sys.path.insert(0, str(ROOT / "test" / "python"))
+    from test_tile_gather import GATHERED_GEMM, SCORES
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for name, text in (("scores", SCORES), ("gemm", GATHERED_GEMM)):
+        for shape in ("t64", "t32", "auto"):
+            to_bundle(bin_dir, text, SHAPES[shape], out / f"{name}.{shape}.kgebundle")
+            count += 1
+    return count
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
     parser.add_argument("--out", type=pathlib.Path, required=True)
-    parser.add_argument("--parts", default="queries,mma,distinct,autotune",
-                        help="comma-separated subset of queries, mma, distinct, autotune")
+    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather",
+                        help="comma-separated subset of queries, mma, distinct, autotune, "
+                             "gather")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
     count = 0
     if "autotune" in parts:
         count += build_autotune(args.out / "autotune")
+    if "gather" in parts:
+        count += build_gather(args.bin, args.out / "gather")
     if "queries" not in parts:
         count += build_mma(args.bin, args.out / "mma") if "mma" in parts else 0
         count += build_distinct(args.bin, args.out / "distinct") if "distinct" in parts else 0

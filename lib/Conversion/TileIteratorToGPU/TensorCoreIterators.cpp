@@ -46,7 +46,9 @@ std::array<int, 2> tilegpu::getTensorCoreOperands(TaskOp task) {
 
 std::optional<MmaPrecision>
 tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
-  if (matrixMath == "fma")
+  // Gathered rows take the CUDA-core load iterators (the tensor-core ones
+  // copy contiguous tiles).
+  if (matrixMath == "fma" || !task.getGathers().empty())
     return std::nullopt;
   if (task.getAccumulate() != Combiner::add || !task.getCombine().empty() ||
       !task.getAccumulatorType().isF32())

@@ -48,8 +48,19 @@ Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
 Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
   SmallVector<Value> indices;
-  for (unsigned d = 0; d < map.getNumResults(); ++d)
-    indices.push_back(map.getDimPosition(d) == TaskOp::K ? k : spatial);
+  for (unsigned d = 0; d < map.getNumResults(); ++d) {
+    if (map.getDimPosition(d) == TaskOp::K) {
+      indices.push_back(k);
+      continue;
+    }
+    // A gathered row (or column): the table's index at this coordinate.
+    Value at = spatial;
+    if (Value gather = task.getGather(n, d))
+      at = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(b, loc, arg(gather), ValueRange{spatial}));
+    indices.push_back(at);
+  }
   return memref::LoadOp::create(b, loc, arg(task.getInputs()[n]), indices);
 }
 
@@ -1446,6 +1457,13 @@ LogicalResult lowerFunction(func::FuncOp func,
            << "holds " << tasks.size()
            << " tile.tasks; the GPU lowering compiles one task per function";
   TaskOp task = tasks.front();
+  for (unsigned n = 0, e = task.getInputs().size(); n < e; ++n)
+    if (task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J))
+      return task.emitOpError()
+             << "input #" << n
+             << " is indexed by both spatial axes (a matrix per row's key); "
+                "the GPU lowering takes inputs of at most one spatial axis "
+                "(gathered rows are lowered, per-key matrices not yet)";
   bool topK = task.getOutput() == OutputKind::top_k;
   if (topK) {
     Type value = task.getValueType();

@@ -50,8 +50,15 @@ private:
         cast<AffineMapAttr>(task.getIndexingMaps()[index]).getValue();
     Value axes[3] = {i, j, k};
     SmallVector<Value> indices;
-    for (unsigned d = 0; d < map.getNumResults(); ++d)
-      indices.push_back(axes[map.getDimPosition(d)]);
+    for (unsigned d = 0; d < map.getNumResults(); ++d) {
+      Value at = axes[map.getDimPosition(d)];
+      // A gathered dimension is read at gather[axis].
+      if (Value gather = task.getGather(index, d))
+        at = arith::IndexCastOp::create(
+            b, loc, b.getIndexType(),
+            memref::LoadOp::create(b, loc, gather, ValueRange{at}));
+      indices.push_back(at);
+    }
     return memref::LoadOp::create(b, loc, task.getInputs()[index], indices);
   }
   Value inlineRegion(Region &region, ValueRange arguments) {

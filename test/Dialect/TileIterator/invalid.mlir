@@ -907,3 +907,155 @@ func.func @update_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?x
       }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_count(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>) {
+  // expected-error @+1 {{has 1 gathers but 'gathered' names 0 [input, dimension] pairs}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<?xi32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_pair(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>) {
+  // expected-error @+1 {{'gathered' entry #0 must be an [input, dimension] pair of integers}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<?xi32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_input(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>) {
+  // expected-error @+1 {{gather #0 names input #2 but the task has 2 inputs}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<?xi32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[2, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_dim(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>) {
+  // expected-error @+1 {{gather #0 names dimension 2 of input #0, which has 2}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<?xi32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[0, 2]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_k(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>) {
+  // expected-error @+1 {{gather #0 indexes the reduction axis k (dimension 1 of input #0); only the spatial axes i and j are gathered}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<?xi32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[0, 1]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_twice(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>, %g: memref<?xi32>) {
+  // expected-error @+1 {{dimension 0 of input #0 is gathered twice}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h, %g : memref<?xi32>, memref<?xi32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[0, 0], [0, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xf32>) {
+  // expected-error @+1 {{gather #0 must be a rank-1 array of i32 or i64 indices, got 'memref<?xf32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<?xf32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[0, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @gather_extent(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<5xi32>) {
+  // expected-error @+1 {{axis i has extent 6 in output dimension 0 but 5 in the gather of input #0 dimension 0}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
+      gathers(%h : memref<5xi32>)
+      maps [#ik, #kj] accumulate add output dense {gathered = [[0, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#ikj = affine_map<(i, j, k) -> (i, k, j)>
+func.func @both_spatial_ungathered(%A: memref<?x?xf32>, %W: memref<?x?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{input #1 is indexed by both spatial axes; an input of a matmul-like task has at most one spatial axis (only outputs are indexed by (i, j)) unless one of them is gathered}}
+  tile.task ins(%A, %W : memref<?x?xf32>, memref<?x?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #ikj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %w: f32):
+        %p = arith.mulf %a, %w : f32
+        tile.yield %p : f32
+      }
+  return
+}

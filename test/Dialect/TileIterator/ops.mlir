@@ -155,3 +155,21 @@ func.func @distinct(%A: memref<?x?xi32>, %B: memref<?x?xi32>, %vals: memref<?xi3
       }
   return
 }
+
+// Gathered rows and a matrix per row's key (TransR's projection).
+// CHECK-LABEL: func.func @gathered
+// CHECK: tile.task ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?x?xf32>) outs(%{{.*}} : memref<?x?xf32>) gathers(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi64>) maps [#{{.*}}, #{{.*}}] accumulate add output dense {gathered = {{\[}}[0, 0], [1, 0]]}
+func.func @gathered(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %h: memref<?xi32>,
+                    %r: memref<?xi64>, %Y: memref<?x?xf32>) {
+  tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>)
+      outs(%Y : memref<?x?xf32>)
+      gathers(%h, %r : memref<?xi32>, memref<?xi64>)
+      maps [#ik, affine_map<(i, j, k) -> (i, k, j)>]
+      accumulate add output dense {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%e: f32, %w: f32):
+        %v = arith.mulf %e, %w : f32
+        tile.yield %v : f32
+      }
+  return
+}

@@ -64,12 +64,26 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
       output v at (i, j)                             // the output operator
     ```
 
-    **Inputs** (`ins`) are memrefs of rank 1 or 2 whose `indexing_maps`
+    **Inputs** (`ins`) are memrefs of rank 1 or 2 (3 with a gathered
+    dimension, below) whose `indexing_maps`
     (one per input, over `(i, j, k)`) give GAMUT's operand kinds: one
     spatial and the reduction axis (`(i, k)`, `(k, j)`, `(k, i)`, ...),
     only the reduction axis (`(k)`), or only one spatial axis (`(i)`,
     `(j)`). Every axis must index some input (or, for `i` and `j`, the dense
     output), which is how its extent is known.
+
+    **Gathered dimensions** (`gathers(...)` with the attribute `gathered`,
+    one `[input, dimension]` pair per gather): a gather is an index array
+    (rank 1, i32 or i64) whose length is the extent of the spatial axis
+    (`i` or `j`) that the input's indexing map selects at that dimension;
+    the input is read there at `gather[i]` (or `gather[j]`) instead of at
+    the axis itself, so the dimension is a table of any size (rows gathered
+    by an index array, a matrix chosen per row by a key). An input with a
+    gathered dimension may be indexed by both spatial axes, e.g.
+    `W[r[i], k, j]` (`(i, k, j)`, dimension 0 gathered by `r`): row `i`
+    multiplies the matrix of its key. The reduction axis is never gathered.
+    Gather values must lie in `[0, size of the dimension)`; the CPU and GPU
+    runtimes check them before running (the GPU's checked mode).
 
     **Regions** (each ends with `tile.yield`):
     - `inner` (required): one scalar argument per input (its element type);
@@ -136,6 +150,23 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
         }
     ```
 
+    Example: each edge's head row times its relation's matrix (TransR's
+    projection), rows gathered from the entity table by `h` and matrices
+    chosen by `r`:
+
+    ```mlir
+    tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>)
+        outs(%Y : memref<?x?xf32>)
+        gathers(%h, %r : memref<?xi32>, memref<?xi32>)
+        maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k, j)>]
+        accumulate add output dense {gathered = [[0, 0], [1, 0]]}
+        inner {
+        ^bb0(%e: f32, %w: f32):
+          %v = arith.mulf %e, %w : f32
+          tile.yield %v : f32
+        }
+    ```
+
     Example: GAMUT's query 2 (people's preference aggregated by zip code):
 
     ```mlir
@@ -155,6 +186,7 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     Variadic<AnyMemRef>:$inputs,
     Variadic<AnyMemRef>:$keys,
     Variadic<AnyMemRef>:$outputs,
+    Variadic<AnyMemRef>:$gathers,
     AffineMapArrayAttr:$indexing_maps,
     TileIterator_Combiner:$accumulate,
     TileIterator_OutputKind:$output,
@@ -164,7 +196,8 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     OptionalAttr<I64Attr>:$k,
     UnitAttr:$smallest,
     OptionalAttr<AffineMapAttr>:$output_map,
-    UnitAttr:$update
+    UnitAttr:$update,
+    OptionalAttr<ArrayAttr>:$gathered
   );
   let regions = (region
     AnyRegion:$when,
@@ -174,7 +207,8 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     AnyRegion:$predicate
   );
   // The syntax of the declarative format
-  //   ins(...) (keys(...))? outs(...) maps [...] accumulate K output O
+  //   ins(...) (keys(...))? outs(...) (gathers(...))? maps [...]
+  //   accumulate K output O
   //   attr-dict (when R)? inner R (combine R)? (project R)? (predicate R)?
   // written by hand (TileIteratorAsm.cpp) so that parsed regions are owned
   // by the OperationState.
@@ -200,9 +234,15 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     AffineMap getDenseOutputMap();
     /// The combiner of an aggregate output (`add` unless given).
     Combiner getAggregateCombiner();
-    /// Where the extent of `axis` is read: (operand, dimension) of an input
-    /// or of the dense output.
+    /// Where the extent of `axis` is read: (operand, dimension) of an input,
+    /// a gather or the dense output.
     std::pair<Value, unsigned> getExtentSource(Axis axis);
+    /// The gather that indexes dimension `dim` of input `input`, or null.
+    Value getGather(unsigned input, unsigned dim);
+    /// Whether dimension `dim` of input `input` is read through a gather.
+    bool isGathered(unsigned input, unsigned dim) {
+      return static_cast<bool>(getGather(input, dim));
+    }
   }];
 }
 

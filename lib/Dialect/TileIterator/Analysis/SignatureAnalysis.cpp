@@ -105,6 +105,34 @@ mlir::tile::computeSignature(func::FuncOp func) {
     }
   }
 
+  // Gathers index a dimension of an input (a table: rows, or one matrix per
+  // key).
+  for (TaskOp task : tasks) {
+    for (auto [n, gather] : llvm::enumerate(task.getGathers())) {
+      kge_runtime::Parameter &param = signature.params[argNumber(gather)];
+      auto pair = cast<ArrayAttr>(task.getGatheredAttr()[n]);
+      unsigned input = cast<IntegerAttr>(pair[0]).getInt();
+      unsigned dim = cast<IntegerAttr>(pair[1]).getInt();
+      unsigned table = argNumber(task.getInputs()[input]);
+      if (param.role == kge_runtime::ParamRole::Output)
+        return task.emitOpError() << "writes '" << param.name
+                                  << "', which another task gathers with";
+      if (param.role == kge_runtime::ParamRole::Indices &&
+          param.indexedDim != dim)
+        return task.emitOpError()
+               << "uses '" << param.name
+               << "' to gather dimensions " << param.indexedDim << " and "
+               << dim << " of its tables";
+      if (param.role == kge_runtime::ParamRole::Indices &&
+          !llvm::is_contained(param.indexedTables, table))
+        param.indexedTables.push_back(table);
+      if (param.role != kge_runtime::ParamRole::Indices)
+        param.indexedTables = {table};
+      param.role = kge_runtime::ParamRole::Indices;
+      param.indexedDim = dim;
+    }
+  }
+
   // Dimensions tied by the tasks' axes.
   llvm::EquivalenceClasses<Slot> classes;
   for (unsigned a = 0; a < numArgs; ++a)
@@ -126,8 +154,14 @@ mlir::tile::computeSignature(func::FuncOp func) {
     for (auto [n, input] : llvm::enumerate(task.getInputs())) {
       AffineMap map =
           cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-      for (unsigned d = 0; d < map.getNumResults(); ++d)
-        tie(map.getDimPosition(d), input, d);
+      for (unsigned d = 0; d < map.getNumResults(); ++d) {
+        // A gathered dimension is a table of its own size; the axis runs
+        // over the gather.
+        if (Value gather = task.getGather(n, d))
+          tie(map.getDimPosition(d), gather, 0);
+        else
+          tie(map.getDimPosition(d), input, d);
+      }
     }
     for (auto [axis, key] : llvm::enumerate(task.getKeys()))
       tie(axis, key, 0);

@@ -28,6 +28,9 @@ using namespace mlir::tile;
   ::llvm::SMLoc outputsOperandsLoc;
   (void)outputsOperandsLoc;
   ::llvm::SmallVector<::mlir::Type, 1> outputsTypes;
+  ::llvm::SmallVector<::mlir::OpAsmParser::UnresolvedOperand, 4> gathersOperands;
+  ::llvm::SMLoc gathersOperandsLoc;
+  ::llvm::SmallVector<::mlir::Type, 1> gathersTypes;
   ::mlir::ArrayAttr indexing_mapsAttr;
   ::mlir::tile::CombinerAttr accumulateAttr;
   ::mlir::tile::OutputKindAttr outputAttr;
@@ -79,6 +82,14 @@ using namespace mlir::tile;
     return ::mlir::failure();
   if (parser.parseRParen())
     return ::mlir::failure();
+  if (::mlir::succeeded(parser.parseOptionalKeyword("gathers"))) {
+    if (parser.parseLParen())
+      return ::mlir::failure();
+    gathersOperandsLoc = parser.getCurrentLocation();
+    if (parser.parseOperandList(gathersOperands) || parser.parseColon() ||
+        parser.parseTypeList(gathersTypes) || parser.parseRParen())
+      return ::mlir::failure();
+  }
   if (parser.parseKeyword("maps"))
     return ::mlir::failure();
   if (parser.parseCustomAttributeWithFallback(indexing_mapsAttr, parser.getBuilder().getType<::mlir::NoneType>())) {
@@ -172,12 +183,14 @@ using namespace mlir::tile;
   if (parser.parseRegion(*predicateRegion))
     return ::mlir::failure();
   }
-::llvm::copy(::llvm::ArrayRef<int32_t>({static_cast<int32_t>(inputsOperands.size()), static_cast<int32_t>(keysOperands.size()), static_cast<int32_t>(outputsOperands.size())}), result.getOrAddProperties<TaskOp::Properties>().operandSegmentSizes.begin());
+::llvm::copy(::llvm::ArrayRef<int32_t>({static_cast<int32_t>(inputsOperands.size()), static_cast<int32_t>(keysOperands.size()), static_cast<int32_t>(outputsOperands.size()), static_cast<int32_t>(gathersOperands.size())}), result.getOrAddProperties<TaskOp::Properties>().operandSegmentSizes.begin());
   if (parser.resolveOperands(inputsOperands, inputsTypes, inputsOperandsLoc, result.operands))
     return ::mlir::failure();
   if (parser.resolveOperands(keysOperands, keysTypes, keysOperandsLoc, result.operands))
     return ::mlir::failure();
   if (parser.resolveOperands(outputsOperands, outputsTypes, outputsOperandsLoc, result.operands))
+    return ::mlir::failure();
+  if (parser.resolveOperands(gathersOperands, gathersTypes, gathersOperandsLoc, result.operands))
     return ::mlir::failure();
   return ::mlir::success();
 }
@@ -206,6 +219,9 @@ void TaskOp::print(::mlir::OpAsmPrinter &_odsPrinter) {
   _odsPrinter << ' ';
   _odsPrinter << getOutputs().getTypes();
   _odsPrinter << ")";
+  if (!getGathers().empty())
+    _odsPrinter << " gathers(" << getGathers() << " : "
+                << getGathers().getTypes() << ")";
   _odsPrinter << ' ' << "maps";
   _odsPrinter << ' ';
   _odsPrinter.printAttributeWithoutType(getIndexingMapsAttr());

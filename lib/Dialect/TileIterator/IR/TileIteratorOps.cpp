@@ -14,6 +14,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <limits>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::tile;
@@ -160,12 +161,30 @@ Combiner TaskOp::getAggregateCombiner() {
   return getAggregate().value_or(Combiner::add);
 }
 
+Value TaskOp::getGather(unsigned input, unsigned dim) {
+  ArrayAttr gathered = getGatheredAttr();
+  if (!gathered)
+    return Value();
+  for (auto [n, attr] : llvm::enumerate(gathered)) {
+    auto pair = dyn_cast<ArrayAttr>(attr);
+    if (!pair || pair.size() != 2 || n >= getGathers().size())
+      continue;
+    auto in = dyn_cast<IntegerAttr>(pair[0]), d = dyn_cast<IntegerAttr>(pair[1]);
+    if (in && d && in.getInt() == input && d.getInt() == dim)
+      return getGathers()[n];
+  }
+  return Value();
+}
+
 std::pair<Value, unsigned> TaskOp::getExtentSource(Axis axis) {
   for (unsigned i = 0, e = getInputs().size(); i < e; ++i) {
     AffineMap map = mapOf(*this, i);
     for (unsigned d = 0; d < map.getNumResults(); ++d)
-      if (map.getDimPosition(d) == axis)
+      if (map.getDimPosition(d) == axis) {
+        if (Value gather = getGather(i, d))
+          return {gather, 0};
         return {getInputs()[i], d};
+      }
   }
   if (getOutput() == OutputKind::aggregate && axis != K &&
       getKeys().size() == 2)
@@ -187,6 +206,9 @@ void TaskOp::getEffects(
     effects.emplace_back(MemoryEffects::Read::get(), &operand,
                          SideEffects::DefaultResource::get());
   for (OpOperand &operand : getKeysMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+  for (OpOperand &operand : getGathersMutable())
     effects.emplace_back(MemoryEffects::Read::get(), &operand,
                          SideEffects::DefaultResource::get());
   for (OpOperand &operand : getOutputsMutable()) {
@@ -259,6 +281,53 @@ LogicalResult TaskOp::verify() {
   if (getInputs().empty())
     return emitOpError() << "needs at least one input";
 
+  // Gathered dimensions: one [input, dimension] pair per gather, a spatial
+  // axis read through an index array of that axis's extent.
+  ArrayAttr gathered = getGatheredAttr();
+  size_t numGathered = gathered ? gathered.size() : 0;
+  if (numGathered != getGathers().size())
+    return emitOpError() << "has " << getGathers().size()
+                         << " gathers but 'gathered' names " << numGathered
+                         << " [input, dimension] pairs";
+  std::set<std::pair<int64_t, int64_t>> gatheredSlots;
+  for (auto [n, attr] : llvm::enumerate(gathered ? gathered.getValue()
+                                                 : ArrayRef<Attribute>())) {
+    auto pair = dyn_cast<ArrayAttr>(attr);
+    IntegerAttr in, dim;
+    if (pair && pair.size() == 2) {
+      in = dyn_cast<IntegerAttr>(pair[0]);
+      dim = dyn_cast<IntegerAttr>(pair[1]);
+    }
+    if (!in || !dim)
+      return emitOpError() << "'gathered' entry #" << n
+                           << " must be an [input, dimension] pair of integers";
+    if (in.getInt() < 0 || in.getInt() >= static_cast<int64_t>(maps.size()))
+      return emitOpError() << "gather #" << n << " names input #"
+                           << in.getInt() << " but the task has "
+                           << maps.size() << " inputs";
+    AffineMap map = mapOf(*this, in.getInt());
+    if (dim.getInt() < 0 ||
+        dim.getInt() >= static_cast<int64_t>(map.getNumResults()))
+      return emitOpError() << "gather #" << n << " names dimension "
+                           << dim.getInt() << " of input #" << in.getInt()
+                           << ", which has " << map.getNumResults();
+    if (map.getNumDims() == 3 && map.isProjectedPermutation() &&
+        map.getDimPosition(dim.getInt()) == K)
+      return emitOpError() << "gather #" << n << " indexes the reduction axis k "
+                              "(dimension "
+                           << dim.getInt() << " of input #" << in.getInt()
+                           << "); only the spatial axes i and j are gathered";
+    if (!gatheredSlots.insert({in.getInt(), dim.getInt()}).second)
+      return emitOpError() << "dimension " << dim.getInt() << " of input #"
+                           << in.getInt() << " is gathered twice";
+    auto type = cast<MemRefType>(getGathers()[n].getType());
+    if (type.getRank() != 1 || !isIndexElement(type.getElementType()))
+      return emitOpError() << "gather #" << n
+                           << " must be a rank-1 array of i32 or i64 indices, "
+                              "got "
+                           << type;
+  }
+
   // Axes and operand kinds.
   Extents extents;
   bool axisSeen[3] = {false, false, false};
@@ -280,12 +349,15 @@ LogicalResult TaskOp::verify() {
       return emitOpError() << what << " has rank " << type.getRank()
                            << " but its indexing map selects "
                            << map.getNumResults() << " axes";
-    if (map.isFunctionOfDim(I) && map.isFunctionOfDim(J))
+    bool anyGathered = false;
+    for (unsigned d = 0; d < map.getNumResults(); ++d)
+      anyGathered |= isGathered(index, d);
+    if (map.isFunctionOfDim(I) && map.isFunctionOfDim(J) && !anyGathered)
       return emitOpError()
              << what
              << " is indexed by both spatial axes; an input of a matmul-like "
                 "task has at most one spatial axis (only outputs are indexed "
-                "by (i, j))";
+                "by (i, j)) unless one of them is gathered";
     if (!isScalarElement(type.getElementType()))
       return emitOpError() << what << " has element type "
                            << type.getElementType()
@@ -294,6 +366,14 @@ LogicalResult TaskOp::verify() {
     for (unsigned d = 0; d < map.getNumResults(); ++d) {
       unsigned axis = map.getDimPosition(d);
       axisSeen[axis] = true;
+      // A gathered dimension is a table; the axis runs over the gather.
+      if (Value gather = getGather(index, d)) {
+        if (failed(extents.record(
+                op, axis, cast<MemRefType>(gather.getType()).getDimSize(0),
+                "the gather of " + what + " dimension " + std::to_string(d))))
+          return failure();
+        continue;
+      }
       if (failed(extents.record(op, axis, type.getDimSize(d),
                                 what + " dimension " + std::to_string(d))))
         return failure();

@@ -1261,10 +1261,11 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
                                       OutputKind::select, OutputKind::top_k,
                                       OutputKind::distinct};
   auto task = TaskOp::create(
-      b, loc, inputs, keys, outputs, b.getArrayAttr(maps),
+      b, loc, inputs, keys, outputs, ValueRange{}, b.getArrayAttr(maps),
       CombinerAttr::get(context, query.accumulate),
       OutputKindAttr::get(context, kKinds[out.kind]), TypedAttr(),
-      UnitAttr(), CombinerAttr(), IntegerAttr(), UnitAttr(), AffineMapAttr());
+      UnitAttr(), CombinerAttr(), IntegerAttr(), UnitAttr(), AffineMapAttr(),
+      UnitAttr(), ArrayAttr());
   func::ReturnOp::create(b, loc);
 
   if (query.accumulate == Combiner::custom) {

@@ -97,14 +97,14 @@ static bool raise(linalg::LinalgOp op) {
   for (OpOperand *input : op.getDpsInputOperands())
     inputs.push_back(input->get());
   auto task = TaskOp::create(
-      b, loc, inputs, ValueRange{}, ValueRange{init->get()},
+      b, loc, inputs, ValueRange{}, ValueRange{init->get()}, ValueRange{},
       b.getArrayAttr(maps), CombinerAttr::get(ctx, *combinerOf(combineOp)),
       OutputKindAttr::get(ctx, OutputKind::dense), TypedAttr(), UnitAttr(),
       CombinerAttr(), IntegerAttr(), UnitAttr(),
       // (i, j) is the default.
       outMap.getDimPosition(0) == TaskOp::I ? AffineMapAttr()
                                             : AffineMapAttr::get(outMap),
-      b.getUnitAttr());
+      b.getUnitAttr(), ArrayAttr());
   // The inner computation: the body without the combination, over the
   // inputs' elements.
   Block *inner = b.createBlock(&task.getInner());

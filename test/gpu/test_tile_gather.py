@@ -1,0 +1,65 @@
+"""Tasks with gathered rows on the GPU (build_tile_bundles.py --parts
+gather: <KGE_GPU_TILE_BUNDLES>/gather/<task>.<shape>.kgebundle) against
+PyTorch: rows of the tables read through index arrays with repeats and
+skew, at odd and tile-sized shapes, every tile shape; checked mode refuses
+an out-of-range gather before launch."""
+
+import pytest
+import torch
+
+from test_tile import TILE_BUNDLES, load
+
+GATHER = TILE_BUNDLES / "gather"
+SHAPES = ("t64", "t32", "auto")
+# (batch rows M, batch columns N, table rows, reduction K)
+SIZES = [(1, 1, 1, 1), (130, 67, 50, 45), (700, 333, 40, 300), (2048, 1536, 5000, 64)]
+
+
+def skewed(g, count, rows):
+    """Indices with a power-law skew (most rows repeat a few hot ones)."""
+    w = 1.0 / torch.arange(1, rows + 1, dtype=torch.float64) ** 1.1
+    return torch.multinomial(w, count, replacement=True, generator=g).to(torch.int32).cuda()
+
+
+def test_gather_bundles_were_built():
+    assert len(list(GATHER.glob("*.kgebundle"))) == 6, \
+        f"run test/gpu/build_tile_bundles.py --parts gather --out {TILE_BUNDLES}"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("M,N,rows,K", SIZES, ids=[f"{m}x{n}x{r}x{k}" for m, n, r, k in SIZES])
+def test_gathered_scores_match_torch(rt, shape, M, N, rows, K):
+    g = torch.Generator().manual_seed(M + N + K)
+    E = torch.randn(rows, K, generator=g).cuda()
+    T = torch.randn(rows + 3, K, generator=g).cuda()
+    bias = torch.randn(rows, generator=g).cuda()
+    h, t = skewed(g, M, rows), skewed(g, N, rows + 3)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    load(rt, GATHER / f"scores.{shape}.kgebundle")(E=E, T=T, bias=bias, h=h, t=t, C=C)
+    d = E.double()[h.long()][:, None, :] - T.double()[t.long()][None, :, :]
+    expected = (d * d + bias.double()[h.long()][:, None, None]).sum(-1)
+    torch.testing.assert_close(C.double(), expected, rtol=1e-4, atol=1e-4 * max(1.0, K))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("M,N,rows,K", SIZES, ids=[f"{m}x{n}x{r}x{k}" for m, n, r, k in SIZES])
+def test_gathered_gemm_matches_torch(rt, shape, M, N, rows, K):
+    g = torch.Generator().manual_seed(3 * M + N + K)
+    E = torch.randn(rows, K, generator=g).cuda()
+    B = torch.randn(K, N, generator=g).cuda()
+    h = skewed(g, M, rows)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    load(rt, GATHER / f"gemm.{shape}.kgebundle")(E=E, B=B, h=h, C=C)
+    expected = E.double()[h.long()] @ B.double()
+    torch.testing.assert_close(C.double(), expected, rtol=1e-4, atol=1e-4 * max(1.0, K ** 0.5))
+
+
+def test_checked_mode_refuses_an_out_of_range_gather(rt):
+    g = torch.Generator().manual_seed(5)
+    E, B = torch.randn(40, 16, generator=g).cuda(), torch.randn(16, 24, generator=g).cuda()
+    h = skewed(g, 100, 40)
+    h[37] = 40
+    C = torch.zeros(100, 24, device="cuda")
+    with pytest.raises(Exception, match="index 40 at position 37 of 'h' is out of range"):
+        load(rt, GATHER / "gemm.t64.kgebundle")(E=E, B=B, h=h, C=C, checked=True)
+    assert bool((C == 0).all())

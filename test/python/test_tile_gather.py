@@ -1,0 +1,167 @@
+"""Gathered dimensions of tile tasks (`gathers`, `gathered`): rows of a
+table read through an index array and one matrix per row's key (TransR's
+projection as a task), on the CPU path against NumPy; their signature
+(index arrays with range checks), refused out-of-range indices, and the
+GPU lowering's kernels for gathered rows."""
+
+import re
+
+import numpy as np
+import pytest
+
+from kge import compiler, ir
+from kge.errors import MLIRError
+
+PROJECTION = """
+func.func @project(%E: memref<?x?xf32> {kge.param = "E"}, %W: memref<?x?x?xf32> {kge.param = "W"},
+                   %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi64> {kge.param = "r"},
+                   %Y: memref<?x?xf32> {kge.param = "Y"}) {
+  tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>)
+      outs(%Y : memref<?x?xf32>)
+      gathers(%h, %r : memref<?xi32>, memref<?xi64>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k, j)>]
+      accumulate add output dense {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%e: f32, %w: f32):
+        %v = arith.mulf %e, %w : f32
+        tile.yield %v : f32
+      }
+  return
+}
+"""
+
+# Gathered rows on both sides and a gathered per-row threshold: each edge's
+# head row against every tail row, kept where above the head's bias.
+SCORES = """
+func.func @scores(%E: memref<?x?xf32> {kge.param = "E"}, %T: memref<?x?xf32> {kge.param = "T"},
+                  %bias: memref<?xf32> {kge.param = "bias"},
+                  %h: memref<?xi32> {kge.param = "h"}, %t: memref<?xi32> {kge.param = "t"},
+                  %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%E, %T, %bias : memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>)
+      outs(%C : memref<?x?xf32>)
+      gathers(%h, %t, %h : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>,
+            affine_map<(i, j, k) -> (i)>]
+      accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+      inner {
+      ^bb0(%e: f32, %x: f32, %b: f32):
+        %d = arith.subf %e, %x : f32
+        %v = arith.mulf %d, %d : f32
+        %s = arith.addf %v, %b : f32
+        tile.yield %s : f32
+      }
+  return
+}
+"""
+
+
+GATHERED_GEMM = """
+func.func @gemm(%E: memref<?x?xf32> {kge.param = "E"}, %B: memref<?x?xf32> {kge.param = "B"},
+                %h: memref<?xi32> {kge.param = "h"}, %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%E, %B : memref<?x?xf32>, memref<?x?xf32>)
+      outs(%C : memref<?x?xf32>)
+      gathers(%h : memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output dense {gathered = [[0, 0]]}
+      inner {
+      ^bb0(%e: f32, %b: f32):
+        %v = arith.mulf %e, %b : f32
+        tile.yield %v : f32
+      }
+  return
+}
+"""
+
+
+def compile_function(text, name):
+    module = ir.Module.parse(ir.Context(), text)
+    return module, compiler.compile_cpu(module, name)
+
+
+def test_a_matrix_per_key_times_gathered_rows():
+    _, project = compile_function(PROJECTION, "project")
+    rng = np.random.default_rng(0)
+    E = rng.standard_normal((50, 24)).astype(np.float32)
+    W = rng.standard_normal((7, 24, 16)).astype(np.float32)
+    h = rng.integers(0, 50, 300).astype(np.int32)
+    r = rng.integers(0, 7, 300).astype(np.int64)
+    Y = np.zeros((300, 16), np.float32)
+    project({"E": E, "W": W, "h": h, "r": r, "Y": Y})
+    expected = np.einsum("bk,bkj->bj", E[h].astype(np.float64), W[r])
+    np.testing.assert_allclose(Y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_gathered_rows_on_both_axes_and_a_gathered_threshold():
+    _, scores = compile_function(SCORES, "scores")
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal((40, 8)).astype(np.float32)
+    T = rng.standard_normal((30, 8)).astype(np.float32)
+    bias = rng.standard_normal(40).astype(np.float32)
+    h = rng.integers(0, 40, 17).astype(np.int32)
+    t = rng.integers(0, 30, 11).astype(np.int32)
+    C = np.zeros((17, 11), np.float32)
+    scores({"E": E, "T": T, "bias": bias, "h": h, "t": t, "C": C})
+    d = E[h][:, None, :].astype(np.float64) - T[t][None, :, :]
+    expected = (d * d + bias[h][:, None, None]).sum(-1)
+    np.testing.assert_allclose(C, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_signature_names_gathers_as_indices_of_their_tables():
+    module, _ = compile_function(PROJECTION, "project")
+    params = {p["name"]: p for p in ir.signature(module, "project")["params"]}
+    assert params["h"]["role"] == "indices" and params["r"]["role"] == "indices"
+    # The gathered axis runs over the gather; the tables keep their sizes.
+    assert params["h"]["shape"] == params["r"]["shape"] == ["M"]
+    assert params["Y"]["shape"] == ["M", "N"]
+    assert params["E"]["shape"][0] != "M" and params["W"]["shape"][0] != "M"
+    assert params["E"]["shape"][1] == params["W"]["shape"][1] == "K"
+
+
+@pytest.mark.parametrize("bad", [7, -1])
+def test_out_of_range_gathers_are_refused(bad):
+    _, project = compile_function(PROJECTION, "project")
+    E = np.ones((5, 4), np.float32)
+    W = np.ones((7, 4, 3), np.float32)
+    h = np.zeros(6, np.int32)
+    r = np.zeros(6, np.int64)
+    r[4] = bad
+    with pytest.raises(Exception, match=f"index {bad} at position 4 of 'r' is out of range"):
+        project({"E": E, "W": W, "h": h, "r": r, "Y": np.zeros((6, 3), np.float32)})
+
+
+def lower_to_gpu(text, options=""):
+    module = ir.Module.parse(ir.Context(), text)
+    pm = ir.PassManager(module.context)
+    pm.add("convert-tile-to-gpu" + options)
+    pm.run(module)
+    return str(module)
+
+
+def test_the_gpu_lowering_gathers_rows_on_cuda_cores():
+    lowered = lower_to_gpu(SCORES)
+    # Both kernels (GAMUT's two shapes) read E's and bias's rows through h
+    # (%arg3) and T's through t (%arg4); no tensor cores.
+    assert len(re.findall(r"memref.load %arg3\[[^\]]*\] : memref<\?xi32>", lowered)) > 0
+    assert len(re.findall(r"memref.load %arg4\[[^\]]*\] : memref<\?xi32>", lowered)) > 0
+    assert "nvgpu" not in lowered and "nvvm.mma" not in lowered
+    # The bundle checks every gather against each table it reads (checked
+    # mode), over the gathered axis.
+    module = ir.Module.parse(ir.Context(), SCORES)
+    pm = ir.PassManager(module.context)
+    pm.add("convert-tile-to-gpu,kge-lower-to-gpu")
+    pm.run(module)
+    bundle = compiler.Bundle(ir.to_bundle(module, False))
+    assert bundle.manifest["checks"] == [
+        {"param": "h", "bound": "min(E_d0, bias_d0)", "count": "M"},
+        {"param": "t", "bound": "T_d0", "count": "N"}]
+    # A product that would take tensor cores stays on CUDA cores when its
+    # rows are gathered (the tensor-core iterators copy contiguous tiles).
+    assert "nvgpu" not in lower_to_gpu(GATHERED_GEMM, "{matrix-math=tf32}")
+    assert "nvgpu" in lower_to_gpu(GATHERED_GEMM.replace(
+        "gathers(%h : memref<?xi32>)", "").replace(" {gathered = [[0, 0]]}", ""),
+        "{matrix-math=tf32}")
+
+
+def test_the_gpu_lowering_refuses_a_matrix_per_key():
+    with pytest.raises(MLIRError, match="input #1 is indexed by both spatial axes"):
+        lower_to_gpu(PROJECTION)
