@@ -56,14 +56,15 @@ def bundle_outline(bundle):
 
 
 def run_tile_examples(tools, out_root):
-    """The matmul-like queries of examples/tile: GAMUT syntax -> tile IR ->
-    loops -> a CPU run next to NumPy."""
+    """The matmul-like queries of examples/tile (and tile/gathered, with
+    gathered subscripts): GAMUT syntax -> tile IR -> loops -> a CPU run next
+    to NumPy."""
     sys.path.insert(0, str(pathlib.Path(tools["kge-opt"]).parents[1] / "python_packages"))
     import kge.tile
 
     summary = []
-    for name in tile_reference.EXAMPLES:
-        source = tile_reference.EXAMPLES_DIR / f"{name}.gamut"
+    for name in tile_reference.EXAMPLES + tile_reference.GATHERED_EXAMPLES:
+        source = tile_reference.example_path(name)
         out = out_root / name
         out.mkdir(parents=True, exist_ok=True)
         print(f"\n=== {name} ({source.relative_to(ROOT)})")

@@ -491,17 +491,35 @@ class Axis:
 i, j, k = Axis("i"), Axis("j"), Axis("k")
 
 
+class _Gathered(Expr):
+    """An index array at a spatial axis (h[i]): a value, or a subscript of
+    another array that is read through it (E[h[i], k])."""
+
+    def __init__(self, array, axis):
+        super().__init__(f"{array}[{axis.name}]")
+        self.axis = axis
+
+
 class Array:
-    """A symbolic input array: index it with the axes (A[i, k], w[k])."""
+    """A symbolic input array: index it with the axes (A[i, k], w[k]), or
+    gather a spatial subscript through an index array (E[h[i], k],
+    W[r[i], k, j]: one matrix per row's key)."""
 
     def __init__(self, name):
         self.name = name
 
     def __getitem__(self, axes):
         axes = axes if isinstance(axes, tuple) else (axes,)
-        if not all(isinstance(a, Axis) for a in axes):
-            raise TraceError(f"index {self.name} with the axes i, j, k")
-        return Expr(f"{self.name}[{', '.join(a.name for a in axes)}]")
+        for a in axes:
+            if isinstance(a, _Gathered) and a.axis is k:
+                raise TraceError(f"{self.name}: only the spatial axes i and j are gathered "
+                                 f"({a.text} gathers along k)")
+            if not isinstance(a, (Axis, _Gathered)):
+                raise TraceError(f"index {self.name} with the axes i, j, k or index arrays "
+                                 f"of a spatial axis (h[i])")
+        if len(axes) == 1 and isinstance(axes[0], Axis):
+            return _Gathered(self.name, axes[0])
+        return Expr(f"{self.name}[{', '.join(a.name if isinstance(a, Axis) else a.text for a in axes)}]")
 
 
 def _call(name, *args):

@@ -11,6 +11,7 @@ import pytest
 
 from kge import compiler, ir
 from kge.errors import MLIRError
+from tile_reference import example_path
 
 PROJECTION = """
 func.func @project(%E: memref<?x?xf32> {kge.param = "E"}, %W: memref<?x?x?xf32> {kge.param = "W"},
@@ -165,3 +166,73 @@ def test_the_gpu_lowering_gathers_rows_on_cuda_cores():
 def test_the_gpu_lowering_refuses_a_matrix_per_key():
     with pytest.raises(MLIRError, match="input #1 is indexed by both spatial axes"):
         lower_to_gpu(PROJECTION)
+
+
+# The same tasks in GAMUT's syntax, extended with gathered subscripts
+# (examples/tile/gathered).
+PROJECTION_QUERY = example_path("transr_projection").read_text()
+SCORES_QUERY = example_path("edge_scores").read_text()
+
+
+def test_gathered_subscripts_in_the_query_syntax():
+    import kge.tile
+    q = kge.tile.query(PROJECTION_QUERY, name="project", dtypes={"r": "i64"})
+    assert "gathers(" in str(q.module) and "gathered = [[0, 0], [1, 0]]" in str(q.module)
+    rng = np.random.default_rng(2)
+    E = rng.standard_normal((50, 24)).astype(np.float32)
+    W = rng.standard_normal((7, 24, 16)).astype(np.float32)
+    h = rng.integers(0, 50, 300).astype(np.int32)
+    r = rng.integers(0, 7, 300).astype(np.int64)
+    Y = q.run_cpu(E=E, W=W, h=h, r=r)
+    np.testing.assert_allclose(Y, np.einsum("bk,bkj->bj", E[h].astype(np.float64), W[r]),
+                               rtol=1e-5, atol=1e-5)
+    s = kge.tile.query(SCORES_QUERY, name="scores")
+    E, T = E[:, :8], rng.standard_normal((30, 8)).astype(np.float32)
+    bias = rng.standard_normal(50).astype(np.float32)
+    t = rng.integers(0, 30, 11).astype(np.int32)
+    C = s.run_cpu(E=E, T=T, bias=bias, h=h[:17], t=t)
+    d = E[h[:17]][:, None, :].astype(np.float64) - T[t][None, :, :]
+    np.testing.assert_allclose(C, (d * d + bias[h[:17]][:, None, None]).sum(-1), rtol=1e-5,
+                               atol=1e-5)
+    # Gathered rows compile for the GPU (CUDA cores).
+    assert "nvgpu" not in s.compile(cubin=False, cache=False).text
+
+
+def test_gathered_subscripts_from_python():
+    import kge.tile
+    from kge.tile import i, j, k, reduce
+
+    @kge.tile.function
+    def project(E, W, h, r):
+        return reduce(E[h[i], k] * W[r[i], k, j])
+
+    assert "E[h[i], k] * W[r[i], k, j]" in project.text
+    rng = np.random.default_rng(3)
+    E = rng.standard_normal((20, 6)).astype(np.float32)
+    W = rng.standard_normal((3, 6, 5)).astype(np.float32)
+    h = rng.integers(0, 20, 9).astype(np.int32)
+    r = rng.integers(0, 3, 9).astype(np.int32)
+    np.testing.assert_allclose(project.run_cpu(E=E, W=W, h=h, r=r),
+                               np.einsum("bk,bkj->bj", E[h].astype(np.float64), W[r]),
+                               rtol=1e-5, atol=1e-5)
+    with pytest.raises(kge.tile.TraceError, match="only the spatial axes i and j are gathered"):
+        kge.tile.function(lambda E, g: reduce(E[i, g[k]]))
+
+
+@pytest.mark.parametrize("body,dtypes,message", [
+    ("accum += E[i, g[k]] * B[k, j];", {},
+     "'g' gathers along the reduction axis 'k'; only the spatial axes (i, j) are gathered"),
+    ("accum += E[h[i], k] * B[k, j];", {"h": "f32"}, "the index array 'h' must be i32 or i64"),
+    ("accum += E[h[i], k] * B[h[j], k];", {},
+     "'h' gathers along 'j' here but is indexed differently at"),
+    ("accum += W[i, k, j];", {}, "'W' has more than two subscripts"),
+    ("accum += W[i, j] * B[k, j];", {}, "'W' is indexed by both spatial axes"),
+    ("accum += E[h[i], k] * E[i, k];", {}, "'E' is indexed differently here than at"),
+    ("accum += E[i + 1, k];", {}, "the subscripts of 'E' must be axis variables"),
+])
+def test_bad_gathers_in_the_query_syntax(body, dtypes, message):
+    import kge.tile
+    text = ("where (i in [0, M], j in [0, N]) {\n  accum = 0;\n  reduce (k in [0, K]) {\n    "
+            + body + "\n  }\n  C[i, j] = accum;\n}\n")
+    with pytest.raises(MLIRError, match=re.escape(message)):
+        kge.tile.query(text, dtypes=dtypes)

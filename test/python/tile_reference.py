@@ -38,6 +38,15 @@ def inputs(name, rng, M=53, N=41, K=64, zips=7):
         return {"P": P, "R": R, "Pzip": pz, "Rzip": rz}
     if name in ("q5_strong_pairs", "q7_top_preferences"):
         return {"P": P, "R": R}
+    if name == "transr_projection":
+        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
+                "W": rng.standard_normal((zips, K, N)).astype(np.float32),
+                "h": zipf_keys(rng, M, M + 7), "r": zipf_keys(rng, M, zips)}
+    if name == "edge_scores":
+        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
+                "T": rng.standard_normal((N + 3, K)).astype(np.float32),
+                "bias": rng.standard_normal(M + 7).astype(np.float32),
+                "h": zipf_keys(rng, M, M + 7), "t": zipf_keys(rng, N, N + 3)}
     if name == "q6_complementary":
         S = np.abs(rng.standard_normal((M, 16))).astype(np.float32)
         T = np.abs(rng.standard_normal((16, N))).astype(np.float32)
@@ -54,6 +63,11 @@ def _select(acc, keep):
 
 def reference(name, x):
     """What the query returns for inputs `x`."""
+    if name == "transr_projection":
+        return np.einsum("bk,bkj->bj", x["E"][x["h"]].astype(np.float64), x["W"][x["r"]])
+    if name == "edge_scores":
+        d = x["E"][x["h"]][:, None, :].astype(np.float64) - x["T"][x["t"]][None, :, :]
+        return (d * d + x["bias"][x["h"]][:, None, None]).sum(-1)
     if name == "gemm":
         return x["A"].astype(np.float64) @ x["B"]
     if name == "q1_amplify":
@@ -74,6 +88,15 @@ def reference(name, x):
     if name == "q5_strong_pairs":
         acc = accumulate_f32(x["P"], x["R"])
         return _select(acc, acc > 10)
+    if name == "transr_projection":
+        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
+                "W": rng.standard_normal((zips, K, N)).astype(np.float32),
+                "h": zipf_keys(rng, M, M + 7), "r": zipf_keys(rng, M, zips)}
+    if name == "edge_scores":
+        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
+                "T": rng.standard_normal((N + 3, K)).astype(np.float32),
+                "bias": rng.standard_normal(M + 7).astype(np.float32),
+                "h": zipf_keys(rng, M, M + 7), "t": zipf_keys(rng, N, N + 3)}
     if name == "q6_complementary":
         acc = accumulate_f32(x["S"], x["T"], lambda a, b: np.maximum(a, b) * np.maximum(a, b))
         return _select(acc, np.abs(acc) > 1.77)
@@ -87,3 +110,12 @@ def reference(name, x):
 
 
 EXAMPLES = sorted(p.stem for p in EXAMPLES_DIR.glob("*.gamut"))
+# Queries with gathered subscripts (beyond GAMUT), in examples/tile/gathered.
+GATHERED_EXAMPLES = sorted(p.stem for p in (EXAMPLES_DIR / "gathered").glob("*.gamut"))
+
+
+def example_path(name):
+    """The .gamut file of example `name` (GAMUT's or a gathered one)."""
+    if name in GATHERED_EXAMPLES:
+        return EXAMPLES_DIR / "gathered" / f"{name}.gamut"
+    return EXAMPLES_DIR / f"{name}.gamut"

@@ -690,7 +690,12 @@ struct ArrayInfo {
   Token at;
   /// Axes by subscript (0: i, 1: j, 2: k); empty for outputs.
   SmallVector<unsigned> axes;
+  /// By subscript, the index array it is gathered through (as in
+  /// `E[h[i], k]`), or empty.
+  SmallVector<std::string> gathers;
   bool isKey = false;
+  /// An index array that gathers a spatial subscript of an input.
+  bool isGather = false;
   bool isInput = false;
   /// Read by a join condition / by arithmetic (inner, output, condition).
   bool inJoin = false, inValue = false;
@@ -718,6 +723,7 @@ private:
   LogicalResult collect(const Expr &e, bool join);
   LogicalResult recordAccess(const Expr &e, bool join);
   LogicalResult recordKey(const Expr &e, unsigned axis);
+  LogicalResult recordGather(const Expr &e, unsigned axis);
   FailureOr<Type> typeNamed(const Token &at, StringRef name, Type fallback);
   OwningOpRef<ModuleOp> failAt(const Token &at, const Twine &message) {
     (void)report.error(at, message);
@@ -781,41 +787,67 @@ LogicalResult QueryBuilder::recordAccess(const Expr &e, bool join) {
     return report.error(e.at, "the output '" + e.name +
                                   "' cannot be read by the query");
   SmallVector<unsigned> axes;
+  SmallVector<std::string> gathers;
   for (const ExprPtr &subscript : e.operands) {
     std::optional<unsigned> axis;
+    std::string gather;
     if (subscript->kind == Expr::Name)
       axis = axisOf(subscript->name);
+    // A gathered subscript: an index array indexed by a spatial axis.
+    if (subscript->kind == Expr::Access && subscript->operands.size() == 1 &&
+        subscript->operands[0]->kind == Expr::Name) {
+      axis = axisOf(subscript->operands[0]->name);
+      if (axis == 2u)
+        return report.error(subscript->at,
+                            "'" + subscript->name + "' gathers along the "
+                            "reduction axis '" + query.ranges[2].var +
+                            "'; only the spatial axes (" + query.ranges[0].var +
+                            ", " + query.ranges[1].var + ") are gathered");
+      if (axis) {
+        gather = subscript->name;
+        if (failed(recordGather(*subscript, *axis)))
+          return failure();
+      }
+    }
     if (!axis)
       return report.error(subscript->at,
                           "the subscripts of '" + e.name +
                               "' must be axis variables (" +
                               query.ranges[0].var + ", " +
                               query.ranges[1].var + ", " +
-                              query.ranges[2].var + ")");
+                              query.ranges[2].var +
+                              ") or index arrays of a spatial axis, as in " +
+                              "h[" + query.ranges[0].var + "]");
+    gathers.push_back(gather);
     if (llvm::is_contained(axes, *axis))
       return report.error(subscript->at, "'" + e.name + "' is indexed by '" +
                                              subscript->name + "' twice");
     axes.push_back(*axis);
   }
-  if (axes.size() > 2)
+  bool gathered = llvm::any_of(gathers, [](const std::string &g) {
+    return !g.empty();
+  });
+  if (axes.size() > 3 || (axes.size() == 3 && !gathered))
     return report.error(e.at, "'" + e.name +
                                   "' has more than two subscripts; a "
                                   "matmul-like task's operands are vectors "
-                                  "and matrices");
+                                  "and matrices (and, with a gathered "
+                                  "subscript, one matrix per key)");
   bool spatialI = llvm::is_contained(axes, 0u);
   bool spatialJ = llvm::is_contained(axes, 1u);
-  if (spatialI && spatialJ)
+  if (spatialI && spatialJ && !gathered)
     return report.error(e.at, "'" + e.name +
                                   "' is indexed by both spatial axes; an "
                                   "input of a matmul-like task has at most "
-                                  "one spatial axis");
+                                  "one spatial axis unless one of them is "
+                                  "gathered, as in W[r[i], k, j]");
   auto [it, inserted] = arrays.try_emplace(e.name);
   ArrayInfo &info = it->second;
   if (inserted) {
     info.at = e.at;
     order.push_back(e.name);
   }
-  if (info.isInput && info.axes != axes)
+  if (info.isInput && (info.axes != axes || info.gathers != gathers))
     return report.error(e.at, "'" + e.name +
                                   "' is indexed differently here than at " +
                                   std::to_string(info.at.line) + ":" +
@@ -824,9 +856,42 @@ LogicalResult QueryBuilder::recordAccess(const Expr &e, bool join) {
     return report.error(e.at, "'" + e.name +
                                   "' is a key array of the output and must "
                                   "be indexed as there");
+  if (info.isGather && (axes.size() != 1 || axes[0] != info.axes[0] ||
+                        gathered))
+    return report.error(e.at, "'" + e.name +
+                                  "' gathers another array and must be "
+                                  "indexed as there");
   info.isInput = true;
   (join ? info.inJoin : info.inValue) = true;
   info.axes = axes;
+  info.gathers = gathers;
+  return success();
+}
+
+LogicalResult QueryBuilder::recordGather(const Expr &e, unsigned axis) {
+  if (e.name == query.acc || axisOf(e.name) ||
+      (query.output && e.name == query.output->target))
+    return report.error(e.at, "'" + e.name + "' is not an index array");
+  auto [it, inserted] = arrays.try_emplace(e.name);
+  ArrayInfo &info = it->second;
+  if (inserted) {
+    info.at = e.at;
+    order.push_back(e.name);
+  }
+  if ((info.isGather || info.isKey || info.isInput) &&
+      (info.axes.size() != 1 || info.axes[0] != axis ||
+       llvm::any_of(info.gathers,
+                    [](const std::string &g) { return !g.empty(); })))
+    return report.error(e.at, "'" + e.name +
+                                  "' gathers along '" +
+                                  query.ranges[axis].var +
+                                  "' here but is indexed differently at " +
+                                  std::to_string(info.at.line) + ":" +
+                                  std::to_string(info.at.col));
+  info.isGather = true;
+  info.axes = {axis};
+  if (info.gathers.empty())
+    info.gathers = {""};
   return success();
 }
 
@@ -1145,13 +1210,17 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   bool anyF64 = false;
   for (auto &[name, info] : arrays) {
     // Keys of the output and arrays only the join reads hold integers.
-    bool integral = info.isKey || (info.inJoin && !info.inValue);
+    bool integral = info.isKey || (info.isGather && !info.inValue) ||
+                    (info.inJoin && !info.inValue);
     FailureOr<Type> type = typeNamed(
         info.at, name, integral ? Type(b.getI32Type()) : Type(b.getF32Type()));
     if (failed(type))
       return nullptr;
     if (info.isKey && !type->isInteger(32) && !type->isInteger(64))
       return failAt(info.at, "the key array '" + name +
+                                       "' must be i32 or i64");
+    if (info.isGather && !type->isInteger(32) && !type->isInteger(64))
+      return failAt(info.at, "the index array '" + name +
                                        "' must be i32 or i64");
     info.elementType = *type;
     anyF64 |= type->isF64();
@@ -1166,13 +1235,16 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   auto dimOf = [&](unsigned axis) { return query.ranges[axis].size; };
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
-  SmallVector<Value> inputs, keys(2);
-  SmallVector<Attribute> maps;
+  SmallVector<Value> inputs, keys(2), gathers;
+  SmallVector<Attribute> maps, gathered;
   for (const std::string &name : order) {
     ArrayInfo &info = arrays.at(name);
     SmallVector<int64_t> shape;
-    for (unsigned axis : info.axes)
-      shape.push_back(dimOf(axis));
+    // A gathered subscript is a table of its own size.
+    for (auto [d, axis] : llvm::enumerate(info.axes))
+      shape.push_back(d < info.gathers.size() && !info.gathers[d].empty()
+                          ? ShapedType::kDynamic
+                          : dimOf(axis));
     info.argNumber = argTypes.size();
     argTypes.push_back(MemRefType::get(shape, info.elementType));
     argNames.push_back(name);
@@ -1222,8 +1294,14 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   SmallVector<StringRef> inputNames;
   for (const std::string &name : order) {
     const ArrayInfo &info = arrays.at(name);
-    if (info.isKey && !info.isInput)
+    if ((info.isKey || info.isGather) && !info.isInput)
       continue;
+    for (auto [d, gather] : llvm::enumerate(info.gathers))
+      if (!gather.empty()) {
+        gathers.push_back(body->getArgument(arrays.at(gather).argNumber));
+        gathered.push_back(b.getI64ArrayAttr(
+            {static_cast<int64_t>(inputs.size()), static_cast<int64_t>(d)}));
+      }
     inputs.push_back(body->getArgument(info.argNumber));
     inputNames.push_back(name);
     SmallVector<AffineExpr> results;
@@ -1261,11 +1339,11 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
                                       OutputKind::select, OutputKind::top_k,
                                       OutputKind::distinct};
   auto task = TaskOp::create(
-      b, loc, inputs, keys, outputs, ValueRange{}, b.getArrayAttr(maps),
+      b, loc, inputs, keys, outputs, gathers, b.getArrayAttr(maps),
       CombinerAttr::get(context, query.accumulate),
       OutputKindAttr::get(context, kKinds[out.kind]), TypedAttr(),
       UnitAttr(), CombinerAttr(), IntegerAttr(), UnitAttr(), AffineMapAttr(),
-      UnitAttr(), ArrayAttr());
+      UnitAttr(), gathered.empty() ? ArrayAttr() : b.getArrayAttr(gathered));
   func::ReturnOp::create(b, loc);
 
   if (query.accumulate == Combiner::custom) {
