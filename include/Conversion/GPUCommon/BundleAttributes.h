@@ -57,6 +57,22 @@ public:
                    ArrayRef<std::string> grid, int64_t block,
                    StringRef sharedBytes, ArrayRef<Attribute> args);
 
+  /// Appends the device library's counting sort of `count` items by their
+  /// `keyBits`-bit keys in `keyBuffer` (values in [0, `keys`)) to a launch
+  /// plan: the scratch `counts` (one i32 per key, cleared), the histogram,
+  /// the one-block scan and the scatter of the item numbers into
+  /// `permBuffer` (allocated by the caller) in key order. After the
+  /// scatter, counts[g] is the end of key g's run. Up to 8,192 keys the
+  /// histogram and scatter count in shared memory per chunk of 2,048
+  /// items (the library's KGE_SORT_PRIVATE_KEYS and KGE_SORT_CHUNK), with
+  /// global atomics above. `wrap` sees each step (e.g. to add a `when`).
+  void appendCountingSort(SmallVectorImpl<Attribute> &scratch,
+                          SmallVectorImpl<Attribute> &steps,
+                          StringRef keyBuffer, unsigned keyBits,
+                          StringRef count, StringRef keys,
+                          StringRef permBuffer,
+                          llvm::function_ref<Attribute(Attribute)> wrap);
+
 private:
   Builder &b;
 };

@@ -120,45 +120,11 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
                                {"dtype", bb.str("i32")},
                                {"count", bb.str("B")}}));
     if (layout.reorderGroup == 0) {
-      // Whole batch: counting sort by key. Up to kSortPrivateKeys keys the
-      // histogram and the scatter count in shared memory per chunk of
-      // kSortChunk items (the device library's KGE_SORT_PRIVATE_KEYS and
-      // KGE_SORT_CHUNK), with global atomics above: `globally` is 0 or 1
-      // and picks their grid and shared memory.
-      constexpr int64_t kSortPrivateKeys = 8192, kSortChunk = 2048;
-      std::string keys = indexRange(signature, key);
-      std::string globally =
-          "min(1, " + keys + " / " + std::to_string(kSortPrivateKeys + 1) + ")";
-      std::string privately = "(1 - " + globally + ")";
-      std::string sortGrid = "ceildiv(B, " + std::to_string(kSortChunk) +
-                             ") * " + privately + " + ceildiv(B, 256) * " +
-                             globally;
-      std::string counterBytes = "4 * ceildiv(" + keys + ", 2)";
-      std::string histogramBytes = counterBytes + " * " + privately;
-      std::string scatterBytes = "(16 * ceildiv(" + keys + ", 8) + " +
-                                 std::to_string(8 * kSortChunk) + ") * " +
-                                 privately;
-      scratch.push_back(bb.dict({{"name", bb.str("counts")},
-                                 {"dtype", bb.str("i32")},
-                                 {"count", bb.str(keys)}}));
-      steps.push_back(onlyWhenSorted(bb.dict(
-          {{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:counts")}})));
-      SmallVector<Attribute> histogram{
-          pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
-          scalarArg("i64", bb.str("B")), scalarArg("i64", bb.str(keys)),
-          pointer("scratch:counts")};
-      steps.push_back(onlyWhenSorted(launch("kge_key_histogram", "library",
-                                            {sortGrid, "1", "1"}, 256,
-                                            histogramBytes, histogram)));
-      steps.push_back(onlyWhenSorted(
-          launch("kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
-                 {pointer("scratch:counts"), scalarArg("i64", bb.str(keys))})));
-      steps.push_back(onlyWhenSorted(launch(
-          "kge_key_scatter", "library", {sortGrid, "1", "1"}, 256,
-          scatterBytes,
-          {pointer(keyBuffer), scalarArg("i32", bitsOf(key)),
-           scalarArg("i64", bb.str("B")), scalarArg("i64", bb.str(keys)),
-           pointer("scratch:counts"), pointer("scratch:perm")})));
+      // Whole batch: counting sort by key.
+      bb.appendCountingSort(
+          scratch, steps, keyBuffer,
+          key.dtype == kge_runtime::DType::I32 ? 32 : 64, "B",
+          indexRange(signature, key), "scratch:perm", onlyWhenSorted);
     } else {
       int64_t group = layout.reorderGroup * layout.tile;
       int64_t padded = llvm::PowerOf2Ceil(group);

@@ -72,6 +72,45 @@ Attribute BundleBuilder::launch(StringRef function, StringRef module,
                {"args", arr(args)}});
 }
 
+void BundleBuilder::appendCountingSort(
+    SmallVectorImpl<Attribute> &scratch, SmallVectorImpl<Attribute> &steps,
+    StringRef keyBuffer, unsigned keyBits, StringRef count, StringRef keys,
+    StringRef permBuffer, llvm::function_ref<Attribute(Attribute)> wrap) {
+  constexpr int64_t kSortPrivateKeys = 8192, kSortChunk = 2048;
+  std::string n = count.str(), k = keys.str();
+  // `globally` is 0 or 1 and picks the grid and shared memory.
+  std::string globally =
+      "min(1, " + k + " / " + std::to_string(kSortPrivateKeys + 1) + ")";
+  std::string privately = "(1 - " + globally + ")";
+  std::string sortGrid = "ceildiv(" + n + ", " + std::to_string(kSortChunk) +
+                         ") * " + privately + " + ceildiv(" + n +
+                         ", 256) * " + globally;
+  std::string counterBytes = "4 * ceildiv(" + k + ", 2)";
+  std::string histogramBytes = counterBytes + " * " + privately;
+  std::string scatterBytes = "(16 * ceildiv(" + k + ", 8) + " +
+                             std::to_string(8 * kSortChunk) + ") * " +
+                             privately;
+  scratch.push_back(dict({{"name", str("counts")},
+                          {"dtype", str("i32")},
+                          {"count", str(k)}}));
+  Attribute bits = str(std::to_string(keyBits));
+  steps.push_back(
+      wrap(dict({{"kind", str("memset")}, {"buffer", str("scratch:counts")}})));
+  steps.push_back(wrap(launch(
+      "kge_key_histogram", "library", {sortGrid, "1", "1"}, 256,
+      histogramBytes,
+      {pointer(keyBuffer), scalar("i32", bits), scalar("i64", str(n)),
+       scalar("i64", str(k)), pointer("scratch:counts")})));
+  steps.push_back(wrap(launch(
+      "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
+      {pointer("scratch:counts"), scalar("i64", str(k))})));
+  steps.push_back(wrap(launch(
+      "kge_key_scatter", "library", {sortGrid, "1", "1"}, 256, scatterBytes,
+      {pointer(keyBuffer), scalar("i32", bits), scalar("i64", str(n)),
+       scalar("i64", str(k)), pointer("scratch:counts"),
+       pointer(permBuffer)})));
+}
+
 std::string mlir::kge::indexRange(const kge_runtime::Signature &signature,
                                   const kge_runtime::Parameter &param) {
   std::string range;
