@@ -20,9 +20,10 @@ The autotuner's variants (kge.tile.tuning_variants) go to
 f32 (CUDA-core tile shapes) and GEMM in bf16 (clusters, mma.sync). This
 part needs the Python package (build/python_packages on PYTHONPATH).
 
-Tasks with gathered rows (test/python/test_tile_gather.py's SCORES and
-GATHERED_GEMM) go to <out>/gather/<name>.<shape>.kgebundle (t64, t32 and
-auto).
+Tasks with gathered rows (test/python/test_tile_gather.py's SCORES,
+GATHERED_GEMM and PROJECTION, a matrix per row's key: segment iterators)
+go to <out>/gather/<name>.<shape>.kgebundle (t64, t32, auto; t16 for the
+projection).
 """
 
 import argparse
@@ -163,14 +164,20 @@ def build_gather(bin_dir, out):
     """The bundles of tasks with gathered rows; their count."""
     import sys
     sys.path.insert(0, str(ROOT / "test" / "python"))
-    from test_tile_gather import GATHERED_GEMM, SCORES
+    from test_tile_gather import GATHERED_GEMM, PROJECTION, SCORES
     out.mkdir(parents=True, exist_ok=True)
     count = 0
-    for name, text in (("scores", SCORES), ("gemm", GATHERED_GEMM)):
-        for shape in ("t64", "t32", "auto"):
-            to_bundle(bin_dir, text, SHAPES[shape], out / f"{name}.{shape}.kgebundle")
+    for name, text in (("scores", SCORES), ("gemm", GATHERED_GEMM),
+                       ("projection", PROJECTION)):
+        for shape in ("t64", "t32", "auto") + (("t16",) if name == "projection" else ()):
+            to_bundle(bin_dir, text, SEGMENT_SHAPES.get(shape, SHAPES.get(shape)),
+                      out / f"{name}.{shape}.kgebundle")
             count += 1
     return count
+
+
+# Segments of few rows (TransR-like batches: ~12 edges per relation).
+SEGMENT_SHAPES = {"t16": "block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4"}
 
 
 def main():

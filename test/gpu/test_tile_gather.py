@@ -1,8 +1,10 @@
 """Tasks with gathered rows on the GPU (build_tile_bundles.py --parts
 gather: <KGE_GPU_TILE_BUNDLES>/gather/<task>.<shape>.kgebundle) against
 PyTorch: rows of the tables read through index arrays with repeats and
-skew, at odd and tile-sized shapes, every tile shape; checked mode refuses
-an out-of-range gather before launch."""
+skew, at odd and tile-sized shapes, every tile shape; a matrix per row's
+key through the segment iterators (skewed keys, empty keys, keys with more
+rows than a block tile, more keys than a grid's y extent); checked mode
+refuses an out-of-range gather before launch."""
 
 import pytest
 import torch
@@ -22,7 +24,7 @@ def skewed(g, count, rows):
 
 
 def test_gather_bundles_were_built():
-    assert len(list(GATHER.glob("*.kgebundle"))) == 6, \
+    assert len(list(GATHER.glob("*.kgebundle"))) == 10, \
         f"run test/gpu/build_tile_bundles.py --parts gather --out {TILE_BUNDLES}"
 
 
@@ -63,3 +65,36 @@ def test_checked_mode_refuses_an_out_of_range_gather(rt):
     with pytest.raises(Exception, match="index 40 at position 37 of 'h' is out of range"):
         load(rt, GATHER / "gemm.t64.kgebundle")(E=E, B=B, h=h, C=C, checked=True)
     assert bool((C == 0).all())
+
+
+# (rows M, columns N, entity rows, keys, reduction K)
+PROJECTIONS = [(1, 1, 1, 1, 1), (300, 67, 50, 7, 45), (5000, 96, 400, 1345, 64),
+               (2000, 40, 100, 70000, 16)]
+
+
+@pytest.mark.parametrize("shape", SHAPES + ("t16",))
+@pytest.mark.parametrize("M,N,rows,keys,K", PROJECTIONS,
+                         ids=[f"{m}x{n}x{r}x{g}x{k}" for m, n, r, g, k in PROJECTIONS])
+def test_a_matrix_per_key_matches_torch(rt, shape, M, N, rows, keys, K):
+    g = torch.Generator().manual_seed(M + N + keys)
+    E = torch.randn(rows, K, generator=g).cuda()
+    W = torch.randn(keys, K, N, generator=g).cuda()
+    h = skewed(g, M, rows)
+    # Zipf keys: one key holds many rows (several block tiles), most none.
+    r = skewed(g, M, keys).to(torch.int64)
+    Y = torch.full((M, N), float("nan"), device="cuda")
+    load(rt, GATHER / f"projection.{shape}.kgebundle")(E=E, W=W, h=h, r=r, Y=Y)
+    expected = torch.einsum("bk,bkj->bj", E.double()[h.long()], W.double()[r])
+    torch.testing.assert_close(Y.double(), expected, rtol=1e-4, atol=1e-4 * max(1.0, K ** 0.5))
+
+
+def test_checked_mode_refuses_an_out_of_range_key(rt):
+    g = torch.Generator().manual_seed(6)
+    E, W = torch.randn(40, 16, generator=g).cuda(), torch.randn(5, 16, 8, generator=g).cuda()
+    h = skewed(g, 100, 40)
+    r = skewed(g, 100, 5).to(torch.int64)
+    r[61] = 5
+    Y = torch.zeros(100, 8, device="cuda")
+    with pytest.raises(Exception, match="index 5 at position 61 of 'r' is out of range"):
+        load(rt, GATHER / "projection.t64.kgebundle")(E=E, W=W, h=h, r=r, Y=Y, checked=True)
+    assert bool((Y == 0).all())

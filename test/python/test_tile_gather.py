@@ -163,9 +163,72 @@ def test_the_gpu_lowering_gathers_rows_on_cuda_cores():
         "{matrix-math=tf32}")
 
 
-def test_the_gpu_lowering_refuses_a_matrix_per_key():
-    with pytest.raises(MLIRError, match="input #1 is indexed by both spatial axes"):
-        lower_to_gpu(PROJECTION)
+def bundle_of(text, options=""):
+    module = ir.Module.parse(ir.Context(), text)
+    pm = ir.PassManager(module.context)
+    pm.add("convert-tile-to-gpu" + options + ",kge-lower-to-gpu")
+    pm.run(module)
+    return compiler.Bundle(ir.to_bundle(module, False))
+
+
+def test_a_matrix_per_key_takes_the_segment_iterators():
+    bundle = bundle_of(PROJECTION)
+    steps = bundle.manifest["launches"]
+    # The rows sorted by their key (the device library's counting sort),
+    # then one block per key and column tile.
+    # (A first histogram keeps each key's number of rows: its run starts
+    # that many rows before the end the scatter leaves.)
+    assert [s.get("function", s["kind"]) for s in steps] == [
+        "memset", "kge_key_histogram", "memset", "kge_key_histogram", "kge_key_scan",
+        "kge_key_scatter", "project"]
+    assert [s.get("buffer") for s in steps[:3]] == ["scratch:lengths", None, "scratch:counts"]
+    assert steps[1]["args"][0] == {"kind": "pointer", "buffer": "param:r"}
+    assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
+    kernel = steps[-1]
+    assert kernel["grid"] == ["W_d0", "ceildiv(N, 64)", "1"]
+    assert [a["buffer"] for a in kernel["args"][-3:]] == [
+        "scratch:perm", "scratch:counts", "scratch:lengths"]
+    assert {s["name"]: s["count"] for s in bundle.manifest["scratch"]} == {
+        "perm": "M", "counts": "W_d0", "lengths": "W_d0"}
+    assert bundle.manifest["checks"] == [
+        {"param": "h", "bound": "E_d0", "count": "M"},
+        {"param": "r", "bound": "W_d0", "count": "M"}]
+    # A tile shape given by the caller is the segments' shape.
+    small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")
+    assert small.manifest["launches"][-1]["grid"] == ["W_d0", "ceildiv(N, 128)", "1"]
+
+
+def test_what_the_segment_iterators_do_not_take_is_diagnosed():
+    per_column = PROJECTION.replace("affine_map<(i, j, k) -> (i, k, j)>",
+                                    "affine_map<(i, j, k) -> (j, k, i)>")
+    with pytest.raises(MLIRError, match="input #1 holds a matrix per column key"):
+        lower_to_gpu(per_column)
+    select = """
+func.func @sel(%E: memref<?x?xf32> {kge.param = "E"}, %W: memref<?x?x?xf32> {kge.param = "W"},
+               %r: memref<?xi32> {kge.param = "r"}, %rows: memref<?xi32> {kge.param = "C_rows"},
+               %cols: memref<?xi32> {kge.param = "C_cols"}, %v: memref<?xf32> {kge.param = "C_values"},
+               %n: memref<1xi64> {kge.param = "C_count"}) {
+  tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>)
+      outs(%rows, %cols, %v, %n : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      gathers(%r : memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k, j)>]
+      accumulate add output select {gathered = [[1, 0]]}
+      inner {
+      ^bb0(%e: f32, %w: f32):
+        %p = arith.mulf %e, %w : f32
+        tile.yield %p : f32
+      }
+      predicate {
+      ^bb0(%value: f32, %acc: f32, %i: index, %j: index):
+        %z = arith.constant 0.0 : f32
+        %keep = arith.cmpf ogt, %value, %z : f32
+        tile.yield %keep : i1
+      }
+  return
+}
+"""
+    with pytest.raises(MLIRError, match="output select of a task with a matrix per row's key"):
+        lower_to_gpu(select)
 
 
 # The same tasks in GAMUT's syntax, extended with gathered subscripts

@@ -61,17 +61,22 @@ public:
   /// `keyBits`-bit keys in `keyBuffer` (values in [0, `keys`)) to a launch
   /// plan: the scratch `counts` (one i32 per key, cleared), the histogram,
   /// the one-block scan and the scatter of the item numbers into
-  /// `permBuffer` (allocated by the caller) in key order. After the
-  /// scatter, counts[g] is the end of key g's run. Up to 8,192 keys the
-  /// histogram and scatter count in shared memory per chunk of 2,048
-  /// items (the library's KGE_SORT_PRIVATE_KEYS and KGE_SORT_CHUNK), with
-  /// global atomics above. `wrap` sees each step (e.g. to add a `when`).
+  /// `permBuffer` (allocated by the caller), each key's items consecutive
+  /// (runs of rare keys first: not in key order). After the scatter,
+  /// counts[g] is the end of key g's run. With `runLengths`, a scratch of
+  /// that name also receives every key's number of items (a second
+  /// histogram), so that a run starts at counts[g] - runLengths[g]. Up to
+  /// 8,192 keys the histograms and the scatter count in shared memory per
+  /// chunk of 2,048 items (the library's KGE_SORT_PRIVATE_KEYS and
+  /// KGE_SORT_CHUNK), with global atomics above. `wrap` sees each step
+  /// (e.g. to add a `when`).
   void appendCountingSort(SmallVectorImpl<Attribute> &scratch,
                           SmallVectorImpl<Attribute> &steps,
                           StringRef keyBuffer, unsigned keyBits,
                           StringRef count, StringRef keys,
                           StringRef permBuffer,
-                          llvm::function_ref<Attribute(Attribute)> wrap);
+                          llvm::function_ref<Attribute(Attribute)> wrap,
+                          StringRef runLengths = "");
 
 private:
   Builder &b;

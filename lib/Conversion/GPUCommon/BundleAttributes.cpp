@@ -75,7 +75,8 @@ Attribute BundleBuilder::launch(StringRef function, StringRef module,
 void BundleBuilder::appendCountingSort(
     SmallVectorImpl<Attribute> &scratch, SmallVectorImpl<Attribute> &steps,
     StringRef keyBuffer, unsigned keyBits, StringRef count, StringRef keys,
-    StringRef permBuffer, llvm::function_ref<Attribute(Attribute)> wrap) {
+    StringRef permBuffer, llvm::function_ref<Attribute(Attribute)> wrap,
+    StringRef runLengths) {
   constexpr int64_t kSortPrivateKeys = 8192, kSortChunk = 2048;
   std::string n = count.str(), k = keys.str();
   // `globally` is 0 or 1 and picks the grid and shared memory.
@@ -94,13 +95,21 @@ void BundleBuilder::appendCountingSort(
                           {"dtype", str("i32")},
                           {"count", str(k)}}));
   Attribute bits = str(std::to_string(keyBits));
-  steps.push_back(
-      wrap(dict({{"kind", str("memset")}, {"buffer", str("scratch:counts")}})));
-  steps.push_back(wrap(launch(
-      "kge_key_histogram", "library", {sortGrid, "1", "1"}, 256,
-      histogramBytes,
-      {pointer(keyBuffer), scalar("i32", bits), scalar("i64", str(n)),
-       scalar("i64", str(k)), pointer("scratch:counts")})));
+  auto histogram = [&](StringRef buffer) {
+    steps.push_back(wrap(dict({{"kind", str("memset")}, {"buffer", str(buffer)}})));
+    steps.push_back(wrap(launch(
+        "kge_key_histogram", "library", {sortGrid, "1", "1"}, 256,
+        histogramBytes,
+        {pointer(keyBuffer), scalar("i32", bits), scalar("i64", str(n)),
+         scalar("i64", str(k)), pointer(buffer)})));
+  };
+  if (!runLengths.empty()) {
+    scratch.push_back(dict({{"name", str(runLengths)},
+                            {"dtype", str("i32")},
+                            {"count", str(k)}}));
+    histogram(("scratch:" + runLengths).str());
+  }
+  histogram("scratch:counts");
   steps.push_back(wrap(launch(
       "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
       {pointer("scratch:counts"), scalar("i64", str(k))})));

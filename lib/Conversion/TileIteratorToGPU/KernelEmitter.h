@@ -42,6 +42,11 @@ struct TileShape {
   /// Warpgroup MMA: blocks of a cluster along M (1: no cluster); they share
   /// the B tile, each loading its part multicast to all (TMA).
   int64_t clusterM = 1;
+  /// Segment iterators (CUDA cores): the rows sorted by the key of the
+  /// input that holds one matrix per key (`W[r[i], k, j]`), one block per
+  /// key and column tile, walking its key's rows bm at a time; the key's
+  /// matrix is that block's (k, j) operand.
+  bool segments = false;
   /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
   /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
   /// warpsN().
@@ -228,6 +233,9 @@ private:
   SmallVector<Value> tiles;
   Value extents[3];
   Value tid, ty, tx, rowBase, colBase;
+  /// Segment iterators: the sorted row order (positions to rows) and the
+  /// block's key (null otherwise).
+  Value rowPerm, segmentKey;
 
   // Tensor cores (TensorCoreIterators.cpp).
   /// This thread's pairs: the rows and the columns of its accumulator

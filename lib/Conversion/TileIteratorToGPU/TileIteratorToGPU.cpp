@@ -47,18 +47,30 @@ Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
 
 Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
   SmallVector<Value> indices;
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
-    if (map.getDimPosition(d) == TaskOp::K) {
+    unsigned axis = map.getDimPosition(d);
+    if (axis == TaskOp::K) {
       indices.push_back(k);
       continue;
     }
-    // A gathered row (or column): the table's index at this coordinate.
+    // The block's matrix of an input with one per key.
+    if (perKey && axis == TaskOp::I) {
+      indices.push_back(segmentKey);
+      continue;
+    }
+    // Segment iterators visit rows by position in the key order.
     Value at = spatial;
+    if (rowPerm && axis == TaskOp::I)
+      at = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(b, loc, rowPerm, ValueRange{spatial}));
+    // A gathered row (or column): the table's index at this coordinate.
     if (Value gather = task.getGather(n, d))
       at = arith::IndexCastOp::create(
           b, loc, b.getIndexType(),
-          memref::LoadOp::create(b, loc, arg(gather), ValueRange{spatial}));
+          memref::LoadOp::create(b, loc, arg(gather), ValueRange{at}));
     indices.push_back(at);
   }
   return memref::LoadOp::create(b, loc, arg(task.getInputs()[n]), indices);
@@ -978,6 +990,9 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     bool usesI = task.inputUses(n, TaskOp::I);
     bool usesJ = task.inputUses(n, TaskOp::J);
     bool usesK = task.inputUses(n, TaskOp::K);
+    // A matrix per key is, within a segment's block, a (k, j) operand.
+    if (usesI && usesJ)
+      usesI = false;
     InputKind kind = usesK ? (usesI   ? InputKind::RowK
                               : usesJ ? InputKind::ColK
                                       : InputKind::KOnly)
@@ -1064,12 +1079,38 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   tx = arith::RemUIOp::create(b, loc, tid, idx(shape.colThreads()));
   ty = arith::DivUIOp::create(b, loc, tid, idx(shape.colThreads()));
-  rowBase = arith::MulIOp::create(
-      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-      idx(shape.bm));
-  colBase = arith::MulIOp::create(
-      b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-      idx(shape.bn));
+  scf::ForOp segmentLoop;
+  if (shape.segments) {
+    // Segment iterators: block (x, y) takes key x and column tile y; the
+    // key's rows are positions [ends[x] - lengths[x], ends[x]) of the
+    // sorted order (the counting sort leaves each key's end in `ends`),
+    // bm at a time.
+    unsigned first = func.getNumArguments();
+    rowPerm = kernel.getArgument(first);
+    segmentKey = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    auto at = [&](unsigned argument) {
+      return arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          memref::LoadOp::create(b, loc, kernel.getArgument(first + argument),
+                                 ValueRange{segmentKey}));
+    };
+    extents[TaskOp::I] = at(1);
+    Value start = arith::SubIOp::create(b, loc, extents[TaskOp::I], at(2));
+    colBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+        idx(shape.bn));
+    segmentLoop = scf::ForOp::create(b, loc, start, extents[TaskOp::I],
+                                     idx(shape.bm));
+    b.setInsertionPoint(segmentLoop.getBody()->getTerminator());
+    rowBase = segmentLoop.getInductionVar();
+  } else {
+    rowBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+        idx(shape.bm));
+    colBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+        idx(shape.bn));
+  }
 
   // The pairs of this thread: rows (r / w) * rowThreads * w + ty * w +
   // r % w of the block tile, columns alike (w = shape.width()).
@@ -1089,18 +1130,29 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
           b, loc, colRun,
           idx((c / w) * shape.runStride(shape.colThreads()) + c % w)));
   }
+  // Rows by position (segment iterators: in the key order, mapped to rows
+  // through the permutation).
+  SmallVector<Value> positions;
   for (Value r : localRows)
-    rows.push_back(arith::AddIOp::create(b, loc, rowBase, r));
+    positions.push_back(arith::AddIOp::create(b, loc, rowBase, r));
   for (Value c : localCols)
     cols.push_back(arith::AddIOp::create(b, loc, colBase, c));
 
   // Spatial-only elements, read once (clamped: rows past M are not stored).
   Value lastRow = arith::SubIOp::create(b, loc, extents[TaskOp::I], idx(1));
   Value lastCol = arith::SubIOp::create(b, loc, extents[TaskOp::J], idx(1));
+  for (Value p : positions)
+    rows.push_back(rowPerm ? arith::IndexCastOp::create(
+                                 b, loc, b.getIndexType(),
+                                 memref::LoadOp::create(
+                                     b, loc, rowPerm,
+                                     ValueRange{minIndex(p, lastRow)}))
+                                 .getResult()
+                           : p);
   SmallVector<SmallVector<Value>> spatialValues(kinds.size());
   for (auto [n, kind] : llvm::enumerate(kinds)) {
     if (kind == InputKind::RowOnly)
-      for (Value r : rows)
+      for (Value r : positions)
         spatialValues[n].push_back(loadGlobal(n, minIndex(r, lastRow), {}));
     if (kind == InputKind::ColOnly)
       for (Value c : cols)
@@ -1126,7 +1178,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   for (int64_t r = 0; r < shape.tm; ++r)
     for (int64_t c = 0; c < shape.tn; ++c) {
       Value inRange = arith::AndIOp::create(
-          b, loc, less(rows[r], extents[TaskOp::I]),
+          b, loc, less(positions[r], extents[TaskOp::I]),
           less(cols[c], extents[TaskOp::J]));
       Value pair = inRange;
       if (consumer)
@@ -1383,6 +1435,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       storeOutput(projected(acc, rows[r], cols[c], spatial), acc, rows[r],
                   cols[c], spatial);
     }
+  if (segmentLoop)
+    b.setInsertionPointAfter(segmentLoop);
   gpu::ReturnOp::create(b, loc);
   return success();
 }
@@ -1443,6 +1497,15 @@ struct KernelVariant {
 /// mma.sync, whose blocks share a multiprocessor).
 static constexpr int64_t kWarpgroupMinK = 1024;
 
+/// The input of `task` indexed by both spatial axes (a matrix per key, one
+/// of them gathered), if any.
+static std::optional<unsigned> getPerKeyInput(TaskOp task) {
+  for (unsigned n = 0, e = task.getInputs().size(); n < e; ++n)
+    if (task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J))
+      return n;
+  return std::nullopt;
+}
+
 /// Lowers the tile function `func` to a gpu.module with its bundle
 /// description: one kernel per variant. With several, the launch plan
 /// chooses: tensor-core kernels when the operands' contiguous extents are
@@ -1457,13 +1520,27 @@ LogicalResult lowerFunction(func::FuncOp func,
            << "holds " << tasks.size()
            << " tile.tasks; the GPU lowering compiles one task per function";
   TaskOp task = tasks.front();
-  for (unsigned n = 0, e = task.getInputs().size(); n < e; ++n)
-    if (task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J))
+  // An input with one matrix per row's key (W[r[i], k, j]) takes the
+  // segment iterators: rows sorted by that key.
+  Value segmentKey;
+  if (std::optional<unsigned> perKey = getPerKeyInput(task)) {
+    AffineMap map =
+        cast<AffineMapAttr>(task.getIndexingMaps()[*perKey]).getValue();
+    for (unsigned d = 0; d < map.getNumResults(); ++d)
+      if (map.getDimPosition(d) == TaskOp::I)
+        segmentKey = task.getGather(*perKey, d);
+    if (!segmentKey)
       return task.emitOpError()
-             << "input #" << n
-             << " is indexed by both spatial axes (a matrix per row's key); "
-                "the GPU lowering takes inputs of at most one spatial axis "
-                "(gathered rows are lowered, per-key matrices not yet)";
+             << "input #" << *perKey
+             << " holds a matrix per column key; the GPU lowering takes "
+                "matrices per row key (W[r[i], k, j]): swap the spatial axes";
+    if (task.getOutput() != OutputKind::dense &&
+        task.getOutput() != OutputKind::aggregate)
+      return task.emitOpError()
+             << "output " << stringifyOutputKind(task.getOutput())
+             << " of a task with a matrix per row's key is not lowered to "
+                "the GPU (dense and aggregate outputs are)";
+  }
   bool topK = task.getOutput() == OutputKind::top_k;
   if (topK) {
     Type value = task.getValueType();
@@ -1500,6 +1577,10 @@ LogicalResult lowerFunction(func::FuncOp func,
   // distinct its hash set.
   bool distinct = task.getOutput() == OutputKind::distinct;
   SmallVector<Type> kernelTypes(func.getArgumentTypes());
+  // Segment iterators: the sorted row order and each key's end.
+  if (segmentKey)
+    kernelTypes.append(
+        3, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
   if (topK)
     kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
   if (distinct)
@@ -1644,6 +1725,25 @@ LogicalResult lowerFunction(func::FuncOp func,
         .shape[dim]
         .str();
   };
+  std::string keys;
+  if (segmentKey) {
+    // Sort the rows by the key (each key's run of rows, in the order the
+    // sort's atomics give), then one block per key and column tile.
+    const kge_runtime::Parameter &key =
+        signature->params[cast<BlockArgument>(segmentKey).getArgNumber()];
+    keys = indexRange(*signature, key);
+    scratch.push_back(bb.dict({{"name", bb.str("perm")},
+                               {"dtype", bb.str("i32")},
+                               {"count", bb.str(extentOf(TaskOp::I))}}));
+    bb.appendCountingSort(scratch, steps, "param:" + key.name,
+                          key.dtype == kge_runtime::DType::I32 ? 32 : 64,
+                          extentOf(TaskOp::I), keys, "scratch:perm",
+                          [](Attribute step) { return step; }, "lengths");
+    // The kernel's extra arguments follow the function's.
+    kernelArgs.push_back(bb.memref("scratch:perm", {extentOf(TaskOp::I)}));
+    kernelArgs.push_back(bb.memref("scratch:counts", {keys}));
+    kernelArgs.push_back(bb.memref("scratch:lengths", {keys}));
+  }
   auto blocksOf = [&](const TileShape &s) {
     return "ceildiv(" + extentOf(TaskOp::J) + ", " + std::to_string(s.bn) +
            ") * ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(s.bm) +
@@ -1705,12 +1805,18 @@ LogicalResult lowerFunction(func::FuncOp func,
       rowBlocks = std::to_string(kernelShape.clusterM) + " * ceildiv(" +
                   extentOf(TaskOp::I) + ", " +
                   std::to_string(kernelShape.bm * kernelShape.clusterM) + ")";
-    Attribute step = bb.launch(
-        kernelNames[n], module.getName(),
-        {"ceildiv(" + extentOf(TaskOp::J) + ", " +
-             std::to_string(kernelShape.bn) + ")",
-         rowBlocks, "1"},
-        kernelShape.blockThreads(), std::to_string(sharedBytes), args);
+    std::string columnBlocks = "ceildiv(" + extentOf(TaskOp::J) + ", " +
+                               std::to_string(kernelShape.bn) + ")";
+    // Segment iterators: keys along x (more than 65,535 of them fit).
+    Attribute step =
+        kernelShape.segments
+            ? bb.launch(kernelNames[n], module.getName(),
+                        {keys, columnBlocks, "1"}, kernelShape.blockThreads(),
+                        std::to_string(sharedBytes), args)
+            : bb.launch(kernelNames[n], module.getName(),
+                        {columnBlocks, rowBlocks, "1"},
+                        kernelShape.blockThreads(),
+                        std::to_string(sharedBytes), args);
     if (variants.size() > 1) {
       // Kernels of this kind (tensor cores or not), largest first: one runs
       // when its grid fills the GPU (and K reaches its minimum) and no
@@ -1807,6 +1913,17 @@ struct ConvertTileIteratorToGPUPass
     bool failedAny = false;
     for (func::FuncOp func : funcs) {
       SmallVector<KernelVariant> variants = {{shape, ""}};
+      bool perKey = false;
+      for (TaskOp task : func.getBody().getOps<TaskOp>())
+        perKey |= getPerKeyInput(task).has_value();
+      if (perKey) {
+        // Segment iterators on CUDA cores: GAMUT's small shape unless one
+        // is given.
+        TileShape segmentShape = automatic ? kSmallShape : shape;
+        segmentShape.segments = true;
+        failedAny |= failed(lowerFunction(func, {{segmentShape, ""}}));
+        continue;
+      }
       bool topK = false, joined = false, kMajor = false;
       std::optional<MmaPrecision> precision;
       for (TaskOp task : func.getBody().getOps<TaskOp>()) {
