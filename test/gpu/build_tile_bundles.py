@@ -169,7 +169,8 @@ def build_gather(bin_dir, out):
     count = 0
     for name, text in (("scores", SCORES), ("gemm", GATHERED_GEMM),
                        ("projection", PROJECTION)):
-        for shape in ("t64", "t32", "auto") + (("t16",) if name == "projection" else ()):
+        for shape in ("t64", "t32", "auto") + (tuple(SEGMENT_SHAPES) if name == "projection"
+                                               else ()):
             to_bundle(bin_dir, text, SEGMENT_SHAPES.get(shape, SHAPES.get(shape)),
                       out / f"{name}.{shape}.kgebundle")
             count += 1
@@ -177,7 +178,9 @@ def build_gather(bin_dir, out):
 
 
 # Segments of few rows (TransR-like batches: ~12 edges per relation).
-SEGMENT_SHAPES = {"t16": "block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4"}
+SEGMENT_SHAPES = {"t16": "block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4",
+                  "t16n64": "block-m=16 block-n=64 block-k=16 thread-m=1 thread-n=4",
+                  "t32n128": "block-m=32 block-n=128 block-k=8 thread-m=4 thread-n=4"}
 
 
 def main():

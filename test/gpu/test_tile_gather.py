@@ -24,7 +24,7 @@ def skewed(g, count, rows):
 
 
 def test_gather_bundles_were_built():
-    assert len(list(GATHER.glob("*.kgebundle"))) == 10, \
+    assert len(list(GATHER.glob("*.kgebundle"))) == 12, \
         f"run test/gpu/build_tile_bundles.py --parts gather --out {TILE_BUNDLES}"
 
 
@@ -72,7 +72,7 @@ PROJECTIONS = [(1, 1, 1, 1, 1), (300, 67, 50, 7, 45), (5000, 96, 400, 1345, 64),
                (2000, 40, 100, 70000, 16)]
 
 
-@pytest.mark.parametrize("shape", SHAPES + ("t16",))
+@pytest.mark.parametrize("shape", SHAPES + ("t16", "t16n64", "t32n128"))
 @pytest.mark.parametrize("M,N,rows,keys,K", PROJECTIONS,
                          ids=[f"{m}x{n}x{r}x{g}x{k}" for m, n, r, g, k in PROJECTIONS])
 def test_a_matrix_per_key_matches_torch(rt, shape, M, N, rows, keys, K):

@@ -185,7 +185,8 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     assert steps[1]["args"][0] == {"kind": "pointer", "buffer": "param:r"}
     assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
     kernel = steps[-1]
-    assert kernel["grid"] == ["W_d0", "ceildiv(N, 64)", "1"]
+    # (Eight blocks per key and column tile take its row tiles in turn.)
+    assert kernel["grid"] == ["W_d0", "ceildiv(N, 64)", "8"]
     assert [a["buffer"] for a in kernel["args"][-3:]] == [
         "scratch:perm", "scratch:counts", "scratch:lengths"]
     assert {s["name"]: s["count"] for s in bundle.manifest["scratch"]} == {
@@ -195,7 +196,7 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
         {"param": "r", "bound": "W_d0", "count": "M"}]
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")
-    assert small.manifest["launches"][-1]["grid"] == ["W_d0", "ceildiv(N, 128)", "1"]
+    assert small.manifest["launches"][-1]["grid"] == ["W_d0", "ceildiv(N, 128)", "8"]
 
 
 def test_what_the_segment_iterators_do_not_take_is_diagnosed():

@@ -1095,12 +1095,19 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
                                  ValueRange{segmentKey}));
     };
     extents[TaskOp::I] = at(1);
-    Value start = arith::SubIOp::create(b, loc, extents[TaskOp::I], at(2));
+    // The kSegmentSplit blocks of a key and column tile (z) take its row
+    // tiles in turn: a long run (a frequent key) spreads over them, a short
+    // one leaves the others without work.
+    Value start = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, extents[TaskOp::I], at(2)),
+        arith::MulIOp::create(
+            b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
+            idx(shape.bm)));
     colBase = arith::MulIOp::create(
         b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
         idx(shape.bn));
     segmentLoop = scf::ForOp::create(b, loc, start, extents[TaskOp::I],
-                                     idx(shape.bm));
+                                     idx(shape.bm * kSegmentSplit));
     b.setInsertionPoint(segmentLoop.getBody()->getTerminator());
     rowBase = segmentLoop.getInductionVar();
   } else {
@@ -1811,7 +1818,8 @@ LogicalResult lowerFunction(func::FuncOp func,
     Attribute step =
         kernelShape.segments
             ? bb.launch(kernelNames[n], module.getName(),
-                        {keys, columnBlocks, "1"}, kernelShape.blockThreads(),
+                        {keys, columnBlocks, std::to_string(kSegmentSplit)},
+                        kernelShape.blockThreads(),
                         std::to_string(sharedBytes), args)
             : bb.launch(kernelNames[n], module.getName(),
                         {columnBlocks, rowBlocks, "1"},
