@@ -146,6 +146,16 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     fit (it may then count a value twice); a call with that capacity is
     exact.
 
+    Gathered dimensions (`gathers`) are read through their index arrays
+    by the CUDA-core load iterators (a task with them never takes tensor
+    cores). An input with one matrix per row's key (`W[r[i], k, j]`) takes
+    the segment iterators: the launch plan sorts the rows by the key (the
+    device library's counting sort and a histogram of run lengths), and
+    one block per key, column tile and one of eight row slices walks the
+    key's rows through the permutation with the key's matrix as its
+    `(k, j)` operand (dense and aggregate outputs; a tile shape given as
+    options is the segments' shape, GAMUT's 64 x 64 otherwise).
+
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s.
   }];
