@@ -100,9 +100,8 @@ std::array<int, 2> getTensorCoreOperands(TaskOp task);
 /// Input `n` is stored with the reduction axis contiguous (its map's last
 /// result is k).
 inline bool isKContiguous(TaskOp task, unsigned n) {
-  return cast<AffineMapAttr>(task.getIndexingMaps()[n])
-             .getValue()
-             .getDimPosition(1) == TaskOp::K;
+  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  return map.getDimPosition(map.getNumResults() - 1) == TaskOp::K;
 }
 
 class KernelEmitter {
