@@ -94,16 +94,20 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
     tail -1 "$OUT/sanitizer-$1${2:+-checked}-tile.log"
     [ $code -eq 0 ] || status=1
   done
-  # Gathered rows: tables smaller than the batch (indices repeat).
+  # Gathered rows and segments: tables smaller than the batch (indices
+  # repeat); rows of 16-byte multiples (N = 72, K = 48) take tensor cores.
   for tool in memcheck racecheck; do
-    echo "==> compute-sanitizer --tool $tool on the gather bundles"
-    compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
-      "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/gather/*.kgebundle \
-      --size M=130 --size N=67 --size K=45 --size E_d0=40 --size T_d0=30 --size bias_d0=40 \
-      > "$OUT/sanitizer-$tool-gather.log" 2>&1
-    code=$?
-    tail -1 "$OUT/sanitizer-$tool-gather.log"
-    [ $code -eq 0 ] || status=1
+    for sizes in "M=130 N=67 K=45" "M=130 N=72 K=48"; do
+      echo "==> compute-sanitizer --tool $tool on the gather bundles ($sizes)"
+      set -- $sizes
+      compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+        "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/gather/*.kgebundle \
+        --size "$1" --size "$2" --size "$3" --size E_d0=40 --size T_d0=30 --size bias_d0=40 \
+        --size W_d0=9 > "$OUT/sanitizer-$tool-gather-$2.log" 2>&1
+      code=$?
+      tail -1 "$OUT/sanitizer-$tool-gather-$2.log"
+      [ $code -eq 0 ] || status=1
+    done
   done
   # The tensor-core kernels: rows of 16-byte multiples (N = 72, K = 48:
   # a partial last stage), then rows that take the CUDA-core kernel.

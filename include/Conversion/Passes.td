@@ -147,14 +147,17 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     exact.
 
     Gathered dimensions (`gathers`) are read through their index arrays
-    by the CUDA-core load iterators (a task with them never takes tensor
-    cores). An input with one matrix per row's key (`W[r[i], k, j]`) takes
-    the segment iterators: the launch plan sorts the rows by the key (the
-    device library's counting sort and a histogram of run lengths), and
-    one block per key, column tile and one of eight row slices walks the
-    key's rows through the permutation with the key's matrix as its
-    `(k, j)` operand (dense and aggregate outputs; a tile shape given as
-    options is the segments' shape, GAMUT's 64 x 64 otherwise).
+    by the load iterators: CUDA cores, or mma.sync copying each 16-byte
+    chunk from its gathered row (not warpgroup MMA; a gathered dimension
+    that is an operand's contiguous one keeps CUDA cores). An input with
+    one matrix per row's key (`W[r[i], k, j]`) takes the segment
+    iterators: the launch plan sorts the rows by the key (the device
+    library's counting sort and a histogram of run lengths), and one block
+    per key, column tile and one of eight row slices walks the key's rows
+    through the permutation with the key's matrix as its `(k, j)` operand
+    (dense and aggregate outputs; mma.sync 64 x 64 for products on tensor
+    cores when the rows allow 16-byte copies, GAMUT's 64 x 64 CUDA-core
+    shape otherwise; a tile shape given as options is the segments').
 
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s.

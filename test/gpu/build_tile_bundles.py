@@ -169,12 +169,20 @@ def build_gather(bin_dir, out):
     count = 0
     for name, text in (("scores", SCORES), ("gemm", GATHERED_GEMM),
                        ("projection", PROJECTION)):
-        for shape in ("t64", "t32", "auto") + (tuple(SEGMENT_SHAPES) if name == "projection"
-                                               else ()):
-            to_bundle(bin_dir, text, SEGMENT_SHAPES.get(shape, SHAPES.get(shape)),
-                      out / f"{name}.{shape}.kgebundle")
+        shapes = ("t64", "t32", "auto")
+        if name == "projection":
+            shapes += tuple(SEGMENT_SHAPES)
+        if name in ("projection", "gemm"):
+            shapes += tuple(GATHER_MATH)
+        for shape in shapes:
+            options = {**SHAPES, **SEGMENT_SHAPES, **GATHER_MATH}[shape]
+            to_bundle(bin_dir, text, options, out / f"{name}.{shape}.kgebundle")
             count += 1
     return count
+
+
+# Products of gathered rows on tensor cores (mma.sync).
+GATHER_MATH = {"tf32x3": "matrix-math=tf32x3", "tf32": "matrix-math=tf32"}
 
 
 # Segments of few rows (TransR-like batches: ~12 edges per relation).

@@ -155,12 +155,24 @@ def test_the_gpu_lowering_gathers_rows_on_cuda_cores():
     assert bundle.manifest["checks"] == [
         {"param": "h", "bound": "min(E_d0, bias_d0)", "count": "M"},
         {"param": "t", "bound": "T_d0", "count": "N"}]
-    # A product that would take tensor cores stays on CUDA cores when its
-    # rows are gathered (the tensor-core iterators copy contiguous tiles).
-    assert "nvgpu" not in lower_to_gpu(GATHERED_GEMM, "{matrix-math=tf32}")
-    assert "nvgpu" in lower_to_gpu(GATHERED_GEMM.replace(
-        "gathers(%h : memref<?xi32>)", "").replace(" {gathered = [[0, 0]]}", ""),
-        "{matrix-math=tf32}")
+    # A product of gathered rows takes mma.sync (its chunks are copied row
+    # by row through the gather), never warpgroup MMA (TMA copies tiles).
+    gemm = bundle_of(GATHERED_GEMM, "{matrix-math=tf32}")
+    assert [s["function"] for s in gemm.manifest["launches"]] == [
+        "gemm_mma", "gemm_mma_small", "gemm_small"]
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in gemm.text
+    half = GATHERED_GEMM.replace("xf32>", "xf16>").replace(
+        'memref<?x?xf16> {kge.param = "C"}', 'memref<?x?xf32> {kge.param = "C"}').replace(
+        "outs(%C : memref<?x?xf16>)", "outs(%C : memref<?x?xf32>)").replace(
+        "%e: f32, %b: f32", "%e: f16, %b: f16").replace(
+        "%v = arith.mulf %e, %b : f32", "%x = arith.extf %e : f16 to f32\n"
+        "        %y = arith.extf %b : f16 to f32\n        %v = arith.mulf %x, %y : f32")
+    assert "wgmma" not in bundle_of(half).text
+    # A gathered dimension that is an operand's contiguous one cannot be
+    # copied in 16-byte chunks: CUDA cores.
+    column = GATHERED_GEMM.replace("{gathered = [[0, 0]]}", "{gathered = [[1, 1]]}").replace(
+        "affine_map<(i, j, k) -> (k, j)>", "affine_map<(i, j, k) -> (k, j)>")
+    assert "nvgpu" not in lower_to_gpu(column, "{matrix-math=tf32}")
 
 
 def bundle_of(text, options=""):
@@ -194,6 +206,13 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     assert bundle.manifest["checks"] == [
         {"param": "h", "bound": "E_d0", "count": "M"},
         {"param": "r", "bound": "W_d0", "count": "M"}]
+    # Products on tensor cores: mma.sync 64 x 64 segments when the rows
+    # allow 16-byte copies, the CUDA-core ones otherwise.
+    x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
+    kernels = [s for s in x3.manifest["launches"] if s.get("function", "").startswith("project")]
+    assert [s["function"] for s in kernels] == ["project_mma", "project_small"]
+    assert all(s["grid"] == ["W_d0", "ceildiv(N, 64)", "8"] for s in kernels)
+    assert kernels[0]["when"] == "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")
     assert small.manifest["launches"][-1]["grid"] == ["W_d0", "ceildiv(N, 128)", "8"]

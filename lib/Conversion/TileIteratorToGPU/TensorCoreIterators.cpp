@@ -37,7 +37,10 @@ std::array<int, 2> tilegpu::getTensorCoreOperands(TaskOp task) {
   for (unsigned n = 0; n < task.getInputs().size(); ++n) {
     if (!task.inputUses(n, TaskOp::K))
       continue;
-    int &slot = operands[task.inputUses(n, TaskOp::I) ? 0 : 1];
+    // A matrix per row's key (indexed by i and j) is the (k, j) operand.
+    bool rowOperand =
+        task.inputUses(n, TaskOp::I) && !task.inputUses(n, TaskOp::J);
+    int &slot = operands[rowOperand ? 0 : 1];
     if (slot < 0 && (task.inputUses(n, TaskOp::I) || task.inputUses(n, TaskOp::J)))
       slot = n;
   }
@@ -46,10 +49,15 @@ std::array<int, 2> tilegpu::getTensorCoreOperands(TaskOp task) {
 
 std::optional<MmaPrecision>
 tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
-  // Gathered rows take the CUDA-core load iterators (the tensor-core ones
-  // copy contiguous tiles).
-  if (matrixMath == "fma" || !task.getGathers().empty())
+  if (matrixMath == "fma")
     return std::nullopt;
+  // The tensor-core load iterators copy 16-byte chunks along an operand's
+  // contiguous dimension: a gathered dimension must be another one.
+  for (unsigned n = 0; n < task.getInputs().size(); ++n) {
+    AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+    if (task.isGathered(n, map.getNumResults() - 1))
+      return std::nullopt;
+  }
   if (task.getAccumulate() != Combiner::add || !task.getCombine().empty() ||
       !task.getAccumulatorType().isF32())
     return std::nullopt;
@@ -182,9 +190,32 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
       // array: its first element.
       Value safeS = arith::SelectOp::create(b, loc, inRange, s, idx(0));
       Value safeK = arith::SelectOp::create(b, loc, inRange, k, idx(0));
-      SmallVector<Value, 2> at;
-      for (unsigned d = 0; d < 2; ++d)
-        at.push_back(map.getDimPosition(d) == TaskOp::K ? safeK : safeS);
+      // Gathered rows and segments: the row of a position, the table's
+      // row of a gathered one, the block's matrix of an input with one per
+      // key.
+      bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
+      SmallVector<Value, 3> at;
+      for (unsigned d = 0; d < map.getNumResults(); ++d) {
+        unsigned axis = map.getDimPosition(d);
+        if (axis == TaskOp::K) {
+          at.push_back(safeK);
+          continue;
+        }
+        if (perKey && axis == TaskOp::I) {
+          at.push_back(segmentKey);
+          continue;
+        }
+        Value spatial = safeS;
+        if (rowPerm && axis == TaskOp::I)
+          spatial = arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              memref::LoadOp::create(b, loc, rowPerm, ValueRange{spatial}));
+        if (Value gather = task.getGather(n, d))
+          spatial = arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              memref::LoadOp::create(b, loc, arg(gather), ValueRange{spatial}));
+        at.push_back(spatial);
+      }
       Value dst = arith::AddIOp::create(b, loc, offset,
                                         storageIndex(p, kContiguous, row, col));
       auto copy = [&] {

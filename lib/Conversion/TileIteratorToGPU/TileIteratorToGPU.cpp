@@ -1382,7 +1382,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   // 128-byte lines (scalar stores of the accumulator fragments, 128 per
   // thread in the warpgroup kernel, keep the LG queue full and the tensor
   // cores idle).
-  if (shape.mma && task.getOutput() == OutputKind::dense &&
+  if (shape.mma && !shape.segments &&
+      task.getOutput() == OutputKind::dense &&
       !task.getUpdate() && task.getWhen().empty() &&
       task.getDenseOutputMap().getDimPosition(0) == TaskOp::I &&
       task.getValueType().isF32()) {
@@ -1762,11 +1763,12 @@ LogicalResult lowerFunction(func::FuncOp func,
   if (variants.front().shape.mma) {
     int64_t chunk = 128 / getMmaElementBits(*variants.front().shape.mma);
     for (Value input : task.getInputs()) {
-      if (cast<MemRefType>(input.getType()).getRank() != 2)
+      int64_t rank = cast<MemRefType>(input.getType()).getRank();
+      if (rank < 2)
         continue;
       std::string row =
           signature->params[cast<BlockArgument>(input).getArgNumber()]
-              .shape[1]
+              .shape[rank - 1]
               .str();
       alignedTerms.push_back("(1 - min(1, " + row + " - " + row + " / " +
                              std::to_string(chunk) + " * " +
@@ -1925,11 +1927,21 @@ struct ConvertTileIteratorToGPUPass
       for (TaskOp task : func.getBody().getOps<TaskOp>())
         perKey |= getPerKeyInput(task).has_value();
       if (perKey) {
-        // Segment iterators on CUDA cores: GAMUT's small shape unless one
-        // is given.
+        // Segment iterators: mma.sync's 64 x 64 tiles for products that
+        // take tensor cores (when the rows allow 16-byte copies), GAMUT's
+        // small CUDA-core shape otherwise; a given shape is the segments'.
         TileShape segmentShape = automatic ? kSmallShape : shape;
         segmentShape.segments = true;
-        failedAny |= failed(lowerFunction(func, {{segmentShape, ""}}));
+        SmallVector<KernelVariant> segmentVariants = {{segmentShape, ""}};
+        std::optional<MmaPrecision> mma;
+        for (TaskOp task : func.getBody().getOps<TaskOp>())
+          mma = getTensorCorePrecision(task, matrixMath);
+        if (automatic && mma) {
+          TileShape tensorShape = mmaShape(*mma, /*large=*/false);
+          tensorShape.segments = true;
+          segmentVariants = {{tensorShape, "_mma"}, {segmentShape, "_small"}};
+        }
+        failedAny |= failed(lowerFunction(func, segmentVariants));
         continue;
       }
       bool topK = false, joined = false, kMajor = false;
@@ -1951,7 +1963,12 @@ struct ConvertTileIteratorToGPUPass
       // dropping their low bits: they reach it from shared memory as
       // stored).
       bool warpgroupTF32 = precision == MmaPrecision::tf32 && kMajor;
-      if (automatic && (sixteenBit || warpgroupTF32) && warpgroup && !topK)
+      // Gathered rows take mma.sync (warpgroup MMA loads tiles by TMA).
+      bool gathered = false;
+      for (TaskOp task : func.getBody().getOps<TaskOp>())
+        gathered |= !task.getGathers().empty();
+      if (automatic && (sixteenBit || warpgroupTF32) && warpgroup && !topK &&
+          !gathered)
         variants = {{warpgroupShape(*precision, joined, clusterM), "_wgmma",
                      kWarpgroupMinK},
                     {mmaShape(*precision, true), "_mma"},
