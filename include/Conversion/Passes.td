@@ -155,9 +155,10 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     library's counting sort and a histogram of run lengths), and one block
     per key, column tile and one of eight row slices walks the key's rows
     through the permutation with the key's matrix as its `(k, j)` operand
-    (dense and aggregate outputs; mma.sync 64 x 64 for products on tensor
-    cores when the rows allow 16-byte copies, GAMUT's 64 x 64 CUDA-core
-    shape otherwise; a tile shape given as options is the segments').
+    (dense and aggregate outputs; mma.sync tiles of 16 rows x 128 columns
+    for products on tensor cores when the rows allow 16-byte copies,
+    GAMUT's 64 x 64 CUDA-core shape otherwise; a tile shape given as
+    options is the segments').
 
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s.

@@ -206,12 +206,14 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     assert bundle.manifest["checks"] == [
         {"param": "h", "bound": "E_d0", "count": "M"},
         {"param": "r", "bound": "W_d0", "count": "M"}]
-    # Products on tensor cores: mma.sync 64 x 64 segments when the rows
-    # allow 16-byte copies, the CUDA-core ones otherwise.
+    # Products on tensor cores: mma.sync segments of 16 rows x 128 columns
+    # when the rows allow 16-byte copies, the CUDA-core ones otherwise.
     x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
     kernels = [s for s in x3.manifest["launches"] if s.get("function", "").startswith("project")]
     assert [s["function"] for s in kernels] == ["project_mma", "project_small"]
-    assert all(s["grid"] == ["W_d0", "ceildiv(N, 64)", "8"] for s in kernels)
+    assert [s["grid"] for s in kernels] == [["W_d0", "ceildiv(N, 128)", "8"],
+                                            ["W_d0", "ceildiv(N, 64)", "8"]]
+    assert kernels[0]["block"] == ["128", "1", "1"]
     assert kernels[0]["when"] == "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")

@@ -1937,7 +1937,13 @@ struct ConvertTileIteratorToGPUPass
         for (TaskOp task : func.getBody().getOps<TaskOp>())
           mma = getTensorCorePrecision(task, matrixMath);
         if (automatic && mma) {
+          // Runs are short (a relation's edges in a batch: ~12): 16 rows of
+          // a segment by 128 columns, four warps of 16 x 32.
           TileShape tensorShape = mmaShape(*mma, /*large=*/false);
+          tensorShape.bm = 16;
+          tensorShape.bn = 128;
+          tensorShape.tm = 2;
+          tensorShape.tn = 8;
           tensorShape.segments = true;
           segmentVariants = {{tensorShape, "_mma"}, {segmentShape, "_small"}};
         }
