@@ -164,9 +164,18 @@ def build_gather(bin_dir, out):
     """The bundles of tasks with gathered rows; their count."""
     import sys
     sys.path.insert(0, str(ROOT / "test" / "python"))
-    from test_tile_gather import GATHERED_GEMM, PROJECTION, SCORES
+    from test_tile_gather import GATHERED_GEMM, GROUPED_QUERY, PROJECTION, SCORES
     out.mkdir(parents=True, exist_ok=True)
     count = 0
+    # An aggregate through the segment iterators (GAMUT's syntax).
+    source = out / "grouped.gamut"
+    source.write_text(GROUPED_QUERY)
+    grouped = run(bin_dir / "kge-translate", "--import-gamut", "--gamut-name=grouped", source)
+    source.unlink()
+    for shape in ("t64", "tf32x3"):
+        to_bundle(bin_dir, grouped, {**SHAPES, **GATHER_MATH}[shape],
+                  out / f"grouped.{shape}.kgebundle")
+        count += 1
     for name, text in (("scores", SCORES), ("gemm", GATHERED_GEMM),
                        ("projection", PROJECTION)):
         shapes = ("t64", "t32", "auto")

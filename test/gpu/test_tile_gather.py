@@ -24,7 +24,7 @@ def skewed(g, count, rows):
 
 
 def test_gather_bundles_were_built():
-    assert len(list(GATHER.glob("*.kgebundle"))) == 16, \
+    assert len(list(GATHER.glob("*.kgebundle"))) == 18, \
         f"run test/gpu/build_tile_bundles.py --parts gather --out {TILE_BUNDLES}"
 
 
@@ -104,3 +104,24 @@ def test_checked_mode_refuses_an_out_of_range_key(rt):
     with pytest.raises(Exception, match="index 5 at position 61 of 'r' is out of range"):
         load(rt, GATHER / "projection.t64.kgebundle")(E=E, W=W, h=h, r=r, Y=Y, checked=True)
     assert bool((Y == 0).all())
+
+
+@pytest.mark.parametrize("shape", ("t64", "tf32x3"))
+def test_an_aggregate_of_a_matrix_per_key_matches_torch(rt, shape):
+    g = torch.Generator().manual_seed(8)
+    M, N, K, rows, keys, groups = 3000, 96, 64, 400, 300, (17, 5)
+    E = torch.randn(rows, K, generator=g).cuda()
+    W = torch.randn(keys, K, N, generator=g).cuda()
+    h, r = skewed(g, M, rows), skewed(g, M, keys)
+    rg, cg = skewed(g, M, groups[0]), skewed(g, N, groups[1])
+    C = torch.ones(groups, device="cuda")
+    load(rt, GATHER / f"grouped.{shape}.kgebundle")(E=E, W=W, h=h, r=r, g=rg, c=cg, C=C)
+    Y = torch.einsum("bk,bkj->bj", E.double()[h.long()], W.double()[r.long()])
+    expected = torch.ones(groups, dtype=torch.float64, device="cuda")
+    expected.index_put_((rg.long()[:, None], cg.long()[None, :]), Y, accumulate=True)
+    # f32 atomics add thousands of terms with cancellation into a hot
+    # group: bounded by the sum of the terms' magnitudes.
+    magnitude = torch.zeros(groups, dtype=torch.float64, device="cuda")
+    magnitude.index_put_((rg.long()[:, None], cg.long()[None, :]), Y.abs(), accumulate=True)
+    assert bool(((C.double() - expected).abs() <= 1e-5 * magnitude + 1e-4).all()), \
+        (C.double() - expected).abs().max()

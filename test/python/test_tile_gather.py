@@ -253,6 +253,38 @@ func.func @sel(%E: memref<?x?xf32> {kge.param = "E"}, %W: memref<?x?x?xf32> {kge
         lower_to_gpu(select)
 
 
+# Each edge's projection aggregated into groups of (head group, column
+# group): an aggregate output through the segment iterators.
+GROUPED_QUERY = """
+where (i in [0, M], j in [0, N]) {
+  accum = 0;
+  reduce (k in [0, K]) {
+    accum += E[h[i], k] * W[r[i], k, j];
+  }
+  C[g[i], c[j]] += accum;
+}
+"""
+
+
+def test_an_aggregate_of_a_matrix_per_key():
+    import kge.tile
+    q = kge.tile.query(GROUPED_QUERY, name="grouped")
+    rng = np.random.default_rng(4)
+    E = rng.standard_normal((30, 8)).astype(np.float32)
+    W = rng.standard_normal((5, 8, 6)).astype(np.float32)
+    h, r = rng.integers(0, 30, 40).astype(np.int32), rng.integers(0, 5, 40).astype(np.int32)
+    g, c = rng.integers(0, 3, 40).astype(np.int32), rng.integers(0, 2, 6).astype(np.int32)
+    C = q.run_cpu(E=E, W=W, h=h, r=r, g=g, c=c, C=np.ones((3, 2), np.float32))
+    expected = np.ones((3, 2))
+    np.add.at(expected, (g[:, None], c[None, :]),
+              np.einsum("bk,bkj->bj", E[h].astype(np.float64), W[r]))
+    np.testing.assert_allclose(C, expected, rtol=1e-5, atol=1e-5)
+    kernels = [s["function"] for s in q.compile(cubin=False, cache=False,
+                                                  matrix_math="tf32x3").manifest["launches"]
+               if s.get("function", "").startswith("grouped")]
+    assert kernels == ["grouped_mma", "grouped_small"]
+
+
 # The same tasks in GAMUT's syntax, extended with gathered subscripts
 # (examples/tile/gathered).
 PROJECTION_QUERY = example_path("transr_projection").read_text()
