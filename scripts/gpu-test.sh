@@ -103,9 +103,9 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
       compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
         "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/gather/*.kgebundle \
         --size "$1" --size "$2" --size "$3" --size E_d0=40 --size T_d0=30 --size bias_d0=40 \
-        --size W_d0=9 --size C_d0=7 --size C_d1=5 > "$OUT/sanitizer-$tool-gather-$2.log" 2>&1
+        --size W_d0=9 --size C_d0=7 --size C_d1=5 > "$OUT/sanitizer-$tool-gather-n${2#N=}.log" 2>&1
       code=$?
-      tail -1 "$OUT/sanitizer-$tool-gather-$2.log"
+      tail -1 "$OUT/sanitizer-$tool-gather-n${2#N=}.log"
       [ $code -eq 0 ] || status=1
     done
   done

@@ -152,13 +152,13 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     that is an operand's contiguous one keeps CUDA cores). An input with
     one matrix per row's key (`W[r[i], k, j]`) takes the segment
     iterators: the launch plan sorts the rows by the key (the device
-    library's counting sort and a histogram of run lengths), and one block
-    per key, column tile and one of eight row slices walks the key's rows
-    through the permutation with the key's matrix as its `(k, j)` operand
-    (dense and aggregate outputs; mma.sync tiles of 16 rows x 128 columns
-    for products on tensor cores when the rows allow 16-byte copies,
-    GAMUT's 64 x 64 CUDA-core shape otherwise; a tile shape given as
-    options is the segments').
+    library's counting sort and a histogram of run lengths) and cuts every
+    key's run into tiles of block-m rows (`kge_segment_tiles`); one block
+    per tile and column tile reads its rows through the permutation with
+    its key's matrix as the `(k, j)` operand (dense and aggregate outputs;
+    mma.sync tiles of 16 rows x 128 columns for products on tensor cores
+    when the rows allow 16-byte copies, CUDA-core tiles of 16 x 128
+    otherwise; a tile shape given as options is the segments').
 
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s.

@@ -373,6 +373,48 @@ __device__ int warpInclusivePrefix(int value) {
   return value;
 }
 
+extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths,
+                                             long long numKeys, int tileRows,
+                                             int *tiles) {
+  __shared__ int partials[32];
+  // Each warp takes a contiguous segment of the keys: its tiles are counted,
+  // a block-wide scan of the warps' counts places them, and a warp scan of
+  // each run of 32 keys places every key's tiles.
+  int n = static_cast<int>(numKeys);
+  int lane = static_cast<int>(threadIdx.x) & 31;
+  int warp = static_cast<int>(threadIdx.x) >> 5;
+  int warps = static_cast<int>(blockDim.x) >> 5;
+  int per = ((n + warps - 1) / warps + 31) & ~31;
+  int begin = min(n, warp * per);
+  int end = min(n, begin + per);
+  auto piecesOf = [&](int length) { return (length + tileRows - 1) / tileRows; };
+  int pieces = 0;
+  for (int i = begin + lane; i < end; i += 32)
+    pieces += piecesOf(lengths[i]);
+  for (int d = 16; d > 0; d >>= 1)
+    pieces += __shfl_xor_sync(0xffffffffu, pieces, d);
+  int total;
+  int run = blockExclusivePrefix(lane == 0 ? pieces : 0, partials, total);
+  run = __shfl_sync(0xffffffffu, run, 0);
+  for (int base = begin; base < end; base += 32) {
+    int i = base + lane;
+    int length = i < end ? lengths[i] : 0;
+    int mine = piecesOf(length);
+    int inclusive = warpInclusivePrefix(mine);
+    int first = run + inclusive - mine;
+    int start = i < end ? ends[i] - length : 0;
+    for (int m = 0; m < mine; ++m) {
+      int *tile = tiles + 1 + 3 * (first + m);
+      tile[0] = i;
+      tile[1] = start + m * tileRows;
+      tile[2] = min(start + (m + 1) * tileRows, start + length);
+    }
+    run += __shfl_sync(0xffffffffu, inclusive, 31);
+  }
+  if (threadIdx.x == 0)
+    tiles[0] = total;
+}
+
 extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   __shared__ int partials[32];
   // One block: each warp takes a contiguous segment of the keys and reads it

@@ -97,6 +97,16 @@ __global__ void kge_key_scan(int *counts, long long num_keys);
 __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
                                 long long num_keys, int *cursor, int *perm);
 
+/// Segment tiles (the tile dialect's segment iterators): after the counting
+/// sort, key g's run of lengths[g] items ends at ends[g] (the scatter's
+/// cursors). Cuts every run into tiles of at most tile_rows items and
+/// writes their number to tiles[0] and tile t as (key, first position,
+/// end position) at tiles[1 + 3 t ...]; keys in order, a run's tiles in
+/// order. tiles holds 1 + 3 * (ceil(n / tile_rows) + num_keys) words. One
+/// block of a multiple of 32 threads (the launch plans use 1024).
+__global__ void kge_segment_tiles(const int *ends, const int *lengths,
+                                  long long num_keys, int tile_rows, int *tiles);
+
 /// Checked mode: records in *first_bad the smallest position whose index is
 /// outside [0, bound); *first_bad must start at a value >= n (the runtime
 /// fills it with 0x7f bytes).

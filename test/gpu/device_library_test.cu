@@ -350,12 +350,64 @@ static void testSortClampsKeys() {
   CHECK(cudaFree(dPerm));
 }
 
+/// Segment tiles: every run of a key cut into tiles of at most tileRows
+/// items, keys in order, with the key and the first position of each; runs
+/// placed as the sort leaves them (not in key order), empty keys without
+/// tiles, one key with many tiles, more keys than threads.
+static void testSegmentTiles(std::mt19937 &rng) {
+  for (int numKeys : {1, 7, 1345, 70000}) {
+    for (int tileRows : {1, 16, 64}) {
+      std::vector<int> lengths(numKeys), ends(numKeys);
+      std::uniform_int_distribution<int> length(0, 40);
+      for (int &l : lengths)
+        l = length(rng) % 3 == 0 ? 0 : length(rng);
+      lengths[numKeys / 2] = 1000;
+      // Runs in a shuffled order, as the sort places rare keys first.
+      std::vector<int> order(numKeys);
+      for (int g = 0; g < numKeys; ++g)
+        order[g] = g;
+      std::shuffle(order.begin(), order.end(), rng);
+      int position = 0;
+      for (int g : order)
+        ends[g] = (position += lengths[g]);
+      long long capacity = 1 + 3 * ((position + tileRows - 1) / tileRows + numKeys);
+      int *dEnds, *dLengths, *dTiles;
+      CHECK(cudaMalloc(&dEnds, numKeys * 4));
+      CHECK(cudaMalloc(&dLengths, numKeys * 4));
+      CHECK(cudaMalloc(&dTiles, capacity * 4));
+      CHECK(cudaMemcpy(dEnds, ends.data(), numKeys * 4, cudaMemcpyHostToDevice));
+      CHECK(cudaMemcpy(dLengths, lengths.data(), numKeys * 4, cudaMemcpyHostToDevice));
+      CHECK(cudaMemset(dTiles, 0xff, capacity * 4));
+      kge_segment_tiles<<<1, 1024>>>(dEnds, dLengths, numKeys, tileRows, dTiles);
+      CHECK(cudaGetLastError());
+      std::vector<int> tiles(capacity);
+      CHECK(cudaMemcpy(tiles.data(), dTiles, capacity * 4, cudaMemcpyDeviceToHost));
+      std::vector<int> expected = {0};
+      for (int g = 0; g < numKeys; ++g)
+        for (int start = ends[g] - lengths[g]; start < ends[g]; start += tileRows) {
+          expected.push_back(g);
+          expected.push_back(start);
+          expected.push_back(std::min(start + tileRows, ends[g]));
+          ++expected[0];
+        }
+      bool ok = std::equal(expected.begin(), expected.end(), tiles.begin()) &&
+                (expected.size() == tiles.size() || tiles[expected.size()] == -1);
+      EXPECT(ok, "segment tiles of %d keys, %d rows per tile: %d tiles, expected %d", numKeys,
+             tileRows, tiles[0], expected[0]);
+      CHECK(cudaFree(dEnds));
+      CHECK(cudaFree(dLengths));
+      CHECK(cudaFree(dTiles));
+    }
+  }
+}
+
 int main() {
   std::mt19937 rng(42);
   for (int tile : {1, 7, 32, 33, 64, 100, 256, 1024})
     for (const char *kind : {"random", "same", "distinct"})
       testInspector(tile, tile > 256 ? 1024 : 256, kind, rng);
   testSorts(rng);
+  testSegmentTiles(rng);
   testSortClampsKeys();
   testChecks();
   std::printf("device library: %d passed, %d failed\n", passes, failures);

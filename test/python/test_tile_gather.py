@@ -189,20 +189,22 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     # The rows sorted by their key (the device library's counting sort),
     # then one block per key and column tile.
     # (A first histogram keeps each key's number of rows: its run starts
-    # that many rows before the end the scatter leaves.)
+    # that many rows before the end the scatter leaves; the runs are cut
+    # into tiles of 16 rows, one block each.)
     assert [s.get("function", s["kind"]) for s in steps] == [
         "memset", "kge_key_histogram", "memset", "kge_key_histogram", "kge_key_scan",
-        "kge_key_scatter", "project"]
+        "kge_key_scatter", "kge_segment_tiles", "project"]
     assert [s.get("buffer") for s in steps[:3]] == ["scratch:lengths", None, "scratch:counts"]
     assert steps[1]["args"][0] == {"kind": "pointer", "buffer": "param:r"}
     assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
+    assert [a.get("buffer", a.get("value")) for a in steps[6]["args"]] == [
+        "scratch:counts", "scratch:lengths", "W_d0", "16", "scratch:tiles"]
     kernel = steps[-1]
-    # (Eight blocks per key and column tile take its row tiles in turn.)
-    assert kernel["grid"] == ["W_d0", "ceildiv(N, 64)", "8"]
-    assert [a["buffer"] for a in kernel["args"][-3:]] == [
-        "scratch:perm", "scratch:counts", "scratch:lengths"]
+    assert kernel["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]
+    assert [a["buffer"] for a in kernel["args"][-2:]] == ["scratch:perm", "scratch:tiles"]
     assert {s["name"]: s["count"] for s in bundle.manifest["scratch"]} == {
-        "perm": "M", "counts": "W_d0", "lengths": "W_d0"}
+        "perm": "M", "counts": "W_d0", "lengths": "W_d0",
+        "tiles": "1 + 3 * (ceildiv(M, 16) + W_d0)"}
     assert bundle.manifest["checks"] == [
         {"param": "h", "bound": "E_d0", "count": "M"},
         {"param": "r", "bound": "W_d0", "count": "M"}]
@@ -211,13 +213,16 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
     kernels = [s for s in x3.manifest["launches"] if s.get("function", "").startswith("project")]
     assert [s["function"] for s in kernels] == ["project_mma", "project_small"]
-    assert [s["grid"] for s in kernels] == [["W_d0", "ceildiv(N, 128)", "8"],
-                                            ["W_d0", "ceildiv(N, 64)", "8"]]
+    assert [s["grid"] for s in kernels] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
     assert kernels[0]["block"] == ["128", "1", "1"]
     assert kernels[0]["when"] == "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")
-    assert small.manifest["launches"][-1]["grid"] == ["W_d0", "ceildiv(N, 128)", "8"]
+    assert small.manifest["launches"][-1]["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)",
+                                                      "1"]
+    wide = bundle_of(PROJECTION, "{block-m=32 block-n=128 block-k=8 thread-m=4 thread-n=4}")
+    assert wide.manifest["launches"][-2]["args"][3]["value"] == "32"
+    assert wide.manifest["launches"][-1]["grid"][0] == "ceildiv(M, 32) + W_d0"
 
 
 def test_what_the_segment_iterators_do_not_take_is_diagnosed():

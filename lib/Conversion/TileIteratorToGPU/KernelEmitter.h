@@ -29,10 +29,6 @@ using tile::TaskOp;
 using tile::inlineTaskRegion;
 
 /// The tiling of one kernel.
-/// Segment iterators: blocks per key and column tile, taking the key's row
-/// tiles in turn.
-inline constexpr int64_t kSegmentSplit = 8;
-
 struct TileShape {
   int64_t bm, bn, bk, tm, tn;
   /// Tensor cores: the precision of the warp-level products (none: CUDA

@@ -1081,33 +1081,36 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   ty = arith::DivUIOp::create(b, loc, tid, idx(shape.colThreads()));
   scf::ForOp segmentLoop;
   if (shape.segments) {
-    // Segment iterators: block (x, y) takes key x and column tile y; the
-    // key's rows are positions [ends[x] - lengths[x], ends[x]) of the
-    // sorted order (the counting sort leaves each key's end in `ends`),
-    // bm at a time.
+    // Segment iterators: block (x, y) takes tile x of the table the plan
+    // built (kge_segment_tiles: its count, then (key, first, end) per
+    // tile; blocks past the count have no rows) and column tile y.
     unsigned first = func.getNumArguments();
     rowPerm = kernel.getArgument(first);
-    segmentKey = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    auto at = [&](unsigned argument) {
+    Value table = kernel.getArgument(first + 1);
+    Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    auto word = [&](Value at) {
       return arith::IndexCastOp::create(
           b, loc, b.getIndexType(),
-          memref::LoadOp::create(b, loc, kernel.getArgument(first + argument),
-                                 ValueRange{segmentKey}));
+          memref::LoadOp::create(b, loc, table, ValueRange{at}));
     };
-    extents[TaskOp::I] = at(1);
-    // The kSegmentSplit blocks of a key and column tile (z) take its row
-    // tiles in turn: a long run (a frequent key) spreads over them, a short
-    // one leaves the others without work.
-    Value start = arith::AddIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, extents[TaskOp::I], at(2)),
+    Value hasTile = less(t, word(idx(0)));
+    // A block past the count reads tile 0's words (whatever they hold) and
+    // takes no rows: its loop below is empty.
+    Value at = arith::AddIOp::create(
+        b, loc, idx(1),
         arith::MulIOp::create(
-            b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
-            idx(shape.bm)));
+            b, loc, arith::SelectOp::create(b, loc, hasTile, t, idx(0)),
+            idx(3)));
+    segmentKey = word(at);
+    Value start = word(arith::AddIOp::create(b, loc, at, idx(1)));
+    extents[TaskOp::I] = arith::SelectOp::create(
+        b, loc, hasTile, word(arith::AddIOp::create(b, loc, at, idx(2))),
+        start);
     colBase = arith::MulIOp::create(
         b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
         idx(shape.bn));
     segmentLoop = scf::ForOp::create(b, loc, start, extents[TaskOp::I],
-                                     idx(shape.bm * kSegmentSplit));
+                                     idx(shape.bm));
     b.setInsertionPoint(segmentLoop.getBody()->getTerminator());
     rowBase = segmentLoop.getInductionVar();
   } else {
@@ -1459,6 +1462,8 @@ namespace {
 /// its grid gives every multiprocessor a block, else the small one.
 static const TileShape kLargeShape{128, 128, 8, 8, 8};
 static const TileShape kSmallShape{64, 64, 16, 4, 4};
+/// Segment iterators on CUDA cores: 16 rows of a run by 128 columns.
+static const TileShape kSegmentShape{16, 128, 8, 2, 4};
 /// Multiprocessors the heuristic fills (an H100 or H200 has 132).
 static constexpr int64_t kMultiprocessors = 132;
 /// Tensor cores: 64-byte rows of k per stage, four stages in flight; 8
@@ -1588,7 +1593,7 @@ LogicalResult lowerFunction(func::FuncOp func,
   // Segment iterators: the sorted row order and each key's end.
   if (segmentKey)
     kernelTypes.append(
-        3, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
+        2, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
   if (topK)
     kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
   if (distinct)
@@ -1733,8 +1738,13 @@ LogicalResult lowerFunction(func::FuncOp func,
         .shape[dim]
         .str();
   };
-  std::string keys;
+  std::string keys, segmentTiles;
+  int64_t segmentRows = 0;
   if (segmentKey) {
+    for (const KernelVariant &variant : variants)
+      if (variant.shape.bm != variants.front().shape.bm)
+        return task.emitOpError() << "segment variants must share their rows "
+                                     "per tile";
     // Sort the rows by the key (each key's run of rows, in the order the
     // sort's atomics give), then one block per key and column tile.
     const kge_runtime::Parameter &key =
@@ -1747,10 +1757,24 @@ LogicalResult lowerFunction(func::FuncOp func,
                           key.dtype == kge_runtime::DType::I32 ? 32 : 64,
                           extentOf(TaskOp::I), keys, "scratch:perm",
                           [](Attribute step) { return step; }, "lengths");
+    // Every key's run cut into tiles of the variants' rows (one block
+    // each: a frequent key's rows spread over many blocks).
+    segmentRows = variants.front().shape.bm;
+    segmentTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
+                   std::to_string(segmentRows) + ") + " + keys;
+    std::string words = "1 + 3 * (" + segmentTiles + ")";
+    scratch.push_back(bb.dict({{"name", bb.str("tiles")},
+                               {"dtype", bb.str("i32")},
+                               {"count", bb.str(words)}}));
+    steps.push_back(bb.launch(
+        "kge_segment_tiles", "library", {"1", "1", "1"}, 1024, "0",
+        {bb.pointer("scratch:counts"), bb.pointer("scratch:lengths"),
+         bb.scalar("i64", bb.str(keys)),
+         bb.scalar("i32", bb.str(std::to_string(segmentRows))),
+         bb.pointer("scratch:tiles")}));
     // The kernel's extra arguments follow the function's.
     kernelArgs.push_back(bb.memref("scratch:perm", {extentOf(TaskOp::I)}));
-    kernelArgs.push_back(bb.memref("scratch:counts", {keys}));
-    kernelArgs.push_back(bb.memref("scratch:lengths", {keys}));
+    kernelArgs.push_back(bb.memref("scratch:tiles", {words}));
   }
   auto blocksOf = [&](const TileShape &s) {
     return "ceildiv(" + extentOf(TaskOp::J) + ", " + std::to_string(s.bn) +
@@ -1820,7 +1844,7 @@ LogicalResult lowerFunction(func::FuncOp func,
     Attribute step =
         kernelShape.segments
             ? bb.launch(kernelNames[n], module.getName(),
-                        {keys, columnBlocks, std::to_string(kSegmentSplit)},
+                        {segmentTiles, columnBlocks, "1"},
                         kernelShape.blockThreads(),
                         std::to_string(sharedBytes), args)
             : bb.launch(kernelNames[n], module.getName(),
@@ -1927,10 +1951,12 @@ struct ConvertTileIteratorToGPUPass
       for (TaskOp task : func.getBody().getOps<TaskOp>())
         perKey |= getPerKeyInput(task).has_value();
       if (perKey) {
-        // Segment iterators: mma.sync's 64 x 64 tiles for products that
-        // take tensor cores (when the rows allow 16-byte copies), GAMUT's
-        // small CUDA-core shape otherwise; a given shape is the segments'.
-        TileShape segmentShape = automatic ? kSmallShape : shape;
+        // Segment iterators: tiles of 16 rows (runs are short: a relation's
+        // edges in a batch), on mma.sync for products that take tensor
+        // cores (when the rows allow 16-byte copies), on CUDA cores
+        // otherwise; a given shape is the segments'.
+        TileShape segmentShape =
+            automatic ? kSegmentShape : shape;
         segmentShape.segments = true;
         SmallVector<KernelVariant> segmentVariants = {{segmentShape, ""}};
         std::optional<MmaPrecision> mma;
