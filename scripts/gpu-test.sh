@@ -9,14 +9,16 @@
 #   - compositions beyond the examples against the CPU path's results
 #     (test/gpu/test_compositions.py),
 #   - the tile dialect's kernels (GAMUT's queries, every tile shape and
-#     input precision, tensor cores, distinct) against NumPy
+#     input precision, tensor cores, distinct, gathered rows and segments,
+#     the autotuner's variants) against NumPy and PyTorch
 #     (test/gpu/test_tile*.py), and under memcheck (plain and checked) and
 #     racecheck,
 # Bundles are compiled beforehand on a machine with the compiler:
 #   .venv/bin/python test/gpu/build_bundles.py --out .carry/bundles
 #   PYTHONPATH=build/python_packages .venv/bin/python test/gpu/build_compositions.py \
 #     --out .carry/compositions
-#   .venv/bin/python test/gpu/build_tile_bundles.py --out .carry/tile
+#   PYTHONPATH=build/python_packages .venv/bin/python test/gpu/build_tile_bundles.py \
+#     --out .carry/tile
 #   - concurrent load-and-launch from 8 threads (test/gpu/stress_concurrency.py),
 #     alone and under compute-sanitizer memcheck.
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
