@@ -170,6 +170,19 @@ private:
   /// Element `at` of the 1-D global memref `array`, read whole by a relaxed
   /// atomic load (what other blocks write, past L1; never split).
   Value relaxedLoad(Value array, Value at);
+  /// `array`[at] (an index array) as an index.
+  Value loadIndex(Value array, Value at);
+  /// The row at a position of the block's rows: through the sorted order
+  /// for segment iterators, the position itself otherwise.
+  Value rowAt(Value position) {
+    return rowPerm ? loadIndex(rowPerm, position) : position;
+  }
+  /// The indices of input `n`'s element at spatial coordinate `spatial`
+  /// (a row position or a column) and reduction step `k` (either may be
+  /// null when the input lacks that axis): rows through the sorted order
+  /// of segment iterators, gathered dimensions through their index arrays,
+  /// the block's key for an input with a matrix per key.
+  SmallVector<Value, 3> inputIndices(unsigned n, Value spatial, Value k);
   /// Loads element (row, k) of input `n` (either coordinate may be null
   /// when the input lacks that axis) from global memory.
   Value loadGlobal(unsigned n, Value spatial, Value k);

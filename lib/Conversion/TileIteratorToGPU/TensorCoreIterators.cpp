@@ -161,7 +161,6 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
     int64_t span = p == 0 ? shape.bm : shape.bn;
     Value base = p == 0 ? rowBase : colBase;
     Value extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
-    AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
     bool kContiguous = isKContiguous(task, n);
     int64_t rowLength = kContiguous ? shape.bk : span;
     int64_t rows = kContiguous ? span : shape.bk;
@@ -190,32 +189,7 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
       // array: its first element.
       Value safeS = arith::SelectOp::create(b, loc, inRange, s, idx(0));
       Value safeK = arith::SelectOp::create(b, loc, inRange, k, idx(0));
-      // Gathered rows and segments: the row of a position, the table's
-      // row of a gathered one, the block's matrix of an input with one per
-      // key.
-      bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
-      SmallVector<Value, 3> at;
-      for (unsigned d = 0; d < map.getNumResults(); ++d) {
-        unsigned axis = map.getDimPosition(d);
-        if (axis == TaskOp::K) {
-          at.push_back(safeK);
-          continue;
-        }
-        if (perKey && axis == TaskOp::I) {
-          at.push_back(segmentKey);
-          continue;
-        }
-        Value spatial = safeS;
-        if (rowPerm && axis == TaskOp::I)
-          spatial = arith::IndexCastOp::create(
-              b, loc, b.getIndexType(),
-              memref::LoadOp::create(b, loc, rowPerm, ValueRange{spatial}));
-        if (Value gather = task.getGather(n, d))
-          spatial = arith::IndexCastOp::create(
-              b, loc, b.getIndexType(),
-              memref::LoadOp::create(b, loc, arg(gather), ValueRange{spatial}));
-        at.push_back(spatial);
-      }
+      SmallVector<Value, 3> at = inputIndices(n, safeS, safeK);
       Value dst = arith::AddIOp::create(b, loc, offset,
                                         storageIndex(p, kContiguous, row, col));
       auto copy = [&] {

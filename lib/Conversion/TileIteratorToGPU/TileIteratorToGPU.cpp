@@ -45,10 +45,17 @@ Value KernelEmitter::combine(Combiner combiner, Value lhs, Value rhs) {
                           arith::FastMathFlags::contract);
 }
 
-Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
+Value KernelEmitter::loadIndex(Value array, Value at) {
+  return arith::IndexCastOp::create(
+      b, loc, b.getIndexType(),
+      memref::LoadOp::create(b, loc, array, ValueRange{at}));
+}
+
+SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
+                                                  Value k) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
   bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
-  SmallVector<Value> indices;
+  SmallVector<Value, 3> indices;
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
     unsigned axis = map.getDimPosition(d);
     if (axis == TaskOp::K) {
@@ -60,20 +67,18 @@ Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
       indices.push_back(segmentKey);
       continue;
     }
-    // Segment iterators visit rows by position in the key order.
-    Value at = spatial;
-    if (rowPerm && axis == TaskOp::I)
-      at = arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          memref::LoadOp::create(b, loc, rowPerm, ValueRange{spatial}));
+    Value at = axis == TaskOp::I ? rowAt(spatial) : spatial;
     // A gathered row (or column): the table's index at this coordinate.
     if (Value gather = task.getGather(n, d))
-      at = arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          memref::LoadOp::create(b, loc, arg(gather), ValueRange{at}));
+      at = loadIndex(arg(gather), at);
     indices.push_back(at);
   }
-  return memref::LoadOp::create(b, loc, arg(task.getInputs()[n]), indices);
+  return indices;
+}
+
+Value KernelEmitter::loadGlobal(unsigned n, Value spatial, Value k) {
+  return memref::LoadOp::create(b, loc, arg(task.getInputs()[n]),
+                                inputIndices(n, spatial, k));
 }
 
 /// The load iterators of one k-step: every input indexed by k, from global
@@ -1088,11 +1093,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     rowPerm = kernel.getArgument(first);
     Value table = kernel.getArgument(first + 1);
     Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    auto word = [&](Value at) {
-      return arith::IndexCastOp::create(
-          b, loc, b.getIndexType(),
-          memref::LoadOp::create(b, loc, table, ValueRange{at}));
-    };
+    auto word = [&](Value at) { return loadIndex(table, at); };
     Value hasTile = less(t, word(idx(0)));
     // A block past the count reads tile 0's words (whatever they hold) and
     // takes no rows: its loop below is empty.
@@ -1152,13 +1153,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   Value lastRow = arith::SubIOp::create(b, loc, extents[TaskOp::I], idx(1));
   Value lastCol = arith::SubIOp::create(b, loc, extents[TaskOp::J], idx(1));
   for (Value p : positions)
-    rows.push_back(rowPerm ? arith::IndexCastOp::create(
-                                 b, loc, b.getIndexType(),
-                                 memref::LoadOp::create(
-                                     b, loc, rowPerm,
-                                     ValueRange{minIndex(p, lastRow)}))
-                                 .getResult()
-                           : p);
+    rows.push_back(rowPerm ? rowAt(minIndex(p, lastRow)) : p);
   SmallVector<SmallVector<Value>> spatialValues(kinds.size());
   for (auto [n, kind] : llvm::enumerate(kinds)) {
     if (kind == InputKind::RowOnly)
