@@ -88,15 +88,6 @@ def reference(name, x):
     if name == "q5_strong_pairs":
         acc = accumulate_f32(x["P"], x["R"])
         return _select(acc, acc > 10)
-    if name == "transr_projection":
-        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
-                "W": rng.standard_normal((zips, K, N)).astype(np.float32),
-                "h": zipf_keys(rng, M, M + 7), "r": zipf_keys(rng, M, zips)}
-    if name == "edge_scores":
-        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
-                "T": rng.standard_normal((N + 3, K)).astype(np.float32),
-                "bias": rng.standard_normal(M + 7).astype(np.float32),
-                "h": zipf_keys(rng, M, M + 7), "t": zipf_keys(rng, N, N + 3)}
     if name == "q6_complementary":
         acc = accumulate_f32(x["S"], x["T"], lambda a, b: np.maximum(a, b) * np.maximum(a, b))
         return _select(acc, np.abs(acc) > 1.77)
