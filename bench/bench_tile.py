@@ -37,6 +37,16 @@ def zipf_keys(g, count, groups, exponent=1.1):
     return torch.multinomial(w, count, replacement=True, generator=g).to(torch.int32).cuda()
 
 
+def q1_torch(S, W, thres, chunk):
+    """Query 1 in PyTorch, k-chunked so that the products fit in memory."""
+    out = torch.zeros(S.shape[0], W.shape[1], device="cuda")
+    for k0 in range(0, S.shape[1], chunk):
+        p = S[:, k0:k0 + chunk, None] * W[None, k0:k0 + chunk, :]
+        th = thres[:, None, None]
+        out += (p + (p > th) * (p - th)).sum(1)
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bundles", type=pathlib.Path, default=ROOT / ".carry" / "tile")
@@ -83,14 +93,6 @@ def main():
                                           for s in ("t64", "t128")}})
 
     # Query 1.
-    def q1_torch(S, W, thres, chunk):
-        out = torch.zeros(S.shape[0], W.shape[1], device="cuda")
-        for k0 in range(0, S.shape[1], chunk):
-            p = S[:, k0:k0 + chunk, None] * W[None, k0:k0 + chunk, :]
-            th = thres[:, None, None]
-            out += (p + (p > th) * (p - th)).sum(1)
-        return out
-
     compiled = torch.compile(q1_torch, dynamic=False)
     for n in ([1024] if args.quick else [1024, 2048, 4096]) if "q1" in tasks else []:
         S = torch.randn(n, n, generator=g).cuda()

@@ -29,17 +29,14 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "python"))
 from bench_score_functions import interleaved_per_call  # noqa: E402
+from bench_tile import q1_torch  # noqa: E402
 
 import kge.autotune  # noqa: E402
 
 
-def q1_torch(S, W, thres, chunk):
-    out = torch.zeros(S.shape[0], W.shape[1], device="cuda")
-    for k0 in range(0, S.shape[1], chunk):
-        p = S[:, k0:k0 + chunk, None] * W[None, k0:k0 + chunk, :]
-        th = thres[:, None, None]
-        out += (p + (p > th) * (p - th)).sum(1)
-    return out
+def relative_error(out, ref):
+    """A check: the largest error of `out` relative to `ref`'s largest value."""
+    return lambda: float((out.double() - ref).abs().max() / ref.abs().max())
 
 
 def main():
@@ -92,32 +89,23 @@ def main():
         Out = torch.empty(n, n, device="cuda")
         chunk = max(1, (1 << 28) // (n * n))
         ref = q1_torch(S.double(), W.double(), thres.double(), chunk)
-
-        def check(Out=Out, ref=ref):
-            return float((Out.double() - ref).abs().max() / ref.abs().max())
         measure("q1", n, "q1_amplify", {"S": S, "W": W, "thres": thres, "Out": Out}, ["Out"],
-                {"torch_compile": lambda S=S, W=W, t=thres, c=chunk: compiled(S, W, t, c)}, check)
+                {"torch_compile": lambda S=S, W=W, t=thres, c=chunk: compiled(S, W, t, c)},
+                relative_error(Out, ref))
 
-    for n in sizes if "gemm" in tasks else []:
-        A, B = torch.randn(n, n, generator=g).cuda(), torch.randn(n, n, generator=g).cuda()
-        C = torch.empty(n, n, device="cuda")
-        ref = A.double() @ B.double()
-
-        def check(C=C, ref=ref):
-            return float((C.double() - ref).abs().max() / ref.abs().max())
-        measure("gemm_f32", n, "gemm", {"A": A, "B": B, "C": C}, ["C"],
-                {"cublas_fp32": lambda A=A, B=B: torch.matmul(A, B)}, check)
-
-    for n in ([4096] if args.quick else [4096, 8192]) if "gemm_bf16" in tasks else []:
-        A = torch.randn(n, n, generator=g).cuda().bfloat16()
-        B = torch.randn(n, n, generator=g).cuda().bfloat16()
-        C = torch.empty(n, n, device="cuda")
-        ref = A.double() @ B.double()
-
-        def check(C=C, ref=ref):
-            return float((C.double() - ref).abs().max() / ref.abs().max())
-        measure("gemm_bf16", n, "gemm_bf16", {"A": A, "B": B, "C": C}, ["C"],
-                {"cublas_bf16": lambda A=A, B=B: torch.matmul(A, B)}, check)
+    # GEMM on CUDA cores (f32) and on tensor cores (bf16) against cuBLAS.
+    # (--tasks name, row task, bundle directory, dtype, baseline, sizes)
+    gemms = [("gemm", "gemm_f32", "gemm", torch.float32, "cublas_fp32", sizes),
+             ("gemm_bf16", "gemm_bf16", "gemm_bf16", torch.bfloat16, "cublas_bf16",
+              [4096] if args.quick else [4096, 8192])]
+    for selector, task, directory, dtype, baseline, gemm_sizes in gemms:
+        for n in gemm_sizes if selector in tasks else []:
+            A = torch.randn(n, n, generator=g).cuda().to(dtype)
+            B = torch.randn(n, n, generator=g).cuda().to(dtype)
+            C = torch.empty(n, n, device="cuda")
+            measure(task, n, directory, {"A": A, "B": B, "C": C}, ["C"],
+                    {baseline: lambda A=A, B=B: torch.matmul(A, B)},
+                    relative_error(C, A.double() @ B.double()))
 
     for n in [4096] if "q5" in tasks else []:
         K = 256

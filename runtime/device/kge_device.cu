@@ -373,6 +373,18 @@ __device__ int warpInclusivePrefix(int value) {
   return value;
 }
 
+/// The keys [begin, end) of this thread's warp when one block's warps take
+/// contiguous segments of `numKeys` keys, each a multiple of 32 long (so
+/// that a warp reads its segment in coalesced runs of 32).
+__device__ void warpKeySegment(long long numKeys, int &begin, int &end) {
+  int n = static_cast<int>(numKeys);
+  int warp = static_cast<int>(threadIdx.x) >> 5;
+  int warps = static_cast<int>(blockDim.x) >> 5;
+  int per = ((n + warps - 1) / warps + 31) & ~31;
+  begin = min(n, warp * per);
+  end = min(n, begin + per);
+}
+
 extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths,
                                              long long numKeys, int tileRows,
                                              int *tiles) {
@@ -380,13 +392,9 @@ extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths
   // Each warp takes a contiguous segment of the keys: its tiles are counted,
   // a block-wide scan of the warps' counts places them, and a warp scan of
   // each run of 32 keys places every key's tiles.
-  int n = static_cast<int>(numKeys);
   int lane = static_cast<int>(threadIdx.x) & 31;
-  int warp = static_cast<int>(threadIdx.x) >> 5;
-  int warps = static_cast<int>(blockDim.x) >> 5;
-  int per = ((n + warps - 1) / warps + 31) & ~31;
-  int begin = min(n, warp * per);
-  int end = min(n, begin + per);
+  int begin, end;
+  warpKeySegment(numKeys, begin, end);
   auto piecesOf = [&](int length) { return (length + tileRows - 1) / tileRows; };
   int pieces = 0;
   for (int i = begin + lane; i < end; i += 32)
@@ -424,13 +432,9 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   // scans of those sums give where each warp's runs start (rare keys' runs
   // first, the frequent keys' after all rare items); the second pass scans
   // each run of 32 within the warp and writes the starts.
-  int n = static_cast<int>(numKeys);
   int lane = static_cast<int>(threadIdx.x) & 31;
-  int warp = static_cast<int>(threadIdx.x) >> 5;
-  int warps = static_cast<int>(blockDim.x) >> 5;
-  int per = ((n + warps - 1) / warps + 31) & ~31;
-  int begin = min(n, warp * per);
-  int end = min(n, begin + per);
+  int begin, end;
+  warpKeySegment(numKeys, begin, end);
   int rare = 0, frequent = 0;
 #pragma unroll 8
   for (int i = begin + lane; i < end; i += 32) {

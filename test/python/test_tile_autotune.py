@@ -38,9 +38,9 @@ class FakeProgram:
         arrays["Out"][...] = 1.0
 
 
-def timer_by_shape(times, calls):
-    """A timer that reads a variant's time from its grid (the launch plan
-    differs between tile shapes)."""
+def timer_of(times, calls):
+    """A timer that runs each variant once and reports the next of `times`
+    (variants are timed in the order they are listed)."""
     def timer(fn):
         fn()
         calls.append(fn)
@@ -100,7 +100,7 @@ def test_autotune_takes_the_fastest_and_remembers_it(cache):
     log, calls = [], []
     load = lambda bundle: FakeProgram(bundle, log)  # noqa: E731
     tuning = kge.tile.autotune(query, arrays, variants=variants, load=load,
-                               timer=timer_by_shape([3e-4, 1e-4, 2e-4], calls))
+                               timer=timer_of([3e-4, 1e-4, 2e-4], calls))
     assert tuning.variant == "b64x64x16.t4x4" and not tuning.choice.cached
     assert tuning.options == variants["b64x64x16.t4x4"]
     assert tuning.choice.times == {"auto": 3e-4, "b64x64x16.t4x4": 1e-4, "b32x32x8.t2x2": 2e-4}
@@ -110,15 +110,15 @@ def test_autotune_takes_the_fastest_and_remembers_it(cache):
     assert (arrays["Out"] == 7.0).all()
     # Same shapes: from the cache, nothing timed or run.
     again = kge.tile.autotune(q1(), q1_arrays(), variants=variants, load=load,
-                              timer=timer_by_shape([], calls))
+                              timer=timer_of([], calls))
     assert again.variant == "b64x64x16.t4x4" and again.choice.cached and len(log) == 3
     assert again.bundle.text == tuning.bundle.text
     # Other shapes, or no cache: timed again.
     other = kge.tile.autotune(query, q1_arrays(16), variants=variants, load=load,
-                              timer=timer_by_shape([1e-4, 2e-4, 3e-4], calls))
+                              timer=timer_of([1e-4, 2e-4, 3e-4], calls))
     assert other.variant == "auto" and not other.choice.cached
     fresh = kge.tile.autotune(query, arrays, variants=variants, load=load, cache=False,
-                              timer=timer_by_shape([2e-4, 3e-4, 1e-4], calls))
+                              timer=timer_of([2e-4, 3e-4, 1e-4], calls))
     assert fresh.variant == "b32x32x8.t2x2" and not fresh.choice.cached
     assert len(list((cache / "autotune").glob("*.json"))) == 2
 
@@ -129,12 +129,12 @@ def test_a_damaged_tuning_record_is_retuned(cache):
                 if k in ("auto", "b32x32x8.t2x2")}
     load = lambda bundle: FakeProgram(bundle, [])  # noqa: E731
     kge.tile.autotune(query, arrays, variants=variants, load=load,
-                      timer=timer_by_shape([1e-4, 2e-4], []))
+                      timer=timer_of([1e-4, 2e-4], []))
     (record,) = (cache / "autotune").glob("*.json")
     for damage in ("{not json", json.dumps({"best": "b99", "times": {}}), json.dumps([1])):
         record.write_text(damage)
         tuning = kge.tile.autotune(query, arrays, variants=variants, load=load,
-                                   timer=timer_by_shape([3e-4, 2e-4], []))
+                                   timer=timer_of([3e-4, 2e-4], []))
         assert tuning.variant == "b32x32x8.t2x2" and not tuning.choice.cached
         assert json.loads(record.read_text())["best"] == "b32x32x8.t2x2"
 
