@@ -75,11 +75,77 @@ def ConvertTileIteratorToSCF : Pass<"convert-tile-to-scf", "ModuleOp"> {
   ];
 }
 
+// The options of the GPU schedule of tile tasks, shared by tile-schedule and
+// convert-tile-to-gpu (which schedules the tasks that have no schedule).
+defvar TileScheduleOptions = [
+    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
+           "rows of pairs per thread block (all five 0: choose at launch)">,
+    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
+           "columns of pairs per thread block">,
+    Option<"blockK", "block-k", "int64_t", /*default=*/"0",
+           "reduction steps staged in shared memory at a time">,
+    Option<"threadM", "thread-m", "int64_t", /*default=*/"0",
+           "rows of pairs per thread">,
+    Option<"threadN", "thread-n", "int64_t", /*default=*/"0",
+           "columns of pairs per thread">,
+    Option<"matrixMath", "matrix-math", "std::string", /*default=*/"\"\"",
+           "products of f32 operands: fma (CUDA cores), tf32 or tf32x3 "
+           "(tensor cores); empty: CUDA cores for f32, tensor cores for "
+           "f16 and bf16 (fma: CUDA cores for every type)">,
+    Option<"warpgroup", "warpgroup", "bool", /*default=*/"true",
+           "16-bit operands on warpgroup MMA (wgmma: sm_90a) when the "
+           "grid fills the GPU; false: mma.sync (sm_80 and newer)">,
+    Option<"clusterM", "cluster-m", "int64_t", /*default=*/"2",
+           "warpgroup MMA: blocks per cluster along M sharing the B tile "
+           "by TMA multicast (1, 2 or 4; 1: no cluster)">,
+];
+
+def TileSchedule : Pass<"tile-schedule", "ModuleOp"> {
+  let summary = "Choose the GPU kernels of every tile task, as tile iterators";
+  let description = [{
+    Gives the task of every tile function its schedule (the task's
+    `schedule` region): the kernels `convert-tile-to-gpu` will emit, each a
+    `tile.kernel` with its tiling and its iterators, one `tile.load` per
+    input, the compute step (`tile.mma` on tensor cores, `tile.compute` on
+    CUDA cores) and the output's `tile.store`. The choices are
+    `convert-tile-to-gpu`'s (its description says which kernels and when
+    each runs); the options are the same. Tasks that already have a
+    schedule keep it, so a schedule can be written or edited by hand
+    (another tile shape, fewer kernels, another order) and lowered as it
+    stands: `kge-opt -tile-schedule` prints this level, and
+    `-convert-tile-to-gpu` of its output gives the same kernels as of the
+    input.
+
+    Example (`block-m=64 block-n=64 block-k=16 thread-m=4 thread-n=4`):
+
+    ```mlir
+    tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
+        outs(%C : memref<?x?xf32>)
+        maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>]
+        accumulate add output dense inner { ... }
+        schedule {
+      tile.kernel "" block [64, 64, 16] thread [4, 4] {
+        %0 = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+        %1 = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+        %2 = tile.compute %0, %1
+            : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+        tile.store %2 dense : !tile.tile<64x64xf32>
+      }
+    }
+    ```
+  }];
+  let options = TileScheduleOptions;
+  let dependentDialects = ["::mlir::tile::TileIteratorDialect"];
+}
+
 def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
   let summary = "Lower each tile function to tiled GPU kernels on tensor cores or CUDA cores";
   let description = [{
     Replaces every tile function (a `func.func` holding one `tile.task`)
-    with a `gpu.module` named `<function>_kernels` holding a kernel in
+    with a `gpu.module` named `<function>_kernels` holding the kernels of
+    the task's schedule (`tile-schedule`'s, chosen here with the same
+    options when the task has none; a task's own schedule is followed as
+    written, and the options do not apply to it), each in
     GAMUT's skeleton (Algorithm 1): a thread block computes a
     `block-m` x `block-n` tile of pairs, each thread a `thread-m` x
     `thread-n` sub-tile of the block tile, in runs of four rows and columns
@@ -163,28 +229,7 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     The module carries the bundle description (`kge.signature`,
     `kge.launch_plan`, ...) like `convert-bvec-to-gpu`'s.
   }];
-  let options = [
-    Option<"blockM", "block-m", "int64_t", /*default=*/"0",
-           "rows of pairs per thread block (all five 0: choose at launch)">,
-    Option<"blockN", "block-n", "int64_t", /*default=*/"0",
-           "columns of pairs per thread block">,
-    Option<"blockK", "block-k", "int64_t", /*default=*/"0",
-           "reduction steps staged in shared memory at a time">,
-    Option<"threadM", "thread-m", "int64_t", /*default=*/"0",
-           "rows of pairs per thread">,
-    Option<"threadN", "thread-n", "int64_t", /*default=*/"0",
-           "columns of pairs per thread">,
-    Option<"matrixMath", "matrix-math", "std::string", /*default=*/"\"\"",
-           "products of f32 operands: fma (CUDA cores), tf32 or tf32x3 "
-           "(tensor cores); empty: CUDA cores for f32, tensor cores for "
-           "f16 and bf16 (fma: CUDA cores for every type)">,
-    Option<"warpgroup", "warpgroup", "bool", /*default=*/"true",
-           "16-bit operands on warpgroup MMA (wgmma: sm_90a) when the "
-           "grid fills the GPU; false: mma.sync (sm_80 and newer)">,
-    Option<"clusterM", "cluster-m", "int64_t", /*default=*/"2",
-           "warpgroup MMA: blocks per cluster along M sharing the B tile "
-           "by TMA multicast (1, 2 or 4; 1: no cluster)">,
-  ];
+  let options = TileScheduleOptions;
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",

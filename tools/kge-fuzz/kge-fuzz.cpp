@@ -229,7 +229,17 @@ private:
         "output dense",    "output aggregate",   "output select",
         "output top_k",    "output distinct",    "inner",
         "combine",         "project",            "predicate",
-        "when"};
+        "when",            "schedule",           "tile.kernel",
+        "tile.load",       "tile.mma",           "tile.compute",
+        "tile.store",      "!tile.tile<",        "block [",
+        "thread [",        "stages",             "cluster_m",
+        "min_k",           "input",              "dense",
+        "gathered",        "per_key",            "sorted",
+        "via registers",   "via shared",         "via async",
+        "via tma",         "warpgroup",          "tf32",
+        "tf32x3",          "bf16",               "staged",
+        "scatter",         "compact",            "top_k",
+        "update",          "with"};
     // Words of GAMUT's query syntax.
     static const std::vector<std::string> query = {
         "where", "when", "reduce", "in", "+=", "*=", "=", "max(", "min(",
@@ -438,6 +448,25 @@ static void runInput(MLIRContext &context, const std::string &text,
              succeeded(pm.run(*copy));
         if (ok && stage.pipeline == "kge-lower-to-gpu")
           lowered = std::move(copy);
+        // A schedule prints and parses back, and lowers as parsed: a
+        // printed schedule that does not parse is a crash.
+        if (ok && stage.name == "tile schedule") {
+          std::string printed;
+          llvm::raw_string_ostream os(printed);
+          copy->print(os);
+          ParserConfig config(&context);
+          OwningOpRef<ModuleOp> reparsed =
+              parseSourceString<ModuleOp>(printed, config, "fuzz-schedule");
+          if (!reparsed) {
+            llvm::errs() << "kge-fuzz: a printed schedule does not parse "
+                            "back:\n"
+                         << printed;
+            std::abort();
+          }
+          PassManager lower(&context);
+          ok = succeeded(parsePassPipeline("kge-lower-to-gpu", lower)) &&
+               succeeded(lower.run(*reparsed));
+        }
       }
       stage.passed += ok;
       outcome += ", " + stage.name + (ok ? " ok" : " diagnosed");
@@ -471,6 +500,9 @@ int main(int argc, char **argv) {
                   // f32 products on tensor cores too (3xTF32).
                   {"tile tf32x3",
                    "convert-tile-to-gpu{matrix-math=tf32x3},kge-lower-to-gpu"},
+                  // Schedules written by tile-schedule (or in the input),
+                  // printed, parsed back and lowered as written.
+                  {"tile schedule", "tile-schedule{matrix-math=tf32}"},
                   {"bundle", ""}};
 
   auto context = makeContext();

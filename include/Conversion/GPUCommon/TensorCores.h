@@ -34,6 +34,9 @@ enum class MmaPrecision {
 /// The precision named `tf32`, `tf32x3`, `f16` or `bf16`.
 std::optional<MmaPrecision> parseMmaPrecision(llvm::StringRef name);
 
+/// The name of `precision` (parseMmaPrecision's inverse).
+llvm::StringRef getMmaPrecisionName(MmaPrecision precision);
+
 /// The reduction depth of one mma.sync: 16 for 16-bit operands, 8 for TF32.
 int64_t getMmaK(MmaPrecision precision);
 

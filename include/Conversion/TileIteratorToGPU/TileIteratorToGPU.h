@@ -9,6 +9,7 @@ namespace mlir {
 namespace kge {
 
 #define GEN_PASS_DECL_CONVERTTILEITERATORTOGPU
+#define GEN_PASS_DECL_TILESCHEDULE
 #include "Conversion/Passes.h.inc"
 
 } // namespace kge

@@ -21,6 +21,20 @@ std::optional<MmaPrecision> kge::parseMmaPrecision(StringRef name) {
       .Default(std::nullopt);
 }
 
+StringRef kge::getMmaPrecisionName(MmaPrecision precision) {
+  switch (precision) {
+  case MmaPrecision::f16:
+    return "f16";
+  case MmaPrecision::bf16:
+    return "bf16";
+  case MmaPrecision::tf32:
+    return "tf32";
+  case MmaPrecision::tf32x3:
+    return "tf32x3";
+  }
+  llvm_unreachable("unknown precision");
+}
+
 int64_t kge::getMmaK(MmaPrecision precision) {
   return precision == MmaPrecision::f16 || precision == MmaPrecision::bf16
              ? 16

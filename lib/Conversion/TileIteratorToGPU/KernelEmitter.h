@@ -89,10 +89,6 @@ enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
 std::optional<MmaPrecision> getTensorCorePrecision(TaskOp task,
                                                    llvm::StringRef matrixMath);
 
-/// The operands the tensor cores multiply: the first input indexed by
-/// (i, k) and the first indexed by (j, k) (-1 where there is none).
-std::array<int, 2> getTensorCoreOperands(TaskOp task);
-
 /// Input `n` is stored with the reduction axis contiguous (its map's last
 /// result is k).
 inline bool isKContiguous(TaskOp task, unsigned n) {

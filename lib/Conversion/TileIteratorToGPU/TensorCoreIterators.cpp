@@ -32,21 +32,6 @@ static Value unwiden(Value value) {
   return value;
 }
 
-std::array<int, 2> tilegpu::getTensorCoreOperands(TaskOp task) {
-  std::array<int, 2> operands = {-1, -1};
-  for (unsigned n = 0; n < task.getInputs().size(); ++n) {
-    if (!task.inputUses(n, TaskOp::K))
-      continue;
-    // A matrix per row's key (indexed by i and j) is the (k, j) operand.
-    bool rowOperand =
-        task.inputUses(n, TaskOp::I) && !task.inputUses(n, TaskOp::J);
-    int &slot = operands[rowOperand ? 0 : 1];
-    if (slot < 0 && (task.inputUses(n, TaskOp::I) || task.inputUses(n, TaskOp::J)))
-      slot = n;
-  }
-  return operands;
-}
-
 std::optional<MmaPrecision>
 tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
   if (matrixMath == "fma")
@@ -63,7 +48,7 @@ tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
     return std::nullopt;
   // One (i, k) and one (j, k) operand; the others spatial-only (the
   // verifier gives add no identity but its own zero).
-  auto [rowK, colK] = getTensorCoreOperands(task);
+  auto [rowK, colK] = tile::getProductOperands(task);
   if (rowK < 0 || colK < 0)
     return std::nullopt;
   for (unsigned n = 0; n < task.getInputs().size(); ++n)

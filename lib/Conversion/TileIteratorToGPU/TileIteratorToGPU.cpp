@@ -25,10 +25,12 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
 
 namespace mlir {
 namespace kge {
 #define GEN_PASS_DEF_CONVERTTILEITERATORTOGPU
+#define GEN_PASS_DEF_TILESCHEDULE
 #include "Conversion/Passes.h.inc"
 } // namespace kge
 } // namespace mlir
@@ -1047,7 +1049,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     // shared addresses): mmaSharedBytes() has 1024 more, the first stage
     // starts where the address is a multiple.
     int64_t elementBytes = getMmaElementBits(*shape.mma) / 8;
-    auto [rowK, colK] = getTensorCoreOperands(task);
+    auto [rowK, colK] = tile::getProductOperands(task);
     mmaInputs[0] = rowK;
     mmaInputs[1] = colK;
     mmaTiles = memref::ViewOp::create(
@@ -1505,50 +1507,194 @@ struct KernelVariant {
 /// mma.sync, whose blocks share a multiprocessor).
 static constexpr int64_t kWarpgroupMinK = 1024;
 
-/// The input of `task` indexed by both spatial axes (a matrix per key, one
-/// of them gathered), if any.
-static std::optional<unsigned> getPerKeyInput(TaskOp task) {
-  for (unsigned n = 0, e = task.getInputs().size(); n < e; ++n)
-    if (task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J))
-      return n;
-  return std::nullopt;
+/// Tensor cores on segments: runs are short (a relation's edges in a batch:
+/// ~12), so 16 rows of a segment by 128 columns, four warps of 16 x 32.
+static TileShape segmentMmaShape(MmaPrecision precision) {
+  TileShape shape = mmaShape(precision, /*large=*/false);
+  shape.bm = 16;
+  shape.bn = 128;
+  shape.tm = 2;
+  shape.tn = 8;
+  shape.segments = true;
+  return shape;
 }
 
-/// Lowers the tile function `func` to a gpu.module with its bundle
-/// description: one kernel per variant. With several, the launch plan
-/// chooses: tensor-core kernels when the operands' contiguous extents are
-/// multiples of 16 bytes (cp.async's chunks), the CUDA-core kernel
-/// otherwise; among the kernels of one kind (largest first), the first whose
-/// grid fills the GPU (and whose minimum K the reduction reaches).
-LogicalResult lowerFunction(func::FuncOp func,
-                            ArrayRef<KernelVariant> variants) {
+/// The tensor-core tilings the iterators are built for (and tested with):
+/// mma.sync in 128 x 128, 64 x 64 or (segments) 16 x 128 tiles; warpgroup
+/// MMA in 128 x 256 ones.
+static SmallVector<TileShape> getBuiltTensorCoreTilings(MmaPrecision precision,
+                                                       bool warpgroup) {
+  if (warpgroup)
+    return {warpgroupShape(precision, /*joined=*/true, 1)};
+  return {mmaShape(precision, true), mmaShape(precision, false),
+          segmentMmaShape(precision)};
+}
+
+static bool isBuiltTensorCoreShape(const TileShape &shape) {
+  for (const TileShape &built :
+       getBuiltTensorCoreTilings(*shape.mma, shape.warpgroup))
+    if (built.bm == shape.bm && built.bn == shape.bn && built.bk == shape.bk &&
+        built.tm == shape.tm && built.tn == shape.tn &&
+        built.stages == shape.stages &&
+        (shape.warpgroup || built.segments == shape.segments))
+      return true;
+  return false;
+}
+
+static std::string getBuiltTensorCoreShapes(MmaPrecision precision,
+                                            bool warpgroup) {
+  SmallVector<std::string> shapes;
+  for (const TileShape &s : getBuiltTensorCoreTilings(precision, warpgroup))
+    shapes.push_back("block " + std::to_string(s.bm) + "x" +
+                     std::to_string(s.bn) + "x" + std::to_string(s.bk) +
+                     " thread " + std::to_string(s.tm) + "x" +
+                     std::to_string(s.tn) + " stages " +
+                     std::to_string(s.stages) +
+                     (s.segments ? " (segments)" : ""));
+  return llvm::join(shapes, ", ");
+}
+
+/// The precision of the tensor-core emitter for a tile.mma's.
+static MmaPrecision toMmaPrecision(tile::Precision precision) {
+  switch (precision) {
+  case tile::Precision::f16:
+    return MmaPrecision::f16;
+  case tile::Precision::bf16:
+    return MmaPrecision::bf16;
+  case tile::Precision::tf32:
+    return MmaPrecision::tf32;
+  case tile::Precision::tf32x3:
+    return MmaPrecision::tf32x3;
+  }
+  llvm_unreachable("unknown precision");
+}
+
+static tile::Precision toTilePrecision(MmaPrecision precision) {
+  switch (precision) {
+  case MmaPrecision::f16:
+    return tile::Precision::f16;
+  case MmaPrecision::bf16:
+    return tile::Precision::bf16;
+  case MmaPrecision::tf32:
+    return tile::Precision::tf32;
+  case MmaPrecision::tf32x3:
+    return tile::Precision::tf32x3;
+  }
+  llvm_unreachable("unknown precision");
+}
+
+/// The one task of the tile function `func`.
+static FailureOr<TaskOp> getOnlyTask(func::FuncOp func) {
   SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
   if (tasks.size() != 1)
     return func.emitOpError()
            << "holds " << tasks.size()
            << " tile.tasks; the GPU lowering compiles one task per function";
-  TaskOp task = tasks.front();
+  return tasks.front();
+}
+
+/// The key by which the segment iterators sort `task`'s rows (the gather
+/// of its matrix per row's key; null without one), or failure when the
+/// GPU lowering does not take the task's matrix per key.
+static FailureOr<Value> getSegmentKey(TaskOp task) {
+  std::optional<unsigned> perKey = task.getPerKeyInput();
+  if (!perKey)
+    return Value();
+  Value segmentKey;
+  AffineMap map =
+      cast<AffineMapAttr>(task.getIndexingMaps()[*perKey]).getValue();
+  for (unsigned d = 0; d < map.getNumResults(); ++d)
+    if (map.getDimPosition(d) == TaskOp::I)
+      segmentKey = task.getGather(*perKey, d);
+  if (!segmentKey)
+    return task.emitOpError()
+           << "input #" << *perKey
+           << " holds a matrix per column key; the GPU lowering takes "
+              "matrices per row key (W[r[i], k, j]): swap the spatial axes";
+  if (task.getOutput() != OutputKind::dense &&
+      task.getOutput() != OutputKind::aggregate)
+    return task.emitOpError()
+           << "output " << stringifyOutputKind(task.getOutput())
+           << " of a task with a matrix per row's key is not lowered to "
+              "the GPU (dense and aggregate outputs are)";
+  return segmentKey;
+}
+
+/// The kernels of `task`'s schedule, checked against what the emitter
+/// builds: tensor-core products of the task's operands at a precision it
+/// takes, in the tile shapes and pipelines of the tensor-core iterators.
+static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
+  SmallVector<KernelVariant> variants;
+  for (tile::KernelOp kernel : task.getKernels()) {
+    tile::KernelTiling tiling = tile::getKernelTiling(kernel);
+    TileShape shape{tiling.bm, tiling.bn, tiling.bk, tiling.tm, tiling.tn};
+    shape.segments = kernel.runsSegments();
+    if (tiling.precision) {
+      MmaPrecision precision = toMmaPrecision(*tiling.precision);
+      if (getTensorCorePrecision(task, getMmaPrecisionName(precision)) !=
+          precision)
+        return kernel.getComputeStep()->emitOpError()
+               << "at " << getMmaPrecisionName(precision)
+               << ": the task is not a product the tensor cores compute (its "
+                  "inner computation must multiply its (i, k) and (k, j) "
+                  "operands, accumulated by add in f32 from zero; a "
+                  "gathered dimension must not be an operand's contiguous "
+                  "one)";
+      shape.mma = precision;
+      shape.stages = tiling.stages;
+      shape.warpgroup = tiling.warpgroup;
+      shape.clusterM = tiling.clusterM;
+      if (shape.warpgroup && precision == MmaPrecision::tf32x3)
+        return kernel.getComputeStep()->emitOpError()
+               << "at tf32x3 on warpgroup MMA is not built: tf32x3 runs on "
+                  "mma.sync";
+      if (shape.warpgroup && precision == MmaPrecision::tf32) {
+        auto [lhs, rhs] = tile::getProductOperands(task);
+        if (!isKContiguous(task, lhs) || !isKContiguous(task, rhs))
+          return kernel.getComputeStep()->emitOpError()
+                 << "at tf32 on warpgroup MMA reads both operands "
+                    "k-contiguous (A[i, k], B[j, k]) from shared memory; "
+                    "this task's are not: use mma.sync";
+      }
+      if (!isBuiltTensorCoreShape(shape))
+        return kernel.emitOpError()
+               << "has a tensor-core tiling the emitter does not build "
+                  "(block "
+               << shape.bm << "x" << shape.bn << "x" << shape.bk
+               << ", thread " << shape.tm << "x" << shape.tn << ", stages "
+               << shape.stages << "); it builds "
+               << getBuiltTensorCoreShapes(precision, shape.warpgroup);
+    }
+    variants.push_back({shape, kernel.getSuffix().str(), tiling.minK});
+  }
+  if (variants.empty())
+    return task.emitOpError() << "has no schedule: run tile-schedule first "
+                                 "(convert-tile-to-gpu schedules the tasks "
+                                 "it is given without one)";
+  return variants;
+}
+
+/// Lowers the tile function `func` to a gpu.module with its bundle
+/// description: one kernel per kernel of its task's schedule. With several, the launch plan
+/// chooses: tensor-core kernels when the operands' contiguous extents are
+/// multiples of 16 bytes (cp.async's chunks), the CUDA-core kernel
+/// otherwise; among the kernels of one kind (largest first), the first whose
+/// grid fills the GPU (and whose minimum K the reduction reaches).
+LogicalResult lowerFunction(func::FuncOp func) {
+  FailureOr<TaskOp> onlyTask = getOnlyTask(func);
+  if (failed(onlyTask))
+    return failure();
+  TaskOp task = *onlyTask;
   // An input with one matrix per row's key (W[r[i], k, j]) takes the
   // segment iterators: rows sorted by that key.
-  Value segmentKey;
-  if (std::optional<unsigned> perKey = getPerKeyInput(task)) {
-    AffineMap map =
-        cast<AffineMapAttr>(task.getIndexingMaps()[*perKey]).getValue();
-    for (unsigned d = 0; d < map.getNumResults(); ++d)
-      if (map.getDimPosition(d) == TaskOp::I)
-        segmentKey = task.getGather(*perKey, d);
-    if (!segmentKey)
-      return task.emitOpError()
-             << "input #" << *perKey
-             << " holds a matrix per column key; the GPU lowering takes "
-                "matrices per row key (W[r[i], k, j]): swap the spatial axes";
-    if (task.getOutput() != OutputKind::dense &&
-        task.getOutput() != OutputKind::aggregate)
-      return task.emitOpError()
-             << "output " << stringifyOutputKind(task.getOutput())
-             << " of a task with a matrix per row's key is not lowered to "
-                "the GPU (dense and aggregate outputs are)";
-  }
+  FailureOr<Value> key = getSegmentKey(task);
+  if (failed(key))
+    return failure();
+  Value segmentKey = *key;
+  FailureOr<SmallVector<KernelVariant>> scheduled = getScheduledVariants(task);
+  if (failed(scheduled))
+    return failure();
+  ArrayRef<KernelVariant> variants = *scheduled;
   bool topK = task.getOutput() == OutputKind::top_k;
   if (topK) {
     Type value = task.getValueType();
@@ -1779,8 +1925,10 @@ LogicalResult lowerFunction(func::FuncOp func,
   // Tensor cores copy 16-byte chunks: every operand row must start on one
   // (a product of 0/1 terms, one per operand).
   SmallVector<std::string> alignedTerms;
-  if (variants.front().shape.mma) {
-    int64_t chunk = 128 / getMmaElementBits(*variants.front().shape.mma);
+  const KernelVariant *tensorCoreVariant = llvm::find_if(
+      variants, [](const KernelVariant &v) { return v.shape.mma.has_value(); });
+  if (tensorCoreVariant != variants.end()) {
+    int64_t chunk = 128 / getMmaElementBits(*tensorCoreVariant->shape.mma);
     for (Value input : task.getInputs()) {
       int64_t rank = cast<MemRefType>(input.getType()).getRank();
       if (rank < 2)
@@ -1807,7 +1955,7 @@ LogicalResult lowerFunction(func::FuncOp func,
     if (kernelShape.warpgroup) {
       // Boxes of 128-byte rows: span x block-k of a k-contiguous operand,
       // block-k x 64 of a spatial-contiguous one.
-      std::array<int, 2> operands = getTensorCoreOperands(task);
+      std::array<int, 2> operands = tile::getProductOperands(task);
       for (int p = 0; p < 2; ++p) {
         Value input = task.getInputs()[operands[p]];
         bool kContiguous = isKContiguous(task, operands[p]);
@@ -1901,119 +2049,174 @@ LogicalResult lowerFunction(func::FuncOp func,
   return success();
 }
 
+/// The options of the schedule (tile-schedule's and convert-tile-to-gpu's).
+struct ScheduleOptions {
+  /// The given tile shape; `automatic` when none is (GAMUT's heuristic).
+  TileShape shape;
+  bool automatic;
+  std::string matrixMath;
+  bool warpgroup;
+  int64_t clusterM;
+};
+
+/// Reads and checks the schedule options of `pass` (either pass).
+template <typename PassT>
+FailureOr<ScheduleOptions> readScheduleOptions(PassT &pass, ModuleOp module) {
+  ScheduleOptions o;
+  o.automatic = !pass.blockM && !pass.blockN && !pass.blockK &&
+                !pass.threadM && !pass.threadN;
+  o.shape = TileShape{pass.blockM ? pass.blockM : 64,
+                      pass.blockN ? pass.blockN : 64,
+                      pass.blockK ? pass.blockK : 16,
+                      pass.threadM ? pass.threadM : 4,
+                      pass.threadN ? pass.threadN : 4};
+  const TileShape &shape = o.shape;
+  if (shape.bm <= 0 || shape.bn <= 0 || shape.bk <= 0 || shape.tm <= 0 ||
+      shape.tn <= 0 || shape.bm % shape.tm || shape.bn % shape.tn ||
+      shape.threads() > 1024 || shape.bk > shape.threads())
+    return module.emitError()
+           << "invalid tile shape: block " << shape.bm << "x" << shape.bn
+           << "x" << shape.bk << ", thread " << shape.tm << "x" << shape.tn
+           << " (the thread tile must divide the block tile, at most 1024 "
+              "threads, block-k at most the number of threads)";
+  o.clusterM = pass.clusterM;
+  if (!llvm::is_contained({1, 2, 4}, o.clusterM))
+    return module.emitError() << "invalid cluster-m " << o.clusterM
+                              << " (expected 1, 2 or 4)";
+  o.matrixMath = pass.matrixMath;
+  if (!o.matrixMath.empty() && o.matrixMath != "fma" &&
+      !llvm::is_contained({"tf32", "tf32x3"}, o.matrixMath))
+    return module.emitError() << "invalid matrix-math '" << o.matrixMath
+                              << "' (expected fma, tf32 or tf32x3)";
+  o.warpgroup = pass.warpgroup;
+  return o;
+}
+
+/// GAMUT's choice of kernels for `task` under the options `o`, most
+/// preferred first.
+static SmallVector<KernelVariant> chooseVariants(TaskOp task,
+                                                 const ScheduleOptions &o) {
+  std::optional<MmaPrecision> precision =
+      getTensorCorePrecision(task, o.matrixMath);
+  if (task.getPerKeyInput()) {
+    // Segment iterators: tiles of 16 rows (runs are short: a relation's
+    // edges in a batch), on mma.sync for products that take tensor cores
+    // (when the rows allow 16-byte copies), on CUDA cores otherwise; a
+    // given shape is the segments'.
+    TileShape segmentShape = o.automatic ? kSegmentShape : o.shape;
+    segmentShape.segments = true;
+    if (o.automatic && precision)
+      return {{segmentMmaShape(*precision), "_mma"},
+              {segmentShape, "_small"}};
+    return {{segmentShape, ""}};
+  }
+  if (!o.automatic)
+    return {{o.shape, ""}};
+  bool topK = task.getOutput() == OutputKind::top_k;
+  bool joined = !task.getWhen().empty();
+  bool kMajor = false;
+  if (precision) {
+    auto [rowK, colK] = tile::getProductOperands(task);
+    kMajor = isKContiguous(task, rowK) && isKContiguous(task, colK);
+  }
+  // Top-k sorts a block's pairs: the large tiles have too many. The
+  // tensor-core kernels need 16-byte rows: a CUDA-core one runs the others.
+  bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
+  // Warpgroup MMA reads tf32 operands only k-major (and rounds by dropping
+  // their low bits: they reach it from shared memory as stored).
+  bool warpgroupTF32 = precision == MmaPrecision::tf32 && kMajor;
+  // Gathered rows take mma.sync (warpgroup MMA loads tiles by TMA).
+  bool gathered = !task.getGathers().empty();
+  if ((sixteenBit || warpgroupTF32) && o.warpgroup && !topK && !gathered)
+    return {{warpgroupShape(*precision, joined, o.clusterM), "_wgmma",
+             kWarpgroupMinK},
+            {mmaShape(*precision, true), "_mma"},
+            {mmaShape(*precision, false), "_mma_small"},
+            {kSmallShape, "_small"}};
+  if (precision && !topK)
+    return {{mmaShape(*precision, true), "_mma"},
+            {mmaShape(*precision, false), "_mma_small"},
+            {kSmallShape, "_small"}};
+  if (precision)
+    return {{mmaShape(*precision, false), "_mma_small"},
+            {kSmallShape, "_small"}};
+  if (!topK)
+    return {{kLargeShape, ""}, {kSmallShape, "_small"}};
+  return {{kSmallShape, ""}};
+}
+
+/// Gives the task of the tile function `func` its schedule (kept when it
+/// has one): the kernels chooseVariants picks, as tile iterators.
+static LogicalResult scheduleFunction(func::FuncOp func,
+                                      const ScheduleOptions &o) {
+  FailureOr<TaskOp> onlyTask = getOnlyTask(func);
+  if (failed(onlyTask))
+    return failure();
+  TaskOp task = *onlyTask;
+  if (!task.getKernels().empty())
+    return success();
+  if (failed(getSegmentKey(task)))
+    return failure();
+  OpBuilder b(task);
+  for (const KernelVariant &variant : chooseVariants(task, o)) {
+    const TileShape &shape = variant.shape;
+    tile::KernelTiling tiling{shape.bm, shape.bn, shape.bk, shape.tm,
+                              shape.tn};
+    if (shape.mma)
+      tiling.precision = toTilePrecision(*shape.mma);
+    tiling.stages = shape.stages;
+    tiling.warpgroup = shape.warpgroup;
+    tiling.clusterM = shape.clusterM;
+    tiling.minK = variant.minK;
+    tile::buildKernel(b, task, variant.suffix, tiling);
+  }
+  // The schedule's rules are the verifier's: a kernel the heuristic
+  // cannot express is an error here, not later.
+  return mlir::verify(task);
+}
+
+/// Schedules every tile function of `module`.
+template <typename PassT>
+static LogicalResult scheduleModule(PassT &pass, ModuleOp module,
+                                    SmallVectorImpl<func::FuncOp> &funcs) {
+  FailureOr<ScheduleOptions> options = readScheduleOptions(pass, module);
+  if (failed(options))
+    return failure();
+  for (auto func : module.getOps<func::FuncOp>())
+    if (tile::isTileFunction(func))
+      funcs.push_back(func);
+  bool failedAny = false;
+  for (func::FuncOp func : funcs)
+    failedAny |= failed(scheduleFunction(func, *options));
+  return failure(failedAny);
+}
+
+struct TileSchedulePass : kge::impl::TileScheduleBase<TileSchedulePass> {
+  using TileScheduleBase::TileScheduleBase;
+  template <typename PassT>
+  friend FailureOr<ScheduleOptions> readScheduleOptions(PassT &, ModuleOp);
+
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> funcs;
+    if (failed(scheduleModule(*this, getOperation(), funcs)))
+      return signalPassFailure();
+  }
+};
+
 struct ConvertTileIteratorToGPUPass
     : kge::impl::ConvertTileIteratorToGPUBase<ConvertTileIteratorToGPUPass> {
   using ConvertTileIteratorToGPUBase::ConvertTileIteratorToGPUBase;
+  template <typename PassT>
+  friend FailureOr<ScheduleOptions> readScheduleOptions(PassT &, ModuleOp);
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // No shape given: GAMUT's heuristic chooses at launch.
-    bool automatic = !blockM && !blockN && !blockK && !threadM && !threadN;
-    TileShape shape{blockM ? blockM : 64, blockN ? blockN : 64,
-                    blockK ? blockK : 16, threadM ? threadM : 4,
-                    threadN ? threadN : 4};
-    if (shape.bm <= 0 || shape.bn <= 0 || shape.bk <= 0 || shape.tm <= 0 ||
-        shape.tn <= 0 || shape.bm % shape.tm || shape.bn % shape.tn ||
-        shape.threads() > 1024 || shape.bk > shape.threads()) {
-      module.emitError() << "invalid tile shape: block " << shape.bm << "x"
-                         << shape.bn << "x" << shape.bk << ", thread "
-                         << shape.tm << "x" << shape.tn
-                         << " (the thread tile must divide the block tile, "
-                            "at most 1024 threads, block-k at most the "
-                            "number of threads)";
-      return signalPassFailure();
-    }
-    if (!llvm::is_contained({1, 2, 4}, clusterM)) {
-      module.emitError() << "invalid cluster-m "
-                         << static_cast<int64_t>(clusterM)
-                         << " (expected 1, 2 or 4)";
-      return signalPassFailure();
-    }
-    if (!matrixMath.empty() && matrixMath != "fma" &&
-        !llvm::is_contained({"tf32", "tf32x3"}, matrixMath)) {
-      module.emitError() << "invalid matrix-math '" << matrixMath
-                         << "' (expected fma, tf32 or tf32x3)";
-      return signalPassFailure();
-    }
     SmallVector<func::FuncOp> funcs;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (tile::isTileFunction(func))
-        funcs.push_back(func);
+    if (failed(scheduleModule(*this, module, funcs)))
+      return signalPassFailure();
     bool failedAny = false;
-    for (func::FuncOp func : funcs) {
-      SmallVector<KernelVariant> variants = {{shape, ""}};
-      bool perKey = false;
-      for (TaskOp task : func.getBody().getOps<TaskOp>())
-        perKey |= getPerKeyInput(task).has_value();
-      if (perKey) {
-        // Segment iterators: tiles of 16 rows (runs are short: a relation's
-        // edges in a batch), on mma.sync for products that take tensor
-        // cores (when the rows allow 16-byte copies), on CUDA cores
-        // otherwise; a given shape is the segments'.
-        TileShape segmentShape =
-            automatic ? kSegmentShape : shape;
-        segmentShape.segments = true;
-        SmallVector<KernelVariant> segmentVariants = {{segmentShape, ""}};
-        std::optional<MmaPrecision> mma;
-        for (TaskOp task : func.getBody().getOps<TaskOp>())
-          mma = getTensorCorePrecision(task, matrixMath);
-        if (automatic && mma) {
-          // Runs are short (a relation's edges in a batch: ~12): 16 rows of
-          // a segment by 128 columns, four warps of 16 x 32.
-          TileShape tensorShape = mmaShape(*mma, /*large=*/false);
-          tensorShape.bm = 16;
-          tensorShape.bn = 128;
-          tensorShape.tm = 2;
-          tensorShape.tn = 8;
-          tensorShape.segments = true;
-          segmentVariants = {{tensorShape, "_mma"}, {segmentShape, "_small"}};
-        }
-        failedAny |= failed(lowerFunction(func, segmentVariants));
-        continue;
-      }
-      bool topK = false, joined = false, kMajor = false;
-      std::optional<MmaPrecision> precision;
-      for (TaskOp task : func.getBody().getOps<TaskOp>()) {
-        topK |= task.getOutput() == OutputKind::top_k;
-        joined |= !task.getWhen().empty();
-        precision = getTensorCorePrecision(task, matrixMath);
-        if (precision) {
-          auto [rowK, colK] = getTensorCoreOperands(task);
-          kMajor = isKContiguous(task, rowK) && isKContiguous(task, colK);
-        }
-      }
-      // Top-k sorts a block's pairs: the large tiles have too many. The
-      // tensor-core kernels need 16-byte rows: a CUDA-core one runs the
-      // others.
-      bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
-      // Warpgroup MMA reads tf32 operands only k-major (and rounds by
-      // dropping their low bits: they reach it from shared memory as
-      // stored).
-      bool warpgroupTF32 = precision == MmaPrecision::tf32 && kMajor;
-      // Gathered rows take mma.sync (warpgroup MMA loads tiles by TMA).
-      bool gathered = false;
-      for (TaskOp task : func.getBody().getOps<TaskOp>())
-        gathered |= !task.getGathers().empty();
-      if (automatic && (sixteenBit || warpgroupTF32) && warpgroup && !topK &&
-          !gathered)
-        variants = {{warpgroupShape(*precision, joined, clusterM), "_wgmma",
-                     kWarpgroupMinK},
-                    {mmaShape(*precision, true), "_mma"},
-                    {mmaShape(*precision, false), "_mma_small"},
-                    {kSmallShape, "_small"}};
-      else if (automatic && precision && !topK)
-        variants = {{mmaShape(*precision, true), "_mma"},
-                    {mmaShape(*precision, false), "_mma_small"},
-                    {kSmallShape, "_small"}};
-      else if (automatic && precision)
-        variants = {{mmaShape(*precision, false), "_mma_small"},
-                    {kSmallShape, "_small"}};
-      else if (automatic && !topK)
-        variants = {{kLargeShape, ""}, {kSmallShape, "_small"}};
-      else if (automatic)
-        variants = {{kSmallShape, ""}};
-      failedAny |= failed(lowerFunction(func, variants));
-    }
+    for (func::FuncOp func : funcs)
+      failedAny |= failed(lowerFunction(func));
     if (failedAny)
       return signalPassFailure();
     if (!funcs.empty())

@@ -16,8 +16,14 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <array>
+#include <optional>
+
 #include "Dialect/TileIterator/IR/TileIteratorOpsDialect.h.inc"
 #include "Dialect/TileIterator/IR/TileIteratorEnums.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Dialect/TileIterator/IR/TileIteratorOpsTypes.h.inc"
 
 #define GET_OP_CLASSES
 #include "Dialect/TileIterator/IR/TileIteratorOps.h.inc"
@@ -51,6 +57,51 @@ Value buildAccumulation(OpBuilder &b, Location loc, TaskOp task, Value lhs,
 
 /// The indices of pair (i, j) in `task`'s dense output (its output map).
 SmallVector<Value, 2> getDenseOutputIndices(TaskOp task, Value i, Value j);
+
+//===----------------------------------------------------------------------===//
+// Schedules: the rules that tie a kernel's iterators to its task, shared by
+// the verifier and the builder of kernels.
+//===----------------------------------------------------------------------===//
+
+/// The operands a product on tensor cores multiplies: the first input
+/// indexed by (i, k) and the first indexed by (j, k) or by (i, k, j) (a
+/// matrix per row's key); -1 where there is none.
+std::array<int, 2> getProductOperands(TaskOp task);
+
+/// The tiling of one kernel of a schedule.
+struct KernelTiling {
+  /// Block tile (m, n, k) and thread tile (m, n).
+  int64_t bm, bn, bk, tm, tn;
+  /// Tensor cores: the products' precision and pipeline depth (none: CUDA
+  /// cores), warpgroup MMA, and blocks per cluster along M.
+  std::optional<Precision> precision;
+  int64_t stages = 0;
+  bool warpgroup = false;
+  int64_t clusterM = 1;
+  /// The reduction length from which the kernel runs (0: any).
+  int64_t minK = 0;
+};
+
+/// Which elements the load of input `n` reads.
+LoadKind getLoadKind(TaskOp task, unsigned n);
+/// Whether the load of input `n` reads rows through the sorted order of
+/// segments (tasks with a matrix per row's key; inputs indexed by i).
+bool isLoadSorted(TaskOp task, unsigned n);
+/// The path of the load of input `n` in a kernel on CUDA cores (no
+/// precision), mma.sync or warpgroup MMA.
+LoadPath getLoadPath(TaskOp task, unsigned n, bool tensorCores,
+                     bool warpgroup);
+/// The tile of input `n` that a block of `block` (m, n, k) holds.
+TileType getLoadTileType(TaskOp task, unsigned n, ArrayRef<int64_t> block);
+/// The store iterator of `task`'s output in a kernel on tensor cores or not.
+StoreKind getStoreKind(TaskOp task, bool tensorCores);
+
+/// Appends to `task`'s schedule (created if missing) a kernel of `tiling`
+/// with `suffix` and its iterators.
+KernelOp buildKernel(OpBuilder &b, TaskOp task, llvm::StringRef suffix,
+                     const KernelTiling &tiling);
+/// The tiling of a scheduled kernel.
+KernelTiling getKernelTiling(KernelOp kernel);
 
 } // namespace tile
 } // namespace mlir

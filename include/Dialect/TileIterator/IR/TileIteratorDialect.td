@@ -36,8 +36,20 @@ def TileIterator_Dialect : Dialect {
     Operands are memrefs (destination-passing style): a task reads its
     inputs and writes its outputs, and the functions that hold tasks are
     ordinary `func.func`s.
+
+    After scheduling (`tile-schedule`), a task also holds its *schedule*:
+    the GPU kernels that compute it, written as tile iterators. A
+    `tile.kernel` fixes the tiling (block and thread tiles, pipeline
+    stages); inside it, one `tile.load` per input (global memory to shared
+    memory to registers: dense, gathered through an index array, rows
+    sorted into segments by a key, or the matrix of the block's key), one
+    compute step (`tile.mma` on tensor cores or `tile.compute`, the inner
+    computation on CUDA cores) and one `tile.store` (the output operator's
+    store iterator). `convert-tile-to-gpu` emits exactly the kernels the
+    schedule lists.
   }];
   let useDefaultAttributePrinterParser = 0;
+  let useDefaultTypePrinterParser = 1;
 }
 
 #endif // KGE_DIALECT_TILEITERATOR_IR_TILEITERATORDIALECT_TD

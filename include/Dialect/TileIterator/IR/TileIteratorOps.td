@@ -1,7 +1,9 @@
 //===- TileIteratorOps.td - tile operations ----------------*- tablegen -*-===//
 //
-// `tile.task`, a matrix-multiplication-like task (GAMUT), and the
-// terminator of its regions.
+// `tile.task`, a matrix-multiplication-like task (GAMUT), the terminator of
+// its regions, and its schedule: the kernels of the GPU lowering as tile
+// iterators (`tile.kernel`, `tile.load`, `tile.mma`, `tile.compute`,
+// `tile.store`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "Dialect/TileIterator/IR/TileIteratorDialect.td"
+include "Dialect/TileIterator/IR/TileIteratorTypes.td"
 
 class TileIterator_Op<string mnemonic, list<Trait> traits = []>
     : Op<TileIterator_Dialect, mnemonic, traits>;
@@ -40,6 +43,48 @@ def TileIterator_OutputKind : I32EnumAttr<"OutputKind",
       I32EnumAttrCase<"select", 2>,
       I32EnumAttrCase<"top_k", 3>,
       I32EnumAttrCase<"distinct", 4>,
+    ]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def TileIterator_LoadKind : I32EnumAttr<"LoadKind",
+    "which elements a load iterator reads", [
+      I32EnumAttrCase<"dense", 0>,
+      I32EnumAttrCase<"gathered", 1>,
+      I32EnumAttrCase<"per_key", 2>,
+    ]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def TileIterator_LoadPath : I32EnumAttr<"LoadPath",
+    "how a load iterator brings a block's tile to the threads", [
+      I32EnumAttrCase<"registers", 0>,
+      I32EnumAttrCase<"shared", 1>,
+      I32EnumAttrCase<"async", 2>,
+      I32EnumAttrCase<"tma", 3>,
+    ]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def TileIterator_Precision : I32EnumAttr<"Precision",
+    "the operand precision of tensor-core products (f32 accumulation)", [
+      I32EnumAttrCase<"f16", 0>,
+      I32EnumAttrCase<"bf16", 1>,
+      I32EnumAttrCase<"tf32", 2>,
+      I32EnumAttrCase<"tf32x3", 3>,
+    ]> {
+  let cppNamespace = "::mlir::tile";
+}
+
+def TileIterator_StoreKind : I32EnumAttr<"StoreKind",
+    "the store iterator of an output operator", [
+      I32EnumAttrCase<"dense", 0>,
+      I32EnumAttrCase<"update", 1>,
+      I32EnumAttrCase<"staged", 2>,
+      I32EnumAttrCase<"scatter", 3>,
+      I32EnumAttrCase<"compact", 4>,
+      I32EnumAttrCase<"top_k", 5>,
+      I32EnumAttrCase<"distinct", 6>,
     ]> {
   let cppNamespace = "::mlir::tile";
 }
@@ -103,6 +148,10 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     - `predicate`: the output value, the accumulator, `i`, `j` and the
       spatial-only scalars; yields an `i1`. Required by `select`, optional for `distinct` and
       `top_k` (pairs it rejects are not candidates).
+    - `schedule` (written by `tile-schedule`, or by hand): the `tile.kernel`s
+      that compute the task on the GPU, in the order the launch plan
+      considers them (see `tile.kernel`). It does not change what the task
+      computes; the CPU lowering ignores it.
 
     **Accumulators** (`accumulate`): `add`, `mul`, `max`, `min` (their
     identities are 0, 1, -inf / the smallest integer, +inf / the largest
@@ -204,12 +253,14 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     SizedRegion<1>:$inner,
     AnyRegion:$combine,
     AnyRegion:$project,
-    AnyRegion:$predicate
+    AnyRegion:$predicate,
+    AnyRegion:$schedule
   );
   // The syntax of the declarative format
   //   ins(...) (keys(...))? outs(...) (gathers(...))? maps [...]
   //   accumulate K output O
   //   attr-dict (when R)? inner R (combine R)? (project R)? (predicate R)?
+  //   (schedule R)?        -- its implicit tile.yield not printed
   // written by hand (TileIteratorAsm.cpp) so that parsed regions are owned
   // by the OperationState.
   let hasCustomAssemblyFormat = 1;
@@ -243,6 +294,15 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     bool isGathered(unsigned input, unsigned dim) {
       return static_cast<bool>(getGather(input, dim));
     }
+    /// The input indexed by both spatial axes (a matrix per row's or
+    /// column's key, one of them gathered), if any.
+    std::optional<unsigned> getPerKeyInput();
+    /// The kernels of the schedule, in order (none when unscheduled).
+    SmallVector<KernelOp> getKernels();
+  private:
+    /// Checks the schedule region against the task (from verifyRegions).
+    LogicalResult verifySchedule();
+  public:
   }];
 }
 
@@ -257,6 +317,8 @@ def TileIterator_YieldOp : TileIterator_Op<"yield", [
   let description = [{
     The terminator of the regions of `tile.task`: yields the region's one
     value (the inner value, a combination, a projection or a predicate).
+    The schedule region ends with a `tile.yield` without a value, which is
+    not printed.
 
     Example:
 
@@ -264,8 +326,230 @@ def TileIterator_YieldOp : TileIterator_Op<"yield", [
     tile.yield %v : f32
     ```
   }];
-  let arguments = (ins AnyType:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let arguments = (ins Optional<AnyType>:$value);
+  let assemblyFormat = "($value^ `:` type($value))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// The schedule: tile.kernel and its iterators
+//===----------------------------------------------------------------------===//
+
+def TileIterator_KernelOp : TileIterator_Op<"kernel", [
+    HasParent<"TaskOp">, SingleBlock, NoTerminator
+  ]> {
+  let summary = "one GPU kernel of a task's schedule: its tiling and iterators";
+  let description = [{
+    A kernel that computes the whole task: a grid of thread blocks, each
+    computing `block-m x block-n` pairs `(i, j)` (`block [m, n, k]`)
+    while stepping along the reduction `block-k` at a time. On CUDA cores
+    each thread owns `thread-m x thread-n` pairs (`thread [m, n]`); on
+    tensor cores (`tile.mma`) each warp owns `8 thread-m x 4 thread-n`
+    pairs as
+    16 x 8 products, and the load iterators keep `stages` tiles in flight.
+    `cluster_m` (warpgroup MMA only) groups blocks along M into a cluster
+    that shares the B tile by TMA multicast.
+
+    The body lists, in order: one `tile.load` per input of the task, the
+    compute step (`tile.mma` or `tile.compute`) over the loaded tiles, and
+    one `tile.store` of its accumulators. A block whose kernel has a load
+    of kind `per_key` (an input with a matrix per row's key) runs over a
+    *segment*: `block-m` rows of one key, the rows sorted by the key.
+
+    A schedule lists its kernels from the most preferred; the launch plan
+    runs, among the kernels of one kind (tensor cores or not), the first
+    whose grid gives every multiprocessor a block and whose reduction is
+    at least `min_k` long (the last one otherwise); tensor-core kernels run
+    when every operand's rows are whole 16-byte chunks, the CUDA-core one
+    otherwise. `suffix` is appended to the function's name to name the
+    kernel.
+
+    Example: GEMM on tensor cores at FP32 accuracy, then the CUDA-core
+    kernel for operands whose rows are not 16-byte aligned:
+
+    ```mlir
+    tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
+      %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
+      %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
+      %acc = tile.mma %a, %b tf32x3
+          : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+      tile.store %acc staged : !tile.tile<128x128xf32>
+    }
+    tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
+      %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+      %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+      %acc = tile.compute %a, %b
+          : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+      tile.store %acc dense : !tile.tile<64x64xf32>
+    }
+    ```
+  }];
+  let arguments = (ins
+    StrAttr:$suffix,
+    DenseI64ArrayAttr:$block_shape,
+    DenseI64ArrayAttr:$thread_shape,
+    OptionalAttr<I64Attr>:$stages,
+    OptionalAttr<I64Attr>:$cluster_m,
+    OptionalAttr<I64Attr>:$min_k
+  );
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $suffix `block` $block_shape `thread` $thread_shape (`stages` $stages^)?
+    (`cluster_m` $cluster_m^)? (`min_k` $min_k^)? attr-dict-with-keyword
+    $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getBlockM() { return getBlockShape()[0]; }
+    int64_t getBlockN() { return getBlockShape()[1]; }
+    int64_t getBlockK() { return getBlockShape()[2]; }
+    int64_t getThreadM() { return getThreadShape()[0]; }
+    int64_t getThreadN() { return getThreadShape()[1]; }
+    /// The compute step: a tile.mma or a tile.compute (null if missing).
+    Operation *getComputeStep();
+    /// The load of input `n` (null if missing).
+    LoadOp getLoadOf(unsigned n);
+    /// Whether the kernel runs over segments (a load of kind per_key).
+    bool runsSegments();
+  }];
+}
+
+class TileIterator_IteratorOp<string mnemonic, list<Trait> traits = []>
+    : TileIterator_Op<mnemonic, !listconcat(traits, [HasParent<"KernelOp">])>;
+
+def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
+  let summary = "a load iterator: a block's tile of one input";
+  let description = [{
+    Brings the block's tile of input `input` of the task to its threads, a
+    reduction step at a time for inputs indexed by `k`.
+
+    `kind` says which elements: `dense` (the input at the block's
+    coordinates), `gathered` (a dimension read through the task's index
+    array for it: rows of a table picked by a batch), `per_key` (the matrix
+    of the block's key, for an input indexed by both spatial axes). With
+    `sorted`, the block's rows are positions in the rows sorted by the
+    key (segments): row `perm[p]` at position `p`.
+
+    `via` says the path: `registers` (inputs not indexed by `k`: each
+    thread reads its pairs' elements from global memory), `shared` (CUDA
+    cores: the block's threads stage the tile in shared memory, each then
+    reads its runs as vectors), `async` (mma.sync: cp.async copies of
+    16-byte chunks into swizzled pipeline stages, read by ldmatrix), `tma`
+    (warpgroup MMA: a producer warp's TMA copies under mbarriers).
+
+    The result's dimensions follow the input's indexing map (a `per_key`
+    input's key dimension dropped), each the block's extent along its axis.
+
+    Example:
+
+    ```mlir
+    %e = tile.load input 0 gathered sorted via async : !tile.tile<16x16xf32>
+    %w = tile.load input 1 per_key via async : !tile.tile<16x128xf32>
+    ```
+  }];
+  let arguments = (ins
+    I64Attr:$input,
+    TileIterator_LoadKind:$kind,
+    UnitAttr:$sorted,
+    TileIterator_LoadPath:$via
+  );
+  let results = (outs TileIterator_TileType:$result);
+  let assemblyFormat = [{
+    `input` $input $kind (`sorted` $sorted^)? `via` $via attr-dict `:`
+    qualified(type($result))
+  }];
+}
+
+def TileIterator_MmaOp : TileIterator_IteratorOp<"mma", [Pure]> {
+  let summary = "the compute step on tensor cores";
+  let description = [{
+    Multiplies the block's tiles of the task's `(i, k)` operand (`lhs`) and
+    its `(k, j)` operand (`rhs`, in the layout of its map) on tensor cores
+    at `precision` (`f16`, `bf16`: 16-bit operands; `tf32`: f32 operands
+    rounded to TF32; `tf32x3`: f32 operands split into two TF32 parts,
+    FP32-accurate), accumulating in f32 along the whole reduction. With
+    `warpgroup`, warpgroups of the block issue `wgmma` (sm_90a) on
+    operands in shared memory; otherwise warps issue `mma.sync` (sm_80).
+    The task's inner computation must be the product of those two operands
+    accumulated by `add` in f32.
+
+    Example:
+
+    ```mlir
+    %acc = tile.mma %a, %b bf16 warpgroup
+        : !tile.tile<128x64xbf16>, !tile.tile<256x64xbf16> -> !tile.tile<128x256xf32>
+    ```
+  }];
+  let arguments = (ins
+    TileIterator_TileType:$lhs,
+    TileIterator_TileType:$rhs,
+    TileIterator_Precision:$precision,
+    UnitAttr:$warpgroup
+  );
+  let results = (outs TileIterator_TileType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs $precision (`warpgroup` $warpgroup^)? attr-dict `:`
+    qualified(type($lhs)) `,` qualified(type($rhs)) `->` qualified(type($result))
+  }];
+}
+
+def TileIterator_ComputeOp : TileIterator_IteratorOp<"compute", [Pure]> {
+  let summary = "the compute step on CUDA cores: the inner computation";
+  let description = [{
+    Runs the task's `inner` computation on every pair of the block and
+    reduction step and combines it into the accumulators with the task's
+    accumulator (skipping the pairs the join rejects), on CUDA cores, from
+    the loaded tiles of all inputs in the order of the task's inputs.
+
+    Example:
+
+    ```mlir
+    %acc = tile.compute %s, %w, %t
+        : !tile.tile<64x16xf32>, !tile.tile<16x64xf32>, !tile.tile<64xf32>
+          -> !tile.tile<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TileIterator_TileType>:$operands);
+  let results = (outs TileIterator_TileType:$result);
+  let assemblyFormat = [{
+    $operands attr-dict `:` qualified(type($operands)) `->` qualified(type($result))
+  }];
+}
+
+def TileIterator_StoreOp : TileIterator_IteratorOp<"store"> {
+  let summary = "a store iterator: the output operator on the accumulators";
+  let description = [{
+    Applies the task's projection to the block's accumulators (with the
+    tiles of its spatial-only inputs, `with`, in the order of those inputs)
+    and hands the values to the output operator's store iterator:
+
+    - `dense`: each thread stores its pairs; `update` combines them into
+      the output first;
+    - `staged` (tensor cores, f32 values at every pair of an `(i, j)`
+      output): the block's values pass through the freed pipeline stages in
+      shared memory and leave as 16-byte row vectors;
+    - `scatter` (aggregate): atomics into the groups of the task's keys;
+    - `compact` (select): the block counts its selected pairs, reserves
+      their slots with one global atomic and writes them;
+    - `top_k`: the block sorts its candidates in shared memory and merges
+      its best into the global k best under a lock;
+    - `distinct`: values inserted into a hash set in global memory, each
+      new one written once.
+
+    Example:
+
+    ```mlir
+    tile.store %acc dense with %t : !tile.tile<64x64xf32>, !tile.tile<64xf32>
+    ```
+  }];
+  let arguments = (ins
+    TileIterator_TileType:$acc,
+    Variadic<TileIterator_TileType>:$spatial,
+    TileIterator_StoreKind:$kind
+  );
+  let assemblyFormat = [{
+    $acc $kind (`with` $spatial^)? attr-dict `:` qualified(type($acc))
+    (`,` qualified(type($spatial))^)?
+  }];
 }
 
 #endif // KGE_DIALECT_TILEITERATOR_IR_TILEITERATOROPS_TD

@@ -43,6 +43,7 @@ using namespace mlir::tile;
   ::mlir::Region *combineRegion = result.addRegion();
   ::mlir::Region *projectRegion = result.addRegion();
   ::mlir::Region *predicateRegion = result.addRegion();
+  ::mlir::Region *scheduleRegion = result.addRegion();
   if (parser.parseKeyword("ins"))
     return ::mlir::failure();
   if (parser.parseLParen())
@@ -183,6 +184,19 @@ using namespace mlir::tile;
   if (parser.parseRegion(*predicateRegion))
     return ::mlir::failure();
   }
+  // The schedule's terminator is implicit.
+  if (::mlir::succeeded(parser.parseOptionalKeyword("schedule"))) {
+    if (parser.parseRegion(*scheduleRegion))
+      return ::mlir::failure();
+    if (scheduleRegion->empty())
+      scheduleRegion->emplaceBlock();
+    ::mlir::Block &block = scheduleRegion->front();
+    if (block.empty() || !block.back().hasTrait<::mlir::OpTrait::IsTerminator>()) {
+      ::mlir::OpBuilder builder(parser.getContext());
+      builder.setInsertionPointToEnd(&block);
+      YieldOp::create(builder, result.location, ::mlir::Value());
+    }
+  }
 ::llvm::copy(::llvm::ArrayRef<int32_t>({static_cast<int32_t>(inputsOperands.size()), static_cast<int32_t>(keysOperands.size()), static_cast<int32_t>(outputsOperands.size()), static_cast<int32_t>(gathersOperands.size())}), result.getOrAddProperties<TaskOp::Properties>().operandSegmentSizes.begin());
   if (parser.resolveOperands(inputsOperands, inputsTypes, inputsOperandsLoc, result.operands))
     return ::mlir::failure();
@@ -279,5 +293,11 @@ void TaskOp::print(::mlir::OpAsmPrinter &_odsPrinter) {
     _odsPrinter << ' ' << "predicate";
     _odsPrinter << ' ';
     _odsPrinter.printRegion(getPredicate());
+  }
+  if (!getSchedule().empty()) {
+    _odsPrinter << ' ' << "schedule";
+    _odsPrinter << ' ';
+    _odsPrinter.printRegion(getSchedule(), /*printEntryBlockArgs=*/false,
+                            /*printBlockTerminators=*/false);
   }
 }

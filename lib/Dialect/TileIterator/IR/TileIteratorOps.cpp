@@ -586,6 +586,9 @@ static LogicalResult verifyRegion(TaskOp op, Region &region, StringRef name,
   if (!yield)
     return op.emitOpError() << "region '" << name
                             << "' must end with tile.yield";
+  if (!yield.getValue())
+    return op.emitOpError() << "region '" << name
+                            << "' must yield a value";
   yielded = yield.getValue().getType();
   return success();
 }
@@ -680,5 +683,5 @@ LogicalResult TaskOp::verifyRegions() {
                             "the accumulator, so the value must have the "
                             "accumulator type "
                          << acc << ", got " << value;
-  return success();
+  return verifySchedule();
 }

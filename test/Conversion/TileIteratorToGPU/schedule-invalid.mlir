@@ -1,0 +1,195 @@
+// RUN: kge-opt %s --split-input-file --convert-tile-to-gpu -verify-diagnostics
+
+// Schedules the IR allows but the GPU lowering does not build: each refused
+// with the reason, before any code is emitted.
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// The tensor-core iterators are built for a few tilings only.
+func.func @unbuilt_tiling(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        // expected-error @below {{has a tensor-core tiling the emitter does not build (block 64x128x16, thread 4x8, stages 4); it builds block 128x128x16 thread 8x8 stages 4, block 64x64x16 thread 4x8 stages 4, block 16x128x16 thread 2x8 stages 4 (segments)}}
+        tile.kernel "_mma" block [64, 128, 16] thread [4, 8] stages 4 {
+          %a = tile.load input 0 dense via async : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
+          %acc = tile.mma %a, %b tf32
+              : !tile.tile<64x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<64x128xf32>
+          tile.store %acc staged : !tile.tile<64x128xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b
+              : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// tile.mma computes products; this inner computation is not one.
+func.func @not_a_product(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %x = arith.extf %a : f16 to f32
+        %y = arith.extf %b : f16 to f32
+        %m = arith.maximumf %x, %y : f32
+        tile.yield %m : f32
+      } schedule {
+        tile.kernel "_mma" block [64, 64, 32] thread [4, 8] stages 4 {
+          %a = tile.load input 0 dense via async : !tile.tile<64x32xf16>
+          %b = tile.load input 1 dense via async : !tile.tile<32x64xf16>
+          // expected-error @below {{at f16: the task is not a product the tensor cores compute}}
+          %acc = tile.mma %a, %b f16
+              : !tile.tile<64x32xf16>, !tile.tile<32x64xf16> -> !tile.tile<64x64xf32>
+          tile.store %acc staged : !tile.tile<64x64xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf16>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf16>
+          %acc = tile.compute %a, %b
+              : !tile.tile<64x16xf16>, !tile.tile<16x64xf16> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Warpgroup MMA does not take the three-pass FP32 products.
+func.func @warpgroup_tf32x3(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 32] thread [2, 64] stages 4 {
+          %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
+          %b = tile.load input 1 dense via tma : !tile.tile<32x256xf32>
+          // expected-error @below {{at tf32x3 on warpgroup MMA is not built: tf32x3 runs on mma.sync}}
+          %acc = tile.mma %a, %b tf32x3 warpgroup
+              : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b
+              : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// TF32 on warpgroup MMA reads both operands k-contiguous; B[k, j] is not.
+func.func @warpgroup_tf32_nn(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 32] thread [2, 64] stages 4 {
+          %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
+          %b = tile.load input 1 dense via tma : !tile.tile<32x256xf32>
+          // expected-error @below {{at tf32 on warpgroup MMA reads both operands k-contiguous (A[i, k], B[j, k]) from shared memory; this task's are not: use mma.sync}}
+          %acc = tile.mma %a, %b tf32 warpgroup
+              : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b
+              : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#ikj = affine_map<(i, j, k) -> (i, k, j)>
+
+// Segment tiles are cut once for all kernels: they share their rows.
+func.func @segment_rows(%h: memref<?xi32>, %E: memref<?x?xf32>, %r: memref<?xi32>,
+                        %W: memref<?x?x?xf32>, %Y: memref<?x?xf32>) {
+  // expected-error @below {{segment variants must share their rows per tile}}
+  tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>) outs(%Y : memref<?x?xf32>)
+      gathers(%h, %r : memref<?xi32>, memref<?xi32>) maps [#ik, #ikj]
+      accumulate add output dense {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%e: f32, %w: f32):
+        %p = arith.mulf %e, %w : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "" block [16, 128, 8] thread [2, 4] {
+          %e = tile.load input 0 gathered sorted via shared : !tile.tile<16x8xf32>
+          %w = tile.load input 1 per_key via shared : !tile.tile<8x128xf32>
+          %acc = tile.compute %e, %w : !tile.tile<16x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<16x128xf32>
+          tile.store %acc dense : !tile.tile<16x128xf32>
+        }
+        tile.kernel "_wide" block [32, 128, 8] thread [2, 4] {
+          %e = tile.load input 0 gathered sorted via shared : !tile.tile<32x8xf32>
+          %w = tile.load input 1 per_key via shared : !tile.tile<8x128xf32>
+          %acc = tile.compute %e, %w : !tile.tile<32x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<32x128xf32>
+          tile.store %acc dense : !tile.tile<32x128xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Top-k sorts a block's candidates in shared memory.
+func.func @top_k_block(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<8xf32>,
+                       %ri: memref<8xi32>, %ci: memref<8xi32>) {
+  // expected-error @below {{output top_k on the GPU sorts a block's 16384 pairs in shared memory: the block tile must hold a power of two of at most 4096 pairs (block-m x block-n)}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%v, %ri, %ci : memref<8xf32>, memref<8xi32>, memref<8xi32>)
+      maps [#ik, #kj] accumulate add output top_k {k = 8 : i64}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "" block [128, 128, 8] thread [8, 8] {
+          %a = tile.load input 0 dense via shared : !tile.tile<128x8xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<8x128xf32>
+          %acc = tile.compute %a, %b : !tile.tile<128x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<128x128xf32>
+          tile.store %acc top_k : !tile.tile<128x128xf32>
+        }
+      }
+  return
+}
