@@ -559,3 +559,31 @@ extern "C" __global__ void kge_check_indices(const void *keys, int keyBits,
                 static_cast<unsigned long long>(i));
   }
 }
+
+extern "C" __global__ void kge_transpose_32(const unsigned *src, unsigned *dst,
+                                            long long rows, long long cols) {
+  // One column of padding: the column reads of the tile hit 32 banks.
+  __shared__ unsigned tile[32][33];
+  int lane = static_cast<int>(threadIdx.x) & 31;
+  int warp = static_cast<int>(threadIdx.x) >> 5;
+  long long rowTiles = (rows + 31) / 32, colTiles = (cols + 31) / 32;
+  for (long long ty = blockIdx.y; ty < rowTiles; ty += gridDim.y) {
+    for (long long tx = blockIdx.x; tx < colTiles; tx += gridDim.x) {
+      long long r0 = ty * 32, c0 = tx * 32;
+      // Coalesced reads of 32 rows (8 warps, 4 rows each) ...
+      for (int i = warp; i < 32; i += 8) {
+        long long r = r0 + i, c = c0 + lane;
+        if (r < rows && c < cols)
+          tile[i][lane] = src[r * cols + c];
+      }
+      __syncthreads();
+      // ... and coalesced writes of the 32 columns as rows of dst.
+      for (int i = warp; i < 32; i += 8) {
+        long long c = c0 + i, r = r0 + lane;
+        if (r < rows && c < cols)
+          dst[c * rows + r] = tile[lane][i];
+      }
+      __syncthreads();
+    }
+  }
+}

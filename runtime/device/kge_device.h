@@ -107,6 +107,15 @@ __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
 __global__ void kge_segment_tiles(const int *ends, const int *lengths,
                                   long long num_keys, int tile_rows, int *tiles);
 
+/// Transposing copy of a rows x cols matrix of 32-bit elements (row-major,
+/// rows and cols each below 2^31): dst[c][r] = src[r][c], dst cols x rows.
+/// The tile dialect's transposed loads (warpgroup MMA reads tf32 operands
+/// k-major only). Blocks of 256 threads, each moving 32 x 32 tiles through
+/// shared memory; any grid (the launch plans use ceil(cols / 32) x
+/// min(ceil(rows / 32), 65535) blocks; blocks stride over the tiles).
+__global__ void kge_transpose_32(const unsigned *src, unsigned *dst,
+                                 long long rows, long long cols);
+
 /// Checked mode: records in *first_bad the smallest position whose index is
 /// outside [0, bound); *first_bad must start at a value >= n (the runtime
 /// fills it with 0x7f bytes).

@@ -17,7 +17,7 @@ const std::vector<std::string> &deviceLibraryFunctions() {
   static const std::vector<std::string> functions = {
       "kge_inspect_unique", "kge_inspect_frequent", "kge_sort_groups",
       "kge_key_histogram",  "kge_key_scan",         "kge_key_scatter",
-      "kge_check_indices",  "kge_segment_tiles"};
+      "kge_check_indices",  "kge_segment_tiles",    "kge_transpose_32"};
   return functions;
 }
 
@@ -433,13 +433,24 @@ Manifest Manifest::parse(const std::string &text) {
       } else if (argKind == "tensormap") {
         arg.kind = KernelArg::Kind::TensorMap;
         arg.buffer = readBuffer(args[a], argWhere);
-        if (arg.buffer.kind != BufferRef::Kind::Param ||
-            m.signature.params[arg.buffer.index].shape.size() != 2 ||
-            arg.buffer.index >= static_cast<int>(m.signature.numArguments()))
-          fail("'" + argWhere + "' describes a tensor map of a buffer that "
-               "is not a 2-D argument");
-        const Parameter &p = m.signature.params[arg.buffer.index];
-        size_t size = dtypeSize(p.dtype);
+        DType dtype;
+        if (arg.buffer.kind == BufferRef::Kind::Scratch) {
+          // A scratch buffer viewed as a row-major matrix of `shape`.
+          const json &shape = array(args[a], "shape", argWhere);
+          if (shape.size() != 2)
+            fail("'" + argWhere + ".shape' of a scratch tensor map must be "
+                 "two extents (rows, columns)");
+          for (const json &d : shape)
+            arg.shape.push_back(expressions.read(d, argWhere + ".shape"));
+          dtype = m.scratch[arg.buffer.index].dtype;
+        } else {
+          if (m.signature.params[arg.buffer.index].shape.size() != 2 ||
+              arg.buffer.index >= static_cast<int>(m.signature.numArguments()))
+            fail("'" + argWhere + "' describes a tensor map of a buffer that "
+                 "is not a 2-D argument or a scratch buffer");
+          dtype = m.signature.params[arg.buffer.index].dtype;
+        }
+        size_t size = dtypeSize(dtype);
         const json &box = array(args[a], "box", argWhere);
         if (box.size() != 2 || !box[0].is_number_integer() ||
             !box[1].is_number_integer())
@@ -448,8 +459,8 @@ Manifest Manifest::parse(const std::string &text) {
         arg.box[1] = box[1].get<int64_t>();
         if (arg.box[0] < 1 || arg.box[0] > 256 || arg.box[1] < 1 ||
             arg.box[1] > 256 || arg.box[1] * static_cast<int64_t>(size) > 128 ||
-            (p.dtype != DType::F16 && p.dtype != DType::BF16 &&
-             p.dtype != DType::F32))
+            (dtype != DType::F16 && dtype != DType::BF16 &&
+             dtype != DType::F32))
           fail("'" + argWhere + ".box' must have 1 to 256 rows of at most "
                "128 bytes of f16, bf16 or f32");
       } else if (argKind == "i32" || argKind == "i64") {

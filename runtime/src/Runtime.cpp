@@ -376,7 +376,9 @@ struct LaunchPlan::Steps {
   /// A tensor map of a 2-D parameter, encoded per call (it holds the
   /// address).
   struct Map {
-    int param;
+    BufferRef::Kind kind;
+    int index;
+    std::string name;
     DType dtype;
     uint64_t rows, cols;
     unsigned box[2];
@@ -583,11 +585,33 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
         step.halves.push_back(static_cast<uint32_t>(evaluate(arg.value)));
         break;
       case KernelArg::Kind::TensorMap: {
-        const Parameter &p = signature.params[arg.buffer.index];
-        std::vector<int64_t> shape = b.shapeOf(p);
         Steps::Map map;
-        map.param = arg.buffer.index;
-        map.dtype = p.dtype;
+        map.kind = arg.buffer.kind;
+        map.index = arg.buffer.index;
+        map.name = arg.buffer.name;
+        std::vector<int64_t> shape;
+        if (arg.buffer.kind == BufferRef::Kind::Param) {
+          const Parameter &p = signature.params[arg.buffer.index];
+          shape = b.shapeOf(p);
+          map.dtype = p.dtype;
+        } else {
+          // A scratch buffer viewed as rows x cols: the view must lie
+          // inside it.
+          const ScratchBuffer &s = manifest_.scratch[arg.buffer.index];
+          for (const ExpressionPtr &e : arg.shape)
+            shape.push_back(evaluate(e));
+          map.dtype = s.dtype;
+          size_t bytes = steps->scratchBytes[arg.buffer.index];
+          if (shape[0] < 0 || shape[1] < 0 ||
+              (shape[1] && static_cast<uint64_t>(shape[0]) >
+                               bytes / dtypeSize(s.dtype) /
+                                   static_cast<uint64_t>(shape[1])))
+            throw ArgumentError("kernel '" + launch.function +
+                                "' views scratch buffer '" + s.name +
+                                "' as " + std::to_string(shape[0]) + " x " +
+                                std::to_string(shape[1]) +
+                                " elements, more than it holds");
+        }
         map.rows = static_cast<uint64_t>(shape.at(0));
         map.cols = static_cast<uint64_t>(shape.at(1));
         map.box[0] = static_cast<unsigned>(arg.box[1]);
@@ -595,10 +619,10 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
         // An empty array: no box is ever read (the kernel's loops do not
         // run), the map stays zero.
         if (map.rows && map.cols &&
-            (map.cols * dtypeSize(p.dtype) % 16 != 0 ||
+            (map.cols * dtypeSize(map.dtype) % 16 != 0 ||
              map.rows > 0xFFFFFFFFu || map.cols > 0xFFFFFFFFu))
           throw ArgumentError(
-              "kernel '" + launch.function + "' reads '" + p.name +
+              "kernel '" + launch.function + "' reads '" + map.name +
               "' through a tensor map: its rows must be multiples of 16 "
               "bytes and its extents below 2^32");
         if (map.rows && map.cols && !d.cuTensorMapEncodeTiled)
@@ -805,12 +829,9 @@ void Program::launch(const LaunchPlan &plan,
           map.dtype == DType::F16 ? 6 : map.dtype == DType::BF16 ? 9 : 7;
       check(d.cuTensorMapEncodeTiled(
                 maps[m].bytes, type, 2,
-                reinterpret_cast<void *>(paramData(map.param)), dims, strides,
-                box, unit, 0, 3, 2, 0),
-            [&] {
-              return "encoding the tensor map of '" +
-                     signature.params[map.param].name + "'";
-            });
+                reinterpret_cast<void *>(bufferData(map.kind, map.index)),
+                dims, strides, box, unit, 0, 3, 2, 0),
+            [&] { return "encoding the tensor map of '" + map.name + "'"; });
     }
     uint32_t *halves = const_cast<uint32_t *>(step.halves.data());
     params.clear();

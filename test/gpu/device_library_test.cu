@@ -401,6 +401,40 @@ static void testSegmentTiles(std::mt19937 &rng) {
   }
 }
 
+/// The transposing copy: shapes below, at and across the 32 x 32 tiles,
+/// a grid that strides over the tiles (fewer blocks than tiles), elements
+/// past the matrix untouched.
+static void testTranspose(std::mt19937 &rng) {
+  struct Case { long long rows, cols; unsigned gx, gy; };
+  for (Case c : {Case{1, 1, 1, 1}, Case{31, 33, 2, 1}, Case{64, 32, 2, 2},
+                 Case{1000, 7, 1, 32}, Case{7, 1000, 32, 1},
+                 Case{513, 1025, 3, 5}, Case{4096, 96, 3, 128}}) {
+    size_t n = static_cast<size_t>(c.rows * c.cols);
+    std::vector<unsigned> src(n);
+    for (unsigned &v : src)
+      v = static_cast<unsigned>(rng());
+    unsigned *dSrc, *dDst;
+    CHECK(cudaMalloc(&dSrc, n * 4));
+    CHECK(cudaMalloc(&dDst, (n + 64) * 4));
+    CHECK(cudaMemcpy(dSrc, src.data(), n * 4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemset(dDst, 0xab, (n + 64) * 4));
+    kge_transpose_32<<<dim3(c.gx, c.gy), 256>>>(dSrc, dDst, c.rows, c.cols);
+    CHECK(cudaGetLastError());
+    std::vector<unsigned> dst(n + 64);
+    CHECK(cudaMemcpy(dst.data(), dDst, (n + 64) * 4, cudaMemcpyDeviceToHost));
+    size_t wrong = 0;
+    for (long long r = 0; r < c.rows; ++r)
+      for (long long col = 0; col < c.cols; ++col)
+        wrong += dst[col * c.rows + r] != src[r * c.cols + col];
+    for (size_t i = n; i < n + 64; ++i)
+      wrong += dst[i] != 0xababababu;
+    EXPECT(wrong == 0, "transpose of %lld x %lld (grid %u x %u): %zu wrong words",
+           c.rows, c.cols, c.gx, c.gy, wrong);
+    CHECK(cudaFree(dSrc));
+    CHECK(cudaFree(dDst));
+  }
+}
+
 int main() {
   std::mt19937 rng(42);
   for (int tile : {1, 7, 32, 33, 64, 100, 256, 1024})
@@ -410,6 +444,7 @@ int main() {
   testSegmentTiles(rng);
   testSortClampsKeys();
   testChecks();
+  testTranspose(rng);
   std::printf("device library: %d passed, %d failed\n", passes, failures);
   return failures ? 1 : 0;
 }

@@ -51,12 +51,11 @@ def test_mma_bundles_were_built():
 
 # The warpgroup kernel's size (a grid that fills the GPU, K >= 1024 with a
 # partial last stage), for the queries whose references are matrix products.
-# TF32 takes warpgroup MMA only with both operands k-major (gemm_nt).
-WARPGROUP_BUNDLES = [p for p in MMA_BUNDLES if (p.name.split(".")[1] in ("f16", "bf16") and
-                                                p.name.split(".")[0] in (
-                                                    "gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
-                                                    "q2_preference_by_zip", "q4_same_zip"))
-                     or p.name.startswith("gemm_nt.tf32.")]
+# TF32 takes warpgroup MMA too, an operand stored with k outermost read
+# from the transposed copy the launch plan makes first.
+WARPGROUP_BUNDLES = [p for p in MMA_BUNDLES if p.name.split(".")[1] in ("f16", "bf16", "tf32") and
+                     p.name.split(".")[0] in ("gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt",
+                                              "q2_preference_by_zip", "q4_same_zip")]
 
 
 # 1400 rows: 11 blocks of 128, so the last cluster of two along M has a
@@ -131,21 +130,30 @@ def test_launch_plan_picks_tensor_cores_for_aligned_rows(rt, precision, M, N, K,
     torch.testing.assert_close(C, A.float() @ B.float(), rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("layout,kernel", [("nt", "gemm_nt_wgmma"), ("nn", "gemm_nn_mma")])
-def test_tf32_takes_warpgroup_mma_when_k_major(rt, layout, kernel):
-    """TF32 operands reach warpgroup MMA only k-major (A[i, k] B[j, k]);
-    B stored n-contiguous keeps mma.sync."""
+@pytest.mark.parametrize("layout,copies", [("nt", 0), ("nn", 1), ("tn", 1), ("tt", 2)])
+def test_tf32_takes_warpgroup_mma_in_every_layout(rt, layout, copies):
+    """Warpgroup MMA reads TF32 operands k-major only: an operand stored
+    with k outermost (B[k, j], A[k, i]) is first copied transposed by the
+    device library's kge_transpose_32, one launch per such operand, and the
+    kernel reads the copy; k-major operands are read in place."""
     program = load(rt, TILE_BUNDLES / "mma" / f"gemm_{layout}.tf32.kgebundle")
-    M = N = 2304
-    K = 1024
-    A = torch.randn(M, K, device="cuda")
-    B = torch.randn(N, K, device="cuda") if layout == "nt" else torch.randn(K, N, device="cuda")
+    M, N, K = 2304, 2560, 1032
+    A = torch.randn(*((K, M) if layout[0] == "t" else (M, K)), device="cuda")
+    B = torch.randn(*((N, K) if layout[1] == "t" else (K, N)), device="cuda")
+    B_before = B.clone()
     C = torch.zeros(M, N, device="cuda")
-    names = kernels_run(lambda: program(A=A, B=B, C=C))
-    assert {n for n in names if n.startswith("gemm_")} == {kernel}, names
-    expected = A.double() @ (B.double().T if layout == "nt" else B.double())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        program(A=A, B=B, C=C)
+        torch.cuda.synchronize()
+    names = [e.name for e in prof.events()]
+    assert {n for n in names if n.startswith("gemm_")} == {f"gemm_{layout}_wgmma"}, names
+    assert names.count("kge_transpose_32") == copies, names
+    a = A.double().T if layout[0] == "t" else A.double()
+    b = B.double().T if layout[1] == "t" else B.double()
+    expected = a @ b
     # TF32: about 10 bits of each operand (the warpgroup kernel truncates).
     assert float((C.double() - expected).abs().max() / expected.abs().max()) < 5e-3
+    assert torch.equal(B, B_before), "the operand itself is not written"
 
 
 

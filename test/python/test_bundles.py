@@ -139,6 +139,23 @@ CORRUPTIONS = {
     "tensor map box of text": (corrupt(lambda b: b["launches"][-1]["args"].append(
         {"kind": "tensormap", "buffer": "param:Eemb", "box": ["64", 32]})),
         "must be two integers \\(rows, columns\\)"),
+    "scratch tensor map without shape": (corrupt(lambda b: (
+        b["scratch"].append({"name": "bt", "dtype": "f32", "count": "4096"}),
+        b["launches"][-1]["args"].append(
+            {"kind": "tensormap", "buffer": "scratch:bt", "box": [64, 32]}))),
+        "'launches\\[[0-9]+\\].args\\[[0-9]+\\]' has no 'shape'"),
+    "scratch tensor map of three extents": (corrupt(lambda b: (
+        b["scratch"].append({"name": "bt", "dtype": "f32", "count": "4096"}),
+        b["launches"][-1]["args"].append(
+            {"kind": "tensormap", "buffer": "scratch:bt", "box": [64, 32],
+             "shape": ["64", "64", "1"]}))),
+        "shape' of a scratch tensor map must be two extents \\(rows, columns\\)"),
+    "scratch tensor map of i32": (corrupt(lambda b: (
+        b["scratch"].append({"name": "bt", "dtype": "i32", "count": "4096"}),
+        b["launches"][-1]["args"].append(
+            {"kind": "tensormap", "buffer": "scratch:bt", "box": [64, 32],
+             "shape": ["64", "64"]}))),
+        "must have 1 to 256 rows of at most 128 bytes of f16, bf16 or f32"),
     "unknown argument kind": (corrupt(lambda b: b["launches"][-1]["args"][0].update(kind="texture")),
                               "must be memref, pointer, tensormap, i32 or i64"),
     "truncated": (lambda text: text[: len(text) // 2], "the bundle is not valid JSON"),

@@ -463,8 +463,10 @@ static void runInput(MLIRContext &context, const std::string &text,
                          << printed;
             std::abort();
           }
+          // The schedule's own lowering (the later NVVM passes are the
+          // other stages').
           PassManager lower(&context);
-          ok = succeeded(parsePassPipeline("kge-lower-to-gpu", lower)) &&
+          ok = succeeded(parsePassPipeline("convert-tile-to-gpu", lower)) &&
                succeeded(lower.run(*reparsed));
         }
       }
@@ -501,7 +503,7 @@ int main(int argc, char **argv) {
                   {"tile tf32x3",
                    "convert-tile-to-gpu{matrix-math=tf32x3},kge-lower-to-gpu"},
                   // Schedules written by tile-schedule (or in the input),
-                  // printed, parsed back and lowered as written.
+                  // printed, parsed back and lowered to gpu as written.
                   {"tile schedule", "tile-schedule{matrix-math=tf32}"},
                   {"bundle", ""}};
 

@@ -1583,6 +1583,40 @@ static tile::Precision toTilePrecision(MmaPrecision precision) {
   llvm_unreachable("unknown precision");
 }
 
+/// The inputs a kernel of `shape` reads from transposed (k-innermost)
+/// copies that its launch plan writes first (warpgroup MMA at tf32).
+static SmallVector<unsigned> getTransposedInputs(TaskOp task,
+                                                 const TileShape &shape) {
+  SmallVector<unsigned> inputs;
+  if (!shape.mma)
+    return inputs;
+  for (unsigned n = 0, e = task.getInputs().size(); n < e; ++n)
+    if (tile::isLoadTransposed(task, n, toTilePrecision(*shape.mma),
+                               shape.warpgroup))
+      inputs.push_back(n);
+  return inputs;
+}
+
+/// A copy of `task`, before it, reading `inputs` as their transposed
+/// copies: their (2-D) maps' results swapped, so the kernel emitted for it
+/// reads them k-innermost from the buffers the launch plan passes in their
+/// place.
+static TaskOp cloneWithTransposedInputs(TaskOp task,
+                                        ArrayRef<unsigned> inputs) {
+  OpBuilder b(task);
+  auto clone = cast<TaskOp>(b.clone(*task));
+  SmallVector<Attribute> maps(task.getIndexingMaps().getValue());
+  for (unsigned n : inputs) {
+    AffineMap map = cast<AffineMapAttr>(maps[n]).getValue();
+    assert(map.getNumResults() == 2 && "a product operand is 2-D");
+    maps[n] = AffineMapAttr::get(AffineMap::get(
+        map.getNumDims(), 0, {map.getResult(1), map.getResult(0)},
+        task.getContext()));
+  }
+  clone.setIndexingMapsAttr(b.getArrayAttr(maps));
+  return clone;
+}
+
 /// The one task of the tile function `func`.
 static FailureOr<TaskOp> getOnlyTask(func::FuncOp func) {
   SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
@@ -1648,14 +1682,6 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
         return kernel.getComputeStep()->emitOpError()
                << "at tf32x3 on warpgroup MMA is not built: tf32x3 runs on "
                   "mma.sync";
-      if (shape.warpgroup && precision == MmaPrecision::tf32) {
-        auto [lhs, rhs] = tile::getProductOperands(task);
-        if (!isKContiguous(task, lhs) || !isKContiguous(task, rhs))
-          return kernel.getComputeStep()->emitOpError()
-                 << "at tf32 on warpgroup MMA reads both operands "
-                    "k-contiguous (A[i, k], B[j, k]) from shared memory; "
-                    "this task's are not: use mma.sync";
-      }
       if (!isBuiltTensorCoreShape(shape))
         return kernel.emitOpError()
                << "has a tensor-core tiling the emitter does not build "
@@ -1767,8 +1793,17 @@ LogicalResult lowerFunction(func::FuncOp func) {
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernelShape.blockThreads()), 1, 1}));
-    KernelEmitter emitter(b, task, kernelShape);
-    if (failed(emitter.emit(kernel, func))) {
+    // Operands read from transposed copies: the kernel of a task whose
+    // maps say so.
+    SmallVector<unsigned> transposed = getTransposedInputs(task, kernelShape);
+    TaskOp emitted = transposed.empty()
+                         ? task
+                         : cloneWithTransposedInputs(task, transposed);
+    KernelEmitter emitter(b, emitted, kernelShape);
+    LogicalResult built = emitter.emit(kernel, func);
+    if (emitted != task)
+      emitted.erase();
+    if (failed(built)) {
       module.erase();
       return failure();
     }
@@ -1942,6 +1977,19 @@ LogicalResult lowerFunction(func::FuncOp func) {
                              std::to_string(chunk) + "))");
     }
   }
+  // A transposed copy's rows run along K: they need whole chunks too.
+  if (tensorCoreVariant != variants.end() &&
+      llvm::any_of(variants, [&](const KernelVariant &v) {
+        return !getTransposedInputs(task, v.shape).empty();
+      })) {
+    std::string k = extentOf(TaskOp::K);
+    int64_t chunk = 128 / getMmaElementBits(*tensorCoreVariant->shape.mma);
+    std::string term = "(1 - min(1, " + k + " - " + k + " / " +
+                       std::to_string(chunk) + " * " + std::to_string(chunk) +
+                       "))";
+    if (!llvm::is_contained(alignedTerms, term))
+      alignedTerms.push_back(term);
+  }
   std::string aligned = llvm::join(alignedTerms, " * ");
   // Products and quotients evaluate left to right: A * blocks / 132 is
   // A * (blocks / 132) for A in {0, 1}.
@@ -1952,25 +2000,62 @@ LogicalResult lowerFunction(func::FuncOp func) {
     const TileShape &kernelShape = variant.shape;
     int64_t sharedBytes = kernelShape.mma ? kernelShape.mmaSharedBytes() : 0;
     SmallVector<Attribute> args(kernelArgs);
+    // Transposed copies: written to scratch by the device library first,
+    // passed in place of their inputs (rows x cols becomes cols x rows).
+    SmallVector<unsigned> transposed = getTransposedInputs(task, kernelShape);
+    SmallVector<Attribute> transposeSteps;
+    llvm::SmallDenseMap<unsigned, std::array<std::string, 3>> copies;
+    for (unsigned n : transposed) {
+      unsigned arg = cast<BlockArgument>(task.getInputs()[n]).getArgNumber();
+      const kge_runtime::Parameter &p = signature->params[arg];
+      std::string rows = p.shape[0].str(), cols = p.shape[1].str();
+      std::string copy = "transposed_" + p.name;
+      if (!llvm::any_of(scratch, [&](Attribute a) {
+            return cast<DictionaryAttr>(a).getAs<StringAttr>("name") ==
+                   copy;
+          }))
+        scratch.push_back(bb.dict({{"name", bb.str(copy)},
+                                   {"dtype", bb.str("f32")},
+                                   {"count", bb.str(rows + " * " + cols)}}));
+      copies[n] = {"scratch:" + copy, cols, rows};
+      args[arg] = bb.memref("scratch:" + copy, {cols, rows});
+      transposeSteps.push_back(bb.launch(
+          "kge_transpose_32", "library",
+          {"ceildiv(" + cols + ", 32)",
+           "min(ceildiv(" + rows + ", 32), 65535)", "1"},
+          256, "0",
+          {bb.pointer("param:" + p.name), bb.pointer("scratch:" + copy),
+           bb.scalar("i64", bb.str(rows)), bb.scalar("i64", bb.str(cols))}));
+    }
     if (kernelShape.warpgroup) {
       // Boxes of 128-byte rows: span x block-k of a k-contiguous operand,
       // block-k x 64 of a spatial-contiguous one.
       std::array<int, 2> operands = tile::getProductOperands(task);
       for (int p = 0; p < 2; ++p) {
         Value input = task.getInputs()[operands[p]];
-        bool kContiguous = isKContiguous(task, operands[p]);
+        auto copy = copies.find(operands[p]);
+        bool kContiguous =
+            copy != copies.end() || isKContiguous(task, operands[p]);
         // B in a cluster: a block loads span / cluster rows of it.
         int64_t span = p == 0 ? kernelShape.bm
                               : kernelShape.bn / kernelShape.clusterM;
-        args.push_back(bb.dict(
-            {{"kind", bb.str("tensormap")},
-             {"buffer",
-              bb.str("param:" +
-                     signature->params[cast<BlockArgument>(input).getArgNumber()]
-                         .name)},
-             {"box",
-              bb.arr({bb.num(kContiguous ? span : kernelShape.bk),
-                      bb.num(1024 / getMmaElementBits(*kernelShape.mma))})}}));
+        SmallVector<NamedAttribute> fields = {
+            {b.getStringAttr("kind"), bb.str("tensormap")},
+            {b.getStringAttr("buffer"),
+             bb.str(copy != copies.end()
+                        ? copy->second[0]
+                        : "param:" + signature
+                                         ->params[cast<BlockArgument>(input)
+                                                      .getArgNumber()]
+                                         .name)},
+            {b.getStringAttr("box"),
+             bb.arr({bb.num(kContiguous ? span : kernelShape.bk),
+                     bb.num(1024 / getMmaElementBits(*kernelShape.mma))})}};
+        if (copy != copies.end())
+          fields.push_back({b.getStringAttr("shape"),
+                            bb.arr({bb.str(copy->second[1]),
+                                    bb.str(copy->second[2])})});
+        args.push_back(b.getDictionaryAttr(fields));
       }
     }
     // Grids of whole clusters: a block past M loads zeros (TMA fills past
@@ -2032,7 +2117,14 @@ LogicalResult lowerFunction(func::FuncOp func) {
       NamedAttrList fields(cast<DictionaryAttr>(step));
       fields.set("when", bb.str(when));
       step = fields.getDictionary(func.getContext());
+      // The copies are made where the kernel runs.
+      for (Attribute &copy : transposeSteps) {
+        NamedAttrList copyFields(cast<DictionaryAttr>(copy));
+        copyFields.set("when", bb.str(when));
+        copy = copyFields.getDictionary(func.getContext());
+      }
     }
+    llvm::append_range(steps, transposeSteps);
     steps.push_back(step);
   }
   for (const kge_runtime::Parameter &p : signature->params)
@@ -2114,17 +2206,14 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     return {{o.shape, ""}};
   bool topK = task.getOutput() == OutputKind::top_k;
   bool joined = !task.getWhen().empty();
-  bool kMajor = false;
-  if (precision) {
-    auto [rowK, colK] = tile::getProductOperands(task);
-    kMajor = isKContiguous(task, rowK) && isKContiguous(task, colK);
-  }
   // Top-k sorts a block's pairs: the large tiles have too many. The
   // tensor-core kernels need 16-byte rows: a CUDA-core one runs the others.
   bool sixteenBit = precision && getMmaElementBits(*precision) == 16;
   // Warpgroup MMA reads tf32 operands only k-major (and rounds by dropping
-  // their low bits: they reach it from shared memory as stored).
-  bool warpgroupTF32 = precision == MmaPrecision::tf32 && kMajor;
+  // their low bits: they reach it from shared memory as stored); an operand
+  // stored otherwise is read from a transposed copy the launch plan writes
+  // first (a pass over it: small against the products from K = 1024 on).
+  bool warpgroupTF32 = precision == MmaPrecision::tf32;
   // Gathered rows take mma.sync (warpgroup MMA loads tiles by TMA).
   bool gathered = !task.getGathers().empty();
   if ((sixteenBit || warpgroupTF32) && o.warpgroup && !topK && !gathered)

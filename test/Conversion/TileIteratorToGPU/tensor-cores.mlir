@@ -177,7 +177,22 @@ func.func @gemm_bf16_nt(%A: memref<?x?xbf16> {kge.param = "A"}, %B: memref<?x?xb
 // X3: arith.subf %{{.*}}, %[[BIG]] : vector<4x1xf32>
 // X3-COUNT-3: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
 // TF32-LABEL: gpu.module @gemm_f32_kernels
-// Single TF32 reads the operands as stored (the tensor cores truncate).
+// Plain TF32 with B stored n-contiguous: warpgroup MMA on a transposed copy
+// of B (k innermost) that the device library writes first, where the
+// warpgroup kernel runs; the kernel reads the copy (N x K) in B's place,
+// its tensor map over the scratch buffer; the copy's rows need whole
+// 16-byte chunks too (K % 4).
+// TF32-SAME: kge.launch_plan = [{args = [{buffer = "param:B", kind = "pointer"}, {buffer = "scratch:transposed_B", kind = "pointer"}, {kind = "i64", value = "K"}, {kind = "i64", value = "N"}], block = ["256", "1", "1"], function = "kge_transpose_32", grid = ["ceildiv(N, 32)", "min(ceildiv(K, 32), 65535)", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "[[WHEN:\(1 - min\(1, K - K / 4 \* 4\)\) \* \(1 - min\(1, N - N / 4 \* 4\)\) \* min\(1, ceildiv\(N, 256\) \* ceildiv\(M, 128\) / 132\) \* min\(1, K / 1024\)]]"}
+// TF32-SAME: {buffer = "scratch:transposed_B", kind = "memref", shape = ["N", "K"]}
+// TF32-SAME: {box = [128, 32], buffer = "scratch:transposed_B", kind = "tensormap", shape = ["N", "K"]}], block = ["288", "1", "1"], function = "gemm_f32_wgmma", {{.*}} when = "[[WHEN]]"
+// TF32-SAME: {buffer = "param:B", kind = "memref", shape = ["K", "N"]}
+// TF32-SAME: function = "gemm_f32_mma"
+// TF32-SAME: kge.scratch = [{count = "K * N", dtype = "f32", name = "transposed_B"}]
+// TF32: gpu.func @gemm_f32_wgmma(
+// TF32-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 8>, D[<f32>, <one>], A[<tf32>, <one>, <row>], B[<tf32>, <one>, <col>]
+// Single TF32 on mma.sync reads the operands as stored (the tensor cores
+// truncate).
+// TF32: gpu.func @gemm_f32_mma(
 // TF32-NOT: arith.addi %{{.*}} : vector<4x1xi32>
 // TF32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
 // TF32-NOT: arith.subf
@@ -200,9 +215,8 @@ func.func @gemm_f32(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {
 #jk = affine_map<(i, j, k) -> (j, k)>
 
 // TF32 with both operands k-major (B[j, k]): warpgroup MMA too, f32 tiles of
-// 128-byte rows (block-k 32, boxes of 32 floats), m64n256k8 products. With
-// B stored n-contiguous (@gemm_f32 above) it stays on mma.sync: warpgroup
-// MMA reads tf32 operands k-major only.
+// 128-byte rows (block-k 32, boxes of 32 floats), m64n256k8 products,
+// reading the operands in place (no copy: @gemm_f32 above transposes B).
 // TF32-LABEL: gpu.module @gemm_f32_nt_kernels
 // TF32-SAME: {box = [128, 32], buffer = "param:A", kind = "tensormap"}, {box = [128, 32], buffer = "param:B", kind = "tensormap"}], block = ["288", "1", "1"], function = "gemm_f32_nt_wgmma"
 // TF32: gpu.func @gemm_f32_nt_wgmma(

@@ -1208,3 +1208,59 @@ func.func @joined_cluster(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %ka: memref<
       }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Transposed copies: the operands of warpgroup MMA at tf32 stored with k outermost.
+func.func @must_transpose(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 32] thread [2, 64] stages 4 {
+          %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
+          // expected-error @below {{of input 1 must be 'transposed': warpgroup MMA reads tf32 operands k-major, and this input's innermost dimension is not k}}
+          %b = tile.load input 1 dense via tma : !tile.tile<32x256xf32>
+          %acc = tile.mma %a, %b tf32 warpgroup : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+        tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b
+              : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @must_not_transpose(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          // expected-error @below {{of input 1 must not be 'transposed': only operands of warpgroup MMA at tf32 whose innermost dimension is not k are read from a transposed copy}}
+          %b = tile.load input 1 dense transposed via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}

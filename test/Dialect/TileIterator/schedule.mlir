@@ -139,3 +139,34 @@ func.func @transr(%h: memref<?xi32>, %E: memref<?x?xf32>, %r: memref<?xi32>,
       }
   return
 }
+
+// TF32 on warpgroup MMA with B stored n-contiguous: B is read from its
+// transposed copy.
+// CHECK-LABEL: func.func @gemm_tf32
+// CHECK: tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>
+// CHECK: tile.mma %{{.*}}, %{{.*}} tf32 warpgroup : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+func.func @gemm_tf32(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 32] thread [2, 64] stages 4 min_k 1024 {
+          %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
+          %b = tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>
+          %acc = tile.mma %a, %b tf32 warpgroup
+              : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b
+              : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}

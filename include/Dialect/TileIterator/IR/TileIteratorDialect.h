@@ -91,6 +91,10 @@ bool isLoadSorted(TaskOp task, unsigned n);
 /// precision), mma.sync or warpgroup MMA.
 LoadPath getLoadPath(TaskOp task, unsigned n, bool tensorCores,
                      bool warpgroup);
+/// Whether the load of input `n` reads a transposed (k-major) copy: the
+/// operands of warpgroup MMA at tf32 whose innermost dimension is not k.
+bool isLoadTransposed(TaskOp task, unsigned n,
+                      std::optional<Precision> precision, bool warpgroup);
 /// The tile of input `n` that a block of `block` (m, n, k) holds.
 TileType getLoadTileType(TaskOp task, unsigned n, ArrayRef<int64_t> block);
 /// The store iterator of `task`'s output in a kernel on tensor cores or not.

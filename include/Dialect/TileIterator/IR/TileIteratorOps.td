@@ -429,6 +429,12 @@ def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
     `sorted`, the block's rows are positions in the rows sorted by the
     key (segments): row `perm[p]` at position `p`.
 
+    With `transposed` (warpgroup MMA at tf32, whose operands must be
+    k-major in shared memory: an operand stored with `k` as its outer
+    dimension), the launch plan first writes a transposed copy of the input
+    (k innermost) to a scratch buffer and the iterator loads that copy; the
+    result's dimensions still follow the input's map.
+
     `via` says the path: `registers` (inputs not indexed by `k`: each
     thread reads its pairs' elements from global memory), `shared` (CUDA
     cores: the block's threads stage the tile in shared memory, each then
@@ -444,18 +450,20 @@ def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
     ```mlir
     %e = tile.load input 0 gathered sorted via async : !tile.tile<16x16xf32>
     %w = tile.load input 1 per_key via async : !tile.tile<16x128xf32>
+    %b = tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>
     ```
   }];
   let arguments = (ins
     I64Attr:$input,
     TileIterator_LoadKind:$kind,
     UnitAttr:$sorted,
+    UnitAttr:$transposed,
     TileIterator_LoadPath:$via
   );
   let results = (outs TileIterator_TileType:$result);
   let assemblyFormat = [{
-    `input` $input $kind (`sorted` $sorted^)? `via` $via attr-dict `:`
-    qualified(type($result))
+    `input` $input $kind (`sorted` $sorted^)? (`transposed` $transposed^)?
+    `via` $via attr-dict `:` qualified(type($result))
   }];
 }
 

@@ -120,6 +120,18 @@ LoadPath mlir::tile::getLoadPath(TaskOp task, unsigned n, bool tensorCores,
   return warpgroup ? LoadPath::tma : LoadPath::async;
 }
 
+bool mlir::tile::isLoadTransposed(TaskOp task, unsigned n,
+                                  std::optional<Precision> precision,
+                                  bool warpgroup) {
+  if (!warpgroup || precision != Precision::tf32)
+    return false;
+  auto [lhs, rhs] = getProductOperands(task);
+  if (static_cast<int>(n) != lhs && static_cast<int>(n) != rhs)
+    return false;
+  AffineMap map = mapOf(task, n);
+  return map.getDimPosition(map.getNumResults() - 1) != TaskOp::K;
+}
+
 TileType mlir::tile::getLoadTileType(TaskOp task, unsigned n,
                                      ArrayRef<int64_t> block) {
   AffineMap map = mapOf(task, n);
@@ -187,6 +199,7 @@ KernelOp mlir::tile::buildKernel(OpBuilder &b, TaskOp task, StringRef suffix,
     loads.push_back(LoadOp::create(
         b, loc, getLoadTileType(task, n, block), n, getLoadKind(task, n),
         isLoadSorted(task, n),
+        isLoadTransposed(task, n, tiling.precision, tiling.warpgroup),
         getLoadPath(task, n, tensorCores, tiling.warpgroup)));
   Type accType = TileType::get(
       b.getContext(), {tiling.bm, tiling.bn},
@@ -383,6 +396,20 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                        "key"
                      : " must not be 'sorted': only the rows of a task with "
                        "a matrix per row's key are read in sorted segments");
+    std::optional<Precision> precision;
+    if (mma)
+      precision = mma.getPrecision();
+    bool transposed = isLoadTransposed(task, n, precision, warpgroup);
+    if (load.getTransposed() != transposed)
+      return load.emitOpError()
+             << "of input " << n
+             << (transposed
+                     ? " must be 'transposed': warpgroup MMA reads tf32 "
+                       "operands k-major, and this input's innermost "
+                       "dimension is not k"
+                     : " must not be 'transposed': only operands of "
+                       "warpgroup MMA at tf32 whose innermost dimension is "
+                       "not k are read from a transposed copy");
     LoadPath path = getLoadPath(task, n, tensorCores, warpgroup);
     if (load.getVia() != path)
       return load.emitOpError()
