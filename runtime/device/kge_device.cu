@@ -560,28 +560,58 @@ extern "C" __global__ void kge_check_indices(const void *keys, int keyBits,
   }
 }
 
+// 64 x 64 tiles through shared memory; when both extents are multiples of
+// 4 and both pointers 16-byte aligned, each thread moves 16-byte vectors:
+// four of a source row in, four of a destination row (gathered down a
+// column of the tile) out.
 extern "C" __global__ void kge_transpose_32(const unsigned *src, unsigned *dst,
                                             long long rows, long long cols) {
-  // One column of padding: the column reads of the tile hit 32 banks.
-  __shared__ unsigned tile[32][33];
-  int lane = static_cast<int>(threadIdx.x) & 31;
-  int warp = static_cast<int>(threadIdx.x) >> 5;
-  long long rowTiles = (rows + 31) / 32, colTiles = (cols + 31) / 32;
+  // One column of padding: a column's words fall in different banks.
+  __shared__ unsigned tile[64][65];
+  int t = static_cast<int>(threadIdx.x);
+  bool vectors = ((rows | cols) & 3) == 0 &&
+                 ((reinterpret_cast<unsigned long long>(src) |
+                   reinterpret_cast<unsigned long long>(dst)) & 15) == 0;
+  long long rowTiles = (rows + 63) / 64, colTiles = (cols + 63) / 64;
   for (long long ty = blockIdx.y; ty < rowTiles; ty += gridDim.y) {
     for (long long tx = blockIdx.x; tx < colTiles; tx += gridDim.x) {
-      long long r0 = ty * 32, c0 = tx * 32;
-      // Coalesced reads of 32 rows (8 warps, 4 rows each) ...
-      for (int i = warp; i < 32; i += 8) {
-        long long r = r0 + i, c = c0 + lane;
-        if (r < rows && c < cols)
-          tile[i][lane] = src[r * cols + c];
-      }
-      __syncthreads();
-      // ... and coalesced writes of the 32 columns as rows of dst.
-      for (int i = warp; i < 32; i += 8) {
-        long long c = c0 + i, r = r0 + lane;
-        if (r < rows && c < cols)
-          dst[c * rows + r] = tile[lane][i];
+      long long r0 = ty * 64, c0 = tx * 64;
+      if (vectors) {
+        // 64 rows of 16 vectors: thread t takes vector t % 16 of rows
+        // t / 16, + 16, + 32, + 48.
+        int v = t & 15;
+        for (int i = t >> 4; i < 64; i += 16) {
+          long long r = r0 + i, c = c0 + 4 * v;
+          if (r < rows && c < cols) {
+            uint4 x = *reinterpret_cast<const uint4 *>(src + r * cols + c);
+            tile[i][4 * v] = x.x;
+            tile[i][4 * v + 1] = x.y;
+            tile[i][4 * v + 2] = x.z;
+            tile[i][4 * v + 3] = x.w;
+          }
+        }
+        __syncthreads();
+        for (int i = t >> 4; i < 64; i += 16) {
+          long long c = c0 + i, r = r0 + 4 * v;
+          if (r < rows && c < cols) {
+            uint4 x = make_uint4(tile[4 * v][i], tile[4 * v + 1][i],
+                                 tile[4 * v + 2][i], tile[4 * v + 3][i]);
+            *reinterpret_cast<uint4 *>(dst + c * rows + r) = x;
+          }
+        }
+      } else {
+        int lane = t & 63;
+        for (int i = t >> 6; i < 64; i += 4) {
+          long long r = r0 + i, c = c0 + lane;
+          if (r < rows && c < cols)
+            tile[i][lane] = src[r * cols + c];
+        }
+        __syncthreads();
+        for (int i = t >> 6; i < 64; i += 4) {
+          long long c = c0 + i, r = r0 + lane;
+          if (r < rows && c < cols)
+            dst[c * rows + r] = tile[lane][i];
+        }
       }
       __syncthreads();
     }

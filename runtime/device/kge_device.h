@@ -110,9 +110,11 @@ __global__ void kge_segment_tiles(const int *ends, const int *lengths,
 /// Transposing copy of a rows x cols matrix of 32-bit elements (row-major,
 /// rows and cols each below 2^31): dst[c][r] = src[r][c], dst cols x rows.
 /// The tile dialect's transposed loads (warpgroup MMA reads tf32 operands
-/// k-major only). Blocks of 256 threads, each moving 32 x 32 tiles through
-/// shared memory; any grid (the launch plans use ceil(cols / 32) x
-/// min(ceil(rows / 32), 65535) blocks; blocks stride over the tiles).
+/// k-major only). Blocks of 256 threads, each moving 64 x 64 tiles through
+/// shared memory (16-byte vectors when both extents are multiples of 4 and
+/// both pointers 16-byte aligned); any grid (the launch plans use
+/// ceil(cols / 64) x min(ceil(rows / 64), 65535) blocks; blocks stride over
+/// the tiles).
 __global__ void kge_transpose_32(const unsigned *src, unsigned *dst,
                                  long long rows, long long cols);
 

@@ -419,10 +419,12 @@ Manifest Manifest::parse(const std::string &text) {
         arg.buffer = readBuffer(args[a], argWhere);
         if (arg.kind == KernelArg::Kind::Memref) {
           const json &shape = array(args[a], "shape", argWhere);
+          // A view of a parameter may flatten leading dimensions (B * K
+          // rows), never add; a scratch buffer is flat memory of the plan's
+          // (any shape, checked against its size at the call).
           size_t rank = arg.buffer.kind == BufferRef::Kind::Param
                             ? m.signature.params[arg.buffer.index].shape.size()
-                            : 1;
-          // A view may flatten leading dimensions (B * K rows), never add.
+                            : 8;
           if (shape.empty() || shape.size() > rank)
             fail("'" + argWhere + ".shape' has " +
                  std::to_string(shape.size()) + " dimensions for a buffer of " +

@@ -476,6 +476,27 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
     steps->scratchBytes.push_back(static_cast<size_t>(count) *
                                   dtypeSize(s.dtype));
   }
+  // A view of a scratch buffer (a memref or a tensor map) lies inside it.
+  auto checkScratchView = [&](int index, const std::vector<int64_t> &shape,
+                              const std::string &function) {
+    const ScratchBuffer &s = manifest_.scratch[index];
+    uint64_t capacity = steps->scratchBytes[index] / dtypeSize(s.dtype);
+    uint64_t elements = 1;
+    std::string text;
+    for (int64_t d : shape) {
+      text += (text.empty() ? "" : " x ") + std::to_string(d);
+      if (d < 0 || (d && elements > capacity / static_cast<uint64_t>(d)))
+        elements = capacity + 1;
+      else
+        elements *= static_cast<uint64_t>(d);
+    }
+    if (elements > capacity)
+      throw ArgumentError("kernel '" + function + "' views scratch buffer '" +
+                          s.name + "' as " + text +
+                          " elements, more than its " +
+                          std::to_string(capacity));
+  };
+
   // Index checks run in checked mode only: a size they cannot evaluate is
   // an error of checked calls.
   for (const IndexCheck &c : manifest_.checks) {
@@ -562,6 +583,8 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
         std::vector<int64_t> shape;
         for (const ExpressionPtr &e : arg.shape)
           shape.push_back(evaluate(e));
+        if (arg.buffer.kind == BufferRef::Kind::Scratch)
+          checkScratchView(arg.buffer.index, shape, launch.function);
         std::vector<int64_t> strides(shape.size(), 1);
         for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i)
           strides[i] = strides[i + 1] * shape[i + 1];
@@ -595,22 +618,11 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
           shape = b.shapeOf(p);
           map.dtype = p.dtype;
         } else {
-          // A scratch buffer viewed as rows x cols: the view must lie
-          // inside it.
-          const ScratchBuffer &s = manifest_.scratch[arg.buffer.index];
+          // A scratch buffer viewed as rows x cols.
           for (const ExpressionPtr &e : arg.shape)
             shape.push_back(evaluate(e));
-          map.dtype = s.dtype;
-          size_t bytes = steps->scratchBytes[arg.buffer.index];
-          if (shape[0] < 0 || shape[1] < 0 ||
-              (shape[1] && static_cast<uint64_t>(shape[0]) >
-                               bytes / dtypeSize(s.dtype) /
-                                   static_cast<uint64_t>(shape[1])))
-            throw ArgumentError("kernel '" + launch.function +
-                                "' views scratch buffer '" + s.name +
-                                "' as " + std::to_string(shape[0]) + " x " +
-                                std::to_string(shape[1]) +
-                                " elements, more than it holds");
+          checkScratchView(arg.buffer.index, shape, launch.function);
+          map.dtype = manifest_.scratch[arg.buffer.index].dtype;
         }
         map.rows = static_cast<uint64_t>(shape.at(0));
         map.cols = static_cast<uint64_t>(shape.at(1));

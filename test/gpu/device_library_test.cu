@@ -405,16 +405,21 @@ static void testSegmentTiles(std::mt19937 &rng) {
 /// a grid that strides over the tiles (fewer blocks than tiles), elements
 /// past the matrix untouched.
 static void testTranspose(std::mt19937 &rng) {
-  struct Case { long long rows, cols; unsigned gx, gy; };
-  for (Case c : {Case{1, 1, 1, 1}, Case{31, 33, 2, 1}, Case{64, 32, 2, 2},
-                 Case{1000, 7, 1, 32}, Case{7, 1000, 32, 1},
-                 Case{513, 1025, 3, 5}, Case{4096, 96, 3, 128}}) {
+  // Multiples of 4 take 16-byte vectors, the others single words; an
+  // offset of one word misaligns the source (single words again).
+  struct Case { long long rows, cols; unsigned gx, gy; int offset; };
+  for (Case c : {Case{1, 1, 1, 1, 0}, Case{31, 33, 2, 1, 0}, Case{64, 32, 2, 2, 0},
+                 Case{1000, 7, 1, 32, 0}, Case{7, 1000, 32, 1, 0},
+                 Case{513, 1025, 3, 5, 0}, Case{4096, 96, 3, 128, 0},
+                 Case{4, 4, 1, 1, 0}, Case{68, 132, 2, 1, 0},
+                 Case{1032, 2560, 7, 3, 0}, Case{1032, 2560, 40, 17, 1}}) {
     size_t n = static_cast<size_t>(c.rows * c.cols);
     std::vector<unsigned> src(n);
     for (unsigned &v : src)
       v = static_cast<unsigned>(rng());
-    unsigned *dSrc, *dDst;
-    CHECK(cudaMalloc(&dSrc, n * 4));
+    unsigned *dBase, *dDst;
+    CHECK(cudaMalloc(&dBase, (n + 1) * 4));
+    unsigned *dSrc = dBase + c.offset;
     CHECK(cudaMalloc(&dDst, (n + 64) * 4));
     CHECK(cudaMemcpy(dSrc, src.data(), n * 4, cudaMemcpyHostToDevice));
     CHECK(cudaMemset(dDst, 0xab, (n + 64) * 4));
@@ -430,7 +435,7 @@ static void testTranspose(std::mt19937 &rng) {
       wrong += dst[i] != 0xababababu;
     EXPECT(wrong == 0, "transpose of %lld x %lld (grid %u x %u): %zu wrong words",
            c.rows, c.cols, c.gx, c.gy, wrong);
-    CHECK(cudaFree(dSrc));
+    CHECK(cudaFree(dBase));
     CHECK(cudaFree(dDst));
   }
 }

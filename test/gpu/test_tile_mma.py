@@ -130,7 +130,7 @@ def test_launch_plan_picks_tensor_cores_for_aligned_rows(rt, precision, M, N, K,
     torch.testing.assert_close(C, A.float() @ B.float(), rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("layout,copies", [("nt", 0), ("nn", 1), ("tn", 1), ("tt", 2)])
+@pytest.mark.parametrize("layout,copies", [("nt", 0), ("nn", 1), ("tn", 2), ("tt", 1)])
 def test_tf32_takes_warpgroup_mma_in_every_layout(rt, layout, copies):
     """Warpgroup MMA reads TF32 operands k-major only: an operand stored
     with k outermost (B[k, j], A[k, i]) is first copied transposed by the

@@ -2021,8 +2021,8 @@ LogicalResult lowerFunction(func::FuncOp func) {
       args[arg] = bb.memref("scratch:" + copy, {cols, rows});
       transposeSteps.push_back(bb.launch(
           "kge_transpose_32", "library",
-          {"ceildiv(" + cols + ", 32)",
-           "min(ceildiv(" + rows + ", 32), 65535)", "1"},
+          {"ceildiv(" + cols + ", 64)",
+           "min(ceildiv(" + rows + ", 64), 65535)", "1"},
           256, "0",
           {bb.pointer("param:" + p.name), bb.pointer("scratch:" + copy),
            bb.scalar("i64", bb.str(rows)), bb.scalar("i64", bb.str(cols))}));

@@ -182,7 +182,7 @@ func.func @gemm_bf16_nt(%A: memref<?x?xbf16> {kge.param = "A"}, %B: memref<?x?xb
 // warpgroup kernel runs; the kernel reads the copy (N x K) in B's place,
 // its tensor map over the scratch buffer; the copy's rows need whole
 // 16-byte chunks too (K % 4).
-// TF32-SAME: kge.launch_plan = [{args = [{buffer = "param:B", kind = "pointer"}, {buffer = "scratch:transposed_B", kind = "pointer"}, {kind = "i64", value = "K"}, {kind = "i64", value = "N"}], block = ["256", "1", "1"], function = "kge_transpose_32", grid = ["ceildiv(N, 32)", "min(ceildiv(K, 32), 65535)", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "[[WHEN:\(1 - min\(1, K - K / 4 \* 4\)\) \* \(1 - min\(1, N - N / 4 \* 4\)\) \* min\(1, ceildiv\(N, 256\) \* ceildiv\(M, 128\) / 132\) \* min\(1, K / 1024\)]]"}
+// TF32-SAME: kge.launch_plan = [{args = [{buffer = "param:B", kind = "pointer"}, {buffer = "scratch:transposed_B", kind = "pointer"}, {kind = "i64", value = "K"}, {kind = "i64", value = "N"}], block = ["256", "1", "1"], function = "kge_transpose_32", grid = ["ceildiv(N, 64)", "min(ceildiv(K, 64), 65535)", "1"], kind = "kernel", module = "library", shared_bytes = "0", when = "[[WHEN:\(1 - min\(1, K - K / 4 \* 4\)\) \* \(1 - min\(1, N - N / 4 \* 4\)\) \* min\(1, ceildiv\(N, 256\) \* ceildiv\(M, 128\) / 132\) \* min\(1, K / 1024\)]]"}
 // TF32-SAME: {buffer = "scratch:transposed_B", kind = "memref", shape = ["N", "K"]}
 // TF32-SAME: {box = [128, 32], buffer = "scratch:transposed_B", kind = "tensormap", shape = ["N", "K"]}], block = ["288", "1", "1"], function = "gemm_f32_wgmma", {{.*}} when = "[[WHEN]]"
 // TF32-SAME: {buffer = "param:B", kind = "memref", shape = ["K", "N"]}
