@@ -102,6 +102,18 @@ class Query:
         return compile_query(self, cubin=cubin, cache=cache, matrix_math=matrix_math,
                              warpgroup=warpgroup, cluster_m=cluster_m, **tile_shape)
 
+    def schedule(self, matrix_math=None, warpgroup=True, cluster_m=2, **tile_shape):
+        """The query's GPU kernels as tile iterators (the IR that
+        `kge-opt --tile-schedule` prints): each ``tile.kernel`` with its
+        tiling, its loads, its compute step and its store, for the options
+        of compile_query."""
+        options = _schedule_options(matrix_math, warpgroup, cluster_m, tile_shape)
+        scheduled = self.module.clone()
+        pm = _ir().PassManager(self.context)
+        pm.add("tile-schedule" + _pass_options(options))
+        pm.run(scheduled)
+        return str(scheduled)
+
     def autotune(self, matrix_math=None, **arrays):
         """The fastest of the query's variants on these arrays (autotune)."""
         return autotune(self, arrays, matrix_math=matrix_math)
@@ -210,22 +222,52 @@ def _cache_key(query, options, cubin):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _pass_options(options):
+    """The options of tile-schedule / convert-tile-to-gpu, as a pass
+    pipeline's braces (empty for none)."""
+    names = {**_TILE_OPTIONS, "matrix_math": "matrix-math", "warpgroup": "warpgroup",
+             "cluster_m": "cluster-m"}
+    tile = " ".join(f"{names[k]}={str(v).lower() if isinstance(v, bool) else v}"
+                    for k, v in sorted(options.items()))
+    return "{" + tile + "}" if tile else ""
+
+
 def _compile(query, options, cubin):
     from . import compiler
     ir = _ir()
     lowered = query.module.clone()
     pm = ir.PassManager(query.context)
-    names = {**_TILE_OPTIONS, "matrix_math": "matrix-math", "warpgroup": "warpgroup",
-             "cluster_m": "cluster-m"}
-    tile = ",".join(f"{names[k]}={str(v).lower() if isinstance(v, bool) else v}"
-                    for k, v in sorted(options.items()))
-    pm.add("convert-tile-to-gpu" + ("{" + tile.replace(",", " ") + "}" if tile else "") +
-           ",kge-lower-to-gpu")
+    pm.add("convert-tile-to-gpu" + _pass_options(options) + ",kge-lower-to-gpu")
     pm.run(lowered)
     return compiler.Bundle(ir.to_bundle(lowered, cubin))
 
 
 _MATRIX_MATH = ("fma", "tf32", "tf32x3")
+
+
+def _schedule_options(matrix_math, warpgroup, cluster_m, tile_shape):
+    """Checks compile_query's options; those that differ from the defaults."""
+    if matrix_math is not None and matrix_math not in _MATRIX_MATH:
+        raise ValueError(f"matrix_math must be one of {', '.join(_MATRIX_MATH)} or None, "
+                         f"got {matrix_math!r}")
+    if not isinstance(warpgroup, bool):
+        raise TypeError(f"warpgroup must be a bool, got {warpgroup!r}")
+    if cluster_m not in (1, 2, 4) or isinstance(cluster_m, bool):
+        raise ValueError(f"cluster_m must be 1, 2 or 4, got {cluster_m!r}")
+    for name, value in tile_shape.items():
+        if name not in _TILE_OPTIONS:
+            raise TypeError(f"unknown tile option '{name}' (expected one of "
+                            f"{', '.join(sorted(_TILE_OPTIONS))})")
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    options = dict(tile_shape)
+    if matrix_math is not None:
+        options["matrix_math"] = matrix_math
+    if not warpgroup:
+        options["warpgroup"] = False
+    if cluster_m != 2:
+        options["cluster_m"] = cluster_m
+    return options
 
 
 def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=True, cluster_m=2,
@@ -243,27 +285,8 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
     multicast. `tile_shape` (block_m, block_n, block_k,
     thread_m, thread_n) fixes one CUDA-core kernel instead of GAMUT's
     heuristic."""
-    if matrix_math is not None and matrix_math not in _MATRIX_MATH:
-        raise ValueError(f"matrix_math must be one of {', '.join(_MATRIX_MATH)} or None, "
-                         f"got {matrix_math!r}")
-    if not isinstance(warpgroup, bool):
-        raise TypeError(f"warpgroup must be a bool, got {warpgroup!r}")
-    if cluster_m not in (1, 2, 4) or isinstance(cluster_m, bool):
-        raise ValueError(f"cluster_m must be 1, 2 or 4, got {cluster_m!r}")
-    for name, value in tile_shape.items():
-        if name not in _TILE_OPTIONS:
-            raise TypeError(f"unknown tile option '{name}' (expected one of "
-                            f"{', '.join(sorted(_TILE_OPTIONS))})")
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
     from . import compiler
-    options = dict(tile_shape)
-    if matrix_math is not None:
-        options["matrix_math"] = matrix_math
-    if not warpgroup:
-        options["warpgroup"] = False
-    if cluster_m != 2:
-        options["cluster_m"] = cluster_m
+    options = _schedule_options(matrix_math, warpgroup, cluster_m, tile_shape)
     path = cache_dir() / f"{_cache_key(query, options, cubin)}.kgebundle" if cache else None
     if path is not None and path.exists():
         return compiler.Bundle(path.read_text())

@@ -615,3 +615,34 @@ def test_decorated_query_errors_come_from_the_parser():
     # A well-traced but invalid task (an input on both spatial axes).
     with pytest.raises(MLIRError, match="'A' is indexed by both spatial axes"):
         kge.tile.function(lambda A: reduce(A[i, j]))
+
+
+def test_schedule_shows_the_kernels_as_tile_iterators(tmp_path, monkeypatch):
+    """Query.schedule gives the IR of the kernels compile_query builds for
+    the same options: the schedule that kge-opt --tile-schedule prints."""
+    monkeypatch.setenv("KGE_CACHE_DIR", str(tmp_path))
+    q = kge.tile.query((EXAMPLES_DIR / "gemm.gamut").read_text(), name="gemm")
+    cuda = q.schedule()
+    assert cuda.count("tile.kernel") == 2 and "tile.compute" in cuda and "tile.mma" not in cuda
+    assert 'tile.kernel "" block [128, 128, 8] thread [8, 8]' in cuda
+    tf32 = q.schedule(matrix_math="tf32")
+    assert 'tile.kernel "_wgmma" block [128, 256, 32] thread [2, 64] stages 4 cluster_m 2 ' \
+        'min_k 1024' in tf32
+    # B[k, j] reaches warpgroup MMA through its transposed copy.
+    assert "tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>" in tf32
+    assert "_wgmma" not in q.schedule(matrix_math="tf32", warpgroup=False)
+    assert "cluster_m" not in q.schedule(matrix_math="tf32", cluster_m=1)
+    fixed = q.schedule(block_m=32, block_n=32, block_k=8, thread_m=2, thread_n=2)
+    assert fixed.count("tile.kernel") == 1 and "block [32, 32, 8] thread [2, 2]" in fixed
+    # The kernels of the schedule are the bundle's.
+    bundle = q.compile(cubin=False, matrix_math="tf32")
+    kernels = [launch["function"] for launch in bundle.manifest["launches"]
+               if launch["module"] != "library"]
+    assert kernels == ["gemm" + s for s in ("_wgmma", "_mma", "_mma_small", "_small")]
+    assert "tile.kernel \"_mma_small\"" in tf32
+    with pytest.raises(ValueError, match="matrix_math must be one of"):
+        q.schedule(matrix_math="tf64")
+    with pytest.raises(TypeError, match="unknown tile option 'tile'"):
+        q.schedule(tile=3)
+    # The query itself keeps no schedule.
+    assert "schedule" not in str(q)
