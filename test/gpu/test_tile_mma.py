@@ -193,3 +193,28 @@ def test_tf32_keeps_nans(rt, precision):
     assert torch.isfinite(finite).all()
     expected = (A[keep_rows].double() @ B[:, keep_cols].double())
     assert float((finite.double() - expected).abs().max() / expected.abs().max()) < 5e-3
+
+
+def test_runtime_refuses_a_scratch_view_larger_than_its_buffer(rt):
+    """A bundle whose transposed copy is declared smaller than the view the
+    kernel takes of it (a corrupt or hand-edited bundle) is refused before
+    any launch, naming the buffer; the output is untouched."""
+    import json
+    bundle = json.loads((TILE_BUNDLES / "mma" / "gemm_nn.tf32.kgebundle").read_text())
+    (copy,) = [s for s in bundle["scratch"] if s["name"] == "transposed_B"]
+    copy["count"] = "K"
+    program = rt.Program(json.dumps(bundle))
+    M, N, K = 2304, 2560, 1032
+    A = torch.randn(M, K, device="cuda")
+    B = torch.randn(K, N, device="cuda")
+    C = torch.full((M, N), 7.0, device="cuda")
+    with pytest.raises(rt.ArgumentError,
+                       match="views scratch buffer 'transposed_B' as 2560 x 1032 elements, "
+                             "more than its 1032"):
+        program(A=A, B=B, C=C)
+    torch.cuda.synchronize()
+    assert bool((C == 7.0).all())
+    # Where the warpgroup kernel does not run, the copy is not viewed.
+    small = torch.zeros(256, 256, device="cuda")
+    program(A=A[:256, :64].contiguous(), B=B[:64, :256].contiguous(), C=small)
+    torch.testing.assert_close(small, A[:256, :64] @ B[:64, :256], rtol=1e-2, atol=1e-2)
