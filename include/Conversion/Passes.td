@@ -5,6 +5,67 @@
 
 include "mlir/Pass/PassBase.td"
 
+def ConvertBatchedVectorToTile : Pass<"convert-bvec-to-tile", "ModuleOp"> {
+  let summary = "Score every edge against a block of shared negatives: bvec "
+                "functions as tile tasks";
+  let description = [{
+    Rewrites every `bvec.func` into a tile function that scores each edge
+    of the batch against every entry of the index array named by
+    `shared-negatives` (the corrupted side, N entries shared by all B
+    edges, as PyTorch-BigGraph's and Legend's chunked negatives): the
+    result `[B, N]` (named as the function's one result) holds, at `(i, j)`,
+    the score of edge `i` with its corrupted index replaced by
+    `negatives[j]`. The score becomes one matmul-like task (GAMUT): `i`
+    runs over the edges, `j` over the negatives, `k` over the embedding;
+    rows gathered by the other index arrays are read through them
+    (`E[h[i], k]`), those gathered by the negatives as `E[n[j], k]`; the
+    elementwise vector expression is the inner computation, the reduction
+    over the embedding (`vec_mul_vec`, `reduce sum/max/min`, `norm` p = 1
+    or 2) its accumulator, and the scalar operations after it the
+    projection. Sums of several reductions combined linearly (SimplE's
+    `0.5 * (forward + backward)`, ComplEx's real and imaginary parts) are
+    one sum. The task then takes `tile`'s own lowerings (`convert-tile-to-gpu`,
+    `convert-tile-to-scf`): its iterators, its tensor cores where the inner
+    computation is a product of one row of each side, its schedule.
+
+    Functions that are not one reduction over the embedding are refused
+    with the reason: matrix products (`vec_mul_mat`, TransR, RESCAL),
+    slices, reductions feeding vectors (TransH), a mean, scalars combined
+    non-linearly across several reductions, several results.
+
+    Example (DistMult, `shared-negatives=t`):
+
+    ```mlir
+    // Before
+    bvec.func @distmult(%E: !bvec.table<?x?xf32>, %R: !bvec.table<?x?xf32>,
+        %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>,
+        %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf32>) { ... }
+    // After
+    func.func @distmult(%E: memref<?x?xf32> {kge.param = "E"}, ...,
+                        %score: memref<?x?xf32> {kge.param = "score"}) {
+      tile.task ins(%E, %R, %E : ...) outs(%score : memref<?x?xf32>)
+          gathers(%h, %r, %t : ...) maps [(i, k), (i, k), (j, k)]
+          accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+          inner { ... a * b * c ... }
+      return
+    }
+    ```
+  }];
+  let options = [
+    Option<"sharedNegatives", "shared-negatives", "std::string",
+           /*default=*/"\"\"",
+           "index array whose entries replace every edge's (the negatives "
+           "shared by the batch)">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tile::TileIteratorDialect",
+  ];
+}
+
 def ConvertBatchedVectorToSCF : Pass<"convert-bvec-to-scf", "ModuleOp"> {
   let summary = "Lower bvec functions to loops over memrefs (the CPU path)";
   let description = [{

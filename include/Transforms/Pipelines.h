@@ -30,6 +30,11 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
   Option<std::string> negative{
       *this, "negative",
       llvm::cl::desc("index array corrupted in negative-sampling mode")};
+  Option<std::string> sharedNegatives{
+      *this, "shared-negatives",
+      llvm::cl::desc("index array of negatives shared by every edge: bvec "
+                     "functions score [B, N] through tile tasks "
+                     "(convert-bvec-to-tile)")};
   Option<int64_t> tile{*this, "tile",
                        llvm::cl::desc("edges per thread block (0: choose)"),
                        llvm::cl::init(0)};

@@ -35,6 +35,13 @@ void kge::buildLowerToCPUPipeline(OpPassManager &pm) {
 
 void kge::buildLowerToGPUPipeline(OpPassManager &pm,
                                   const LowerToGPUOptions &options) {
+  // Scoring against shared negatives: every bvec function becomes a tile
+  // task, lowered below with the tile options.
+  if (!options.sharedNegatives.empty()) {
+    ConvertBatchedVectorToTileOptions shared;
+    shared.sharedNegatives = options.sharedNegatives;
+    pm.addPass(createConvertBatchedVectorToTile(shared));
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   bvec::BatchedVectorFuseOptions fuse;

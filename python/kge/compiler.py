@@ -17,13 +17,25 @@ def _ir():
     return ir
 
 
-def gpu_pipeline(negative=None, sizes=None, **layout):
+def _check_negatives(negative, shared_negatives):
+    for name, value in (("negative", negative), ("shared_negatives", shared_negatives)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise TypeError(f"{name} must name an index array, got {value!r}")
+    if negative and shared_negatives:
+        raise ValueError("negative (K corruptions per edge) and shared_negatives (N negatives "
+                         "shared by every edge) are two modes: give one")
+
+
+def gpu_pipeline(negative=None, sizes=None, *, shared_negatives=None, **layout):
     """The textual pass pipeline that lowers bvec functions to kernels:
     optional `bvec-specialize` (static `sizes`, e.g. {"D_Eemb": 512}) and
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
     matrix_math, carry_floats, blocks_per_sm, deterministic: a bool,
-    reorder_min_batch, reorder_min_reuse)."""
+    reorder_min_batch, reorder_min_reuse). `shared_negatives` names the
+    index array of N negatives that every edge is scored against (a
+    [B, N] result, through a tile task: convert-bvec-to-tile)."""
+    _check_negatives(negative, shared_negatives)
     passes = []
     if sizes:
         for symbol, value in sizes.items():
@@ -33,6 +45,8 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     options = []
     if negative:
         options.append(f"negative={negative}")
+    if shared_negatives:
+        options.append(f"shared-negatives={shared_negatives}")
     for name, value in layout.items():
         if name not in _LAYOUT_OPTIONS:
             raise TypeError(f"unknown layout option '{name}' (expected one of "
@@ -45,20 +59,36 @@ def gpu_pipeline(negative=None, sizes=None, **layout):
     return ",".join(passes)
 
 
-def lower_to_gpu(module, negative=None, sizes=None, **layout):
+def lower_to_gpu(module, negative=None, sizes=None, *, shared_negatives=None, **layout):
     """A copy of `module` lowered to gpu/nvvm by KGE's GPU pipeline."""
     ir = _ir()
     lowered = module.clone()
     pm = ir.PassManager(module.context)
-    pm.add(gpu_pipeline(negative, sizes, **layout))
+    pm.add(gpu_pipeline(negative, sizes, shared_negatives=shared_negatives, **layout))
     pm.run(lowered)
     return lowered
 
 
-def compile_bundle(module, negative=None, sizes=None, cubin=True, **layout):
+def compile_bundle(module, negative=None, sizes=None, cubin=True, *, shared_negatives=None,
+                   **layout):
     """The kernel bundle of the only bvec.func of `module`."""
     ir = _ir()
-    return Bundle(ir.to_bundle(lower_to_gpu(module, negative, sizes, **layout), cubin))
+    return Bundle(ir.to_bundle(lower_to_gpu(module, negative, sizes,
+                                            shared_negatives=shared_negatives, **layout),
+                               cubin))
+
+
+def against_shared_negatives(module, shared_negatives):
+    """A copy of `module` whose bvec functions score every edge against
+    each entry of the index array `shared_negatives` (convert-bvec-to-tile):
+    tile functions whose output (the function's result name) is [B, N]."""
+    _check_negatives(None, shared_negatives)
+    ir = _ir()
+    converted = module.clone()
+    pm = ir.PassManager(module.context)
+    pm.add("convert-bvec-to-tile{shared-negatives=" + shared_negatives + "}")
+    pm.run(converted)
+    return converted
 
 
 def compile_cpu(module, function=""):

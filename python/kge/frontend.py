@@ -451,6 +451,7 @@ class ScoreFunction:
             self.params.append((param.name, _spec(param.annotation, param.name)))
         self._module = None
         self._cpu = None
+        self._shared_cpu = {}
         functools.update_wrapper(self, fn)
 
     def trace(self, context=None):
@@ -507,24 +508,49 @@ class ScoreFunction:
         from . import ir
         return ir.signature(self.module)
 
-    def run_cpu(self, batch_size=None, **arrays):
+    def run_cpu(self, batch_size=None, shared_negatives=None, **arrays):
         """Runs on the CPU (MLIR ExecutionEngine) with NumPy arrays; returns
-        the result array (a dict of them for several results)."""
-        from .compiler import compile_cpu
+        the result array (a dict of them for several results). With
+        `shared_negatives` (the name of an index array of N entries), scores
+        every edge against each of them: a [B, N] array."""
+        from .compiler import against_shared_negatives, compile_cpu
+        if shared_negatives is not None:
+            if shared_negatives not in self._shared_cpu:
+                from . import ir
+                module = against_shared_negatives(self.module, shared_negatives)
+                params = ir.signature(module, self.name)["params"]
+                (output,) = [p["name"] for p in params if p["role"] == "output"]
+                edges = [p["name"] for p in params
+                         if p["role"] == "indices" and p["name"] != shared_negatives]
+                self._shared_cpu[shared_negatives] = (compile_cpu(module, self.name), output,
+                                                      edges)
+            run, output, edges = self._shared_cpu[shared_negatives]
+            missing = [n for n in edges + [shared_negatives] if n not in arrays]
+            if missing:
+                raise TypeError(f"{self.name} needs the index arrays {', '.join(missing)}")
+            import numpy as np
+            scores = np.zeros((len(arrays[edges[0]]), len(arrays[shared_negatives])),
+                              dtype=np.float32)
+            run({**arrays, output: scores})
+            return scores
         if self._cpu is None:
             self._cpu = compile_cpu(self.module, self.name)
         results = self._cpu(arrays, batch_size)
         return results if len(results) > 1 else next(iter(results.values()))
 
-    def compile(self, negative=None, sizes=None, cubin=True, **layout):
+    def compile(self, negative=None, sizes=None, cubin=True, *, shared_negatives=None,
+                **layout):
         """The GPU kernel bundle (kge.Bundle) of this function; `negative`
-        names the index array corrupted in negative-sampling mode, `sizes`
-        gives static sizes (e.g. {"D_Eemb": 512}), `layout` the options of
-        bvec-fuse (tile, warps, vector_width, reorder_key, reorder_group,
-        stage_repeats, matrix_math, carry_floats, blocks_per_sm,
-        deterministic, reorder_min_batch, reorder_min_reuse)."""
+        names the index array corrupted in negative-sampling mode (K per
+        edge), `shared_negatives` the index array of N negatives every edge
+        is scored against (a [B, N] output, computed by a tile task),
+        `sizes` gives static sizes (e.g. {"D_Eemb": 512}), `layout` the
+        options of bvec-fuse (tile, warps, vector_width, reorder_key,
+        reorder_group, stage_repeats, matrix_math, carry_floats,
+        blocks_per_sm, deterministic, reorder_min_batch, reorder_min_reuse)."""
         from .compiler import compile_bundle
-        return compile_bundle(self.module, negative, sizes, cubin, **layout)
+        return compile_bundle(self.module, negative, sizes, cubin,
+                              shared_negatives=shared_negatives, **layout)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"{self.name} is a traced score function: run it with "
