@@ -5,7 +5,10 @@ machine):
 
   <out>/<example>.<mode>.<variant>.kgebundle
 
-modes: pos (positive scoring), neg (tail corruption, K negatives per edge);
+modes: pos (positive scoring), neg (tail corruption, K negatives per edge),
+shared (every edge against N negatives shared by the batch, through a tile
+task: convert-bvec-to-tile; the examples whose score is one reduction over
+the embedding, f32, dyn and D<n> only);
 variants: dyn (every length dynamic, 4-byte loads), D<n> (lengths
 specialized to n, 16-byte loads), staged.dyn and staged.D128 (rows staged
 in shared memory in every tile, layout option stage-repeats=0), and
@@ -53,7 +56,7 @@ def main():
     parser.add_argument("--layout", default="",
                         help="bvec-fuse options for every bundle, e.g. tile=16 (tuning)")
     parser.add_argument("--suffix", default="", help="appended to the variant names")
-    parser.add_argument("--modes", nargs="*", default=["pos", "neg"])
+    parser.add_argument("--modes", nargs="*", default=["pos", "neg", "shared"])
     parser.add_argument("--precisions", nargs="*", default=["f32", "bf16", "f16"],
                         help="table precisions: f32 builds every variant, bf16/f16 "
                              + ", ".join(HALF_VARIANTS))
@@ -67,8 +70,12 @@ def main():
         (sig,) = json.loads(run(translate, "--bvec-to-signature", source))
         lengths = sorted({d for p in sig["params"] for d in p["shape"][1:]
                           if isinstance(d, str)})
-        for mode, options in (("pos", ""), ("neg", "negative=t")):
+        for mode, options in (("pos", ""), ("neg", "negative=t"),
+                              ("shared", "shared-negatives=t")):
             if mode not in args.modes:
+                continue
+            if mode == "shared" and not translates(opt, source):
+                print(f"{source.stem}: not one reduction over the embedding, no shared mode")
                 continue
             options = " ".join(o for o in (options, args.layout) if o)
             # Staged variants stage rows in every tile (stage-repeats=0): the
@@ -78,6 +85,9 @@ def main():
                            ("staged.D128", 128, "stage-repeats=0")])
             variants = [(precision, v) for precision in args.precisions for v in variants
                         if precision == "f32" or v[0] in HALF_VARIANTS]
+            if mode == "shared":
+                variants = [(p, v) for p, v in variants
+                            if p == "f32" and not v[0].startswith("staged")]
             if mode == "pos" and "vec_mul_mat" not in source.read_text():
                 variants.append(("f32", ("sort_large.D128", 128, SORT_LARGE)))
             for precision, (name, n, extra) in variants:
@@ -96,6 +106,12 @@ def main():
                 path = args.out / f"{source.stem}.{mode}.{name}.kgebundle"
                 path.write_text(bundle)
                 print(path.name, len(bundle))
+
+
+def translates(opt, source):
+    """Whether convert-bvec-to-tile takes the example (shared negatives)."""
+    return subprocess.run([str(opt), str(source), "--convert-bvec-to-tile=shared-negatives=t"],
+                          capture_output=True).returncode == 0
 
 
 if __name__ == "__main__":

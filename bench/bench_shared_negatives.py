@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Scoring a batch against negatives shared by it (the score function as a
+tile task, build_bundles.py's shared mode) against what users run today,
+on the GPU machine: a PyTorch scorer in PyTorch-BigGraph's form (the
+edges' side, the negatives' rows, then one torch.bmm of [chunks, C, D] by
+[chunks, D, N], here one chunk: every edge shares the N negatives) in FP32
+(allow_tf32 off, as KGE's f32), eager and under torch.compile.
+
+DistMult and ComplEx (the issue's models) and TransE-L2 (a distance: no
+product form), FB15k-like tables (14,951 entities, 1,345 relations), B
+edges, N in 256, 512, 1024, D = 512 (ComplEx: 256 + 256). Times per call:
+median of interleaved rounds (CUDA events). Writes one JSON file (--out).
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_score_functions import interleaved_per_call  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+ENTITIES, RELATIONS = 14951, 1345
+
+
+def torch_scorer(name):
+    """The PyTorch-BigGraph-style scorer of `name`: [B, N] scores."""
+    def distmult(Eemb, Remb, h, r, t):
+        left = Eemb[h] * Remb[r]
+        return torch.bmm(left.unsqueeze(0), Eemb[t].unsqueeze(0).transpose(1, 2))[0]
+
+    def complex_(Ere, Eim, Rre, Rim, h, r, t):
+        hre, him, rre, rim = Ere[h], Eim[h], Rre[r], Rim[r]
+        left = torch.cat([hre * rre - him * rim, hre * rim + him * rre], dim=1)
+        right = torch.cat([Ere[t], Eim[t]], dim=1)
+        return torch.bmm(left.unsqueeze(0), right.unsqueeze(0).transpose(1, 2))[0]
+
+    def transe_l2(Eemb, Remb, h, r, t):
+        left = Eemb[h] + Remb[r]
+        return torch.cdist(left.unsqueeze(0), Eemb[t].unsqueeze(0))[0]
+
+    return {"distmult": distmult, "complex": complex_, "transe_l2": transe_l2}[name]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bundles", type=pathlib.Path, default=ROOT / ".carry" / "bundles")
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--edges", type=int, default=16384)
+    parser.add_argument("--negatives", default="256,512,1024")
+    parser.add_argument("--models", default="distmult,complex,transe_l2")
+    args = parser.parse_args()
+    import kge_runtime as rt
+    torch.backends.cuda.matmul.allow_tf32 = False
+    g = torch.Generator(device="cuda").manual_seed(0)
+    results = {"device": torch.cuda.get_device_name(), "edges": args.edges, "rows": []}
+    B = args.edges
+    for name in args.models.split(","):
+        D = 256 if name == "complex" else 512
+        bundle = args.bundles / f"{name}.shared.D{D}.kgebundle"
+        program = rt.Program(bundle.read_text())
+        params = json.loads(bundle.read_text())["function"]["params"]
+        tables = {p["name"]: torch.randn(RELATIONS if p["name"].startswith("R") else ENTITIES,
+                                         D, generator=g, device="cuda") * D ** -0.5
+                  for p in params if p["role"] == "table"}
+        scorer = torch_scorer(name)
+        compiled = torch.compile(scorer)
+        for n in [int(s) for s in args.negatives.split(",")]:
+            h = torch.randint(0, ENTITIES, (B,), generator=g, device="cuda")
+            r = torch.randint(0, RELATIONS, (B,), generator=g, device="cuda")
+            t = torch.randint(0, ENTITIES, (n,), generator=g, device="cuda")
+            scores = torch.empty(B, n, device="cuda")
+            fns = {"kge": lambda: program(**tables, h=h, r=r, t=t, score=scores),
+                   "torch_bmm": lambda: scorer(**tables, h=h, r=r, t=t),
+                   "torch_compile": lambda: compiled(**tables, h=h, r=r, t=t)}
+            fns["kge"]()
+            reference = scorer(**{k: v.double() for k, v in tables.items()}, h=h, r=r, t=t)
+            error = float((scores.double() - reference).abs().max() / reference.abs().max())
+            times = interleaved_per_call(fns, rounds=7, calls=10)
+            row = {"model": name, "B": B, "N": n, "D": D, "times_us": times,
+                   "kge_over_torch_bmm": times["torch_bmm"][0] / times["kge"][0],
+                   "kge_over_torch_compile": times["torch_compile"][0] / times["kge"][0],
+                   "max_rel_error": error}
+            results["rows"].append(row)
+            print(json.dumps(row), flush=True)
+    args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
