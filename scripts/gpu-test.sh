@@ -4,6 +4,8 @@
 #   - the device-library tests (test/gpu/device_library_test.cu),
 #   - the kernels of every example against PyTorch (test/gpu/test_kernels.py)
 #     and the runtime's error handling (test/gpu/test_runtime.py),
+#   - scoring against shared negatives (the score functions as tile tasks,
+#     test/gpu/test_shared_negatives.py),
 #   - compute-sanitizer memcheck and racecheck on every bundle, and on the
 #     matrix models with long runs of a shared matrix (tensor cores).
 #   - compositions beyond the examples against the CPU path's results

@@ -79,7 +79,7 @@ def main():
     args = parser.parse_args()
     texts = {p.name[:-len(".kgebundle")]: p.read_text()
              for p in sorted(BUNDLES.glob("*.kgebundle"))
-             if p.name.split(".")[2] in args.variants}
+             if p.name.split(".")[1] in ("pos", "neg") and p.name.split(".")[2] in args.variants}
     if not texts:
         sys.exit(f"no bundles in {BUNDLES}")
     counts, failures, lock = {True: 0, False: 0}, [], threading.Lock()
