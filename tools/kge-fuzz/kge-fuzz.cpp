@@ -505,6 +505,10 @@ int main(int argc, char **argv) {
                   // Schedules written by tile-schedule (or in the input),
                   // printed, parsed back and lowered to gpu as written.
                   {"tile schedule", "tile-schedule{matrix-math=tf32}"},
+                  // Score functions against shared negatives (t): tile
+                  // tasks, lowered to gpu.
+                  {"bvec shared negatives",
+                   "convert-bvec-to-tile{shared-negatives=t},convert-tile-to-gpu"},
                   {"bundle", ""}};
 
   auto context = makeContext();
