@@ -108,3 +108,23 @@ def test_traced_function_scores_shared_negatives():
     params = {p["name"]: p for p in bundle.manifest["function"]["params"]}
     assert params["t"]["shape"] == ["N"] and params[next(
         n for n, p in params.items() if p["role"] == "output")]["shape"] == ["M", "N"]
+
+
+def test_static_batch_takes_any_number_of_negatives():
+    """A function specialized to 64 edges still takes N != 64 negatives."""
+    ctx = ir.Context()
+    module = ir.Module.parse(ctx, """
+bvec.func @static_batch(%E: !bvec.table<?x?xf32>, %h: !bvec.indices<64xi64>, %t: !bvec.indices<64xi64>)
+    -> (score: !bvec.scalar<64xf32>) {
+  %x = bvec.gather_vec %E[%h] : !bvec.table<?x?xf32>, !bvec.indices<64xi64> -> !bvec.vec<64x?xf32>
+  %y = bvec.gather_vec %E[%t] : !bvec.table<?x?xf32>, !bvec.indices<64xi64> -> !bvec.vec<64x?xf32>
+  %s = bvec.vec_mul_vec %x, %y : !bvec.vec<64x?xf32>, !bvec.vec<64x?xf32> -> !bvec.scalar<64xf32>
+  bvec.return %s : !bvec.scalar<64xf32>
+}""")
+    run = compiler.compile_cpu(compiler.against_shared_negatives(module, "t"), "static_batch")
+    rng = np.random.default_rng(1)
+    E = rng.standard_normal((30, 8)).astype(np.float32)
+    h, t = rng.integers(0, 30, 64), rng.integers(0, 30, 5)
+    scores = np.zeros((64, 5), np.float32)
+    run({"E": E, "h": h, "t": t, "score": scores})
+    np.testing.assert_allclose(scores, E[h].astype(np.float64) @ E[t].T, rtol=1e-5, atol=1e-5)

@@ -367,16 +367,17 @@ LogicalResult Translator::run() {
       argTypes.push_back(
           MemRefType::get(table.getShape(), table.getElementType()));
     else if (auto indices = dyn_cast<bvec::IndicesType>(type))
-      argTypes.push_back(
-          MemRefType::get({indices.getBatchSize()}, indices.getElementType()));
+      // The negatives are as many as the caller gives, whatever the batch.
+      argTypes.push_back(MemRefType::get(
+          {argTypes.size() == negatives.getArgNumber() ? ShapedType::kDynamic
+                                                       : indices.getBatchSize()},
+          indices.getElementType()));
     else
       return func.emitOpError() << "takes an argument of type " << type
                                 << ": tables and index arrays only";
   }
-  int64_t edges = func.getBatchSize();
-  int64_t shared =
-      cast<bvec::IndicesType>(negatives.getType()).getBatchSize();
-  argTypes.push_back(MemRefType::get({edges, shared}, b.getF32Type()));
+  argTypes.push_back(MemRefType::get(
+      {func.getBatchSize(), ShapedType::kDynamic}, b.getF32Type()));
   auto tileFunc = func::FuncOp::create(b, loc, func.getSymName(),
                                        b.getFunctionType(argTypes, {}));
   for (unsigned n = 0, e = func.getArgumentTypes().size(); n < e; ++n)

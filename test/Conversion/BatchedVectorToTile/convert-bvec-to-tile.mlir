@@ -131,3 +131,17 @@ bvec.func @closest(%Eemb: !bvec.table<?x?xbf16>, %h: !bvec.indices<?xi64>, %t: !
   %score = bvec.reduce min %a : !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
   bvec.return %score : !bvec.scalar<?xf32>
 }
+
+// -----
+
+// A static batch stays the edges' extent; the negatives are as many as the
+// caller gives.
+// CHECK-LABEL: func.func @static_batch(
+// CHECK-SAME: %{{.*}}: memref<64xi64> {kge.param = "h"}, %{{.*}}: memref<?xi64> {kge.param = "t"}, %{{.*}}: memref<64x?xf32> {kge.param = "score"})
+bvec.func @static_batch(%E: !bvec.table<?x?xf32>, %h: !bvec.indices<64xi64>, %t: !bvec.indices<64xi64>)
+    -> (score: !bvec.scalar<64xf32>) {
+  %x = bvec.gather_vec %E[%h] : !bvec.table<?x?xf32>, !bvec.indices<64xi64> -> !bvec.vec<64x?xf32>
+  %y = bvec.gather_vec %E[%t] : !bvec.table<?x?xf32>, !bvec.indices<64xi64> -> !bvec.vec<64x?xf32>
+  %s = bvec.vec_mul_vec %x, %y : !bvec.vec<64x?xf32>, !bvec.vec<64x?xf32> -> !bvec.scalar<64xf32>
+  bvec.return %s : !bvec.scalar<64xf32>
+}
