@@ -20,6 +20,16 @@ public:
   BatchedVectorToMemRefTypeConverter();
 };
 
+/// Whether `op` is an elementwise bvec operation (add, sub, mul, div, max,
+/// min, neg, abs, exp, log, sqrt, tanh, sigmoid, sin, cos).
+bool isElementwiseOp(Operation *op);
+
+/// One element of the elementwise bvec operation `op` computed from one
+/// element of each operand (`elements`, in order): its reference semantics,
+/// which the loop lowering and the translation to tile tasks share.
+Value emitElementwise(OpBuilder &builder, Location loc, Operation *op,
+                      ValueRange elements);
+
 /// Patterns lowering `bvec.func`, `bvec.return` and the gather operations.
 void populateBatchedVectorFuncAndGatherToSCFPatterns(
     const TypeConverter &typeConverter, RewritePatternSet &patterns);

@@ -6,6 +6,7 @@
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::kge;
@@ -59,15 +60,10 @@ struct ConstantOpLowering : OpConversionPattern<bvec::ConstantOp> {
 };
 
 /// Elementwise operations: one loop nest over the shape of the first operand
-/// computing `compute(operands...)` per element.
+/// computing emitElementwise per element.
 template <typename OpTy>
 struct ElementwiseOpLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
-  using ComputeFn = Value (*)(OpBuilder &, Location, ValueRange);
-
-  ElementwiseOpLowering(const TypeConverter &converter, MLIRContext *context,
-                        ComputeFn compute)
-      : OpConversionPattern<OpTy>(converter, context), compute(compute) {}
 
   LogicalResult
   matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
@@ -84,61 +80,71 @@ struct ElementwiseOpLowering : OpConversionPattern<OpTy> {
                      for (Value operand : operands)
                        elements.push_back(
                            memref::LoadOp::create(b, l, operand, ivs));
-                     memref::StoreOp::create(b, l, compute(b, l, elements),
-                                             out, ivs);
+                     memref::StoreOp::create(
+                         b, l, emitElementwise(b, l, op, elements), out, ivs);
                    });
     rewriter.replaceOp(op, out);
     return success();
   }
-
-  ComputeFn compute;
 };
 
-template <typename ArithOp>
-Value binary(OpBuilder &b, Location loc, ValueRange x) {
-  return ArithOp::create(b, loc, x[0], x[1]);
-}
-
-template <typename MathOp>
-Value unary(OpBuilder &b, Location loc, ValueRange x) {
-  return MathOp::create(b, loc, x[0]);
-}
-
-Value sigmoid(OpBuilder &b, Location loc, ValueRange x) {
-  Type type = x[0].getType();
-  Value one = loops::floatConstant(b, loc, type, 1.0);
-  Value negated = arith::NegFOp::create(b, loc, x[0]);
-  Value denominator =
-      arith::AddFOp::create(b, loc, one, math::ExpOp::create(b, loc, negated));
-  return arith::DivFOp::create(b, loc, one, denominator);
-}
-
-template <typename OpTy>
-void addElementwise(RewritePatternSet &patterns,
-                    const TypeConverter &converter,
-                    typename ElementwiseOpLowering<OpTy>::ComputeFn compute) {
-  patterns.add<ElementwiseOpLowering<OpTy>>(converter, patterns.getContext(),
-                                            compute);
-}
-
 } // namespace
+
+bool mlir::kge::isElementwiseOp(Operation *op) {
+  return isa<bvec::AddOp, bvec::SubOp, bvec::MulOp, bvec::DivOp, bvec::MaxOp,
+             bvec::MinOp, bvec::NegOp, bvec::AbsOp, bvec::ExpOp, bvec::LogOp,
+             bvec::SqrtOp, bvec::TanhOp, bvec::SinOp, bvec::CosOp,
+             bvec::SigmoidOp>(op);
+}
+
+Value mlir::kge::emitElementwise(OpBuilder &b, Location loc, Operation *op,
+                                 ValueRange x) {
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](bvec::AddOp) { return arith::AddFOp::create(b, loc, x[0], x[1]); })
+      .Case([&](bvec::SubOp) { return arith::SubFOp::create(b, loc, x[0], x[1]); })
+      .Case([&](bvec::MulOp) { return arith::MulFOp::create(b, loc, x[0], x[1]); })
+      .Case([&](bvec::DivOp) { return arith::DivFOp::create(b, loc, x[0], x[1]); })
+      .Case([&](bvec::MaxOp) {
+        return arith::MaximumFOp::create(b, loc, x[0], x[1]);
+      })
+      .Case([&](bvec::MinOp) {
+        return arith::MinimumFOp::create(b, loc, x[0], x[1]);
+      })
+      .Case([&](bvec::NegOp) { return arith::NegFOp::create(b, loc, x[0]); })
+      .Case([&](bvec::AbsOp) { return math::AbsFOp::create(b, loc, x[0]); })
+      .Case([&](bvec::ExpOp) { return math::ExpOp::create(b, loc, x[0]); })
+      .Case([&](bvec::LogOp) { return math::LogOp::create(b, loc, x[0]); })
+      .Case([&](bvec::SqrtOp) { return math::SqrtOp::create(b, loc, x[0]); })
+      .Case([&](bvec::TanhOp) { return math::TanhOp::create(b, loc, x[0]); })
+      .Case([&](bvec::SinOp) { return math::SinOp::create(b, loc, x[0]); })
+      .Case([&](bvec::CosOp) { return math::CosOp::create(b, loc, x[0]); })
+      .Case([&](bvec::SigmoidOp) -> Value {
+        Value one = loops::floatConstant(b, loc, x[0].getType(), 1.0);
+        Value negated = arith::NegFOp::create(b, loc, x[0]);
+        Value denominator = arith::AddFOp::create(
+            b, loc, one, math::ExpOp::create(b, loc, negated));
+        return arith::DivFOp::create(b, loc, one, denominator);
+      })
+      .Default([](Operation *) { return Value(); });
+}
 
 void mlir::kge::populateBatchedVectorElementwiseToSCFPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<ConstantOpLowering>(converter, patterns.getContext());
-  addElementwise<bvec::AddOp>(patterns, converter, binary<arith::AddFOp>);
-  addElementwise<bvec::SubOp>(patterns, converter, binary<arith::SubFOp>);
-  addElementwise<bvec::MulOp>(patterns, converter, binary<arith::MulFOp>);
-  addElementwise<bvec::DivOp>(patterns, converter, binary<arith::DivFOp>);
-  addElementwise<bvec::MaxOp>(patterns, converter, binary<arith::MaximumFOp>);
-  addElementwise<bvec::MinOp>(patterns, converter, binary<arith::MinimumFOp>);
-  addElementwise<bvec::NegOp>(patterns, converter, unary<arith::NegFOp>);
-  addElementwise<bvec::AbsOp>(patterns, converter, unary<math::AbsFOp>);
-  addElementwise<bvec::ExpOp>(patterns, converter, unary<math::ExpOp>);
-  addElementwise<bvec::LogOp>(patterns, converter, unary<math::LogOp>);
-  addElementwise<bvec::SqrtOp>(patterns, converter, unary<math::SqrtOp>);
-  addElementwise<bvec::TanhOp>(patterns, converter, unary<math::TanhOp>);
-  addElementwise<bvec::SinOp>(patterns, converter, unary<math::SinOp>);
-  addElementwise<bvec::CosOp>(patterns, converter, unary<math::CosOp>);
-  addElementwise<bvec::SigmoidOp>(patterns, converter, sigmoid);
+  patterns.add<ElementwiseOpLowering<bvec::AddOp>,
+               ElementwiseOpLowering<bvec::SubOp>,
+               ElementwiseOpLowering<bvec::MulOp>,
+               ElementwiseOpLowering<bvec::DivOp>,
+               ElementwiseOpLowering<bvec::MaxOp>,
+               ElementwiseOpLowering<bvec::MinOp>,
+               ElementwiseOpLowering<bvec::NegOp>,
+               ElementwiseOpLowering<bvec::AbsOp>,
+               ElementwiseOpLowering<bvec::ExpOp>,
+               ElementwiseOpLowering<bvec::LogOp>,
+               ElementwiseOpLowering<bvec::SqrtOp>,
+               ElementwiseOpLowering<bvec::TanhOp>,
+               ElementwiseOpLowering<bvec::SinOp>,
+               ElementwiseOpLowering<bvec::CosOp>,
+               ElementwiseOpLowering<bvec::SigmoidOp>>(converter,
+                                                       patterns.getContext());
 }

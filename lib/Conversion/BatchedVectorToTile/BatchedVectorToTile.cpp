@@ -14,6 +14,8 @@
 
 #include "Conversion/BatchedVectorToTile/BatchedVectorToTile.h"
 
+#include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
+
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 
@@ -23,7 +25,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace mlir {
 namespace kge {
@@ -84,14 +85,6 @@ private:
 
 } // namespace
 
-/// Whether `op` is an elementwise bvec operation (of scalars or vectors).
-static bool isElementwise(Operation *op) {
-  return isa<bvec::AddOp, bvec::SubOp, bvec::MulOp, bvec::DivOp, bvec::MaxOp,
-             bvec::MinOp, bvec::NegOp, bvec::AbsOp, bvec::SqrtOp, bvec::ExpOp,
-             bvec::LogOp, bvec::TanhOp, bvec::SigmoidOp, bvec::SinOp,
-             bvec::CosOp>(op);
-}
-
 std::optional<double> Translator::constantOf(Value v) {
   if (auto constant = v.getDefiningOp<bvec::ConstantOp>())
     return constant.getValue().convertToDouble();
@@ -132,7 +125,7 @@ LogicalResult Translator::collect(Value v,
     reductions.insert(op);
     return success();
   }
-  if (isElementwise(op)) {
+  if (isElementwiseOp(op)) {
     for (Value operand : op->getOperands())
       if (failed(collect(operand, reductions)))
         return failure();
@@ -176,37 +169,6 @@ bool Translator::linear(Value v, llvm::MapVector<Operation *, double> &terms,
 static Value f32Constant(OpBuilder &b, Location loc, double value) {
   return arith::ConstantOp::create(b, loc,
                                    b.getF32FloatAttr(static_cast<float>(value)));
-}
-
-/// The scalar arith/math operation of an elementwise bvec operation.
-static Value elementwise(OpBuilder &b, Location loc, Operation *op,
-                         ArrayRef<Value> x) {
-  return TypeSwitch<Operation *, Value>(op)
-      .Case([&](bvec::AddOp) { return arith::AddFOp::create(b, loc, x[0], x[1]); })
-      .Case([&](bvec::SubOp) { return arith::SubFOp::create(b, loc, x[0], x[1]); })
-      .Case([&](bvec::MulOp) { return arith::MulFOp::create(b, loc, x[0], x[1]); })
-      .Case([&](bvec::DivOp) { return arith::DivFOp::create(b, loc, x[0], x[1]); })
-      .Case([&](bvec::MaxOp) {
-        return arith::MaximumFOp::create(b, loc, x[0], x[1]);
-      })
-      .Case([&](bvec::MinOp) {
-        return arith::MinimumFOp::create(b, loc, x[0], x[1]);
-      })
-      .Case([&](bvec::NegOp) { return arith::NegFOp::create(b, loc, x[0]); })
-      .Case([&](bvec::AbsOp) { return math::AbsFOp::create(b, loc, x[0]); })
-      .Case([&](bvec::SqrtOp) { return math::SqrtOp::create(b, loc, x[0]); })
-      .Case([&](bvec::ExpOp) { return math::ExpOp::create(b, loc, x[0]); })
-      .Case([&](bvec::LogOp) { return math::LogOp::create(b, loc, x[0]); })
-      .Case([&](bvec::TanhOp) { return math::TanhOp::create(b, loc, x[0]); })
-      .Case([&](bvec::SinOp) { return math::SinOp::create(b, loc, x[0]); })
-      .Case([&](bvec::CosOp) { return math::CosOp::create(b, loc, x[0]); })
-      .Case([&](bvec::SigmoidOp) -> Value {
-        Value one = f32Constant(b, loc, 1.0);
-        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x[0]));
-        return arith::DivFOp::create(b, loc, one,
-                                     arith::AddFOp::create(b, loc, one, e));
-      })
-      .Default([](Operation *) { return Value(); });
 }
 
 FailureOr<Value> Translator::element(Value v, OpBuilder &b) {
@@ -273,7 +235,7 @@ FailureOr<Value> Translator::element(Value v, OpBuilder &b) {
         return failure();
       operands.push_back(*x);
     }
-    result = elementwise(b, loc, op, operands);
+    result = emitElementwise(b, loc, op, operands);
     if (!result)
       return op->emitOpError()
              << "is not an elementwise operation scoring against shared "
@@ -318,7 +280,7 @@ FailureOr<Value> Translator::project(Value v, Operation *reduction, Value acc,
       return failure();
     operands.push_back(*x);
   }
-  Value result = elementwise(b, loc, op, operands);
+  Value result = emitElementwise(b, loc, op, operands);
   if (!result)
     return op->emitOpError() << "is not a scalar operation scoring against "
                                 "shared negatives takes";
