@@ -1554,33 +1554,14 @@ static std::string getBuiltTensorCoreShapes(MmaPrecision precision,
   return llvm::join(shapes, ", ");
 }
 
-/// The precision of the tensor-core emitter for a tile.mma's.
+/// The tensor-core emitter's precision of a tile.mma's and back: the two
+/// enums share their names.
 static MmaPrecision toMmaPrecision(tile::Precision precision) {
-  switch (precision) {
-  case tile::Precision::f16:
-    return MmaPrecision::f16;
-  case tile::Precision::bf16:
-    return MmaPrecision::bf16;
-  case tile::Precision::tf32:
-    return MmaPrecision::tf32;
-  case tile::Precision::tf32x3:
-    return MmaPrecision::tf32x3;
-  }
-  llvm_unreachable("unknown precision");
+  return *parseMmaPrecision(tile::stringifyPrecision(precision));
 }
 
 static tile::Precision toTilePrecision(MmaPrecision precision) {
-  switch (precision) {
-  case MmaPrecision::f16:
-    return tile::Precision::f16;
-  case MmaPrecision::bf16:
-    return tile::Precision::bf16;
-  case MmaPrecision::tf32:
-    return tile::Precision::tf32;
-  case MmaPrecision::tf32x3:
-    return tile::Precision::tf32x3;
-  }
-  llvm_unreachable("unknown precision");
+  return *tile::symbolizePrecision(getMmaPrecisionName(precision));
 }
 
 /// The inputs a kernel of `shape` reads from transposed (k-innermost)
@@ -1964,31 +1945,27 @@ LogicalResult lowerFunction(func::FuncOp func) {
       variants, [](const KernelVariant &v) { return v.shape.mma.has_value(); });
   if (tensorCoreVariant != variants.end()) {
     int64_t chunk = 128 / getMmaElementBits(*tensorCoreVariant->shape.mma);
+    // 1 where rows of `extent` elements are whole chunks, else 0.
+    auto wholeChunks = [&](const std::string &extent) {
+      return "(1 - min(1, " + extent + " - " + extent + " / " +
+             std::to_string(chunk) + " * " + std::to_string(chunk) + "))";
+    };
     for (Value input : task.getInputs()) {
       int64_t rank = cast<MemRefType>(input.getType()).getRank();
-      if (rank < 2)
-        continue;
-      std::string row =
-          signature->params[cast<BlockArgument>(input).getArgNumber()]
-              .shape[rank - 1]
-              .str();
-      alignedTerms.push_back("(1 - min(1, " + row + " - " + row + " / " +
-                             std::to_string(chunk) + " * " +
-                             std::to_string(chunk) + "))");
+      if (rank >= 2)
+        alignedTerms.push_back(wholeChunks(
+            signature->params[cast<BlockArgument>(input).getArgNumber()]
+                .shape[rank - 1]
+                .str()));
     }
-  }
-  // A transposed copy's rows run along K: they need whole chunks too.
-  if (tensorCoreVariant != variants.end() &&
-      llvm::any_of(variants, [&](const KernelVariant &v) {
-        return !getTransposedInputs(task, v.shape).empty();
-      })) {
-    std::string k = extentOf(TaskOp::K);
-    int64_t chunk = 128 / getMmaElementBits(*tensorCoreVariant->shape.mma);
-    std::string term = "(1 - min(1, " + k + " - " + k + " / " +
-                       std::to_string(chunk) + " * " + std::to_string(chunk) +
-                       "))";
-    if (!llvm::is_contained(alignedTerms, term))
-      alignedTerms.push_back(term);
+    // A transposed copy's rows run along K (a term of its own unless an
+    // operand's rows already are K long).
+    std::string kTerm = wholeChunks(extentOf(TaskOp::K));
+    if (!llvm::is_contained(alignedTerms, kTerm) &&
+        llvm::any_of(variants, [&](const KernelVariant &v) {
+          return !getTransposedInputs(task, v.shape).empty();
+        }))
+      alignedTerms.push_back(kTerm);
   }
   std::string aligned = llvm::join(alignedTerms, " * ");
   // Products and quotients evaluate left to right: A * blocks / 132 is
@@ -2004,7 +1981,11 @@ LogicalResult lowerFunction(func::FuncOp func) {
     // passed in place of their inputs (rows x cols becomes cols x rows).
     SmallVector<unsigned> transposed = getTransposedInputs(task, kernelShape);
     SmallVector<Attribute> transposeSteps;
-    llvm::SmallDenseMap<unsigned, std::array<std::string, 3>> copies;
+    // Input -> its copy's buffer and (rows, columns).
+    struct Copy {
+      std::string buffer, rows, cols;
+    };
+    llvm::SmallDenseMap<unsigned, Copy> copies;
     for (unsigned n : transposed) {
       unsigned arg = cast<BlockArgument>(task.getInputs()[n]).getArgNumber();
       const kge_runtime::Parameter &p = signature->params[arg];
@@ -2043,7 +2024,7 @@ LogicalResult lowerFunction(func::FuncOp func) {
             {b.getStringAttr("kind"), bb.str("tensormap")},
             {b.getStringAttr("buffer"),
              bb.str(copy != copies.end()
-                        ? copy->second[0]
+                        ? copy->second.buffer
                         : "param:" + signature
                                          ->params[cast<BlockArgument>(input)
                                                       .getArgNumber()]
@@ -2053,8 +2034,8 @@ LogicalResult lowerFunction(func::FuncOp func) {
                      bb.num(1024 / getMmaElementBits(*kernelShape.mma))})}};
         if (copy != copies.end())
           fields.push_back({b.getStringAttr("shape"),
-                            bb.arr({bb.str(copy->second[1]),
-                                    bb.str(copy->second[2])})});
+                            bb.arr({bb.str(copy->second.rows),
+                                    bb.str(copy->second.cols)})});
         args.push_back(b.getDictionaryAttr(fields));
       }
     }
