@@ -364,6 +364,9 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
   auto mma = dyn_cast<MmaOp>(step);
   bool tensorCores = static_cast<bool>(mma);
   bool warpgroup = mma && mma.getWarpgroup();
+  std::optional<Precision> precision;
+  if (mma)
+    precision = mma.getPrecision();
   ArrayRef<int64_t> block = kernel.getBlockShape();
 
   SmallVector<Value> loads(numInputs);
@@ -396,9 +399,6 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                        "key"
                      : " must not be 'sorted': only the rows of a task with "
                        "a matrix per row's key are read in sorted segments");
-    std::optional<Precision> precision;
-    if (mma)
-      precision = mma.getPrecision();
     bool transposed = isLoadTransposed(task, n, precision, warpgroup);
     if (load.getTransposed() != transposed)
       return load.emitOpError()
@@ -461,7 +461,6 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                                << " (i, k) and input " << rhs << " (k, j)";
     Type element =
         cast<MemRefType>(task.getInputs()[lhs].getType()).getElementType();
-    Precision precision = mma.getPrecision();
     bool matches =
         element.isF16()    ? precision == Precision::f16
         : element.isBF16() ? precision == Precision::bf16
@@ -470,7 +469,7 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                            : false;
     if (!matches)
       return mma.emitOpError()
-             << "precision " << stringifyPrecision(precision)
+             << "precision " << stringifyPrecision(*precision)
              << " does not take " << element
              << " operands (f16: f16, bf16: bf16, f32: tf32 or tf32x3)";
     if (kernel.getClusterM().value_or(1) > 1 && !task.getWhen().empty())
