@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <array>
+#include <memory>
 #include <optional>
 
 namespace mlir {
@@ -55,10 +56,16 @@ struct TileShape {
   /// Threads of a block: threads() computing pairs, and for warpgroup MMA
   /// one more warp that loads (the producer).
   int64_t blockThreads() const { return threads() + (warpgroup ? 32 : 0); }
+  /// Tensor cores: the operand tiles a stage holds along the rows (bm x bk
+  /// each) and along the columns (bn x bk each); one each for a plain
+  /// product, more for a product form of several operands.
+  int64_t rowTiles = 1, colTiles = 1;
+  /// Tensor cores: elements of one stage's operand tiles.
+  int64_t stageElements() const { return (rowTiles * bm + colTiles * bn) * bk; }
   /// Tensor cores: dynamic shared memory of the operand stages (warpgroup
   /// tiles start on 1024 bytes: that much more).
   int64_t mmaSharedBytes() const {
-    return stages * (bm + bn) * bk * getMmaElementBits(*mma) / 8 +
+    return stages * stageElements() * getMmaElementBits(*mma) / 8 +
            (warpgroup ? 1024 : 0);
   }
   /// Threads along the rows and the columns of a block tile.
@@ -79,13 +86,57 @@ struct TileShape {
 /// How a task reads an input, by the axes its map selects.
 enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
 
+/// An expression of one side's operands of a product form (a factor),
+/// computed elementwise on their fragments: an operand, one of the inner
+/// computation's operations applied to factors, or a sum, difference,
+/// product, quotient or negation that factoring wrote.
+struct FactorExpr;
+using Factor = std::shared_ptr<const FactorExpr>;
+struct FactorExpr {
+  /// The task's input (a leaf), when `op` and `synthesized` are unset.
+  unsigned input = 0;
+  /// An operation of the inner computation, cloned on its operands'
+  /// factors.
+  Operation *op = nullptr;
+  /// Otherwise: the arith operation factoring wrote (arith.addf, subf,
+  /// mulf, divf, negf), when not a leaf.
+  llvm::StringRef synthesized;
+  SmallVector<Factor, 2> operands;
+  bool isInput() const { return !op && synthesized.empty(); }
+};
+
+/// One term of a product form: row factor x column factor, summed over k.
+struct ProductTerm {
+  Factor row, col;
+};
+
+/// A task's inner computation as a sum of terms row(i, k) * col(j, k), each
+/// factor an expression of one side's operands alone: the products the
+/// tensor cores compute (one per term and step), their factors computed
+/// from the fragments first. A plain product (GEMM) is one term of one
+/// operand a side.
+struct ProductForm {
+  /// The operands (tile::getProductOperands).
+  SmallVector<unsigned, 2> rows, cols;
+  SmallVector<ProductTerm, 2> terms;
+  bool isPlain() const {
+    return terms.size() == 1 && terms[0].row->isInput() &&
+           terms[0].col->isInput();
+  }
+};
+
+/// `task`'s inner computation as a product form, or none when it is not one
+/// (a term that is not a product of a row and a column factor, an operand
+/// indexed by k alone or by neither spatial axis, an operation with
+/// effects or regions).
+std::optional<ProductForm> getProductForm(TaskOp task);
+
 /// The precision at which the tensor cores can run `task`'s reduction, or
-/// none: its inner computation must be the product of one operand indexed
-/// by (i, k) and one by (j, k) (16-bit operands widened to f32 allowed),
-/// accumulated with add into f32 from zero, every other operand indexed by
-/// i or j alone. f16 and bf16 operands take the tensor cores unless
-/// `matrixMath` is "fma"; f32 operands take them when it is "tf32" or
-/// "tf32x3".
+/// none: its inner computation must be a product form (getProductForm),
+/// accumulated with add into f32 from zero, its operands all of one
+/// element type; every other operand indexed by i or j alone. f16 and
+/// bf16 operands take the tensor cores unless `matrixMath` is "fma"; f32
+/// operands take them when it is "tf32" or "tf32x3".
 std::optional<MmaPrecision> getTensorCorePrecision(TaskOp task,
                                                    llvm::StringRef matrixMath);
 
@@ -268,8 +319,27 @@ private:
   /// `tensorMaps` (a thread issues them, mbarriers order the stages);
   /// accumulators as emitTensorCoreReduction's.
   SmallVector<Value> emitWarpgroupReduction();
-  /// The operands on the tensor cores: the (i, k) and the (j, k) inputs.
-  unsigned mmaInputs[2] = {0, 0};
+  /// The operands on the tensor cores: the (i, k) inputs, then the (j, k)
+  /// ones, in the order of their tiles in a stage; the product form they
+  /// compute.
+  SmallVector<unsigned, 4> mmaInputs;
+  ProductForm product;
+  /// The side of stage tile `slot` (0: rows, 1: columns) and its first
+  /// element in the stage.
+  int side(unsigned slot) const {
+    return slot < product.rows.size() ? 0 : 1;
+  }
+  int64_t slotOffset(unsigned slot) const {
+    int64_t rows = product.rows.size();
+    return slot < rows ? slot * shape.bm * shape.bk
+                       : rows * shape.bm * shape.bk +
+                             (slot - rows) * shape.bn * shape.bk;
+  }
+  /// The value of `factor` on fragments: `leaf(input)` gives an operand's
+  /// fragment (a vector of the tensor cores' element type); the result is
+  /// one of that type.
+  Value evaluateFactor(const Factor &factor,
+                       llvm::function_ref<Value(unsigned)> leaf);
   /// The shared tiles of all stages, the warp's first row and column in the
   /// block tile, the lane.
   Value mmaTiles, warpRow, warpCol, lane;

@@ -25,11 +25,259 @@ using namespace mlir;
 using namespace mlir::kge;
 using namespace mlir::kge::tilegpu;
 
-/// `value` with its 16-bit-to-f32 widening (if any) looked through.
-static Value unwiden(Value value) {
-  if (auto ext = value.getDefiningOp<arith::ExtFOp>())
-    return ext.getIn();
-  return value;
+//===----------------------------------------------------------------------===//
+// Product forms
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A value of the inner computation as factoring sees it: a constant, an
+/// expression of the rows' operands or of the columns' ones, or a sum of
+/// terms row * col.
+struct Factored {
+  enum Side { Constant, Row, Col, Terms } side;
+  Factor expr;
+  SmallVector<ProductTerm, 2> terms;
+};
+} // namespace
+
+static Factor leafFactor(unsigned input) {
+  auto e = std::make_shared<FactorExpr>();
+  e->input = input;
+  return e;
+}
+
+static Factor synthesize(StringRef name, ArrayRef<Factor> operands) {
+  auto e = std::make_shared<FactorExpr>();
+  e->synthesized = name;
+  e->operands.assign(operands.begin(), operands.end());
+  return e;
+}
+
+static Factor applied(Operation *op, ArrayRef<Factor> operands) {
+  auto e = std::make_shared<FactorExpr>();
+  e->op = op;
+  e->operands.assign(operands.begin(), operands.end());
+  return e;
+}
+
+/// Whether two factors compute the same value (an operation of the inner
+/// computation is one value whatever reaches it).
+static bool sameFactor(const Factor &a, const Factor &b) {
+  if (a == b)
+    return true;
+  if (a->isInput() || b->isInput())
+    return a->isInput() && b->isInput() && a->input == b->input;
+  if (a->op || b->op)
+    return a->op == b->op;
+  if (a->synthesized != b->synthesized ||
+      a->operands.size() != b->operands.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a->operands, b->operands))
+    if (!sameFactor(x, y))
+      return false;
+  return true;
+}
+
+/// Merges terms that share a factor (their other factors summed): ComplEx's
+/// four products become one term per part of the tail.
+static SmallVector<ProductTerm, 2> mergeTerms(ArrayRef<ProductTerm> terms,
+                                              bool byColumn) {
+  SmallVector<ProductTerm, 2> merged;
+  for (const ProductTerm &term : terms) {
+    auto same = llvm::find_if(merged, [&](const ProductTerm &m) {
+      return byColumn ? sameFactor(m.col, term.col)
+                      : sameFactor(m.row, term.row);
+    });
+    if (same == merged.end()) {
+      merged.push_back(term);
+      continue;
+    }
+    if (byColumn)
+      same->row = synthesize("arith.addf", {same->row, term.row});
+    else
+      same->col = synthesize("arith.addf", {same->col, term.col});
+  }
+  return merged;
+}
+
+std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
+  tile::ProductOperands operands = tile::getProductOperands(task);
+  if (operands.rows.empty() || operands.cols.empty() ||
+      !operands.kOnly.empty())
+    return std::nullopt;
+  Block &inner = task.getInner().front();
+  DenseMap<Value, Factored> values;
+  for (BlockArgument arg : inner.getArguments()) {
+    unsigned n = arg.getArgNumber();
+    if (llvm::is_contained(operands.rows, n))
+      values[arg] = {Factored::Row, leafFactor(n), {}};
+    else if (llvm::is_contained(operands.cols, n))
+      values[arg] = {Factored::Col, leafFactor(n), {}};
+    // Inputs without k are no factor: using one fails below.
+  }
+  auto negated = [](SmallVector<ProductTerm, 2> terms) {
+    for (ProductTerm &term : terms)
+      term.row = synthesize("arith.negf", {term.row});
+    return terms;
+  };
+  // Terms scaled (or divided) by a factor of one side.
+  auto scaled = [](SmallVector<ProductTerm, 2> terms, const Factored &by,
+                   StringRef name) {
+    for (ProductTerm &term : terms) {
+      Factor &factor = by.side == Factored::Col ? term.col : term.row;
+      factor = synthesize(name, {factor, by.expr});
+    }
+    return terms;
+  };
+  for (Operation &op : inner.without_terminator()) {
+    if (op.getNumResults() != 1 || op.getNumRegions() ||
+        !isMemoryEffectFree(&op) ||
+        !isa<FloatType>(op.getResult(0).getType()))
+      return std::nullopt;
+    SmallVector<const Factored *, 2> args;
+    for (Value operand : op.getOperands()) {
+      auto it = values.find(operand);
+      if (it == values.end())
+        return std::nullopt;
+      args.push_back(&it->second);
+    }
+    auto hasTerms = [](const Factored *f) { return f->side == Factored::Terms; };
+    Factored result;
+    // Widenings are exact: the tensor cores take an operand as stored (a
+    // factor computed from it widens it again where it is used), and
+    // their products and sums are f32 ones.
+    if (isa<arith::ExtFOp>(op) &&
+        (args[0]->side == Factored::Terms || args[0]->expr->isInput())) {
+      values[op.getResult(0)] = *args[0];
+      continue;
+    }
+    if (isa<arith::MulFOp>(op) && llvm::any_of(args, hasTerms)) {
+      const Factored &x = hasTerms(args[0]) ? *args[0] : *args[1];
+      const Factored &y = hasTerms(args[0]) ? *args[1] : *args[0];
+      if (hasTerms(&y))
+        return std::nullopt; // Quadratic in both sides.
+      result = {Factored::Terms, nullptr, scaled(x.terms, y, "arith.mulf")};
+    } else if (isa<arith::DivFOp>(op) && hasTerms(args[0])) {
+      if (hasTerms(args[1]))
+        return std::nullopt;
+      result = {Factored::Terms, nullptr,
+                scaled(args[0]->terms, *args[1], "arith.divf")};
+    } else if (isa<arith::AddFOp, arith::SubFOp>(op) &&
+               llvm::any_of(args, hasTerms)) {
+      // A term plus something of one side alone is no product form.
+      if (!hasTerms(args[0]) || !hasTerms(args[1]))
+        return std::nullopt;
+      result = {Factored::Terms, nullptr, args[0]->terms};
+      llvm::append_range(result.terms, isa<arith::SubFOp>(op)
+                                           ? negated(args[1]->terms)
+                                           : args[1]->terms);
+    } else if (isa<arith::NegFOp>(op) && hasTerms(args[0])) {
+      result = {Factored::Terms, nullptr, negated(args[0]->terms)};
+    } else if (llvm::any_of(args, hasTerms)) {
+      return std::nullopt;
+    } else if (isa<arith::MulFOp>(op) &&
+               ((args[0]->side == Factored::Row &&
+                 args[1]->side == Factored::Col) ||
+                (args[0]->side == Factored::Col &&
+                 args[1]->side == Factored::Row))) {
+      // A product of a row factor and a column factor: a term.
+      const Factored &row = args[0]->side == Factored::Row ? *args[0] : *args[1];
+      const Factored &col = args[0]->side == Factored::Row ? *args[1] : *args[0];
+      result = {Factored::Terms, nullptr, {{row.expr, col.expr}}};
+    } else {
+      // An operation of one side's factors (constants go with either).
+      Factored::Side side = Factored::Constant;
+      SmallVector<Factor, 2> factors;
+      for (const Factored *arg : args) {
+        if (arg->side != Factored::Constant) {
+          if (side != Factored::Constant && side != arg->side)
+            return std::nullopt; // Rows and columns other than multiplied.
+          side = arg->side;
+        }
+        factors.push_back(arg->expr);
+      }
+      result = {side, applied(&op, factors), {}};
+    }
+    values[op.getResult(0)] = std::move(result);
+  }
+  auto yield = cast<tile::YieldOp>(inner.getTerminator());
+  auto it = values.find(yield.getValue());
+  if (it == values.end() || it->second.side != Factored::Terms)
+    return std::nullopt;
+  ProductForm form;
+  form.rows = operands.rows;
+  form.cols = operands.cols;
+  form.terms = mergeTerms(mergeTerms(it->second.terms, /*byColumn=*/true),
+                          /*byColumn=*/false);
+  return form;
+}
+
+Value KernelEmitter::evaluateFactor(const Factor &factor,
+                                    llvm::function_ref<Value(unsigned)> leaf) {
+  if (factor->isInput())
+    return leaf(factor->input);
+  // Element by element: the inner computation's scalar operations, as the
+  // CUDA-core iterators run them.
+  SmallVector<Value> leaves;
+  DenseMap<unsigned, Value> fragments;
+  std::function<void(const Factor &)> collect = [&](const Factor &f) {
+    if (f->isInput()) {
+      if (!fragments.count(f->input))
+        fragments[f->input] = leaf(f->input);
+      return;
+    }
+    for (const Factor &operand : f->operands)
+      collect(operand);
+  };
+  collect(factor);
+  auto type = cast<VectorType>(fragments.begin()->second.getType());
+  Type element = type.getElementType();
+  Type f32 = b.getF32Type();
+  auto widen = [&](Value v) {
+    return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
+  };
+  Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+    for (int64_t e = 0; e < type.getDimSize(1); ++e) {
+      SmallVector<int64_t, 2> at = {r, e};
+      std::function<Value(const Factor &)> eval = [&](const Factor &f) -> Value {
+        if (f->isInput())
+          return vector::ExtractOp::create(b, loc, fragments[f->input], at);
+        SmallVector<Value, 2> args;
+        for (const Factor &operand : f->operands)
+          args.push_back(eval(operand));
+        if (f->op) {
+          // Operands at the types the operation takes (a widening that
+          // factoring looked through is made here).
+          IRMapping mapping;
+          for (auto [from, to] : llvm::zip(f->op->getOperands(), args)) {
+            if (to.getType() != from.getType())
+              to = from.getType() == f32
+                       ? widen(to)
+                       : Value(arith::TruncFOp::create(b, loc, from.getType(),
+                                                       to));
+            mapping.map(from, to);
+          }
+          return allowContraction(b.clone(*f->op, mapping))->getResult(0);
+        }
+        // Factoring's own operations: in f32 where the two sides differ.
+        if (args.size() == 2 && args[0].getType() != args[1].getType()) {
+          args[0] = widen(args[0]);
+          args[1] = widen(args[1]);
+        }
+        OperationState state(loc, f->synthesized, args,
+                             TypeRange{args[0].getType()}, {});
+        return allowContraction(b.create(state))->getResult(0);
+      };
+      Value value = eval(factor);
+      if (value.getType() != element)
+        value = element == f32 ? widen(value)
+                               : Value(arith::TruncFOp::create(b, loc, element,
+                                                               value));
+      result = vector::InsertOp::create(b, loc, value, result, at);
+    }
+  }
+  return result;
 }
 
 std::optional<MmaPrecision>
@@ -46,35 +294,22 @@ tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
   if (task.getAccumulate() != Combiner::add || !task.getCombine().empty() ||
       !task.getAccumulatorType().isF32())
     return std::nullopt;
-  // One (i, k) and one (j, k) operand; the others spatial-only (the
-  // verifier gives add no identity but its own zero).
-  auto [rowK, colK] = tile::getProductOperands(task);
-  if (rowK < 0 || colK < 0)
+  std::optional<ProductForm> form = getProductForm(task);
+  if (!form)
     return std::nullopt;
-  for (unsigned n = 0; n < task.getInputs().size(); ++n)
-    if (task.inputUses(n, TaskOp::K) && static_cast<int>(n) != rowK &&
-        static_cast<int>(n) != colK)
-      return std::nullopt;
-  // The inner computation: yield (mulf a b), a and b those operands.
+  // The operands: of one element type.
   Block &inner = task.getInner().front();
-  auto yield = cast<tile::YieldOp>(inner.getTerminator());
-  auto mul = yield->getOperand(0).getDefiningOp<arith::MulFOp>();
-  if (!mul || mul->getBlock() != &inner)
-    return std::nullopt;
-  Value lhs = unwiden(mul.getLhs()), rhs = unwiden(mul.getRhs());
-  Value a = inner.getArgument(rowK), b = inner.getArgument(colK);
-  if (!((lhs == a && rhs == b) || (lhs == b && rhs == a)))
-    return std::nullopt;
-  Type elementA = a.getType(), elementB = b.getType();
-  if (elementA != elementB)
-    return std::nullopt;
-  if (elementA.isF16())
+  Type element = inner.getArgument(form->rows.front()).getType();
+  for (unsigned n : llvm::concat<const unsigned>(form->rows, form->cols))
+    if (inner.getArgument(n).getType() != element)
+      return std::nullopt;
+  if (element.isF16())
     return MmaPrecision::f16;
-  if (elementA.isBF16())
+  if (element.isBF16())
     return MmaPrecision::bf16;
   std::optional<MmaPrecision> requested = parseMmaPrecision(matrixMath);
-  if (elementA.isF32() && (requested == MmaPrecision::tf32 ||
-                           requested == MmaPrecision::tf32x3))
+  if (element.isF32() && (requested == MmaPrecision::tf32 ||
+                          requested == MmaPrecision::tf32x3))
     return requested;
   return std::nullopt;
 }
@@ -136,13 +371,14 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
   MLIRContext *ctx = b.getContext();
   Type element = getMmaElementType(ctx, *shape.mma);
   int64_t chunk = 128 / element.getIntOrFloatBitWidth();
-  int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
   Value k0 = arith::MulIOp::create(b, loc, kTile, idx(shape.bk));
-  Value stageBase = arith::MulIOp::create(b, loc, stage, idx(stageElements));
+  Value stageBase =
+      arith::MulIOp::create(b, loc, stage, idx(shape.stageElements()));
   Value extentK = extents[TaskOp::K];
   SmallVector<Value> tokens;
-  for (int p = 0; p < 2; ++p) {
-    unsigned n = mmaInputs[p];
+  for (unsigned slot = 0; slot < mmaInputs.size(); ++slot) {
+    unsigned n = mmaInputs[slot];
+    int p = side(slot);
     int64_t span = p == 0 ? shape.bm : shape.bn;
     Value base = p == 0 ? rowBase : colBase;
     Value extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
@@ -153,7 +389,7 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
     int64_t chunks = rows * chunksPerRow;
     Value offset = arith::AddIOp::create(
         b, loc, arith::AddIOp::create(b, loc, mmaBase, stageBase),
-        idx(p == 0 ? 0 : shape.bm * shape.bk));
+        idx(slotOffset(slot)));
     for (int64_t first = 0; first < chunks; first += shape.threads()) {
       Value id = arith::AddIOp::create(b, loc, tid, idx(first));
       Value row = arith::DivUIOp::create(b, loc, id, idx(chunksPerRow));
@@ -207,7 +443,7 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
   int64_t chunk = 128 / element.getIntOrFloatBitWidth();
   int64_t mmaK = getMmaK(precision);
   int64_t stages = shape.stages;
-  int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
+  int64_t stageElements = shape.stageElements();
   int64_t mi = shape.tm / 2, ni = shape.tn / 2;
   bool wide = element.getIntOrFloatBitWidth() == 32;
   VectorType accType = VectorType::get({2, 2}, b.getF32Type());
@@ -241,12 +477,13 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
         b, loc, arith::RemUIOp::create(b, loc, kt, idx(stages)),
         idx(stageElements));
 
-    // Operand p's fragment reads.
-    auto tileIndex = [&](int p, Value spatial, Value k) {
-      bool kContiguous = isKContiguous(task, mmaInputs[p]);
+    // The fragment reads of the operand in stage tile `slot`.
+    auto tileIndex = [&](unsigned slot, Value spatial, Value k) {
+      bool kContiguous = isKContiguous(task, mmaInputs[slot]);
+      int p = side(slot);
       Value offset = arith::AddIOp::create(
           b, loc, arith::AddIOp::create(b, loc, mmaBase, stageBase),
-          idx(p == 0 ? 0 : shape.bm * shape.bk));
+          idx(slotOffset(slot)));
       return arith::AddIOp::create(
           b, loc, offset,
           kContiguous ? storageIndex(p, true, spatial, k)
@@ -267,99 +504,128 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
     };
     // 32-bit operands stored spatial-contiguous: no ldmatrix transposes
     // them; lanes read their elements one by one.
-    auto scalarFragment = [&](int p, ArrayRef<std::pair<Value, Value>> at) {
+    auto scalarFragment = [&](unsigned slot,
+                              ArrayRef<std::pair<Value, Value>> at) {
       SmallVector<Value> values;
       for (auto [spatial, k] : at)
         values.push_back(
             memref::LoadOp::create(b, loc, mmaTiles,
-                                   ValueRange{tileIndex(p, spatial, k)}));
+                                   ValueRange{tileIndex(slot, spatial, k)}));
       return vector::FromElementsOp::create(
           b, loc, VectorType::get({int64_t(at.size()), 1}, element), values);
     };
 
     SmallVector<Value> accs(loop.getRegionIterArgs());
+    unsigned rowSlots = product.rows.size();
     for (int64_t kk = 0; kk < shape.bk; kk += mmaK) {
       Value kBase = idx(kk);
       // A: one 16 x mmaK fragment per 16 rows (four 8 x 8 matrices of
       // 16-bit elements: rows +0/+8 by lane bit 3, k +0/+chunk by bit 4).
-      SmallVector<Value> aFragments;
-      bool aKContiguous = isKContiguous(task, mmaInputs[0]);
-      for (int64_t m = 0; m < mi; ++m) {
-        Value rowBase16 = add(warpRow, idx(16 * m));
-        VectorType type = getMmaFragmentType(ctx, precision, 4);
-        if (aKContiguous) {
-          Value row = add(rowBase16, add(r8, mulc(bit(q, 1), 8)));
-          Value k = add(kBase, mulc(arith::DivUIOp::create(b, loc, q, idx(2)),
-                                    chunk));
-          aFragments.push_back(nvgpu::LdMatrixOp::create(
-              b, loc, type, mmaTiles, ValueRange{tileIndex(0, row, k)},
-              /*transpose=*/false, /*numTiles=*/4));
-        } else if (!wide) {
-          // Stored [k][row]: matrix q is rows +8 (q & 1), k +8 (q >> 1).
-          Value row = add(rowBase16, mulc(bit(q, 1), 8));
-          Value k = add(kBase, add(r8, mulc(arith::DivUIOp::create(
-                                                b, loc, q, idx(2)),
-                                            8)));
-          aFragments.push_back(nvgpu::LdMatrixOp::create(
-              b, loc, type, mmaTiles, ValueRange{tileIndex(0, row, k)},
-              /*transpose=*/true, /*numTiles=*/4));
-        } else {
-          Value row = add(rowBase16, g), row8 = add(row, idx(8));
-          Value k = add(kBase, t), k4 = add(k, idx(4));
-          aFragments.push_back(scalarFragment(
-              0, {{row, k}, {row8, k}, {row, k4}, {row8, k4}}));
+      auto rowFragments = [&](unsigned slot) {
+        SmallVector<Value> fragments;
+        bool aKContiguous = isKContiguous(task, mmaInputs[slot]);
+        for (int64_t m = 0; m < mi; ++m) {
+          Value rowBase16 = add(warpRow, idx(16 * m));
+          VectorType type = getMmaFragmentType(ctx, precision, 4);
+          if (aKContiguous) {
+            Value row = add(rowBase16, add(r8, mulc(bit(q, 1), 8)));
+            Value k = add(kBase, mulc(arith::DivUIOp::create(b, loc, q, idx(2)),
+                                      chunk));
+            fragments.push_back(nvgpu::LdMatrixOp::create(
+                b, loc, type, mmaTiles, ValueRange{tileIndex(slot, row, k)},
+                /*transpose=*/false, /*numTiles=*/4));
+          } else if (!wide) {
+            // Stored [k][row]: matrix q is rows +8 (q & 1), k +8 (q >> 1).
+            Value row = add(rowBase16, mulc(bit(q, 1), 8));
+            Value k = add(kBase, add(r8, mulc(arith::DivUIOp::create(
+                                                  b, loc, q, idx(2)),
+                                              8)));
+            fragments.push_back(nvgpu::LdMatrixOp::create(
+                b, loc, type, mmaTiles, ValueRange{tileIndex(slot, row, k)},
+                /*transpose=*/true, /*numTiles=*/4));
+          } else {
+            Value row = add(rowBase16, g), row8 = add(row, idx(8));
+            Value k = add(kBase, t), k4 = add(k, idx(4));
+            fragments.push_back(scalarFragment(
+                slot, {{row, k}, {row8, k}, {row, k4}, {row8, k4}}));
+          }
         }
-      }
+        return fragments;
+      };
       // B: one mmaK x 8 fragment per 8 columns, two per ldmatrix x4
       // (columns +0/+8 by lane bit 4, k +0/+chunk by bit 3).
-      SmallVector<Value> bFragments;
-      bool bKContiguous = isKContiguous(task, mmaInputs[1]);
-      VectorType pairType = getMmaFragmentType(ctx, precision, 2);
-      for (int64_t n = 0; n < ni; n += 2) {
-        Value colBase8 = add(warpCol, idx(8 * n));
-        VectorType type = getMmaFragmentType(ctx, precision, 4);
-        Value four;
-        if (bKContiguous) {
-          Value col = add(colBase8, add(r8, mulc(arith::DivUIOp::create(
-                                                     b, loc, q, idx(2)),
-                                                 8)));
-          Value k = add(kBase, mulc(bit(q, 1), chunk));
-          four = nvgpu::LdMatrixOp::create(b, loc, type, mmaTiles,
-                                           ValueRange{tileIndex(1, col, k)},
-                                           /*transpose=*/false, 4);
-        } else if (!wide) {
-          // Stored [k][col]: matrix q is k +8 (q & 1), columns +8 (q >> 1).
-          Value col = add(colBase8, mulc(arith::DivUIOp::create(
-                                             b, loc, q, idx(2)),
-                                         8));
-          Value k = add(kBase, add(r8, mulc(bit(q, 1), 8)));
-          four = nvgpu::LdMatrixOp::create(b, loc, type, mmaTiles,
-                                           ValueRange{tileIndex(1, col, k)},
-                                           /*transpose=*/true, 4);
-        }
-        for (int64_t h = 0; h < 2; ++h) {
-          if (four) {
-            // Registers 2h and 2h + 1 of the four.
-            Value pair = arith::ConstantOp::create(b, loc, b.getZeroAttr(pairType));
-            for (int64_t r = 0; r < 2; ++r)
-              pair = vector::InsertOp::create(
-                  b, loc,
-                  vector::ExtractOp::create(b, loc, four,
-                                            ArrayRef<int64_t>{2 * h + r}),
-                  pair, ArrayRef<int64_t>{r});
-            bFragments.push_back(pair);
-            continue;
+      auto colFragments = [&](unsigned slot) {
+        SmallVector<Value> fragments;
+        bool bKContiguous = isKContiguous(task, mmaInputs[slot]);
+        VectorType pairType = getMmaFragmentType(ctx, precision, 2);
+        for (int64_t n = 0; n < ni; n += 2) {
+          Value colBase8 = add(warpCol, idx(8 * n));
+          VectorType type = getMmaFragmentType(ctx, precision, 4);
+          Value four;
+          if (bKContiguous) {
+            Value col = add(colBase8, add(r8, mulc(arith::DivUIOp::create(
+                                                       b, loc, q, idx(2)),
+                                                   8)));
+            Value k = add(kBase, mulc(bit(q, 1), chunk));
+            four = nvgpu::LdMatrixOp::create(b, loc, type, mmaTiles,
+                                             ValueRange{tileIndex(slot, col, k)},
+                                             /*transpose=*/false, 4);
+          } else if (!wide) {
+            // Stored [k][col]: matrix q is k +8 (q & 1), columns +8 (q >> 1).
+            Value col = add(colBase8, mulc(arith::DivUIOp::create(
+                                               b, loc, q, idx(2)),
+                                           8));
+            Value k = add(kBase, add(r8, mulc(bit(q, 1), 8)));
+            four = nvgpu::LdMatrixOp::create(b, loc, type, mmaTiles,
+                                             ValueRange{tileIndex(slot, col, k)},
+                                             /*transpose=*/true, 4);
           }
-          Value col = add(add(colBase8, idx(8 * h)), g);
-          Value k = add(kBase, t);
-          bFragments.push_back(
-              scalarFragment(1, {{col, k}, {col, add(k, idx(4))}}));
+          for (int64_t h = 0; h < 2; ++h) {
+            if (four) {
+              // Registers 2h and 2h + 1 of the four.
+              Value pair =
+                  arith::ConstantOp::create(b, loc, b.getZeroAttr(pairType));
+              for (int64_t r = 0; r < 2; ++r)
+                pair = vector::InsertOp::create(
+                    b, loc,
+                    vector::ExtractOp::create(b, loc, four,
+                                              ArrayRef<int64_t>{2 * h + r}),
+                    pair, ArrayRef<int64_t>{r});
+              fragments.push_back(pair);
+              continue;
+            }
+            Value col = add(add(colBase8, idx(8 * h)), g);
+            Value k = add(kBase, t);
+            fragments.push_back(
+                scalarFragment(slot, {{col, k}, {col, add(k, idx(4))}}));
+          }
         }
-      }
-      for (int64_t m = 0; m < mi; ++m)
+        return fragments;
+      };
+      // Every operand's fragments, read once; each term's factors computed
+      // from them (an operand itself for a plain product).
+      SmallVector<SmallVector<Value>> fragments;
+      for (unsigned slot = 0; slot < mmaInputs.size(); ++slot)
+        fragments.push_back(slot < rowSlots ? rowFragments(slot)
+                                            : colFragments(slot));
+      auto slotOf = [&](unsigned input) {
+        return static_cast<unsigned>(llvm::find(mmaInputs, input) -
+                                     mmaInputs.begin());
+      };
+      for (const ProductTerm &term : product.terms) {
+        SmallVector<Value> aFragments, bFragments;
+        for (int64_t m = 0; m < mi; ++m)
+          aFragments.push_back(evaluateFactor(
+              term.row, [&](unsigned n) { return fragments[slotOf(n)][m]; }));
         for (int64_t n = 0; n < ni; ++n)
-          accs[m * ni + n] = buildMmaSync(b, loc, precision, aFragments[m],
-                                          bFragments[n], accs[m * ni + n]);
+          bFragments.push_back(evaluateFactor(
+              term.col,
+              [&](unsigned input) { return fragments[slotOf(input)][n]; }));
+        for (int64_t m = 0; m < mi; ++m)
+          for (int64_t n = 0; n < ni; ++n)
+            accs[m * ni + n] = buildMmaSync(b, loc, precision, aFragments[m],
+                                            bFragments[n], accs[m * ni + n]);
+      }
     }
     scf::YieldOp::create(b, loc, accs);
   }
@@ -394,8 +660,10 @@ static Value inlinePTX(OpBuilder &b, Location loc, Type result,
 SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   MLIRContext *ctx = b.getContext();
   MmaPrecision precision = *shape.mma;
+  assert(product.isPlain() && mmaInputs.size() == 2 &&
+         "warpgroup MMA multiplies one operand a side");
   int64_t stages = shape.stages;
-  int64_t stageElements = (shape.bm + shape.bn) * shape.bk;
+  int64_t stageElements = shape.stageElements();
   int64_t n = shape.bn;
   int64_t elementBytes = getMmaElementBits(precision) / 8;
   Type f32 = b.getF32Type(), i64 = b.getI64Type();

@@ -1049,9 +1049,9 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     // shared addresses): mmaSharedBytes() has 1024 more, the first stage
     // starts where the address is a multiple.
     int64_t elementBytes = getMmaElementBits(*shape.mma) / 8;
-    auto [rowK, colK] = tile::getProductOperands(task);
-    mmaInputs[0] = rowK;
-    mmaInputs[1] = colK;
+    product = *getProductForm(task);
+    mmaInputs.assign(product.rows.begin(), product.rows.end());
+    mmaInputs.append(product.cols.begin(), product.cols.end());
     mmaTiles = memref::ViewOp::create(
         b, loc,
         MemRefType::get({shape.mmaSharedBytes() / elementBytes}, element,
@@ -1464,16 +1464,37 @@ static const TileShape kSegmentShape{16, 128, 8, 2, 4};
 /// Multiprocessors the heuristic fills (an H100 or H200 has 132).
 static constexpr int64_t kMultiprocessors = 132;
 /// Tensor cores: 64-byte rows of k per stage, four stages in flight; 8
-/// warps of 64 x 32 pairs, or 4 of 32 x 32.
+/// warps of 64 x 32 pairs, or 4 of 32 x 32. A product form of more operand
+/// tiles than one a side keeps as many stages as fit kMmaStageBytes (two
+/// at least).
 static constexpr int64_t kMmaStageBytesOfK = 64;
 static constexpr int64_t kMmaStages = 4;
-static TileShape mmaShape(MmaPrecision precision, bool large) {
+static constexpr int64_t kMmaStageBytes = 200 * 1024;
+/// Shared memory of a multiprocessor that its blocks may take (sm_90).
+static constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+/// The operand tiles of a stage of `shape`: one a side on warpgroup MMA,
+/// the product form's operands on mma.sync; the pipeline's depth as
+/// kMmaStageBytes allows (0: not even two stages fit).
+static void setOperandTiles(TileShape &shape, int64_t rowTiles,
+                            int64_t colTiles) {
+  shape.rowTiles = shape.warpgroup ? 1 : rowTiles;
+  shape.colTiles = shape.warpgroup ? 1 : colTiles;
+  int64_t stageBytes =
+      shape.stageElements() * getMmaElementBits(*shape.mma) / 8;
+  shape.stages = std::min(kMmaStages, kMmaStageBytes / stageBytes);
+  if (shape.stages < 2)
+    shape.stages = 0;
+}
+
+static TileShape mmaShape(MmaPrecision precision, bool large,
+                          int64_t rowTiles = 1, int64_t colTiles = 1) {
   int64_t bk = kMmaStageBytesOfK * 8 /
                getMmaElementBits(precision);
   TileShape shape = large ? TileShape{128, 128, bk, 8, 8}
                           : TileShape{64, 64, bk, 4, 8};
   shape.mma = precision;
-  shape.stages = kMmaStages;
+  setOperandTiles(shape, rowTiles, colTiles);
   static_assert(kMmaStages >= 2, "the pipeline waits for stages - 2 groups");
   return shape;
 }
@@ -1509,30 +1530,41 @@ static constexpr int64_t kWarpgroupMinK = 1024;
 
 /// Tensor cores on segments: runs are short (a relation's edges in a batch:
 /// ~12), so 16 rows of a segment by 128 columns, four warps of 16 x 32.
-static TileShape segmentMmaShape(MmaPrecision precision) {
-  TileShape shape = mmaShape(precision, /*large=*/false);
+static TileShape segmentMmaShape(MmaPrecision precision, int64_t rowTiles = 1,
+                                 int64_t colTiles = 1) {
+  TileShape shape = mmaShape(precision, /*large=*/false, rowTiles, colTiles);
   shape.bm = 16;
   shape.bn = 128;
   shape.tm = 2;
   shape.tn = 8;
   shape.segments = true;
+  // 16 rows a tile: the pipeline fits whatever the operands.
+  shape.stages = std::max<int64_t>(shape.stages, 2);
   return shape;
 }
 
 /// The tensor-core tilings the iterators are built for (and tested with):
-/// mma.sync in 128 x 128, 64 x 64 or (segments) 16 x 128 tiles; warpgroup
-/// MMA in 128 x 256 ones.
+/// mma.sync in 128 x 128, 64 x 64 or (segments) 16 x 128 tiles, as deep as
+/// their stages of `rowTiles` + `colTiles` operand tiles fit; warpgroup MMA
+/// in 128 x 256 ones.
 static SmallVector<TileShape> getBuiltTensorCoreTilings(MmaPrecision precision,
-                                                       bool warpgroup) {
+                                                       bool warpgroup,
+                                                       int64_t rowTiles = 1,
+                                                       int64_t colTiles = 1) {
   if (warpgroup)
     return {warpgroupShape(precision, /*joined=*/true, 1)};
-  return {mmaShape(precision, true), mmaShape(precision, false),
-          segmentMmaShape(precision)};
+  SmallVector<TileShape> shapes;
+  for (TileShape shape : {mmaShape(precision, true, rowTiles, colTiles),
+                          mmaShape(precision, false, rowTiles, colTiles),
+                          segmentMmaShape(precision, rowTiles, colTiles)})
+    if (shape.stages)
+      shapes.push_back(shape);
+  return shapes;
 }
 
 static bool isBuiltTensorCoreShape(const TileShape &shape) {
-  for (const TileShape &built :
-       getBuiltTensorCoreTilings(*shape.mma, shape.warpgroup))
+  for (const TileShape &built : getBuiltTensorCoreTilings(
+           *shape.mma, shape.warpgroup, shape.rowTiles, shape.colTiles))
     if (built.bm == shape.bm && built.bn == shape.bn && built.bk == shape.bk &&
         built.tm == shape.tm && built.tn == shape.tn &&
         built.stages == shape.stages &&
@@ -1542,9 +1574,11 @@ static bool isBuiltTensorCoreShape(const TileShape &shape) {
 }
 
 static std::string getBuiltTensorCoreShapes(MmaPrecision precision,
-                                            bool warpgroup) {
+                                            bool warpgroup, int64_t rowTiles,
+                                            int64_t colTiles) {
   SmallVector<std::string> shapes;
-  for (const TileShape &s : getBuiltTensorCoreTilings(precision, warpgroup))
+  for (const TileShape &s :
+       getBuiltTensorCoreTilings(precision, warpgroup, rowTiles, colTiles))
     shapes.push_back("block " + std::to_string(s.bm) + "x" +
                      std::to_string(s.bn) + "x" + std::to_string(s.bk) +
                      " thread " + std::to_string(s.tm) + "x" +
@@ -1651,18 +1685,28 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
         return kernel.getComputeStep()->emitOpError()
                << "at " << getMmaPrecisionName(precision)
                << ": the task is not a product the tensor cores compute (its "
-                  "inner computation must multiply its (i, k) and (k, j) "
-                  "operands, accumulated by add in f32 from zero; a "
-                  "gathered dimension must not be an operand's contiguous "
-                  "one)";
+                  "inner computation must be a sum of terms row(i, k) * "
+                  "col(j, k), each factor computed from one side's operands "
+                  "alone, all operands of one element type, accumulated by "
+                  "add in f32 from zero; a gathered dimension must not be an "
+                  "operand's contiguous one)";
       shape.mma = precision;
       shape.stages = tiling.stages;
       shape.warpgroup = tiling.warpgroup;
       shape.clusterM = tiling.clusterM;
+      tile::ProductOperands operands = tile::getProductOperands(task);
+      shape.rowTiles = operands.rows.size();
+      shape.colTiles = operands.cols.size();
       if (shape.warpgroup && precision == MmaPrecision::tf32x3)
         return kernel.getComputeStep()->emitOpError()
                << "at tf32x3 on warpgroup MMA is not built: tf32x3 runs on "
                   "mma.sync";
+      if (shape.warpgroup && !getProductForm(task)->isPlain())
+        return kernel.getComputeStep()->emitOpError()
+               << "on warpgroup MMA: the task's product form has "
+               << getProductForm(task)->terms.size()
+               << " term(s) of computed factors; warpgroup MMA multiplies "
+                  "its operands as loaded (mma.sync computes factors)";
       if (!isBuiltTensorCoreShape(shape))
         return kernel.emitOpError()
                << "has a tensor-core tiling the emitter does not build "
@@ -1670,7 +1714,8 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
                << shape.bm << "x" << shape.bn << "x" << shape.bk
                << ", thread " << shape.tm << "x" << shape.tn << ", stages "
                << shape.stages << "); it builds "
-               << getBuiltTensorCoreShapes(precision, shape.warpgroup);
+               << getBuiltTensorCoreShapes(precision, shape.warpgroup,
+                                           shape.rowTiles, shape.colTiles);
     }
     variants.push_back({shape, kernel.getSuffix().str(), tiling.minK});
   }
@@ -1762,8 +1807,10 @@ LogicalResult lowerFunction(func::FuncOp func) {
     if (kernelShape.warpgroup)
       kernel->setAttr(kGridConstantsAttrName, b.getI32IntegerAttr(2));
     // mma.sync kernels: two blocks per multiprocessor, one's loads hiding
-    // under the other's products (their registers capped to fit).
-    if (kernelShape.mma && !kernelShape.warpgroup)
+    // under the other's products (their registers capped to fit), where
+    // two blocks' stages fit in its shared memory.
+    if (kernelShape.mma && !kernelShape.warpgroup &&
+        2 * kernelShape.mmaSharedBytes() <= kMaxSharedBytes)
       kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                       b.getI32IntegerAttr(2));
     // Clusters of blocks along M (y).
@@ -2011,7 +2058,9 @@ LogicalResult lowerFunction(func::FuncOp func) {
     if (kernelShape.warpgroup) {
       // Boxes of 128-byte rows: span x block-k of a k-contiguous operand,
       // block-k x 64 of a spatial-contiguous one.
-      std::array<int, 2> operands = tile::getProductOperands(task);
+      tile::ProductOperands product = tile::getProductOperands(task);
+      std::array<unsigned, 2> operands = {product.rows.front(),
+                                          product.cols.front()};
       for (int p = 0; p < 2; ++p) {
         Value input = task.getInputs()[operands[p]];
         auto copy = copies.find(operands[p]);
@@ -2171,6 +2220,20 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
                                                  const ScheduleOptions &o) {
   std::optional<MmaPrecision> precision =
       getTensorCorePrecision(task, o.matrixMath);
+  // A product form's stages hold all its operands' tiles.
+  tile::ProductOperands operands = tile::getProductOperands(task);
+  auto mma = [&](bool large) {
+    return mmaShape(*precision, large, operands.rows.size(),
+                    operands.cols.size());
+  };
+  // Kernels whose stages fit (a product form of many operands may not).
+  auto fitting = [](std::initializer_list<KernelVariant> variants) {
+    SmallVector<KernelVariant> kept;
+    for (const KernelVariant &v : variants)
+      if (!v.shape.mma || v.shape.stages)
+        kept.push_back(v);
+    return kept;
+  };
   if (task.getPerKeyInput()) {
     // Segment iterators: tiles of 16 rows (runs are short: a relation's
     // edges in a batch), on mma.sync for products that take tensor cores
@@ -2179,7 +2242,9 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     TileShape segmentShape = o.automatic ? kSegmentShape : o.shape;
     segmentShape.segments = true;
     if (o.automatic && precision)
-      return {{segmentMmaShape(*precision), "_mma"},
+      return {{segmentMmaShape(*precision, operands.rows.size(),
+                               operands.cols.size()),
+               "_mma"},
               {segmentShape, "_small"}};
     return {{segmentShape, ""}};
   }
@@ -2195,21 +2260,24 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
   // stored otherwise is read from a transposed copy the launch plan writes
   // first (a pass over it: small against the products from K = 1024 on).
   bool warpgroupTF32 = precision == MmaPrecision::tf32;
-  // Gathered rows take mma.sync (warpgroup MMA loads tiles by TMA).
+  // Gathered rows take mma.sync (warpgroup MMA loads tiles by TMA), and so
+  // do product forms with computed factors (warpgroup MMA reads its
+  // operands from shared memory as loaded).
   bool gathered = !task.getGathers().empty();
-  if ((sixteenBit || warpgroupTF32) && o.warpgroup && !topK && !gathered)
-    return {{warpgroupShape(*precision, joined, o.clusterM), "_wgmma",
-             kWarpgroupMinK},
-            {mmaShape(*precision, true), "_mma"},
-            {mmaShape(*precision, false), "_mma_small"},
-            {kSmallShape, "_small"}};
+  bool plain = precision && getProductForm(task)->isPlain();
+  if ((sixteenBit || warpgroupTF32) && o.warpgroup && !topK && !gathered &&
+      plain)
+    return fitting({{warpgroupShape(*precision, joined, o.clusterM), "_wgmma",
+                     kWarpgroupMinK},
+                    {mma(true), "_mma"},
+                    {mma(false), "_mma_small"},
+                    {kSmallShape, "_small"}});
   if (precision && !topK)
-    return {{mmaShape(*precision, true), "_mma"},
-            {mmaShape(*precision, false), "_mma_small"},
-            {kSmallShape, "_small"}};
+    return fitting({{mma(true), "_mma"},
+                    {mma(false), "_mma_small"},
+                    {kSmallShape, "_small"}});
   if (precision)
-    return {{mmaShape(*precision, false), "_mma_small"},
-            {kSmallShape, "_small"}};
+    return fitting({{mma(false), "_mma_small"}, {kSmallShape, "_small"}});
   if (!topK)
     return {{kLargeShape, ""}, {kSmallShape, "_small"}};
   return {{kSmallShape, ""}};

@@ -19,8 +19,8 @@ func.func @unbuilt_tiling(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?
         tile.kernel "_mma" block [64, 128, 16] thread [4, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<64x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32
-              : !tile.tile<64x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<64x128xf32>
+          %acc = tile.mma %a x %b tf32
+              : !tile.tile<64x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<64x128xf32>
           tile.store %acc staged : !tile.tile<64x128xf32>
         }
         tile.kernel "" block [64, 64, 16] thread [4, 4] {
@@ -54,8 +54,8 @@ func.func @not_a_product(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x
           %a = tile.load input 0 dense via async : !tile.tile<64x32xf16>
           %b = tile.load input 1 dense via async : !tile.tile<32x64xf16>
           // expected-error @below {{at f16: the task is not a product the tensor cores compute}}
-          %acc = tile.mma %a, %b f16
-              : !tile.tile<64x32xf16>, !tile.tile<32x64xf16> -> !tile.tile<64x64xf32>
+          %acc = tile.mma %a x %b f16
+              : !tile.tile<64x32xf16> x !tile.tile<32x64xf16> -> !tile.tile<64x64xf32>
           tile.store %acc staged : !tile.tile<64x64xf32>
         }
         tile.kernel "" block [64, 64, 16] thread [4, 4] {
@@ -87,8 +87,8 @@ func.func @warpgroup_tf32x3(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref
           %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
           %b = tile.load input 1 dense via tma : !tile.tile<32x256xf32>
           // expected-error @below {{at tf32x3 on warpgroup MMA is not built: tf32x3 runs on mma.sync}}
-          %acc = tile.mma %a, %b tf32x3 warpgroup
-              : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          %acc = tile.mma %a x %b tf32x3 warpgroup
+              : !tile.tile<128x32xf32> x !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
         }
         tile.kernel "" block [64, 64, 16] thread [4, 4] {
@@ -156,6 +156,102 @@ func.func @top_k_block(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<8xf3
           %b = tile.load input 1 dense via shared : !tile.tile<8x128xf32>
           %acc = tile.compute %a, %b : !tile.tile<128x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc top_k : !tile.tile<128x128xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// A product form's factors are computed from fragments on mma.sync;
+// warpgroup MMA multiplies its operands as loaded.
+func.func @warpgroup_factors(%H: memref<?x?xf16>, %R: memref<?x?xf16>, %T: memref<?x?xf16>, %C: memref<?x?xf32>) {
+  tile.task ins(%H, %R, %T : memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%h: f16, %r: f16, %t: f16):
+        %hr = arith.mulf %h, %r : f16
+        %p = arith.mulf %hr, %t : f16
+        %w = arith.extf %p : f16 to f32
+        tile.yield %w : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
+          %h = tile.load input 0 dense via tma : !tile.tile<128x64xf16>
+          %r = tile.load input 1 dense via tma : !tile.tile<128x64xf16>
+          %t = tile.load input 2 dense via tma : !tile.tile<256x64xf16>
+          // expected-error @below {{'tile.mma' op warpgroup MMA multiplies one operand a side (the product form of several runs on mma.sync)}}
+          %acc = tile.mma %h, %r x %t f16 warpgroup
+              : !tile.tile<128x64xf16>, !tile.tile<128x64xf16> x !tile.tile<256x64xf16> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %h = tile.load input 0 dense via shared : !tile.tile<64x16xf16>
+          %r = tile.load input 1 dense via shared : !tile.tile<64x16xf16>
+          %t = tile.load input 2 dense via shared : !tile.tile<64x16xf16>
+          %acc = tile.compute %h, %r, %t
+              : !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// Stages of nine 128 x 32 f16 tiles: four of them exceed the 200 KB of the
+// pipeline; the emitter builds this tiling with two.
+func.func @deep_stages(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf16>, %D: memref<?x?xf16>,
+                       %E: memref<?x?xf16>, %F: memref<?x?xf16>, %G: memref<?x?xf16>, %H: memref<?x?xf16>,
+                       %T: memref<?x?xf16>, %S: memref<?x?xf32>) {
+  tile.task ins(%A, %B, %C, %D, %E, %F, %G, %H, %T : memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #ik, #ik, #ik, #ik, #ik, #ik, #ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%a: f16, %b: f16, %c: f16, %d: f16, %e: f16, %f: f16, %g: f16, %h: f16, %t: f16):
+        %0 = arith.addf %a, %b : f16
+        %1 = arith.addf %0, %c : f16
+        %2 = arith.addf %1, %d : f16
+        %3 = arith.addf %2, %e : f16
+        %4 = arith.addf %3, %f : f16
+        %5 = arith.addf %4, %g : f16
+        %6 = arith.addf %5, %h : f16
+        %7 = arith.mulf %6, %t : f16
+        %8 = arith.extf %7 : f16 to f32
+        tile.yield %8 : f32
+      } schedule {
+        // expected-error @below {{has a tensor-core tiling the emitter does not build (block 128x128x32, thread 8x8, stages 4); it builds block 128x128x32 thread 8x8 stages 2, block 64x64x32 thread 4x8 stages 4, block 16x128x32 thread 2x8 stages 4 (segments)}}
+        tile.kernel "_mma" block [128, 128, 32] thread [8, 8] stages 4 {
+          %a = tile.load input 0 dense via async : !tile.tile<128x32xf16>
+          %b = tile.load input 1 dense via async : !tile.tile<128x32xf16>
+          %c = tile.load input 2 dense via async : !tile.tile<128x32xf16>
+          %d = tile.load input 3 dense via async : !tile.tile<128x32xf16>
+          %e = tile.load input 4 dense via async : !tile.tile<128x32xf16>
+          %f = tile.load input 5 dense via async : !tile.tile<128x32xf16>
+          %g = tile.load input 6 dense via async : !tile.tile<128x32xf16>
+          %h = tile.load input 7 dense via async : !tile.tile<128x32xf16>
+          %t = tile.load input 8 dense via async : !tile.tile<128x32xf16>
+          %acc = tile.mma %a, %b, %c, %d, %e, %f, %g, %h x %t f16
+              : !tile.tile<128x32xf16>, !tile.tile<128x32xf16>, !tile.tile<128x32xf16>, !tile.tile<128x32xf16>, !tile.tile<128x32xf16>, !tile.tile<128x32xf16>, !tile.tile<128x32xf16>, !tile.tile<128x32xf16> x !tile.tile<128x32xf16> -> !tile.tile<128x128xf32>
+          tile.store %acc staged : !tile.tile<128x128xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf16>
+          %b = tile.load input 1 dense via shared : !tile.tile<64x16xf16>
+          %c = tile.load input 2 dense via shared : !tile.tile<64x16xf16>
+          %d = tile.load input 3 dense via shared : !tile.tile<64x16xf16>
+          %e = tile.load input 4 dense via shared : !tile.tile<64x16xf16>
+          %f = tile.load input 5 dense via shared : !tile.tile<64x16xf16>
+          %g = tile.load input 6 dense via shared : !tile.tile<64x16xf16>
+          %h = tile.load input 7 dense via shared : !tile.tile<64x16xf16>
+          %t = tile.load input 8 dense via shared : !tile.tile<64x16xf16>
+          %acc = tile.compute %a, %b, %c, %d, %e, %f, %g, %h, %t
+              : !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
         }
       }
   return

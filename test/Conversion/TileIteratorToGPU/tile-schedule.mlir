@@ -21,13 +21,13 @@
 // CHECK-NEXT: tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 cluster_m 2 min_k 1024 {
 // CHECK-NEXT: %[[A:.*]] = tile.load input 0 dense via tma : !tile.tile<128x64xf16>
 // CHECK-NEXT: %[[B:.*]] = tile.load input 1 dense via tma : !tile.tile<64x256xf16>
-// CHECK-NEXT: %[[ACC:.*]] = tile.mma %[[A]], %[[B]] f16 warpgroup : !tile.tile<128x64xf16>, !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
+// CHECK-NEXT: %[[ACC:.*]] = tile.mma %[[A]] x %[[B]] f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
 // CHECK-NEXT: tile.store %[[ACC]] staged : !tile.tile<128x256xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: tile.kernel "_mma" block [128, 128, 32] thread [8, 8] stages 4 {
 // CHECK-NEXT: tile.load input 0 dense via async : !tile.tile<128x32xf16>
 // CHECK-NEXT: tile.load input 1 dense via async : !tile.tile<32x128xf16>
-// CHECK-NEXT: tile.mma %{{.*}}, %{{.*}} f16 : !tile.tile<128x32xf16>, !tile.tile<32x128xf16> -> !tile.tile<128x128xf32>
+// CHECK-NEXT: tile.mma %{{.*}} x %{{.*}} f16 : !tile.tile<128x32xf16> x !tile.tile<32x128xf16> -> !tile.tile<128x128xf32>
 // CHECK-NEXT: tile.store %{{.*}} staged : !tile.tile<128x128xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: tile.kernel "_mma_small" block [64, 64, 32] thread [4, 8] stages 4 {
@@ -202,8 +202,8 @@ func.func @cuda_first(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32>
         tile.kernel "_mma" block [64, 64, 16] thread [4, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<64x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x64xf32>
-          %acc = tile.mma %a, %b tf32
-              : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          %acc = tile.mma %a x %b tf32
+              : !tile.tile<64x16xf32> x !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
           tile.store %acc staged : !tile.tile<64x64xf32>
         }
       }

@@ -227,7 +227,7 @@ func.func @kernel_warp_shape(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memre
         tile.kernel "_mma" block [128, 128, 16] thread [3, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -258,7 +258,7 @@ func.func @kernel_mma_threads(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memr
         tile.kernel "_mma" block [256, 256, 16] thread [2, 2] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<256x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x256xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<256x16xf32>, !tile.tile<16x256xf32> -> !tile.tile<256x256xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<256x16xf32> x !tile.tile<16x256xf32> -> !tile.tile<256x256xf32>
           tile.store %acc staged : !tile.tile<256x256xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -289,7 +289,7 @@ func.func @kernel_mma_stages(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memre
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -320,7 +320,7 @@ func.func @kernel_cluster(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 cluster_m 3 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -351,7 +351,7 @@ func.func @kernel_cluster_sync(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: mem
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 cluster_m 2 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -600,7 +600,7 @@ func.func @load_path_mma(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           // expected-error @below {{of input 1 must go via async in a kernel on mma.sync, got tma}}
           %b = tile.load input 1 dense via tma : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -703,8 +703,8 @@ func.func @mma_order(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf3
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          // expected-error @below {{must multiply the loads of input 0 (i, k) and input 1 (k, j)}}
-          %acc = tile.mma %b, %a tf32x3 : !tile.tile<16x128xf32>, !tile.tile<128x16xf32> -> !tile.tile<128x128xf32>
+          // expected-error @below {{must multiply the loads of input(s) 0 (i, k) by those of input(s) 1 (k, j), in order}}
+          %acc = tile.mma %b x %a tf32x3 : !tile.tile<16x128xf32> x !tile.tile<128x16xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -734,8 +734,8 @@ func.func @mma_precision(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          // expected-error @below {{precision bf16 does not take 'f32' operands (f16: f16, bf16: bf16, f32: tf32 or tf32x3)}}
-          %acc = tile.mma %a, %b bf16 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          // expected-error @below {{precision bf16 does not take 'f32' operands (input 0; f16: f16, bf16: bf16, f32: tf32 or tf32x3)}}
+          %acc = tile.mma %a x %b bf16 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -766,7 +766,7 @@ func.func @mma_accumulate(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
           // expected-error @below {{accumulates products by add in f32; the task accumulates 'f32' by max}}
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -820,7 +820,7 @@ func.func @store_kind_mma(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           // expected-error @below {{of output dense must be staged in a kernel on tensor cores, got scatter}}
           tile.store %acc scatter : !tile.tile<128x128xf32>
         }
@@ -932,7 +932,7 @@ func.func @only_tensor_cores(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memre
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
       }
@@ -1028,8 +1028,8 @@ func.func @mma_operands(%A: memref<?x?xf32>, %w: memref<?xf32>, %C: memref<?x?xf
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16xf32>
-          // expected-error @below {{needs an (i, k) and a (k, j) operand; the task lacks one}}
-          %acc = tile.mma %a, %b tf32 : !tile.tile<128x16xf32>, !tile.tile<16xf32> -> !tile.tile<128x128xf32>
+          // expected-error @below {{needs (i, k) and (k, j) operands; the task has 1 and 0}}
+          %acc = tile.mma %a x %b tf32 : !tile.tile<128x16xf32> x !tile.tile<16xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
       }
@@ -1056,8 +1056,8 @@ func.func @mma_third(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %w: memref<?xf32>
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
           %c = tile.load input 2 dense via async : !tile.tile<16xf32>
-          // expected-error @below {{multiplies two operands, but input 2 is also indexed by k}}
-          %acc = tile.mma %a, %b tf32 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          // expected-error @below {{multiplies row and column operands, but input 2 is indexed by k alone (it belongs to neither side)}}
+          %acc = tile.mma %a x %b tf32 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
       }
@@ -1085,7 +1085,7 @@ func.func @warpgroup_gather(%h: memref<?xi32>, %A: memref<?x?xf16>, %B: memref<?
           %a = tile.load input 0 gathered via tma : !tile.tile<128x64xf16>
           %b = tile.load input 1 dense via tma : !tile.tile<64x256xf16>
           // expected-error @below {{warpgroup MMA loads whole tiles by TMA: it takes neither gathered rows nor segments (mma.sync does)}}
-          %acc = tile.mma %a, %b f16 warpgroup : !tile.tile<128x64xf16>, !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
+          %acc = tile.mma %a x %b f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
         }
         tile.kernel "" block [64, 64, 16] thread [4, 4] {
@@ -1201,8 +1201,8 @@ func.func @joined_cluster(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %ka: memref<
           %a = tile.load input 0 dense via tma : !tile.tile<128x64xf16>
           %b = tile.load input 1 dense via tma : !tile.tile<64x256xf16>
           %y = tile.load input 3 dense via registers : !tile.tile<256xi32>
-          %acc = tile.mma %a, %b f16 warpgroup
-              : !tile.tile<128x64xf16>, !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
+          %acc = tile.mma %a x %b f16 warpgroup
+              : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
           tile.store %acc dense with %x, %y : !tile.tile<128x256xf32>, !tile.tile<128xi32>, !tile.tile<256xi32>
         }
       }
@@ -1227,7 +1227,7 @@ func.func @must_transpose(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?
           %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
           // expected-error @below {{of input 1 must be 'transposed': warpgroup MMA reads tf32 operands k-major, and this input's innermost dimension is not k}}
           %b = tile.load input 1 dense via tma : !tile.tile<32x256xf32>
-          %acc = tile.mma %a, %b tf32 warpgroup : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          %acc = tile.mma %a x %b tf32 warpgroup : !tile.tile<128x32xf32> x !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -1260,6 +1260,34 @@ func.func @must_not_transpose(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memr
           %b = tile.load input 1 dense transposed via shared : !tile.tile<16x64xf32>
           %acc = tile.compute %a, %b : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
           tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// A product form multiplies the tiles of all its row operands (here h and
+// r) by those of its column operands; leaving one out is an error.
+func.func @mma_missing_row(%H: memref<?x?xf32>, %R: memref<?x?xf32>, %T: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%H, %R, %T : memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%h: f32, %r: f32, %t: f32):
+        %hr = arith.mulf %h, %r : f32
+        %p = arith.mulf %hr, %t : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
+          %h = tile.load input 0 dense via async : !tile.tile<128x16xf32>
+          %r = tile.load input 1 dense via async : !tile.tile<128x16xf32>
+          %t = tile.load input 2 dense via async : !tile.tile<128x16xf32>
+          // expected-error @below {{must multiply the loads of input(s) 0, 1 (i, k) by those of input(s) 2 (k, j), in order}}
+          %acc = tile.mma %h x %t tf32 : !tile.tile<128x16xf32> x !tile.tile<128x16xf32> -> !tile.tile<128x128xf32>
+          tile.store %acc staged : !tile.tile<128x128xf32>
         }
       }
   return

@@ -18,7 +18,7 @@
 // CHECK-NEXT: tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
 // CHECK-NEXT: %[[A:.*]] = tile.load input 0 dense via async : !tile.tile<128x16xf32>
 // CHECK-NEXT: %[[B:.*]] = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-// CHECK-NEXT: %[[ACC:.*]] = tile.mma %[[A]], %[[B]] tf32x3 : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+// CHECK-NEXT: %[[ACC:.*]] = tile.mma %[[A]] x %[[B]] tf32x3 : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
 // CHECK-NEXT: tile.store %[[ACC]] staged : !tile.tile<128x128xf32>
 // CHECK-NEXT: }
 // CHECK-NEXT: tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -41,8 +41,8 @@ func.func @gemm(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
         tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
           %a = tile.load input 0 dense via async : !tile.tile<128x16xf32>
           %b = tile.load input 1 dense via async : !tile.tile<16x128xf32>
-          %acc = tile.mma %a, %b tf32x3
-              : !tile.tile<128x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
+          %acc = tile.mma %a x %b tf32x3
+              : !tile.tile<128x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<128x128xf32>
           tile.store %acc staged : !tile.tile<128x128xf32>
         }
         tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
@@ -62,7 +62,7 @@ func.func @gemm(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
 // CHECK: tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 cluster_m 2 min_k 1024 {
 // CHECK: tile.load input 0 dense via tma : !tile.tile<128x64xbf16>
 // CHECK: tile.load input 1 dense via tma : !tile.tile<64x256xbf16>
-// CHECK: tile.mma %{{.*}}, %{{.*}} bf16 warpgroup : !tile.tile<128x64xbf16>, !tile.tile<64x256xbf16> -> !tile.tile<128x256xf32>
+// CHECK: tile.mma %{{.*}} x %{{.*}} bf16 warpgroup : !tile.tile<128x64xbf16> x !tile.tile<64x256xbf16> -> !tile.tile<128x256xf32>
 // CHECK: tile.kernel "" block [32, 32, 8] thread [2, 2] {
 // CHECK: tile.compute %{{.*}}, %{{.*}} : !tile.tile<32x8xbf16>, !tile.tile<8x32xbf16> -> !tile.tile<32x32xf32>
 func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>, %C: memref<?x?xf32>) {
@@ -78,8 +78,8 @@ func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>, %C: memref<?x?x
         tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 cluster_m 2 min_k 1024 {
           %a = tile.load input 0 dense via tma : !tile.tile<128x64xbf16>
           %b = tile.load input 1 dense via tma : !tile.tile<64x256xbf16>
-          %acc = tile.mma %a, %b bf16 warpgroup
-              : !tile.tile<128x64xbf16>, !tile.tile<64x256xbf16> -> !tile.tile<128x256xf32>
+          %acc = tile.mma %a x %b bf16 warpgroup
+              : !tile.tile<128x64xbf16> x !tile.tile<64x256xbf16> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
         }
         tile.kernel "" block [32, 32, 8] thread [2, 2] {
@@ -101,7 +101,7 @@ func.func @gemm_bf16(%A: memref<?x?xbf16>, %B: memref<?x?xbf16>, %C: memref<?x?x
 // CHECK-NEXT: %[[E:.*]] = tile.load input 0 gathered sorted via async : !tile.tile<16x16xf32>
 // CHECK-NEXT: %[[W:.*]] = tile.load input 1 per_key via async : !tile.tile<16x128xf32>
 // CHECK-NEXT: %[[S:.*]] = tile.load input 2 dense sorted via registers : !tile.tile<16xf32>
-// CHECK-NEXT: %[[ACC:.*]] = tile.mma %[[E]], %[[W]] tf32 : !tile.tile<16x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<16x128xf32>
+// CHECK-NEXT: %[[ACC:.*]] = tile.mma %[[E]] x %[[W]] tf32 : !tile.tile<16x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<16x128xf32>
 // CHECK-NEXT: tile.store %[[ACC]] dense with %[[S]] : !tile.tile<16x128xf32>, !tile.tile<16xf32>
 // CHECK: tile.kernel "_small" block [16, 128, 8] thread [2, 4] {
 // CHECK: tile.compute %{{.*}}, %{{.*}}, %{{.*}} : !tile.tile<16x8xf32>, !tile.tile<8x128xf32>, !tile.tile<16xf32> -> !tile.tile<16x128xf32>
@@ -124,8 +124,8 @@ func.func @transr(%h: memref<?xi32>, %E: memref<?x?xf32>, %r: memref<?xi32>,
           %e = tile.load input 0 gathered sorted via async : !tile.tile<16x16xf32>
           %w = tile.load input 1 per_key via async : !tile.tile<16x128xf32>
           %t = tile.load input 2 dense sorted via registers : !tile.tile<16xf32>
-          %acc = tile.mma %e, %w tf32
-              : !tile.tile<16x16xf32>, !tile.tile<16x128xf32> -> !tile.tile<16x128xf32>
+          %acc = tile.mma %e x %w tf32
+              : !tile.tile<16x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<16x128xf32>
           tile.store %acc dense with %t : !tile.tile<16x128xf32>, !tile.tile<16xf32>
         }
         tile.kernel "_small" block [16, 128, 8] thread [2, 4] {
@@ -144,7 +144,7 @@ func.func @transr(%h: memref<?xi32>, %E: memref<?x?xf32>, %r: memref<?xi32>,
 // transposed copy.
 // CHECK-LABEL: func.func @gemm_tf32
 // CHECK: tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>
-// CHECK: tile.mma %{{.*}}, %{{.*}} tf32 warpgroup : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+// CHECK: tile.mma %{{.*}} x %{{.*}} tf32 warpgroup : !tile.tile<128x32xf32> x !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
 func.func @gemm_tf32(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output dense
@@ -156,8 +156,8 @@ func.func @gemm_tf32(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf3
         tile.kernel "_wgmma" block [128, 256, 32] thread [2, 64] stages 4 min_k 1024 {
           %a = tile.load input 0 dense via tma : !tile.tile<128x32xf32>
           %b = tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>
-          %acc = tile.mma %a, %b tf32 warpgroup
-              : !tile.tile<128x32xf32>, !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
+          %acc = tile.mma %a x %b tf32 warpgroup
+              : !tile.tile<128x32xf32> x !tile.tile<32x256xf32> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
         }
         tile.kernel "" block [64, 64, 16] thread [4, 4] {
@@ -165,6 +165,41 @@ func.func @gemm_tf32(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf3
           %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
           %acc = tile.compute %a, %b
               : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// A product form on mma.sync: DistMult's (h * r) . t, the tiles of both row
+// operands multiplied by the column operand's.
+// CHECK-LABEL: func.func @product_form
+// CHECK: tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
+// CHECK: %[[ACC:.*]] = tile.mma %[[H:.*]], %[[R:.*]] x %[[T:.*]] tf32 : !tile.tile<128x16xf32>, !tile.tile<128x16xf32> x !tile.tile<128x16xf32> -> !tile.tile<128x128xf32>
+#jk = affine_map<(i, j, k) -> (j, k)>
+func.func @product_form(%H: memref<?x?xf32>, %R: memref<?x?xf32>, %T: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%H, %R, %T : memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%h: f32, %r: f32, %t: f32):
+        %hr = arith.mulf %h, %r : f32
+        %p = arith.mulf %hr, %t : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_mma" block [128, 128, 16] thread [8, 8] stages 4 {
+          %h = tile.load input 0 dense via async : !tile.tile<128x16xf32>
+          %r = tile.load input 1 dense via async : !tile.tile<128x16xf32>
+          %t = tile.load input 2 dense via async : !tile.tile<128x16xf32>
+          %acc = tile.mma %h, %r x %t tf32
+              : !tile.tile<128x16xf32>, !tile.tile<128x16xf32> x !tile.tile<128x16xf32> -> !tile.tile<128x128xf32>
+          tile.store %acc staged : !tile.tile<128x128xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %h = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %r = tile.load input 1 dense via shared : !tile.tile<64x16xf32>
+          %t = tile.load input 2 dense via shared : !tile.tile<64x16xf32>
+          %acc = tile.compute %h, %r, %t
+              : !tile.tile<64x16xf32>, !tile.tile<64x16xf32>, !tile.tile<64x16xf32> -> !tile.tile<64x64xf32>
           tile.store %acc dense : !tile.tile<64x64xf32>
         }
       }

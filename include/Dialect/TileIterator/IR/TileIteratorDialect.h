@@ -63,10 +63,15 @@ SmallVector<Value, 2> getDenseOutputIndices(TaskOp task, Value i, Value j);
 // the verifier and the builder of kernels.
 //===----------------------------------------------------------------------===//
 
-/// The operands a product on tensor cores multiplies: the first input
-/// indexed by (i, k) and the first indexed by (j, k) or by (i, k, j) (a
-/// matrix per row's key); -1 where there is none.
-std::array<int, 2> getProductOperands(TaskOp task);
+/// The operands a product on tensor cores multiplies, in the order of the
+/// task's inputs: its rows (inputs indexed by (i, k)) and its columns
+/// (indexed by (j, k), or by (i, k, j): a matrix per row's key).
+struct ProductOperands {
+  SmallVector<unsigned, 2> rows, cols;
+  /// Inputs indexed by k alone: no side of a product holds them.
+  SmallVector<unsigned, 1> kOnly;
+};
+ProductOperands getProductOperands(TaskOp task);
 
 /// The tiling of one kernel of a schedule.
 struct KernelTiling {

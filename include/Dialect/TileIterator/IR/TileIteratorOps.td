@@ -467,36 +467,49 @@ def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
   }];
 }
 
-def TileIterator_MmaOp : TileIterator_IteratorOp<"mma", [Pure]> {
+def TileIterator_MmaOp : TileIterator_IteratorOp<"mma", [Pure, AttrSizedOperandSegments]> {
   let summary = "the compute step on tensor cores";
   let description = [{
-    Multiplies the block's tiles of the task's `(i, k)` operand (`lhs`) and
-    its `(k, j)` operand (`rhs`, in the layout of its map) on tensor cores
-    at `precision` (`f16`, `bf16`: 16-bit operands; `tf32`: f32 operands
-    rounded to TF32; `tf32x3`: f32 operands split into two TF32 parts,
-    FP32-accurate), accumulating in f32 along the whole reduction. With
-    `warpgroup`, warpgroups of the block issue `wgmma` (sm_90a) on
-    operands in shared memory; otherwise warps issue `mma.sync` (sm_80).
-    The task's inner computation must be the product of those two operands
-    accumulated by `add` in f32.
+    Multiplies the block's tiles of the task's row operands (`lhs`: its
+    inputs indexed by `(i, k)`, in the order of the task's inputs) by those
+    of its column operands (`rhs`: indexed by `(k, j)`, in the layout of
+    their maps, or a matrix per row's key) on tensor cores at `precision`
+    (`f16`, `bf16`: 16-bit operands; `tf32`: f32 operands rounded to TF32;
+    `tf32x3`: f32 operands split into two TF32 parts, FP32-accurate),
+    accumulating in f32 along the whole reduction. With `warpgroup`,
+    warpgroups of the block issue `wgmma` (sm_90a) on operands in shared
+    memory; otherwise warps issue `mma.sync` (sm_80).
+
+    The task's inner computation must be a product form: a sum of terms
+    `a(rows) * b(columns)`, each factor an expression of one side's
+    operands alone, accumulated by `add` in f32 (plain GEMM: one term, one
+    operand a side). Each term is one product per tensor-core step; the
+    warps compute its factors from their fragments of the loaded tiles
+    before the product (DistMult's `(h * r) . t`: `lhs` holds the tiles of
+    `h` and `r`; ComplEx's four products of real and imaginary parts make
+    two terms, one per part of the tail). Warpgroup MMA takes plain
+    products only.
 
     Example:
 
     ```mlir
-    %acc = tile.mma %a, %b bf16 warpgroup
-        : !tile.tile<128x64xbf16>, !tile.tile<256x64xbf16> -> !tile.tile<128x256xf32>
+    %acc = tile.mma %a x %b bf16 warpgroup
+        : !tile.tile<128x64xbf16> x !tile.tile<256x64xbf16> -> !tile.tile<128x256xf32>
+    %hrt = tile.mma %h, %r x %t tf32
+        : !tile.tile<128x16xf32>, !tile.tile<128x16xf32> x !tile.tile<128x16xf32>
+          -> !tile.tile<128x128xf32>
     ```
   }];
   let arguments = (ins
-    TileIterator_TileType:$lhs,
-    TileIterator_TileType:$rhs,
+    Variadic<TileIterator_TileType>:$lhs,
+    Variadic<TileIterator_TileType>:$rhs,
     TileIterator_Precision:$precision,
     UnitAttr:$warpgroup
   );
   let results = (outs TileIterator_TileType:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs $precision (`warpgroup` $warpgroup^)? attr-dict `:`
-    qualified(type($lhs)) `,` qualified(type($rhs)) `->` qualified(type($result))
+    $lhs `x` $rhs $precision (`warpgroup` $warpgroup^)? attr-dict `:`
+    qualified(type($lhs)) `x` qualified(type($rhs)) `->` qualified(type($result))
   }];
 }
 

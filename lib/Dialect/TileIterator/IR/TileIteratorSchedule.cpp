@@ -80,18 +80,18 @@ SmallVector<KernelOp> TaskOp::getKernels() {
   return kernels;
 }
 
-std::array<int, 2> mlir::tile::getProductOperands(TaskOp task) {
-  std::array<int, 2> operands = {-1, -1};
+ProductOperands mlir::tile::getProductOperands(TaskOp task) {
+  ProductOperands operands;
   for (unsigned n = 0; n < task.getInputs().size(); ++n) {
     if (!task.inputUses(n, TaskOp::K))
       continue;
-    // A matrix per row's key (indexed by i and j) is the (k, j) operand.
-    bool rowOperand =
-        task.inputUses(n, TaskOp::I) && !task.inputUses(n, TaskOp::J);
-    int &slot = operands[rowOperand ? 0 : 1];
-    if (slot < 0 &&
-        (task.inputUses(n, TaskOp::I) || task.inputUses(n, TaskOp::J)))
-      slot = n;
+    // A matrix per row's key (indexed by i and j) is a (k, j) operand.
+    if (task.inputUses(n, TaskOp::J))
+      operands.cols.push_back(n);
+    else if (task.inputUses(n, TaskOp::I))
+      operands.rows.push_back(n);
+    else
+      operands.kOnly.push_back(n);
   }
   return operands;
 }
@@ -125,8 +125,9 @@ bool mlir::tile::isLoadTransposed(TaskOp task, unsigned n,
                                   bool warpgroup) {
   if (!warpgroup || precision != Precision::tf32)
     return false;
-  auto [lhs, rhs] = getProductOperands(task);
-  if (static_cast<int>(n) != lhs && static_cast<int>(n) != rhs)
+  ProductOperands operands = getProductOperands(task);
+  if (!llvm::is_contained(operands.rows, n) &&
+      !llvm::is_contained(operands.cols, n))
     return false;
   AffineMap map = mapOf(task, n);
   return map.getDimPosition(map.getNumResults() - 1) != TaskOp::K;
@@ -206,9 +207,16 @@ KernelOp mlir::tile::buildKernel(OpBuilder &b, TaskOp task, StringRef suffix,
       tensorCores ? b.getF32Type() : task.getAccumulatorType());
   Value acc;
   if (tensorCores) {
-    auto [lhs, rhs] = getProductOperands(task);
-    acc = MmaOp::create(b, loc, accType, loads[lhs], loads[rhs],
-                        *tiling.precision, tiling.warpgroup);
+    ProductOperands operands = getProductOperands(task);
+    auto loadsOf = [&](ArrayRef<unsigned> inputs) {
+      SmallVector<Value> values;
+      for (unsigned n : inputs)
+        values.push_back(loads[n]);
+      return values;
+    };
+    acc = MmaOp::create(b, loc, accType, loadsOf(operands.rows),
+                        loadsOf(operands.cols), *tiling.precision,
+                        tiling.warpgroup);
   } else {
     acc = ComputeOp::create(b, loc, accType, loads);
   }
@@ -440,38 +448,62 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                                << str(cast<TileType>(
                                       step->getResult(0).getType()));
   if (mma) {
-    auto [lhs, rhs] = getProductOperands(task);
-    if (lhs < 0 || rhs < 0)
+    ProductOperands operands = getProductOperands(task);
+    if (operands.rows.empty() || operands.cols.empty())
       return mma.emitOpError()
-             << "needs an (i, k) and a (k, j) operand; the task lacks one";
-    for (unsigned n = 0; n < numInputs; ++n)
-      if (task.inputUses(n, TaskOp::K) && static_cast<int>(n) != lhs &&
-          static_cast<int>(n) != rhs)
-        return mma.emitOpError()
-               << "multiplies two operands, but input " << n
-               << " is also indexed by k";
+             << "needs (i, k) and (k, j) operands; the task has "
+             << operands.rows.size() << " and " << operands.cols.size();
+    if (!operands.kOnly.empty())
+      return mma.emitOpError()
+             << "multiplies row and column operands, but input "
+             << operands.kOnly.front()
+             << " is indexed by k alone (it belongs to neither side)";
     if (task.getAccumulate() != Combiner::add ||
         !task.getAccumulatorType().isF32())
       return mma.emitOpError() << "accumulates products by add in f32; the "
                                   "task accumulates "
                                << task.getAccumulatorType() << " by "
                                << stringifyCombiner(task.getAccumulate());
-    if (mma.getLhs() != loads[lhs] || mma.getRhs() != loads[rhs])
-      return mma.emitOpError() << "must multiply the loads of input " << lhs
-                               << " (i, k) and input " << rhs << " (k, j)";
-    Type element =
-        cast<MemRefType>(task.getInputs()[lhs].getType()).getElementType();
-    bool matches =
-        element.isF16()    ? precision == Precision::f16
-        : element.isBF16() ? precision == Precision::bf16
-        : element.isF32()  ? (precision == Precision::tf32 ||
-                             precision == Precision::tf32x3)
-                           : false;
-    if (!matches)
+    auto sameLoads = [&](ValueRange given, ArrayRef<unsigned> inputs) {
+      if (given.size() != inputs.size())
+        return false;
+      for (auto [value, n] : llvm::zip(given, inputs))
+        if (value != loads[n])
+          return false;
+      return true;
+    };
+    auto list = [](ArrayRef<unsigned> inputs) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      llvm::interleaveComma(inputs, os);
+      return s;
+    };
+    if (!sameLoads(mma.getLhs(), operands.rows) ||
+        !sameLoads(mma.getRhs(), operands.cols))
       return mma.emitOpError()
-             << "precision " << stringifyPrecision(*precision)
-             << " does not take " << element
-             << " operands (f16: f16, bf16: bf16, f32: tf32 or tf32x3)";
+             << "must multiply the loads of input(s) " << list(operands.rows)
+             << " (i, k) by those of input(s) " << list(operands.cols)
+             << " (k, j), in order";
+    if (warpgroup && (operands.rows.size() > 1 || operands.cols.size() > 1))
+      return mma.emitOpError()
+             << "warpgroup MMA multiplies one operand a side (the product "
+                "form of several runs on mma.sync)";
+    for (unsigned n : llvm::concat<const unsigned>(operands.rows,
+                                                   operands.cols)) {
+      Type element =
+          cast<MemRefType>(task.getInputs()[n].getType()).getElementType();
+      bool matches =
+          element.isF16()    ? precision == Precision::f16
+          : element.isBF16() ? precision == Precision::bf16
+          : element.isF32()  ? (precision == Precision::tf32 ||
+                               precision == Precision::tf32x3)
+                             : false;
+      if (!matches)
+        return mma.emitOpError()
+               << "precision " << stringifyPrecision(*precision)
+               << " does not take " << element << " operands (input " << n
+               << "; f16: f16, bf16: bf16, f32: tf32 or tf32x3)";
+    }
     if (kernel.getClusterM().value_or(1) > 1 && !task.getWhen().empty())
       return kernel.emitOpError()
              << "runs clusters of " << *kernel.getClusterM()
