@@ -3,13 +3,24 @@
 tile task, build_bundles.py's shared mode) against what users run today,
 on the GPU machine: a PyTorch scorer in PyTorch-BigGraph's form (the
 edges' side, the negatives' rows, then one torch.bmm of [chunks, C, D] by
-[chunks, D, N], here one chunk: every edge shares the N negatives) in FP32
-(allow_tf32 off, as KGE's f32), eager and under torch.compile.
+[chunks, D, N], here one chunk: every edge shares the N negatives), eager
+and under torch.compile.
+
+Precisions, each against the baseline at the same one and against PyTorch's
+default FP32 bmm:
+- f32: KGE on CUDA cores (the .shared.D<n> bundles) / bmm with TF32 off;
+- tf32: KGE's product forms on tensor cores (.shared.tf32.D<n>) / bmm
+  with torch.backends.cuda.matmul.allow_tf32 on;
+- bf16: bf16 tables (.shared.bf16.D<n>; KGE's scores f32) / bmm on bf16
+  tables (bf16 scores).
 
 DistMult and ComplEx (the issue's models) and TransE-L2 (a distance: no
-product form), FB15k-like tables (14,951 entities, 1,345 relations), B
-edges, N in 256, 512, 1024, D = 512 (ComplEx: 256 + 256). Times per call:
-median of interleaved rounds (CUDA events). Writes one JSON file (--out).
+product form, CUDA cores at every precision), FB15k-like tables (14,951
+entities, 1,345 relations), B edges whose heads, relations and negatives
+are drawn with power-law frequencies (Zipf, exponent 1.1, over a random
+order of the rows), N in 256, 512, 1024, D = 512 (ComplEx: 256 + 256).
+Times per call: median of interleaved rounds (CUDA events). Writes one
+JSON file (--out).
 """
 
 import argparse
@@ -45,6 +56,24 @@ def torch_scorer(name):
     return {"distmult": distmult, "complex": complex_, "transe_l2": transe_l2}[name]
 
 
+def zipf(count, rows, generator):
+    """`count` draws from `rows` rows with power-law frequencies."""
+    order = torch.randperm(rows, generator=generator, device="cuda")
+    p = torch.arange(1, rows + 1, dtype=torch.float64, device="cuda") ** -1.1
+    return order[torch.multinomial(p, count, replacement=True, generator=generator)]
+
+
+class TF32:
+    """PyTorch's matrix products at TF32 for the calls inside."""
+
+    def __enter__(self):
+        self.previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_tf32 = self.previous
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bundles", type=pathlib.Path, default=ROOT / ".carry" / "bundles")
@@ -52,40 +81,62 @@ def main():
     parser.add_argument("--edges", type=int, default=16384)
     parser.add_argument("--negatives", default="256,512,1024")
     parser.add_argument("--models", default="distmult,complex,transe_l2")
+    parser.add_argument("--precisions", default="f32,tf32,bf16")
     args = parser.parse_args()
     import kge_runtime as rt
     torch.backends.cuda.matmul.allow_tf32 = False
     g = torch.Generator(device="cuda").manual_seed(0)
-    results = {"device": torch.cuda.get_device_name(), "edges": args.edges, "rows": []}
+    results = {"device": torch.cuda.get_device_name(), "edges": args.edges,
+               "indices": "zipf 1.1", "rows": []}
     B = args.edges
     for name in args.models.split(","):
         D = 256 if name == "complex" else 512
-        bundle = args.bundles / f"{name}.shared.D{D}.kgebundle"
-        program = rt.Program(bundle.read_text())
-        params = json.loads(bundle.read_text())["function"]["params"]
-        tables = {p["name"]: torch.randn(RELATIONS if p["name"].startswith("R") else ENTITIES,
-                                         D, generator=g, device="cuda") * D ** -0.5
-                  for p in params if p["role"] == "table"}
         scorer = torch_scorer(name)
         compiled = torch.compile(scorer)
-        for n in [int(s) for s in args.negatives.split(",")]:
-            h = torch.randint(0, ENTITIES, (B,), generator=g, device="cuda")
-            r = torch.randint(0, RELATIONS, (B,), generator=g, device="cuda")
-            t = torch.randint(0, ENTITIES, (n,), generator=g, device="cuda")
-            scores = torch.empty(B, n, device="cuda")
-            fns = {"kge": lambda: program(**tables, h=h, r=r, t=t, score=scores),
-                   "torch_bmm": lambda: scorer(**tables, h=h, r=r, t=t),
-                   "torch_compile": lambda: compiled(**tables, h=h, r=r, t=t)}
-            fns["kge"]()
-            reference = scorer(**{k: v.double() for k, v in tables.items()}, h=h, r=r, t=t)
-            error = float((scores.double() - reference).abs().max() / reference.abs().max())
-            times = interleaved_per_call(fns, rounds=7, calls=10)
-            row = {"model": name, "B": B, "N": n, "D": D, "times_us": times,
-                   "kge_over_torch_bmm": times["torch_bmm"][0] / times["kge"][0],
-                   "kge_over_torch_compile": times["torch_compile"][0] / times["kge"][0],
-                   "max_rel_error": error}
-            results["rows"].append(row)
-            print(json.dumps(row), flush=True)
+        compiled_tf32 = torch.compile(torch_scorer(name))
+        for precision in args.precisions.split(","):
+            prefix = "" if precision in ("f32",) else f"{precision}."
+            bundle = args.bundles / f"{name}.shared.{prefix}D{D}.kgebundle"
+            program = rt.Program(bundle.read_text())
+            params = json.loads(bundle.read_text())["function"]["params"]
+            dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+            tables = {p["name"]: (torch.randn(RELATIONS if p["name"].startswith("R")
+                                              else ENTITIES, D, generator=g, device="cuda")
+                                  * D ** -0.5).to(dtype)
+                      for p in params if p["role"] == "table"}
+            for n in [int(s) for s in args.negatives.split(",")]:
+                h = zipf(B, ENTITIES, g)
+                r = zipf(B, RELATIONS, g)
+                t = zipf(n, ENTITIES, g)
+                scores = torch.empty(B, n, device="cuda")
+
+                def bmm_tf32():
+                    with TF32():
+                        return scorer(**tables, h=h, r=r, t=t)
+
+                def compile_tf32():
+                    with TF32():
+                        return compiled_tf32(**tables, h=h, r=r, t=t)
+
+                fns = {"kge": lambda: program(**tables, h=h, r=r, t=t, score=scores),
+                       "torch_bmm": lambda: scorer(**tables, h=h, r=r, t=t),
+                       "torch_compile": lambda: compiled(**tables, h=h, r=r, t=t)}
+                if precision == "tf32":
+                    fns["torch_bmm_tf32"] = bmm_tf32
+                    fns["torch_compile_tf32"] = compile_tf32
+                fns["kge"]()
+                reference = scorer(**{k: v.double() for k, v in tables.items()},
+                                   h=h, r=r, t=t)
+                error = float((scores.double() - reference).abs().max()
+                              / reference.abs().max())
+                times = interleaved_per_call(fns, rounds=7, calls=10)
+                row = {"model": name, "precision": precision, "B": B, "N": n, "D": D,
+                       "times_us": times, "max_rel_error": error}
+                for base in fns:
+                    if base != "kge":
+                        row[f"kge_over_{base}"] = times[base][0] / times["kge"][0]
+                results["rows"].append(row)
+                print(json.dumps(row), flush=True)
     args.out.write_text(json.dumps(results, indent=1))
 
 

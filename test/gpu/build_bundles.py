@@ -8,7 +8,9 @@ machine):
 modes: pos (positive scoring), neg (tail corruption, K negatives per edge),
 shared (every edge against N negatives shared by the batch, through a tile
 task: convert-bvec-to-tile; the examples whose score is one reduction over
-the embedding, f32, dyn and D<n> only);
+the embedding: dyn and D<n> on CUDA cores, tf32.<v> and tf32x3.<v> with
+matrix-math=tf32 / tf32x3 and bf16.<v> with bf16 tables, for v in dyn and
+D<n>: product forms take tensor cores);
 variants: dyn (every length dynamic, 4-byte loads), D<n> (lengths
 specialized to n, 16-byte loads), staged.dyn and staged.D128 (rows staged
 in shared memory in every tile, layout option stage-repeats=0), and
@@ -86,8 +88,15 @@ def main():
             variants = [(precision, v) for precision in args.precisions for v in variants
                         if precision == "f32" or v[0] in HALF_VARIANTS]
             if mode == "shared":
-                variants = [(p, v) for p, v in variants
-                            if p == "f32" and not v[0].startswith("staged")]
+                # Tensor cores: f32 tables at tf32 / tf32x3, bf16 tables.
+                plain = [v for p, v in variants
+                         if p == "f32" and not v[0].startswith("staged")]
+                variants = [("f32", v) for v in plain]
+                for math in ("tf32", "tf32x3"):
+                    variants += [("f32", (f"{math}.{name}", n, f"matrix-math={math}"))
+                                 for name, n, _ in plain]
+                if "bf16" in args.precisions:
+                    variants += [("bf16", v) for v in plain]
             if mode == "pos" and "vec_mul_mat" not in source.read_text():
                 variants.append(("f32", ("sort_large.D128", 128, SORT_LARGE)))
             for precision, (name, n, extra) in variants:

@@ -20,6 +20,10 @@ The autotuner's variants (kge.tile.tuning_variants) go to
 f32 (CUDA-core tile shapes) and GEMM in bf16 (clusters, mma.sync). This
 part needs the Python package (build/python_packages on PYTHONPATH).
 
+Product forms (test/python/test_tile_product_forms.py's TASKS: sums of
+products of computed factors) go to <out>/products/<task>.<precision>.kgebundle
+for f16 and bf16 inputs and f32 ones under matrix-math=tf32 and tf32x3.
+
 Tasks with gathered rows (test/python/test_tile_gather.py's SCORES,
 GATHERED_GEMM and PROJECTION, a matrix per row's key: segment iterators)
 go to <out>/gather/<name>.<shape>.kgebundle (t64, t32, auto; t16 for the
@@ -190,6 +194,23 @@ def build_gather(bin_dir, out):
     return count
 
 
+def build_products(bin_dir, out):
+    """The product forms' bundles; their count."""
+    import sys
+    sys.path.insert(0, str(ROOT / "test" / "python"))
+    from test_tile_product_forms import TASKS, typed
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for name, text in TASKS.items():
+        for precision in MMA_PRECISIONS:
+            element = precision if precision in ("f16", "bf16") else "f32"
+            option = "" if element != "f32" else f"matrix-math={precision}"
+            to_bundle(bin_dir, typed(text, element), option,
+                      out / f"{name}.{precision}.kgebundle")
+            count += 1
+    return count
+
+
 # Products of gathered rows on tensor cores (mma.sync).
 GATHER_MATH = {"tf32x3": "matrix-math=tf32x3", "tf32": "matrix-math=tf32"}
 
@@ -204,9 +225,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
     parser.add_argument("--out", type=pathlib.Path, required=True)
-    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather",
+    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather,products",
                         help="comma-separated subset of queries, mma, distinct, autotune, "
-                             "gather")
+                             "gather, products")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
@@ -215,6 +236,8 @@ def main():
         count += build_autotune(args.out / "autotune")
     if "gather" in parts:
         count += build_gather(args.bin, args.out / "gather")
+    if "products" in parts:
+        count += build_products(args.bin, args.out / "products")
     if "queries" not in parts:
         count += build_mma(args.bin, args.out / "mma") if "mma" in parts else 0
         count += build_distinct(args.bin, args.out / "distinct") if "distinct" in parts else 0

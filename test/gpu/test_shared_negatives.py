@@ -2,7 +2,10 @@
 build_bundles.py's shared mode: the score function as a tile task) against
 the PyTorch reference on the expanded pairs: edge i with its tail replaced
 by negative j, in float64. Edges 1 to 4096, 1 to 1024 negatives, lengths
-32 to 512, uniform and Zipf-skewed indices; outputs poisoned with NaN."""
+32 to 512, uniform and Zipf-skewed indices; outputs poisoned with NaN.
+Every bundle on CUDA cores (f32), and with the product forms (DistMult,
+ComplEx, SimplE, CrossE) on tensor cores: f32 tables at tf32 and tf32x3,
+bf16 tables; each within its precision's error."""
 
 import json
 import zlib
@@ -29,13 +32,37 @@ def draw(kind, count, rows, generator):
     return torch.multinomial(p, count, replacement=True, generator=generator)
 
 
+# Products rounded to TF32 (10-bit mantissas) or factors to bf16 (7 bits),
+# accumulated in f32 over up to 512 terms: errors relative to the largest
+# score.
+TOLERANCES = {"f32": 2e-5, "tf32x3": 2e-5, "tf32": 4e-3, "bf16": 3e-2}
+PRODUCT_FORMS = {"complex", "crosse", "distmult", "simple"}
+
+
+@pytest.mark.parametrize("precision", ("f32", "tf32", "tf32x3", "bf16"))
+def test_product_forms_take_tensor_cores(precision):
+    """The product forms' bundles at tf32, tf32x3 and bf16 hold mma.sync
+    kernels; the other models' and the f32 ones none."""
+    for name in SHARED:
+        prefix = "" if precision == "f32" else f"{precision}."
+        text = (BUNDLES / f"{name}.shared.{prefix}dyn.kgebundle").read_text()
+        tensor_cores = "mma.sync" in text
+        assert tensor_cores == (precision != "f32" and name in PRODUCT_FORMS), name
+
+
 @pytest.mark.parametrize("name", SHARED)
 @pytest.mark.parametrize("edges,negatives,length", CASES,
                          ids=[f"B{b}-N{n}-D{d}" for b, n, d in CASES])
 @pytest.mark.parametrize("kind", ("uniform", "zipf"))
 @pytest.mark.parametrize("variant", ("dyn", "D"))
-def test_shared_negatives_match_pytorch(rt, name, edges, negatives, length, kind, variant):
-    path = BUNDLES / f"{name}.shared.{'dyn' if variant == 'dyn' else f'D{length}'}.kgebundle"
+@pytest.mark.parametrize("precision", ("f32", "tf32", "tf32x3", "bf16"))
+def test_shared_negatives_match_pytorch(rt, name, edges, negatives, length, kind, variant,
+                                        precision):
+    if precision != "f32" and name not in PRODUCT_FORMS:
+        pytest.skip("not a product form: the same kernels as f32")
+    prefix = "" if precision == "f32" else f"{precision}."
+    path = BUNDLES / (f"{name}.shared.{prefix}"
+                      f"{'dyn' if variant == 'dyn' else f'D{length}'}.kgebundle")
     program = rt.Program(path.read_text())
     generator = torch.Generator(device="cuda").manual_seed(
         zlib.crc32(f"{name}-{edges}-{negatives}-{length}-{kind}".encode()))
@@ -51,6 +78,8 @@ def test_shared_negatives_match_pytorch(rt, name, edges, negatives, length, kind
         if p["role"] == "table":
             rows = 64 if readers.get(p["name"]) == {"r"} else 2000
             args[p["name"]] = torch.randn(rows, length, generator=generator, device="cuda")
+            if precision == "bf16":
+                args[p["name"]] = args[p["name"]].to(torch.bfloat16)
     rows_of = {p["name"]: args[p["indexes"][0]].shape[0] for p in signature
                if p["role"] == "indices"}
     for p in signature:
@@ -66,7 +95,7 @@ def test_shared_negatives_match_pytorch(rt, name, edges, negatives, length, kind
     reference = REFERENCES[name](**expanded).reshape(edges, negatives)
     scale = max(1.0, float(reference.abs().max()))
     error = float((scores.double() - reference).abs().max()) / scale
-    assert error < 2e-5, f"max relative error {error}"
+    assert error < TOLERANCES[precision], f"max relative error {error}"
 
 
 def test_out_of_range_negative_is_refused(rt):

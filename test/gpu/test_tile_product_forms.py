@@ -1,0 +1,65 @@
+"""Product forms on the GPU (build_tile_bundles.py --parts products:
+<KGE_GPU_TILE_BUNDLES>/products/<task>.<precision>.kgebundle): DistMult's
+(h * r) . t over gathered rows, ComplEx's four products (two terms, a tail
+part stored k-outermost), factors of exp and quotients, and a matrix per
+row's key times a factor of two rows (segment iterators), at f16, bf16,
+tf32 and tf32x3 against NumPy in float64 on the inputs as stored; rows of
+16-byte chunks take the tensor-core kernels, others the CUDA-core one."""
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from test_tile import ROOT, TILE_BUNDLES, load
+
+sys.path.insert(0, str(ROOT / "test" / "python"))
+from test_tile_product_forms import OUTPUT, TASKS, inputs, reference  # noqa: E402
+
+PRODUCTS = TILE_BUNDLES / "products"
+PRECISIONS = ("f16", "bf16", "tf32", "tf32x3")
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+# Factors rounded to the operands' precision before their products (f16:
+# 11 bits, bf16: 8, TF32: 11, dropped low bits), accumulated in f32: errors
+# relative to the largest output.
+TOLERANCES = {"f16": 4e-3, "bf16": 3e-2, "tf32": 6e-3, "tf32x3": 1e-4}
+# (M, N, K): aligned rows (a partial stage, one block, the 128 x 128
+# kernel's grid, a long reduction), then rows that are not 16-byte chunks.
+SIZES = [(130, 72, 48), (64, 64, 16), (1536, 1536, 64), (300, 200, 520), (53, 41, 45)]
+
+
+def test_product_bundles_were_built():
+    assert len(list(PRODUCTS.glob("*.kgebundle"))) == len(TASKS) * len(PRECISIONS), \
+        f"run test/gpu/build_tile_bundles.py --parts products --out {TILE_BUNDLES}"
+
+
+def kernels_run(call):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        call()
+        torch.cuda.synchronize()
+    return {e.name for e in prof.events()}
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
+def test_product_form_matches_numpy(rt, name, precision, M, N, K):
+    program = load(rt, PRODUCTS / f"{name}.{precision}.kgebundle")
+    rng = np.random.default_rng(M * 7 + N * 3 + K + len(name))
+    x = inputs(name, rng, M, N, K, rows=2000, keys=40)
+    args, stored = {}, {}
+    for n, a in x.items():
+        t = torch.from_numpy(a).cuda()
+        if a.dtype == np.float32 and precision in DTYPES:
+            t = t.to(DTYPES[precision])
+        args[n] = t
+        stored[n] = t.cpu().to(torch.float64).numpy() if a.dtype == np.float32 else a
+    out = torch.full((M, N), float("nan"), device="cuda")
+    names = kernels_run(lambda: program(**args, **{OUTPUT[name]: out}))
+    aligned = K % 8 == 0 and N % 8 == 0
+    assert any(k.endswith("_mma") or k.endswith("_mma_small") for k in names) == aligned, names
+    expected = reference(name, stored)
+    scale = max(1.0, float(np.abs(expected).max()))
+    error = float(np.abs(out.cpu().numpy().astype(np.float64) - expected).max()) / scale
+    assert error < TOLERANCES[precision], f"max relative error {error}"
