@@ -10,7 +10,7 @@ Precisions, each against the baseline at the same one and against PyTorch's
 default FP32 bmm:
 - f32: KGE on CUDA cores (the .shared.D<n> bundles) / bmm with TF32 off;
 - tf32: KGE's product forms on tensor cores (.shared.tf32.D<n>) / bmm
-  with torch.backends.cuda.matmul.allow_tf32 on;
+  with torch.set_float32_matmul_precision("high");
 - bf16: bf16 tables (.shared.bf16.D<n>; KGE's scores f32) / bmm on bf16
   tables (bf16 scores).
 
@@ -64,14 +64,16 @@ def zipf(count, rows, generator):
 
 
 class TF32:
-    """PyTorch's matrix products at TF32 for the calls inside."""
+    """PyTorch's float32 matrix products at TF32 for the calls inside
+    (torch.set_float32_matmul_precision("high"), which torch.compile reads
+    too)."""
 
     def __enter__(self):
-        self.previous = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = True
+        self.previous = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high")
 
     def __exit__(self, *exc):
-        torch.backends.cuda.matmul.allow_tf32 = self.previous
+        torch.set_float32_matmul_precision(self.previous)
 
 
 def main():
@@ -84,7 +86,7 @@ def main():
     parser.add_argument("--precisions", default="f32,tf32,bf16")
     args = parser.parse_args()
     import kge_runtime as rt
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
     g = torch.Generator(device="cuda").manual_seed(0)
     results = {"device": torch.cuda.get_device_name(), "edges": args.edges,
                "indices": "zipf 1.1", "rows": []}

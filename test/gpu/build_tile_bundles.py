@@ -20,7 +20,7 @@ The autotuner's variants (kge.tile.tuning_variants) go to
 f32 (CUDA-core tile shapes) and GEMM in bf16 (clusters, mma.sync). This
 part needs the Python package (build/python_packages on PYTHONPATH).
 
-Product forms (test/python/test_tile_product_forms.py's TASKS: sums of
+Product forms (test/python/product_forms.py's TASKS: sums of
 products of computed factors) go to <out>/products/<task>.<precision>.kgebundle
 for f16 and bf16 inputs and f32 ones under matrix-math=tf32 and tf32x3.
 
@@ -198,7 +198,7 @@ def build_products(bin_dir, out):
     """The product forms' bundles; their count."""
     import sys
     sys.path.insert(0, str(ROOT / "test" / "python"))
-    from test_tile_product_forms import TASKS, typed
+    from product_forms import TASKS, typed
     out.mkdir(parents=True, exist_ok=True)
     count = 0
     for name, text in TASKS.items():

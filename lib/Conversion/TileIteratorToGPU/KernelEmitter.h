@@ -229,7 +229,16 @@ private:
   /// null when the input lacks that axis): rows through the sorted order
   /// of segment iterators, gathered dimensions through their index arrays,
   /// the block's key for an input with a matrix per key.
-  SmallVector<Value, 3> inputIndices(unsigned n, Value spatial, Value k);
+  /// `resolved`: `spatial` is already the input's index along its spatial
+  /// dimension (the sorted order and the gather applied).
+  SmallVector<Value, 3> inputIndices(unsigned n, Value spatial, Value k,
+                                     bool resolved = false);
+  /// The index along its spatial dimension of input `n`'s element at
+  /// spatial coordinate `spatial`: through the sorted order of segment
+  /// iterators and its index array where gathered.
+  Value resolveSpatial(unsigned n, Value spatial);
+  /// Whether that index is other than the coordinate (a load).
+  bool readsResolvedRows(unsigned n);
   /// Loads element (row, k) of input `n` (either coordinate may be null
   /// when the input lacks that axis) from global memory.
   Value loadGlobal(unsigned n, Value spatial, Value k);
@@ -308,6 +317,11 @@ private:
   /// `stage` of the shared tiles (zero-filled past the extents), as one
   /// group; its token.
   Value issueTensorCoreStage(Value kTile, Value stage);
+  /// The rows a thread copies are the same at every step: for operands read
+  /// through an index array (or the sorted order), their indices read once
+  /// before the pipeline, by (stage tile, first chunk of the round).
+  void resolveTensorCoreRows();
+  llvm::DenseMap<std::pair<unsigned, int64_t>, Value> resolvedRows;
   /// The flat shared-memory index of (row, col) of a tile whose rows hold
   /// `rowLength` elements: 16-byte chunks XOR-swizzled so that eight rows'
   /// chunks at one column fall in distinct banks.

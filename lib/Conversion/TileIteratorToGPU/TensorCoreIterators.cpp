@@ -367,6 +367,31 @@ Value KernelEmitter::storageIndex(int p, bool kContiguous, Value row,
   return kContiguous ? swizzle(shape.bk, row, col) : swizzle(span, row, col);
 }
 
+void KernelEmitter::resolveTensorCoreRows() {
+  int64_t chunk =
+      128 / getMmaElementType(b.getContext(), *shape.mma).getIntOrFloatBitWidth();
+  for (unsigned slot = 0; slot < mmaInputs.size(); ++slot) {
+    unsigned n = mmaInputs[slot];
+    // Spatial-contiguous operands read consecutive coordinates: none is
+    // gathered (getTensorCorePrecision) or sorted.
+    if (!isKContiguous(task, n) || !readsResolvedRows(n))
+      continue;
+    int p = side(slot);
+    int64_t span = p == 0 ? shape.bm : shape.bn;
+    Value base = p == 0 ? rowBase : colBase;
+    Value extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
+    int64_t chunksPerRow = shape.bk / chunk;
+    int64_t chunks = span * chunksPerRow;
+    for (int64_t first = 0; first < chunks; first += shape.threads()) {
+      Value id = arith::AddIOp::create(b, loc, tid, idx(first));
+      Value s = arith::AddIOp::create(
+          b, loc, base, arith::DivUIOp::create(b, loc, id, idx(chunksPerRow)));
+      Value safeS = arith::SelectOp::create(b, loc, less(s, extent), s, idx(0));
+      resolvedRows[{slot, first}] = resolveSpatial(n, safeS);
+    }
+  }
+}
+
 Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
   MLIRContext *ctx = b.getContext();
   Type element = getMmaElementType(ctx, *shape.mma);
@@ -408,9 +433,16 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
                                             minIndex(left, idx(chunk)), idx(0));
       // A chunk that reads nothing still names an aligned address in the
       // array: its first element.
-      Value safeS = arith::SelectOp::create(b, loc, inRange, s, idx(0));
+      // A row read through an index array: its index, read before the
+      // pipeline (the row is in range whenever the chunk reads).
+      auto resolved = resolvedRows.find({slot, first});
+      Value safeS =
+          resolved != resolvedRows.end()
+              ? resolved->second
+              : arith::SelectOp::create(b, loc, inRange, s, idx(0)).getResult();
       Value safeK = arith::SelectOp::create(b, loc, inRange, k, idx(0));
-      SmallVector<Value, 3> at = inputIndices(n, safeS, safeK);
+      SmallVector<Value, 3> at = inputIndices(
+          n, safeS, safeK, /*resolved=*/resolved != resolvedRows.end());
       Value dst = arith::AddIOp::create(b, loc, offset,
                                         storageIndex(p, kContiguous, row, col));
       auto copy = [&] {
@@ -452,6 +484,7 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
 
   Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
                                             idx(shape.bk));
+  resolveTensorCoreRows();
   // The prologue: the first stages - 1 tiles in flight. Every tile is one
   // group of copies, zero-filled past K, so that counting groups is exact:
   // at step kt, the groups younger than tile kt's are always stages - 2.

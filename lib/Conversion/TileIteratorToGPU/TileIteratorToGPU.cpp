@@ -53,8 +53,39 @@ Value KernelEmitter::loadIndex(Value array, Value at) {
       memref::LoadOp::create(b, loc, array, ValueRange{at}));
 }
 
+/// The spatial dimension of input `n` (the one indexed by i or by j; none
+/// for an input of k alone).
+static std::optional<unsigned> spatialDim(TaskOp task, unsigned n) {
+  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
+  for (unsigned d = 0; d < map.getNumResults(); ++d) {
+    unsigned axis = map.getDimPosition(d);
+    if (axis != TaskOp::K && !(perKey && axis == TaskOp::I))
+      return d;
+  }
+  return std::nullopt;
+}
+
+bool KernelEmitter::readsResolvedRows(unsigned n) {
+  std::optional<unsigned> d = spatialDim(task, n);
+  if (!d)
+    return false;
+  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  return task.getGather(n, *d) ||
+         (rowPerm && map.getDimPosition(*d) == TaskOp::I);
+}
+
+Value KernelEmitter::resolveSpatial(unsigned n, Value spatial) {
+  std::optional<unsigned> d = spatialDim(task, n);
+  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  Value at = map.getDimPosition(*d) == TaskOp::I ? rowAt(spatial) : spatial;
+  if (Value gather = task.getGather(n, *d))
+    at = loadIndex(arg(gather), at);
+  return at;
+}
+
 SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
-                                                  Value k) {
+                                                  Value k, bool resolved) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
   bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
   SmallVector<Value, 3> indices;
@@ -67,6 +98,10 @@ SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
     // The block's matrix of an input with one per key.
     if (perKey && axis == TaskOp::I) {
       indices.push_back(segmentKey);
+      continue;
+    }
+    if (resolved) {
+      indices.push_back(spatial);
       continue;
     }
     Value at = axis == TaskOp::I ? rowAt(spatial) : spatial;

@@ -15,7 +15,7 @@ import torch
 from test_tile import ROOT, TILE_BUNDLES, load
 
 sys.path.insert(0, str(ROOT / "test" / "python"))
-from test_tile_product_forms import OUTPUT, TASKS, inputs, reference  # noqa: E402
+from product_forms import OUTPUT, TASKS, inputs, reference  # noqa: E402
 
 PRODUCTS = TILE_BUNDLES / "products"
 PRECISIONS = ("f16", "bf16", "tf32", "tf32x3")

@@ -1,0 +1,183 @@
+"""Product forms of tile tasks for the tests (test_tile_product_forms.py
+here, test/gpu/test_tile_products.py on the GPU machine, which has no
+compiler): the tasks' IR, their inputs and their NumPy references."""
+
+import re
+
+import numpy as np
+
+# Gathered rows on both sides: each edge's (h, r) against every negative
+# tail t, DistMult's score. ELEMENT: the tables' element type.
+DISTMULT = """
+func.func @distmult(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
+                    %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
+                    %t: memref<?xi32> {kge.param = "t"}, %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
+      outs(%C : memref<?x?xf32>)
+      gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (j, k)>]
+      accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+      inner {
+      ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
+        %ew = WIDEN(%e)
+        %ww = WIDEN(%w)
+        %xw = WIDEN(%x)
+        %hr = arith.mulf %ew, %ww : f32
+        %s = arith.mulf %hr, %xw : f32
+        tile.yield %s : f32
+      }
+  return
+}
+"""
+
+# ComplEx's Re(<a + ib, c + id, conj(x + iy)>) as its four products, the
+# imaginary part of the tail stored k-outermost (Y[k, j]); a projection
+# after the sum.
+COMPLEX = """
+func.func @complex(%A: memref<?x?xELEMENT> {kge.param = "A"}, %B: memref<?x?xELEMENT> {kge.param = "B"},
+                   %C: memref<?x?xELEMENT> {kge.param = "C"}, %D: memref<?x?xELEMENT> {kge.param = "D"},
+                   %X: memref<?x?xELEMENT> {kge.param = "X"}, %Y: memref<?x?xELEMENT> {kge.param = "Y"},
+                   %S: memref<?x?xf32> {kge.param = "S"}) {
+  tile.task ins(%A, %B, %C, %D, %X, %Y : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>,
+                memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
+      outs(%S : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output dense
+      inner {
+      ^bb0(%a: ELEMENT, %b: ELEMENT, %c: ELEMENT, %d: ELEMENT, %x: ELEMENT, %y: ELEMENT):
+        %aw = WIDEN(%a)
+        %bw = WIDEN(%b)
+        %cw = WIDEN(%c)
+        %dw = WIDEN(%d)
+        %xw = WIDEN(%x)
+        %yw = WIDEN(%y)
+        %ac = arith.mulf %aw, %cw : f32
+        %acx = arith.mulf %ac, %xw : f32
+        %bd = arith.mulf %bw, %dw : f32
+        %bdx = arith.mulf %xw, %bd : f32
+        %re = arith.subf %acx, %bdx : f32
+        %ad = arith.mulf %aw, %dw : f32
+        %ady = arith.mulf %ad, %yw : f32
+        %bc = arith.mulf %bw, %cw : f32
+        %bcy = arith.mulf %bc, %yw : f32
+        %im = arith.addf %ady, %bcy : f32
+        %s = arith.addf %re, %im : f32
+        tile.yield %s : f32
+      } project {
+      ^bb0(%acc: f32, %i: index, %j: index):
+        %half = arith.constant 0.5 : f32
+        %p = arith.mulf %acc, %half : f32
+        tile.yield %p : f32
+      }
+  return
+}
+"""
+
+# Factors of any elementwise operations of one side: (2 exp(u / 4) - v) .
+# (w * w) / 2, summed.
+FACTORS = """
+func.func @factors(%U: memref<?x?xELEMENT> {kge.param = "U"}, %V: memref<?x?xELEMENT> {kge.param = "V"},
+                   %W: memref<?x?xELEMENT> {kge.param = "W"}, %S: memref<?x?xf32> {kge.param = "S"}) {
+  tile.task ins(%U, %V, %W : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
+      outs(%S : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (j, k)>]
+      accumulate add output dense
+      inner {
+      ^bb0(%u: ELEMENT, %v: ELEMENT, %w: ELEMENT):
+        %uw = WIDEN(%u)
+        %vw = WIDEN(%v)
+        %ww = WIDEN(%w)
+        %quarter = arith.constant 0.25 : f32
+        %two = arith.constant 2.0 : f32
+        %q = arith.mulf %uw, %quarter : f32
+        %e = math.exp %q : f32
+        %e2 = arith.mulf %two, %e : f32
+        %a = arith.subf %e2, %vw : f32
+        %sq = arith.mulf %ww, %ww : f32
+        %p = arith.mulf %a, %sq : f32
+        %s = arith.divf %p, %two : f32
+        tile.yield %s : f32
+      }
+  return
+}
+"""
+
+# A matrix per row's key times a factor of two gathered rows (TransR's
+# projection of h * s): the segment iterators with a product form.
+SEGMENTS = """
+func.func @segments(%E: memref<?x?xELEMENT> {kge.param = "E"}, %G: memref<?x?xELEMENT> {kge.param = "G"},
+                    %W: memref<?x?x?xELEMENT> {kge.param = "W"},
+                    %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
+                    %Y: memref<?x?xf32> {kge.param = "Y"}) {
+  tile.task ins(%E, %G, %W : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?x?xELEMENT>)
+      outs(%Y : memref<?x?xf32>)
+      gathers(%h, %h, %r : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (i, k, j)>]
+      accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+      inner {
+      ^bb0(%e: ELEMENT, %g: ELEMENT, %w: ELEMENT):
+        %ew = WIDEN(%e)
+        %gw = WIDEN(%g)
+        %ww = WIDEN(%w)
+        %eg = arith.mulf %ew, %gw : f32
+        %s = arith.mulf %eg, %ww : f32
+        tile.yield %s : f32
+      }
+  return
+}
+"""
+
+TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments": SEGMENTS}
+
+
+def typed(text, element):
+    """The task with its inputs of `element` (f32, f16 or bf16), widened to
+    f32 where the inner computation reads them (f32 inputs are read as
+    they are: `%xw` is `%x`)."""
+    if element == "f32":
+        text = re.sub(r" *%\w+ = WIDEN\(%\w+\)\n", "", text)
+        text = re.sub(r"%(\w)w\b", r"%\1", text)
+    else:
+        text = re.sub(r"(%\w+) = WIDEN\((%\w+)\)", rf"\1 = arith.extf \2 : {element} to f32",
+                      text)
+    return text.replace("ELEMENT", element)
+
+
+def inputs(name, rng, M, N, K, rows=50, keys=7):
+    """Inputs of task `name` for an M x N output over K (float32 tables;
+    gathered rows from `rows`-row tables with skew, `keys` matrices)."""
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
+    skewed = lambda count, n: np.minimum(  # noqa: E731
+        rng.zipf(1.5, count) - 1, n - 1).astype(np.int32)
+    if name == "distmult":
+        return {"E": f(rows, K), "R": f(keys, K), "h": skewed(M, rows), "r": skewed(M, keys),
+                "t": skewed(N, rows)}
+    if name == "complex":
+        return {"A": f(M, K), "B": f(M, K), "C": f(M, K), "D": f(M, K), "X": f(N, K),
+                "Y": f(K, N)}
+    if name == "factors":
+        return {"U": f(M, K), "V": f(M, K), "W": f(N, K)}
+    return {"E": f(rows, K), "G": f(rows, K), "W": f(keys, K, N), "h": skewed(M, rows),
+            "r": skewed(M, keys)}
+
+
+def reference(name, x):
+    """The task's output in float64."""
+    d = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in x.items()}
+    if name == "distmult":
+        return (d["E"][d["h"]] * d["R"][d["r"]]) @ d["E"][d["t"]].T
+    if name == "complex":
+        a, b, c, e = d["A"], d["B"], d["C"], d["D"]
+        return 0.5 * ((a * c - b * e) @ d["X"].T + (a * e + b * c) @ d["Y"])
+    if name == "factors":
+        return (2 * np.exp(d["U"] / 4) - d["V"]) @ (d["W"] * d["W"]).T / 2
+    left = d["E"][d["h"]] * d["G"][d["h"]]
+    return np.einsum("bk,bkj->bj", left, d["W"][d["r"]])
+
+
+OUTPUT = {"distmult": "C", "complex": "S", "factors": "S", "segments": "Y"}
