@@ -11,8 +11,8 @@
 #   - compositions beyond the examples against the CPU path's results
 #     (test/gpu/test_compositions.py),
 #   - the tile dialect's kernels (GAMUT's queries, every tile shape and
-#     input precision, tensor cores, distinct, gathered rows and segments,
-#     the autotuner's variants) against NumPy and PyTorch
+#     input precision, tensor cores, product forms, distinct, gathered rows
+#     and segments, the autotuner's variants) against NumPy and PyTorch
 #     (test/gpu/test_tile*.py), and under memcheck (plain and checked) and
 #     racecheck,
 # Bundles are compiled beforehand on a machine with the compiler:
@@ -124,6 +124,18 @@ if [ "${KGE_GPU_QUICK:-0}" != 1 ]; then
         > "$OUT/sanitizer-$tool-tile-mma.log" 2>&1
       code=$?
       tail -1 "$OUT/sanitizer-$tool-tile-mma.log"
+      [ $code -eq 0 ] || status=1
+    done
+    # Product forms (factors computed from fragments; segments): rows of
+    # 16-byte multiples, then rows that take the CUDA-core kernel.
+    for sizes in "M=130 N=72 K=48" "M=300 N=136 K=520" "M=53 N=41 K=45"; do
+      echo "==> compute-sanitizer --tool $tool on the product-form tile bundles ($sizes)"
+      compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
+        "$BUILD/kge-bundle-run" "${KGE_GPU_TILE_BUNDLES:-$ROOT/.carry/tile}"/products/*.kgebundle \
+        $(printf -- "--size %s " $sizes) --size E_d0=50 --size R_d0=7 --size G_d0=50 \
+        --size W_d0=7 > "$OUT/sanitizer-$tool-tile-products.log" 2>&1
+      code=$?
+      tail -1 "$OUT/sanitizer-$tool-tile-products.log"
       [ $code -eq 0 ] || status=1
     done
     # Distinct: capacities that hold the values and one that does not.

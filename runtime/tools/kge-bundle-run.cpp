@@ -158,8 +158,12 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
     } else {
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
       std::vector<float> host(n);
+      // Results and outputs (written in place) start as NaN: what a call
+      // leaves unwritten shows.
       for (auto &v : host)
-        v = p.role == ParamRole::Result ? NAN : dist(rng);
+        v = p.role == ParamRole::Result || p.role == ParamRole::Output
+                ? NAN
+                : dist(rng);
       buffers.push_back(upload(host.data(), n * 4));
     }
     array.data = buffers.back().data;
@@ -173,9 +177,15 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
   const cuda::Driver &d = cuda::driver();
   cuda::check(d.cuCtxSynchronize(), "running " + path);
 
+  // Results, and f32 outputs of tile functions (in place; a select's or
+  // top-k's are partly written by design: no error there).
   std::cout << path << ":";
-  for (size_t r = 0; r < results.size(); ++r) {
-    const Buffer &b = buffers[signature.numArguments() + r];
+  for (size_t r = 0; r < signature.params.size(); ++r) {
+    const Parameter &p = signature.params[r];
+    bool output = p.role == ParamRole::Output && p.dtype == DType::F32;
+    if (p.role != ParamRole::Result && !output)
+      continue;
+    const Buffer &b = buffers[r];
     std::vector<float> host(b.bytes / 4);
     cuda::check(d.cuMemcpyDtoHAsync(host.data(), b.data, b.bytes, nullptr),
                 "download");
@@ -188,9 +198,8 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
       else
         sum += v;
     }
-    std::cout << " " << signature.params[signature.numArguments() + r].name
-              << " sum=" << sum << " unwritten=" << nan;
-    if (nan)
+    std::cout << " " << p.name << " sum=" << sum << " unwritten=" << nan;
+    if (nan && !output)
       std::cout << " (ERROR)";
   }
   std::cout << "\n";
