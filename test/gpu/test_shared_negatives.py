@@ -4,8 +4,8 @@ the PyTorch reference on the expanded pairs: edge i with its tail replaced
 by negative j, in float64. Edges 1 to 4096, 1 to 1024 negatives, lengths
 32 to 512, uniform and Zipf-skewed indices; outputs poisoned with NaN.
 Every bundle on CUDA cores (f32), and with the product forms (DistMult,
-ComplEx, SimplE, CrossE) on tensor cores: f32 tables at tf32 and tf32x3,
-bf16 tables; each within its precision's error."""
+ComplEx, SimplE, CrossE, TransE-L2, TransF) on tensor cores: f32 tables at
+tf32 and tf32x3, bf16 tables; each within its precision's error."""
 
 import json
 import zlib
@@ -37,7 +37,10 @@ def draw(kind, count, rows, generator):
 # TF32 (10-bit mantissas) or factors rounded to bf16 (7 bits). CrossE's
 # scores are sigmoids of sums of ~20: the sums' errors count whole.
 TOLERANCES = {"f32": 2e-5, "tf32x3": 5e-5, "tf32": 1e-2, "bf16": 3e-2}
-PRODUCT_FORMS = {"complex", "crosse", "distmult", "simple"}
+# Polynomials in the edge's and the negative's rows (TransE-L2's square
+# multiplies out into three terms); RotatE's and TransE-L1's absolute values
+# are not.
+PRODUCT_FORMS = {"complex", "crosse", "distmult", "simple", "transe_l2", "transf"}
 
 
 @pytest.mark.parametrize("precision", ("f32", "tf32", "tf32x3", "bf16"))
@@ -97,6 +100,34 @@ def test_shared_negatives_match_pytorch(rt, name, edges, negatives, length, kind
     scale = max(1.0, float(reference.abs().max()))
     error = float((scores.double() - reference).abs().max()) / scale
     assert error < TOLERANCES[precision], f"max relative error {error}"
+
+
+@pytest.mark.parametrize("precision", ("f32", "tf32", "tf32x3", "bf16"))
+def test_distance_to_the_same_row_is_zero_not_nan(rt, precision):
+    """On tensor cores TransE-L2's squares come multiplied out (||h + r||^2
+    - 2 (h + r) . t + ||t||^2), whose rounding can fall below zero where
+    h + r = t: the root is taken of the sum clamped at zero."""
+    prefix = "" if precision == "f32" else f"{precision}."
+    program = rt.Program((BUNDLES / f"transe_l2.shared.{prefix}D128.kgebundle").read_text())
+    g = torch.Generator(device="cuda").manual_seed(7)
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    E = (torch.randn(300, 128, generator=g, device="cuda") * 3).to(dtype)
+    R = torch.zeros(10, 128, device="cuda", dtype=dtype)
+    h = torch.arange(0, 256, device="cuda")
+    r = torch.zeros(256, dtype=torch.int64, device="cuda")
+    t = torch.arange(0, 256, device="cuda")
+    scores = torch.full((256, 256), float("nan"), device="cuda")
+    program(Eemb=E, Remb=R, h=h, r=r, t=t, score=scores)
+    torch.cuda.synchronize()
+    assert not scores.isnan().any()
+    diagonal = scores.diagonal()
+    scale = float(scores.max())
+    # CUDA cores square the difference: exactly 0. Multiplied out, the
+    # sum's rounding error is relative to ||h||^2 (~1150 here) and its root
+    # near zero up to sqrt(error): 3xTF32 sqrt(1e-6 * 2300) ~ 0.05, TF32
+    # and bf16 sqrt(1e-3 * 2300) ~ 1.5.
+    assert float(diagonal.max()) <= {"f32": 0.0, "tf32x3": 0.1}.get(precision, 0.1 * scale)
+    assert float(scores.min()) >= 0
 
 
 def test_out_of_range_negative_is_refused(rt):

@@ -132,7 +132,41 @@ func.func @segments(%E: memref<?x?xELEMENT> {kge.param = "E"}, %G: memref<?x?xEL
 }
 """
 
-TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments": SEGMENTS}
+# TransE's distance to every negative: sqrt(sum (h + r - t)^2), a square of
+# a sum across the sides (three terms: ||h + r||^2, -2 (h + r) . t,
+# ||t||^2), the square root in the projection.
+TRANSE = """
+func.func @transe(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
+                  %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
+                  %t: memref<?xi32> {kge.param = "t"}, %C: memref<?x?xf32> {kge.param = "C"}) {
+  tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
+      outs(%C : memref<?x?xf32>)
+      gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (j, k)>]
+      accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+      inner {
+      ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
+        %ew = WIDEN(%e)
+        %ww = WIDEN(%w)
+        %xw = WIDEN(%x)
+        %hr = arith.addf %ew, %ww : f32
+        %d = arith.subf %hr, %xw : f32
+        %s = arith.mulf %d, %d : f32
+        tile.yield %s : f32
+      } project {
+      ^bb0(%acc: f32, %i: index, %j: index):
+        %zero = arith.constant 0.0 : f32
+        %clamped = arith.maximumf %acc, %zero : f32
+        %root = math.sqrt %clamped : f32
+        tile.yield %root : f32
+      }
+  return
+}
+"""
+
+TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments": SEGMENTS,
+         "transe": TRANSE}
 
 
 def typed(text, element):
@@ -154,7 +188,7 @@ def inputs(name, rng, M, N, K, rows=50, keys=7):
     f = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     skewed = lambda count, n: np.minimum(  # noqa: E731
         rng.zipf(1.5, count) - 1, n - 1).astype(np.int32)
-    if name == "distmult":
+    if name in ("distmult", "transe"):
         return {"E": f(rows, K), "R": f(keys, K), "h": skewed(M, rows), "r": skewed(M, keys),
                 "t": skewed(N, rows)}
     if name == "complex":
@@ -176,8 +210,11 @@ def reference(name, x):
         return 0.5 * ((a * c - b * e) @ d["X"].T + (a * e + b * c) @ d["Y"])
     if name == "factors":
         return (2 * np.exp(d["U"] / 4) - d["V"]) @ (d["W"] * d["W"]).T / 2
+    if name == "transe":
+        left = d["E"][d["h"]] + d["R"][d["r"]]
+        return np.sqrt(((left[:, None, :] - d["E"][d["t"]][None, :, :]) ** 2).sum(-1))
     left = d["E"][d["h"]] * d["G"][d["h"]]
     return np.einsum("bk,bkj->bj", left, d["W"][d["r"]])
 
 
-OUTPUT = {"distmult": "C", "complex": "S", "factors": "S", "segments": "Y"}
+OUTPUT = {"distmult": "C", "complex": "S", "factors": "S", "segments": "Y", "transe": "C"}

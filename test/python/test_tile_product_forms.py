@@ -66,15 +66,26 @@ def test_f32_product_forms_stay_on_cuda_cores_by_default():
     assert "mma.sync" not in gpu and "@distmult_mma(" not in gpu
 
 
+def test_transe_is_three_terms():
+    """(h + r - t)^2 multiplies out: ||h + r||^2 (against ones), -2 (h + r)
+    . t and ||t||^2 (ones against it)."""
+    gpu = lowered("transe", "bf16")
+    kernel = gpu[gpu.index("gpu.func @transe_mma("):]
+    loop = kernel[kernel.index("scf.for"):kernel.index("gpu.return")]
+    loop = loop[:loop.index("scf.yield")]
+    assert loop.count("nvvm.mma.sync") == 3 * 32
+    assert "dense<1.000000e+00> : vector<4x2xbf16>" in loop
+    assert "dense<1.000000e+00> : vector<2x2xbf16>" in loop
+
+
 @pytest.mark.parametrize("body", [
-    # A term plus a value of the rows alone.
-    "%p = arith.mulf %u, %w : f32\n        %s = arith.addf %p, %u : f32",
-    # A product of sums across the sides.
-    "%a = arith.addf %u, %w : f32\n        %s = arith.mulf %a, %a : f32",
-    # Quadratic in both sides.
-    "%p = arith.mulf %u, %w : f32\n        %s = arith.mulf %p, %p : f32",
-    # A maximum of the sides.
+    # An operation other than + - * / on values of both sides.
     "%s = arith.maximumf %u, %w : f32",
+    "%p = arith.mulf %u, %w : f32\n        %s = math.exp %p : f32",
+    "%d = arith.subf %u, %w : f32\n        %p = arith.mulf %d, %d : f32\n"
+    "        %s = math.sqrt %p : f32",
+    # A value of the rows alone: nothing to multiply.
+    "%s = arith.mulf %u, %u : f32",
 ])
 def test_what_is_no_product_form_stays_on_cuda_cores(body):
     text = f"""

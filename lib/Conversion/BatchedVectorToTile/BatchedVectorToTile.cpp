@@ -424,8 +424,13 @@ LogicalResult Translator::run() {
     block->addArgument(b.getIndexType(), loc);
     OpBuilder p = OpBuilder::atBlockEnd(block);
     Value reducedValue = acc;
+    // The root of a sum of squares, clamped at zero: on tensor cores the
+    // sum may come multiplied out (||x||^2 - 2 x.y + ||y||^2), whose
+    // rounding can take it below zero where x = y.
     if (single->squareRoot)
-      reducedValue = math::SqrtOp::create(p, loc, acc);
+      reducedValue = math::SqrtOp::create(
+          p, loc,
+          arith::MaximumFOp::create(p, loc, acc, f32Constant(p, loc, 0.0)));
     FailureOr<Value> projected =
         project(ret->getOperand(0), single->op, reducedValue, p);
     if (failed(projected))

@@ -87,25 +87,29 @@ struct TileShape {
 enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
 
 /// An expression of one side's operands of a product form (a factor),
-/// computed elementwise on their fragments: an operand, one of the inner
-/// computation's operations applied to factors, or a sum, difference,
-/// product, quotient or negation that factoring wrote.
+/// computed elementwise on their fragments: an operand, a constant, one of
+/// the inner computation's operations applied to factors, or a sum,
+/// difference, product, quotient or negation that factoring wrote.
 struct FactorExpr;
 using Factor = std::shared_ptr<const FactorExpr>;
 struct FactorExpr {
-  /// The task's input (a leaf), when `op` and `synthesized` are unset.
+  /// The task's input (a leaf), when `op`, `synthesized` and `constant`
+  /// are unset.
   unsigned input = 0;
   /// An operation of the inner computation, cloned on its operands'
   /// factors.
   Operation *op = nullptr;
-  /// Otherwise: the arith operation factoring wrote (arith.addf, subf,
-  /// mulf, divf, negf), when not a leaf.
+  /// Otherwise: the arith operation factoring wrote (arith.addf, mulf,
+  /// divf, negf), or a constant it wrote.
   llvm::StringRef synthesized;
+  std::optional<double> constant;
   SmallVector<Factor, 2> operands;
-  bool isInput() const { return !op && synthesized.empty(); }
+  bool isInput() const { return !op && synthesized.empty() && !constant; }
+  bool isConstant() const { return constant.has_value(); }
 };
 
-/// One term of a product form: row factor x column factor, summed over k.
+/// One term of a product form: row factor x column factor, summed over k
+/// (a null factor is 1: a term of one side's value alone).
 struct ProductTerm {
   Factor row, col;
 };
@@ -120,15 +124,22 @@ struct ProductForm {
   SmallVector<unsigned, 2> rows, cols;
   SmallVector<ProductTerm, 2> terms;
   bool isPlain() const {
-    return terms.size() == 1 && terms[0].row->isInput() &&
-           terms[0].col->isInput();
+    return terms.size() == 1 && terms[0].row && terms[0].row->isInput() &&
+           terms[0].col && terms[0].col->isInput();
   }
 };
 
-/// `task`'s inner computation as a product form, or none when it is not one
-/// (a term that is not a product of a row and a column factor, an operand
-/// indexed by k alone or by neither spatial axis, an operation with
-/// effects or regions).
+/// `task`'s inner computation as a product form, or none when it is not one.
+/// Factoring treats the inner computation as a polynomial in the two
+/// sides: products across the sides multiply out, sums and differences
+/// concatenate terms, one side's values pass through any operation (exp,
+/// tanh, ...) and a division by one side's value divides that side's
+/// factors; a value of one side alone in a sum is a term whose other
+/// factor is 1 (TransE's ||h + r - t||^2 = ||h + r||^2 - 2 (h + r) . t +
+/// ||t||^2: three terms). Not a product form: an operation other than
+/// those on values of both sides (max(u, w), (u * w)^1.5), an operand
+/// indexed by k alone or by neither spatial axis, an operation with effects
+/// or regions, a value of one side only.
 std::optional<ProductForm> getProductForm(TaskOp task);
 
 /// The precision at which the tensor cores can run `task`'s reduction, or
@@ -349,10 +360,9 @@ private:
                        : rows * shape.bm * shape.bk +
                              (slot - rows) * shape.bn * shape.bk;
   }
-  /// The value of `factor` on fragments: `leaf(input)` gives an operand's
-  /// fragment (a vector of the tensor cores' element type); the result is
-  /// one of that type.
-  Value evaluateFactor(const Factor &factor,
+  /// The value of `factor` on fragments of `type` (the tensor cores'
+  /// element type): `leaf(input)` gives an operand's fragment; null is 1.
+  Value evaluateFactor(const Factor &factor, VectorType type,
                        llvm::function_ref<Value(unsigned)> leaf);
   /// The shared tiles of all stages, the warp's first row and column in the
   /// block tile, the lane.

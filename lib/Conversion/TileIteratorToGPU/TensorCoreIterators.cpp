@@ -29,20 +29,15 @@ using namespace mlir::kge::tilegpu;
 // Product forms
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// A value of the inner computation as factoring sees it: a constant, an
-/// expression of the rows' operands or of the columns' ones, or a sum of
-/// terms row * col.
-struct Factored {
-  enum Side { Constant, Row, Col, Terms } side;
-  Factor expr;
-  SmallVector<ProductTerm, 2> terms;
-};
-} // namespace
-
 static Factor leafFactor(unsigned input) {
   auto e = std::make_shared<FactorExpr>();
   e->input = input;
+  return e;
+}
+
+static Factor constantFactor(double value) {
+  auto e = std::make_shared<FactorExpr>();
+  e->constant = value;
   return e;
 }
 
@@ -60,13 +55,26 @@ static Factor applied(Operation *op, ArrayRef<Factor> operands) {
   return e;
 }
 
+/// Whether `f` reads no operand (a constant expression).
+static bool isConstantFactor(const Factor &f) {
+  if (!f)
+    return true;
+  if (f->isInput())
+    return false;
+  return llvm::all_of(f->operands, isConstantFactor);
+}
+
 /// Whether two factors compute the same value (an operation of the inner
-/// computation is one value whatever reaches it).
+/// computation is one value whatever reaches it; null is 1).
 static bool sameFactor(const Factor &a, const Factor &b) {
   if (a == b)
     return true;
+  if (!a || !b)
+    return false;
   if (a->isInput() || b->isInput())
     return a->isInput() && b->isInput() && a->input == b->input;
+  if (a->isConstant() || b->isConstant())
+    return a->isConstant() && b->isConstant() && *a->constant == *b->constant;
   if (a->op || b->op)
     return a->op == b->op;
   if (a->synthesized != b->synthesized ||
@@ -76,6 +84,21 @@ static bool sameFactor(const Factor &a, const Factor &b) {
     if (!sameFactor(x, y))
       return false;
   return true;
+}
+
+/// x * y with null as 1.
+static Factor times(const Factor &x, const Factor &y) {
+  if (!x)
+    return y;
+  if (!y)
+    return x;
+  return synthesize("arith.mulf", {x, y});
+}
+
+/// x + y with null as 1.
+static Factor plus(const Factor &x, const Factor &y) {
+  return synthesize("arith.addf", {x ? x : constantFactor(1.0),
+                                   y ? y : constantFactor(1.0)});
 }
 
 /// Merges terms that share a factor (their other factors summed): ComplEx's
@@ -93,12 +116,52 @@ static SmallVector<ProductTerm, 2> mergeTerms(ArrayRef<ProductTerm> terms,
       continue;
     }
     if (byColumn)
-      same->row = synthesize("arith.addf", {same->row, term.row});
+      same->row = plus(same->row, term.row);
     else
-      same->col = synthesize("arith.addf", {same->col, term.col});
+      same->col = plus(same->col, term.col);
   }
   return merged;
 }
+
+namespace {
+/// A value of the inner computation as factoring sees it: a polynomial in
+/// the two sides, sum over its terms of row * col (a null factor is 1).
+/// One side's value x is the term (x, 1) or (1, x); a constant c is (c, 1).
+struct Polynomial {
+  SmallVector<ProductTerm, 2> terms;
+  /// The side all its factors read (0: rows, 1: columns), none when both
+  /// do, -1 when it reads no operand.
+  std::optional<int> side() const {
+    bool rows = false, cols = false;
+    for (const ProductTerm &t : terms) {
+      rows |= !isConstantFactor(t.row);
+      cols |= !isConstantFactor(t.col);
+    }
+    if (rows && cols)
+      return std::nullopt;
+    return rows ? 0 : cols ? 1 : -1;
+  }
+  /// A polynomial of one side (or none) as one factor of that side: the
+  /// sum of its terms' products.
+  Factor collapsed() const {
+    Factor sum;
+    for (const ProductTerm &t : terms) {
+      Factor product = t.row && t.col ? times(t.row, t.col)
+                       : t.row       ? t.row
+                       : t.col       ? t.col
+                                     : constantFactor(1.0);
+      sum = sum ? synthesize("arith.addf", {sum, product}) : product;
+    }
+    return sum;
+  }
+  static Polynomial of(int side, Factor f) {
+    Polynomial p;
+    p.terms.push_back(side == 1 ? ProductTerm{nullptr, f}
+                                : ProductTerm{f, nullptr});
+    return p;
+  }
+};
+} // namespace
 
 std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
   tile::ProductOperands operands = tile::getProductOperands(task);
@@ -106,26 +169,21 @@ std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
       !operands.kOnly.empty())
     return std::nullopt;
   Block &inner = task.getInner().front();
-  DenseMap<Value, Factored> values;
+  DenseMap<Value, Polynomial> values;
   for (BlockArgument arg : inner.getArguments()) {
     unsigned n = arg.getArgNumber();
     if (llvm::is_contained(operands.rows, n))
-      values[arg] = {Factored::Row, leafFactor(n), {}};
+      values[arg] = Polynomial::of(0, leafFactor(n));
     else if (llvm::is_contained(operands.cols, n))
-      values[arg] = {Factored::Col, leafFactor(n), {}};
+      values[arg] = Polynomial::of(1, leafFactor(n));
     // Inputs without k are no factor: using one fails below.
   }
   auto negated = [](SmallVector<ProductTerm, 2> terms) {
-    for (ProductTerm &term : terms)
-      term.row = synthesize("arith.negf", {term.row});
-    return terms;
-  };
-  // Terms scaled (or divided) by a factor of one side.
-  auto scaled = [](SmallVector<ProductTerm, 2> terms, const Factored &by,
-                   StringRef name) {
-    for (ProductTerm &term : terms) {
-      Factor &factor = by.side == Factored::Col ? term.col : term.row;
-      factor = synthesize(name, {factor, by.expr});
+    for (ProductTerm &t : terms) {
+      if (t.row)
+        t.row = synthesize("arith.negf", {t.row});
+      else
+        t.col = synthesize("arith.negf", {t.col ? t.col : constantFactor(1.0)});
     }
     return terms;
   };
@@ -134,91 +192,95 @@ std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
         !isMemoryEffectFree(&op) ||
         !isa<FloatType>(op.getResult(0).getType()))
       return std::nullopt;
-    SmallVector<const Factored *, 2> args;
+    SmallVector<const Polynomial *, 2> args;
     for (Value operand : op.getOperands()) {
       auto it = values.find(operand);
       if (it == values.end())
         return std::nullopt;
       args.push_back(&it->second);
     }
-    auto hasTerms = [](const Factored *f) { return f->side == Factored::Terms; };
-    Factored result;
-    // Widenings are exact: the tensor cores take an operand as stored (a
-    // factor computed from it widens it again where it is used), and
-    // their products and sums are f32 ones.
-    if (isa<arith::ExtFOp>(op) &&
-        (args[0]->side == Factored::Terms || args[0]->expr->isInput())) {
-      values[op.getResult(0)] = *args[0];
-      continue;
+    // An operation of one side's values (constants go with either): that
+    // side's value, the operation itself.
+    std::optional<int> side = -1;
+    for (const Polynomial *arg : args) {
+      std::optional<int> s = arg->side();
+      if (!s || (*s >= 0 && *side >= 0 && *s != *side)) {
+        side = std::nullopt;
+        break;
+      }
+      if (*s >= 0)
+        side = s;
     }
-    if (isa<arith::MulFOp>(op) && llvm::any_of(args, hasTerms)) {
-      const Factored &x = hasTerms(args[0]) ? *args[0] : *args[1];
-      const Factored &y = hasTerms(args[0]) ? *args[1] : *args[0];
-      if (hasTerms(&y))
-        return std::nullopt; // Quadratic in both sides.
-      result = {Factored::Terms, nullptr, scaled(x.terms, y, "arith.mulf")};
-    } else if (isa<arith::DivFOp>(op) && hasTerms(args[0])) {
-      if (hasTerms(args[1]))
-        return std::nullopt;
-      result = {Factored::Terms, nullptr,
-                scaled(args[0]->terms, *args[1], "arith.divf")};
-    } else if (isa<arith::AddFOp, arith::SubFOp>(op) &&
-               llvm::any_of(args, hasTerms)) {
-      // A term plus something of one side alone is no product form.
-      if (!hasTerms(args[0]) || !hasTerms(args[1]))
-        return std::nullopt;
-      result = {Factored::Terms, nullptr, args[0]->terms};
+    Polynomial result;
+    if (side && !isa<arith::ExtFOp>(op)) {
+      SmallVector<Factor, 2> factors;
+      for (const Polynomial *arg : args)
+        factors.push_back(arg->collapsed());
+      result = Polynomial::of(*side, applied(&op, factors));
+    } else if (isa<arith::ExtFOp>(op)) {
+      // Widenings are exact: the tensor cores take an operand as stored (a
+      // factor computed from it widens it again where it is used), and
+      // their products and sums are f32 ones.
+      result = *args[0];
+    } else if (isa<arith::MulFOp>(op)) {
+      // Products across the sides multiply out.
+      for (const ProductTerm &x : args[0]->terms)
+        for (const ProductTerm &y : args[1]->terms)
+          result.terms.push_back({times(x.row, y.row), times(x.col, y.col)});
+    } else if (isa<arith::AddFOp, arith::SubFOp>(op)) {
+      result.terms = args[0]->terms;
       llvm::append_range(result.terms, isa<arith::SubFOp>(op)
                                            ? negated(args[1]->terms)
                                            : args[1]->terms);
-    } else if (isa<arith::NegFOp>(op) && hasTerms(args[0])) {
-      result = {Factored::Terms, nullptr, negated(args[0]->terms)};
-    } else if (llvm::any_of(args, hasTerms)) {
-      return std::nullopt;
-    } else if (isa<arith::MulFOp>(op) &&
-               ((args[0]->side == Factored::Row &&
-                 args[1]->side == Factored::Col) ||
-                (args[0]->side == Factored::Col &&
-                 args[1]->side == Factored::Row))) {
-      // A product of a row factor and a column factor: a term.
-      const Factored &row = args[0]->side == Factored::Row ? *args[0] : *args[1];
-      const Factored &col = args[0]->side == Factored::Row ? *args[1] : *args[0];
-      result = {Factored::Terms, nullptr, {{row.expr, col.expr}}};
-    } else {
-      // An operation of one side's factors (constants go with either).
-      Factored::Side side = Factored::Constant;
-      SmallVector<Factor, 2> factors;
-      for (const Factored *arg : args) {
-        if (arg->side != Factored::Constant) {
-          if (side != Factored::Constant && side != arg->side)
-            return std::nullopt; // Rows and columns other than multiplied.
-          side = arg->side;
-        }
-        factors.push_back(arg->expr);
+    } else if (isa<arith::NegFOp>(op)) {
+      result.terms = negated(args[0]->terms);
+    } else if (isa<arith::DivFOp>(op) && args[1]->side()) {
+      // Division by one side's value divides that side's factors.
+      int by = std::max(0, *args[1]->side());
+      Factor divisor = args[1]->collapsed();
+      result.terms = args[0]->terms;
+      for (ProductTerm &t : result.terms) {
+        Factor &f = by == 1 ? t.col : t.row;
+        f = synthesize("arith.divf", {f ? f : constantFactor(1.0), divisor});
       }
-      result = {side, applied(&op, factors), {}};
+    } else {
+      // Any other operation of values of both sides.
+      return std::nullopt;
     }
+    // Products of many sums could grow without bound: a form of more
+    // terms than this is no use to the tensor cores.
+    if (result.terms.size() > 64)
+      return std::nullopt;
     values[op.getResult(0)] = std::move(result);
   }
   auto yield = cast<tile::YieldOp>(inner.getTerminator());
   auto it = values.find(yield.getValue());
-  if (it == values.end() || it->second.side != Factored::Terms)
+  if (it == values.end())
     return std::nullopt;
   ProductForm form;
   form.rows = operands.rows;
   form.cols = operands.cols;
   form.terms = mergeTerms(mergeTerms(it->second.terms, /*byColumn=*/true),
                           /*byColumn=*/false);
-  return form;
+  // A form that reads only one side is a sum of that side alone: no
+  // product to compute.
+  if (!it->second.side() && !form.terms.empty())
+    return form;
+  return std::nullopt;
 }
 
-Value KernelEmitter::evaluateFactor(const Factor &factor,
+Value KernelEmitter::evaluateFactor(const Factor &factor, VectorType type,
                                     llvm::function_ref<Value(unsigned)> leaf) {
+  Type element = type.getElementType();
+  Type f32 = b.getF32Type();
+  // 1: the other side's factor of a term of one side's value alone.
+  if (!factor)
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 1.0)));
   if (factor->isInput())
     return leaf(factor->input);
   // Element by element: the inner computation's scalar operations, as the
   // CUDA-core iterators run them.
-  SmallVector<Value> leaves;
   DenseMap<unsigned, Value> fragments;
   std::function<void(const Factor &)> collect = [&](const Factor &f) {
     if (f->isInput()) {
@@ -230,19 +292,22 @@ Value KernelEmitter::evaluateFactor(const Factor &factor,
       collect(operand);
   };
   collect(factor);
-  auto type = cast<VectorType>(fragments.begin()->second.getType());
-  Type element = type.getElementType();
-  Type f32 = b.getF32Type();
   auto widen = [&](Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
   };
+  // A constant factor: computed once, the same in every element.
+  bool constant = fragments.empty();
   Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  Value scalar;
   for (int64_t r = 0; r < type.getDimSize(0); ++r) {
     for (int64_t e = 0; e < type.getDimSize(1); ++e) {
       SmallVector<int64_t, 2> at = {r, e};
       std::function<Value(const Factor &)> eval = [&](const Factor &f) -> Value {
         if (f->isInput())
           return vector::ExtractOp::create(b, loc, fragments[f->input], at);
+        if (f->isConstant())
+          return arith::ConstantOp::create(
+              b, loc, b.getF32FloatAttr(static_cast<float>(*f->constant)));
         SmallVector<Value, 2> args;
         for (const Factor &operand : f->operands)
           args.push_back(eval(operand));
@@ -269,11 +334,12 @@ Value KernelEmitter::evaluateFactor(const Factor &factor,
                              TypeRange{args[0].getType()}, {});
         return allowContraction(b.create(state))->getResult(0);
       };
-      Value value = eval(factor);
+      Value value = constant && scalar ? scalar : eval(factor);
       if (value.getType() != element)
         value = element == f32 ? widen(value)
                                : Value(arith::TruncFOp::create(b, loc, element,
                                                                value));
+      scalar = value;
       result = vector::InsertOp::create(b, loc, value, result, at);
     }
   }
@@ -647,12 +713,15 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
       };
       for (const ProductTerm &term : product.terms) {
         SmallVector<Value> aFragments, bFragments;
+        VectorType aType = getMmaFragmentType(ctx, precision, 4);
+        VectorType bType = getMmaFragmentType(ctx, precision, 2);
         for (int64_t m = 0; m < mi; ++m)
           aFragments.push_back(evaluateFactor(
-              term.row, [&](unsigned n) { return fragments[slotOf(n)][m]; }));
+              term.row, aType,
+              [&](unsigned n) { return fragments[slotOf(n)][m]; }));
         for (int64_t n = 0; n < ni; ++n)
           bFragments.push_back(evaluateFactor(
-              term.col,
+              term.col, bType,
               [&](unsigned input) { return fragments[slotOf(input)][n]; }));
         for (int64_t m = 0; m < mi; ++m)
           for (int64_t n = 0; n < ni; ++n)

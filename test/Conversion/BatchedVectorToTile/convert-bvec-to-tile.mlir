@@ -56,7 +56,9 @@ bvec.func @distmult(%Eemb: !bvec.table<?x128xf32>, %Remb: !bvec.table<?x128xf32>
 // CHECK: tile.yield %[[SQ]] : f32
 // CHECK: } project {
 // CHECK: ^bb0(%[[ACC:.*]]: f32, %{{.*}}: index, %{{.*}}: index):
-// CHECK: %[[ROOT:.*]] = math.sqrt %[[ACC]] : f32
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[CLAMPED:.*]] = arith.maximumf %[[ACC]], %[[ZERO]] : f32
+// CHECK: %[[ROOT:.*]] = math.sqrt %[[CLAMPED]] : f32
 // CHECK: %[[G:.*]] = arith.constant 1.200000e+01 : f32
 // CHECK: %[[M:.*]] = arith.subf %[[G]], %[[ROOT]] : f32
 // CHECK: tile.yield %[[M]] : f32

@@ -152,15 +152,29 @@ func.func @factors(%U: memref<?x?xf32>, %V: memref<?x?xf32>, %W: memref<?x?xf32>
 #ik = affine_map<(i, j, k) -> (i, k)>
 #jk = affine_map<(i, j, k) -> (j, k)>
 
-// Not product forms: a term plus a value of the rows alone (u . w + sum u),
-// and a product of two sums across the sides ((u + w) . (u + w)); both
-// run on CUDA cores only.
+// Polynomials in the two sides are product forms: a term plus a value of
+// the rows alone (u . w + sum u: terms (u, w) and (u, 1), which share
+// their row factor and merge into u . (w + 1), one product), and a square
+// of a sum across the sides ((u - w) . (u - w) = sum u^2 - 2 u . w + sum
+// w^2: three terms, the first and last multiplying a fragment of ones; one
+// mma.sync per term, fragment pair and step).
 // TF32-LABEL: gpu.module @row_term_kernels
-// TF32-NOT: _mma
-// TF32: gpu.func @row_term(
+// TF32: gpu.func @row_term_mma(
+// TF32: scf.for
+// TF32: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// TF32: arith.addf %{{.*}}, %[[ONE]] fastmath<contract> : f32
+// TF32-COUNT-32: nvgpu.mma.sync
+// TF32-NOT: nvgpu.mma.sync
+// TF32: scf.yield
 // TF32-LABEL: gpu.module @across_kernels
-// TF32-NOT: _mma
-// TF32: gpu.func @across(
+// TF32: gpu.func @across_mma(
+// TF32: scf.for
+// TF32: arith.constant dense<1.000000e+00> : vector<2x1xf32>
+// TF32-COUNT-32: nvgpu.mma.sync
+// TF32: arith.constant dense<1.000000e+00> : vector<4x1xf32>
+// TF32-COUNT-64: nvgpu.mma.sync
+// TF32-NOT: nvgpu.mma.sync
+// TF32: scf.yield
 func.func @row_term(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>) {
   tile.task ins(%U, %W : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
       maps [#ik, #jk] accumulate add output dense
@@ -178,8 +192,54 @@ func.func @across(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>)
       maps [#ik, #jk] accumulate add output dense
       inner {
       ^bb0(%u: f32, %w: f32):
-        %s = arith.addf %u, %w : f32
+        %s = arith.subf %u, %w : f32
         %q = arith.mulf %s, %s : f32
+        tile.yield %q : f32
+      }
+  return
+}
+
+// Not product forms: an operation other than the field's on values of
+// both sides (max(u, w), exp(u * w)), and a sum of one side alone; they
+// run on CUDA cores only.
+// TF32-LABEL: gpu.module @maximum_kernels
+// TF32-NOT: _mma
+// TF32: gpu.func @maximum(
+// TF32-LABEL: gpu.module @exp_product_kernels
+// TF32-NOT: _mma
+// TF32: gpu.func @exp_product(
+// TF32-LABEL: gpu.module @one_side_kernels
+// TF32-NOT: _mma
+// TF32: gpu.func @one_side(
+func.func @maximum(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>) {
+  tile.task ins(%U, %W : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%u: f32, %w: f32):
+        %q = arith.maximumf %u, %w : f32
+        tile.yield %q : f32
+      }
+  return
+}
+
+func.func @exp_product(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>) {
+  tile.task ins(%U, %W : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%u: f32, %w: f32):
+        %p = arith.mulf %u, %w : f32
+        %q = math.exp %p : f32
+        tile.yield %q : f32
+      }
+  return
+}
+
+func.func @one_side(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>) {
+  tile.task ins(%U, %W : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%u: f32, %w: f32):
+        %q = arith.mulf %u, %u : f32
         tile.yield %q : f32
       }
   return
