@@ -506,9 +506,11 @@ int main(int argc, char **argv) {
                   // printed, parsed back and lowered to gpu as written.
                   {"tile schedule", "tile-schedule{matrix-math=tf32}"},
                   // Score functions against shared negatives (t): tile
-                  // tasks, lowered to gpu.
+                  // tasks, lowered to gpu with f32 product forms on tensor
+                  // cores (the factoring of any inner computation).
                   {"bvec shared negatives",
-                   "convert-bvec-to-tile{shared-negatives=t},convert-tile-to-gpu"},
+                   "convert-bvec-to-tile{shared-negatives=t},"
+                   "convert-tile-to-gpu{matrix-math=tf32}"},
                   {"bundle", ""}};
 
   auto context = makeContext();
