@@ -26,7 +26,12 @@ def ConvertBatchedVectorToTile : Pass<"convert-bvec-to-tile", "ModuleOp"> {
     `0.5 * (forward + backward)`, ComplEx's real and imaginary parts) are
     one sum. The task then takes `tile`'s own lowerings (`convert-tile-to-gpu`,
     `convert-tile-to-scf`): its iterators, its tensor cores where the inner
-    computation is a product of one row of each side, its schedule.
+    computation is a product form (a polynomial in the edge's and the
+    negative's rows: DistMult, ComplEx, SimplE, CrossE, TransE-L2, TransF;
+    f32 tables with `matrix-math=tf32` or `tf32x3`, bf16/f16 tables by
+    default), its schedule. A norm's root is taken of the sum clamped at
+    zero (multiplied out on tensor cores, the sum of squares can round
+    below it).
 
     Functions that are not one reduction over the embedding are refused
     with the reason: matrix products (`vec_mul_mat`, TransR, RESCAL),

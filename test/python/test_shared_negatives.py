@@ -128,3 +128,22 @@ bvec.func @static_batch(%E: !bvec.table<?x?xf32>, %h: !bvec.indices<64xi64>, %t:
     scores = np.zeros((64, 5), np.float32)
     run({"E": E, "h": h, "t": t, "score": scores})
     np.testing.assert_allclose(scores, E[h].astype(np.float64) @ E[t].T, rtol=1e-5, atol=1e-5)
+
+
+# Product forms (polynomials in the edge's and the negative's rows) take
+# tensor cores at tf32 / tf32x3; RotatE's and TransE-L1's absolute values
+# do not.
+TENSOR_CORES = {"complex", "crosse", "distmult", "simple", "transe_l2", "transf"}
+
+
+@pytest.mark.parametrize("name", SHARED)
+@pytest.mark.parametrize("matrix_math", ["tf32", "tf32x3"])
+def test_product_forms_compile_to_tensor_cores(examples_dir, name, matrix_math):
+    module = ir.Module.parse(ir.Context(), (examples_dir / f"{name}.mlir").read_text())
+    bundle = compiler.compile_bundle(module, shared_negatives="t", matrix_math=matrix_math,
+                                     cubin=False)
+    kernels = {launch["function"] for launch in bundle.manifest["launches"]
+               if launch.get("kind") == "kernel"}
+    assert (f"{name}_mma" in kernels) == (name in TENSOR_CORES), kernels
+    # Rows that are not whole 16-byte chunks take the CUDA-core kernel.
+    assert f"{name}_small" in kernels
