@@ -165,8 +165,76 @@ func.func @transe(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEM
 }
 """
 
+# Other output operators on a product form: the 64 best DistMult scores
+# (top-k) and the pairs scoring above 2 (select), with their coordinates.
+DISTMULT_TOPK = """
+func.func @distmult_topk(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
+                         %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
+                         %t: memref<?xi32> {kge.param = "t"},
+                         %v: memref<64xf32> {kge.param = "C_values"}, %rows: memref<64xi32> {kge.param = "C_rows"},
+                         %cols: memref<64xi32> {kge.param = "C_cols"}) {
+  tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
+      outs(%v, %rows, %cols : memref<64xf32>, memref<64xi32>, memref<64xi32>)
+      gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (j, k)>]
+      accumulate add output top_k {gathered = [[0, 0], [1, 0], [2, 0]], k = 64 : i64}
+      inner {
+      ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
+        %ew = WIDEN(%e)
+        %ww = WIDEN(%w)
+        %xw = WIDEN(%x)
+        %hr = arith.mulf %ew, %ww : f32
+        %s = arith.mulf %hr, %xw : f32
+        tile.yield %s : f32
+      }
+  return
+}
+"""
+
+COMPLEX_SELECT = """
+func.func @complex_select(%A: memref<?x?xELEMENT> {kge.param = "A"}, %B: memref<?x?xELEMENT> {kge.param = "B"},
+                          %C: memref<?x?xELEMENT> {kge.param = "C"}, %D: memref<?x?xELEMENT> {kge.param = "D"},
+                          %X: memref<?x?xELEMENT> {kge.param = "X"}, %Y: memref<?x?xELEMENT> {kge.param = "Y"},
+                          %rows: memref<?xi32> {kge.param = "S_rows"}, %cols: memref<?xi32> {kge.param = "S_cols"},
+                          %v: memref<?xf32> {kge.param = "S_values"}, %n: memref<1xi64> {kge.param = "S_count"}) {
+  tile.task ins(%A, %B, %C, %D, %X, %Y : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>,
+                memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
+      outs(%rows, %cols, %v, %n : memref<?xi32>, memref<?xi32>, memref<?xf32>, memref<1xi64>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+            affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output select
+      inner {
+      ^bb0(%a: ELEMENT, %b: ELEMENT, %c: ELEMENT, %d: ELEMENT, %x: ELEMENT, %y: ELEMENT):
+        %aw = WIDEN(%a)
+        %bw = WIDEN(%b)
+        %cw = WIDEN(%c)
+        %dw = WIDEN(%d)
+        %xw = WIDEN(%x)
+        %yw = WIDEN(%y)
+        %ac = arith.mulf %aw, %cw : f32
+        %bd = arith.mulf %bw, %dw : f32
+        %re = arith.subf %ac, %bd : f32
+        %rex = arith.mulf %re, %xw : f32
+        %ad = arith.mulf %aw, %dw : f32
+        %bc = arith.mulf %bw, %cw : f32
+        %im = arith.addf %ad, %bc : f32
+        %imy = arith.mulf %im, %yw : f32
+        %s = arith.addf %rex, %imy : f32
+        tile.yield %s : f32
+      } predicate {
+      ^bb0(%value: f32, %acc: f32, %i: index, %j: index):
+        %limit = arith.constant 2.0 : f32
+        %keep = arith.cmpf ogt, %value, %limit : f32
+        tile.yield %keep : i1
+      }
+  return
+}
+"""
+
 TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments": SEGMENTS,
-         "transe": TRANSE}
+         "transe": TRANSE, "distmult_topk": DISTMULT_TOPK, "complex_select": COMPLEX_SELECT}
 
 
 def typed(text, element):
@@ -188,10 +256,10 @@ def inputs(name, rng, M, N, K, rows=50, keys=7):
     f = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     skewed = lambda count, n: np.minimum(  # noqa: E731
         rng.zipf(1.5, count) - 1, n - 1).astype(np.int32)
-    if name in ("distmult", "transe"):
+    if name in ("distmult", "transe", "distmult_topk"):
         return {"E": f(rows, K), "R": f(keys, K), "h": skewed(M, rows), "r": skewed(M, keys),
                 "t": skewed(N, rows)}
-    if name == "complex":
+    if name in ("complex", "complex_select"):
         return {"A": f(M, K), "B": f(M, K), "C": f(M, K), "D": f(M, K), "X": f(N, K),
                 "Y": f(K, N)}
     if name == "factors":
@@ -203,11 +271,12 @@ def inputs(name, rng, M, N, K, rows=50, keys=7):
 def reference(name, x):
     """The task's output in float64."""
     d = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in x.items()}
-    if name == "distmult":
+    if name in ("distmult", "distmult_topk"):
         return (d["E"][d["h"]] * d["R"][d["r"]]) @ d["E"][d["t"]].T
-    if name == "complex":
+    if name in ("complex", "complex_select"):
         a, b, c, e = d["A"], d["B"], d["C"], d["D"]
-        return 0.5 * ((a * c - b * e) @ d["X"].T + (a * e + b * c) @ d["Y"])
+        scale = 0.5 if name == "complex" else 1.0
+        return scale * ((a * c - b * e) @ d["X"].T + (a * e + b * c) @ d["Y"])
     if name == "factors":
         return (2 * np.exp(d["U"] / 4) - d["V"]) @ (d["W"] * d["W"]).T / 2
     if name == "transe":
@@ -217,4 +286,53 @@ def reference(name, x):
     return np.einsum("bk,bkj->bj", left, d["W"][d["r"]])
 
 
+# The dense outputs' names (top-k and select tasks write C_* / S_*).
 OUTPUT = {"distmult": "C", "complex": "S", "factors": "S", "segments": "Y", "transe": "C"}
+# The pairs' value before which the select task keeps a pair, and top-k's k.
+SELECT_LIMIT, TOP_K = 2.0, 64
+
+
+def outputs(name, M, N):
+    """The output arrays of task `name` for an M x N problem (dense ones
+    poisoned with NaN; a select's capacity holds every pair)."""
+    if name == "distmult_topk":
+        return {"C_values": np.zeros(TOP_K, np.float32), "C_rows": np.zeros(TOP_K, np.int32),
+                "C_cols": np.zeros(TOP_K, np.int32)}
+    if name == "complex_select":
+        return {"S_rows": np.zeros(M * N, np.int32), "S_cols": np.zeros(M * N, np.int32),
+                "S_values": np.zeros(M * N, np.float32), "S_count": np.full(1, 12345, np.int64)}
+    return {OUTPUT[name]: np.full((M, N), np.nan, np.float32)}
+
+
+def check(name, out, expected, tolerance):
+    """Asserts that the outputs `out` of task `name` hold what the float64
+    values of every pair, `expected`, give, within `tolerance` relative to
+    the largest value (at least 1): pairs within twice that of a top-k's
+    k-th value or of a select's limit may go either way."""
+    scale = max(1.0, float(np.abs(expected).max(initial=0)))
+    tol = tolerance * scale
+    if name == "distmult_topk":
+        count = min(TOP_K, expected.size)
+        vals, rows, cols = (out["C_" + k][:count] for k in ("values", "rows", "cols"))
+        assert np.all(rows >= 0), "fewer than k pairs"
+        assert np.all(np.diff(vals) <= tol), "not best first"
+        np.testing.assert_allclose(vals, expected[rows, cols], atol=tol, rtol=0)
+        got = set(zip(rows.tolist(), cols.tolist()))
+        assert len(got) == count, "a pair twice"
+        kth = np.sort(expected.ravel())[::-1][count - 1]
+        assert set(zip(*[a.tolist() for a in np.nonzero(expected > kth + 2 * tol)])) <= got
+        assert all(expected[r, c] >= kth - 2 * tol for r, c in got)
+        return
+    if name == "complex_select":
+        count = int(out["S_count"][0])
+        rows, cols, vals = (out["S_" + k][:count] for k in ("rows", "cols", "values"))
+        got = set(zip(rows.tolist(), cols.tolist()))
+        assert len(got) == count, "a pair twice"
+        want = set(zip(*[a.tolist() for a in np.nonzero(expected > SELECT_LIMIT)]))
+        border = set(zip(*[a.tolist() for a in
+                           np.nonzero(np.abs(expected - SELECT_LIMIT) <= 2 * tol)]))
+        assert got - border == want - border
+        np.testing.assert_allclose(vals, expected[rows, cols], atol=tol, rtol=0)
+        return
+    error = float(np.abs(out[OUTPUT[name]].astype(np.float64) - expected).max()) / scale
+    assert error < tolerance, f"max relative error {error}"

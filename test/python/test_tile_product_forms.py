@@ -12,7 +12,7 @@ import pytest
 
 from kge import compiler, ir
 
-from product_forms import OUTPUT, TASKS, inputs, reference, typed
+from product_forms import TASKS, check, inputs, outputs, reference, typed
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -22,10 +22,9 @@ def test_product_form_on_the_cpu_matches_numpy(name):
     rng = np.random.default_rng(len(name))
     M, N, K = 37, 29, 24
     x = inputs(name, rng, M, N, K)
-    out = np.zeros((M, N), np.float32)
-    fn({**x, OUTPUT[name]: out})
-    expected = reference(name, x)
-    np.testing.assert_allclose(out, expected, rtol=2e-5, atol=2e-5 * np.abs(expected).max())
+    out = outputs(name, M, N)
+    fn({**x, **out})
+    check(name, out, reference(name, x), 2e-5)
 
 
 def lowered(name, element, options=""):
@@ -42,11 +41,12 @@ def lowered(name, element, options=""):
                                              ("f32", "{matrix-math=tf32x3}")])
 def test_product_forms_take_mma_sync(name, element, options):
     gpu = lowered(name, element, options)
-    assert f"@{name}_mma(" in gpu and "mma.sync" in gpu
+    # (Top-k sorts a block's pairs: only the 64 x 64 kernel.)
+    assert (f"@{name}_mma(" in gpu or f"@{name}_mma_small(" in gpu) and "mma.sync" in gpu
     # Warpgroup MMA multiplies operands as loaded: no factors.
     assert "_wgmma" not in gpu
     # The CUDA-core kernel stays for rows that are not 16-byte chunks.
-    assert f"@{name}_small(" in gpu or "segments" == name
+    assert f"@{name}_small(" in gpu or name == "segments"
 
 
 def test_complex_merges_its_four_products_into_two_terms():
