@@ -514,8 +514,16 @@ def test_distinct_compiles_to_a_hash_set_plan(dtype):
 
 def test_gpu_lowering_diagnoses_outputs_it_lacks():
     top = kge.tile.query((EXAMPLES_DIR / "q7_top_preferences.gamut").read_text())
-    assert [launch["kind"] for launch in top.compile(cubin=False, cache=False).manifest["launches"]] \
-        == ["memset", "kernel", "kernel"]
+    manifest = top.compile(cubin=False, cache=False).manifest
+    # The shards' locks cleared, their entries filled, the products, then
+    # the k best of all shards.
+    assert [launch["kind"] for launch in manifest["launches"]] \
+        == ["memset", "kernel", "kernel", "kernel"]
+    assert [launch.get("function") for launch in manifest["launches"]][1:] \
+        == ["query_clear", "query", "query_merge"]
+    assert [(s["name"], s["count"]) for s in manifest["scratch"]] == [
+        ("locks", "32"), ("shard_values", "4096"), ("shard_rows", "4096"),
+        ("shard_cols", "4096")]
     with pytest.raises(MLIRError, match="the block tile must hold a power of two of at most 4096"):
         top.compile(cubin=False, cache=False, block_m=128, block_n=128, block_k=8, thread_m=8,
                     thread_n=8)

@@ -151,6 +151,10 @@ std::optional<ProductForm> getProductForm(TaskOp task);
 std::optional<MmaPrecision> getTensorCorePrecision(TaskOp task,
                                                    llvm::StringRef matrixMath);
 
+/// Shards of top-k's k best (merged by one block at the end: at most 4096
+/// entries in all, at most 32 shards).
+int64_t getTopKShards(int64_t k);
+
 /// Input `n` is stored with the reduction axis contiguous (its map's last
 /// result is k).
 inline bool isKContiguous(TaskOp task, unsigned n) {
@@ -165,6 +169,10 @@ public:
 
   /// Emits the body of `kernel`, whose arguments are the function's.
   LogicalResult emit(gpu::GPUFuncOp kernel, func::FuncOp func);
+  /// Emits the body of top-k's merge kernel (one block of 1024 threads):
+  /// arguments the shards' values, rows and columns, then the task's
+  /// outputs, which receive the k best of all shards.
+  void emitTopKMerge(gpu::GPUFuncOp kernel);
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -272,10 +280,14 @@ private:
                      ArrayRef<Value> holds, ArrayRef<Value> rows,
                      ArrayRef<Value> cols);
   /// Top-k's store iterator: the block sorts its candidates in shared
-  /// memory (bitonic), and when its best beats the current k-th, merges
-  /// its k best into the global k best under a lock (GAMUT's nonlinear
-  /// mapping: a local structure, then the global one).
-  void storeTopK(gpu::GPUFuncOp kernel, Value lock, ArrayRef<Value> values,
+  /// memory (bitonic), and when its best beats the current k-th of its
+  /// shard, merges its k best into the shard's k best under the shard's
+  /// lock (GAMUT's nonlinear mapping: a local structure, then the global
+  /// one; blocks take getTopKShards() shards in turn, so that merges into
+  /// different shards run at once). `shardArrays`: the shards' values,
+  /// rows and columns, k entries a shard.
+  void storeTopK(gpu::GPUFuncOp kernel, Value locks,
+                 ArrayRef<Value> shardArrays, ArrayRef<Value> values,
                  ArrayRef<Value> holds, ArrayRef<Value> localRows,
                  ArrayRef<Value> localCols);
   /// Distinct's store iterator: every kept value is inserted into `set`, a

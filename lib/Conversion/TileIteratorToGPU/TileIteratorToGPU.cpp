@@ -12,6 +12,7 @@
 #include "KernelEmitter.h"
 
 #include "Conversion/GPUCommon/BundleAttributes.h"
+#include "Dialect/Common/RuntimeTypes.h"
 #include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 
@@ -566,13 +567,18 @@ Value KernelEmitter::ranksBefore(Value keyA, Value rowA, Value colA,
                               arith::AndIOp::create(b, loc, keyEqual, pairLess));
 }
 
-void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
+int64_t tilegpu::getTopKShards(int64_t k) {
+  return std::min<int64_t>(
+      32, std::max<int64_t>(1, 4096 / int64_t(llvm::PowerOf2Ceil(k))));
+}
+
+void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value locks,
+                              ArrayRef<Value> shardArrays,
                               ArrayRef<Value> values, ArrayRef<Value> holds,
                               ArrayRef<Value> localRows,
                               ArrayRef<Value> localCols) {
   MLIRContext *ctx = b.getContext();
   auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  ValueRange outputs = task.getOutputs();
   Type i32 = b.getI32Type();
   Type valueType = task.getValueType();
   int64_t count = shape.bm * shape.bn, k = *task.getK();
@@ -593,6 +599,22 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
         globalCols = sharedArray(k), flag = sharedArray(1);
   Value worst = ci(-1), none = ci(std::numeric_limits<int32_t>::max());
   Value zero = idx(0);
+  // The block's shard of the k best: blocks take the shards in turn, each
+  // shard a k best of its own under its own lock (the merge kernel takes
+  // the k best of all shards); "global" below is the shard's.
+  Value linearBlock = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+                            gpu::GridDimOp::create(b, loc, gpu::Dimension::x)),
+      gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  Value shard = arith::RemUIOp::create(b, loc, linearBlock,
+                                       idx(getTopKShards(k)));
+  Value shardBase = arith::MulIOp::create(b, loc, shard, idx(k));
+  auto inShard = [&](Value e) {
+    return arith::AddIOp::create(b, loc, shardBase, e).getResult();
+  };
+  Value shardValues = shardArrays[0], shardRows = shardArrays[1],
+        shardCols = shardArrays[2];
   auto loadShared = [&](Value array, Value at) {
     return memref::LoadOp::create(b, loc, array, ValueRange{at}).getResult();
   };
@@ -619,25 +641,23 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
         key, arith::SelectOp::create(b, loc, valid, row, none).getResult(),
         arith::SelectOp::create(b, loc, valid, col, none).getResult(), valid);
   };
-  // Global entries are read with relaxed atomic loads: other blocks wrote
+  // Shard entries are read with relaxed atomic loads: other blocks wrote
   // them, and L1 is not coherent.
-  Type coord = cast<MemRefType>(outputs[1].getType()).getElementType();
   auto globalEntry = [&](Value e) {
-    Value row = relaxedLoad(arg(outputs[1]), e);
-    Value col = relaxedLoad(arg(outputs[2]), e);
-    Value value = relaxedLoad(arg(outputs[0]), e);
-    Value filled = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::ne, row,
-        arith::ConstantIntOp::create(b, loc, coord, -1));
-    auto narrow = [&](Value v) -> Value {
-      return coord == i32 ? v : arith::TruncIOp::create(b, loc, i32, v);
-    };
+    Value at = inShard(e);
+    Value row = relaxedLoad(shardRows, at);
+    Value col = relaxedLoad(shardCols, at);
+    Value value = relaxedLoad(shardValues, at);
+    Value filled =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, row, ci(-1));
     return std::make_tuple(
         arith::SelectOp::create(b, loc, filled, topKKey(value), worst)
             .getResult(),
-        arith::SelectOp::create(b, loc, filled, narrow(row), none).getResult(),
-        arith::SelectOp::create(b, loc, filled, narrow(col), none).getResult());
+        arith::SelectOp::create(b, loc, filled, row, none).getResult(),
+        arith::SelectOp::create(b, loc, filled, col, none).getResult());
   };
+  Value lock = locks;
+  Value lockAt = shard;
 
   // The global k-th now: the candidates that do not rank before it never
   // enter (it only improves), and a block without any skips the rest.
@@ -788,7 +808,7 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
             b.setInsertionPointToStart(before);
             Value old = memref::AtomicRMWOp::create(
                 b, loc, arith::AtomicRMWKind::assign, ci(1), lock,
-                ValueRange{zero});
+                ValueRange{lockAt});
             scf::ConditionOp::create(
                 b, loc,
                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, old,
@@ -811,7 +831,7 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
                  [&] {
                    memref::AtomicRMWOp::create(b, loc,
                                                arith::AtomicRMWKind::assign,
-                                               ci(0), lock, ValueRange{zero});
+                                               ci(0), lock, ValueRange{lockAt});
                  });
         });
       });
@@ -869,18 +889,15 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
       inThen(less(position, idx(k)), [&] {
         Value filled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                              row, none);
-        auto widen = [&](Value v) -> Value {
-          return coord == i32 ? v : arith::ExtSIOp::create(b, loc, coord, v);
-        };
-        Value empty = arith::ConstantIntOp::create(b, loc, coord, -1);
-        memref::StoreOp::create(b, loc, topKValue(key, valueType),
-                                arg(outputs[0]), ValueRange{position});
+        Value at = inShard(position);
+        memref::StoreOp::create(b, loc, topKValue(key, valueType), shardValues,
+                                ValueRange{at});
         memref::StoreOp::create(
-            b, loc, arith::SelectOp::create(b, loc, filled, widen(row), empty),
-            arg(outputs[1]), ValueRange{position});
+            b, loc, arith::SelectOp::create(b, loc, filled, row, ci(-1)),
+            shardRows, ValueRange{at});
         memref::StoreOp::create(
-            b, loc, arith::SelectOp::create(b, loc, filled, widen(col), empty),
-            arg(outputs[2]), ValueRange{position});
+            b, loc, arith::SelectOp::create(b, loc, filled, col, ci(-1)),
+            shardCols, ValueRange{at});
       });
     };
     for (int64_t first = 0; first < k; first += shape.threads()) {
@@ -899,9 +916,158 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value lock,
     inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero),
            [&] {
              memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::assign,
-                                         ci(0), lock, ValueRange{zero});
+                                         ci(0), lock, ValueRange{lockAt});
            });
   });
+}
+
+void KernelEmitter::emitTopKMerge(gpu::GPUFuncOp kernel) {
+  MLIRContext *ctx = b.getContext();
+  auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Type i32 = b.getI32Type();
+  Type valueType = task.getValueType();
+  int64_t k = *task.getK();
+  int64_t entries = getTopKShards(k) * k;
+  int64_t length = llvm::PowerOf2Ceil(entries);
+  int64_t threads = 1024;
+  auto ci = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+  };
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value shardValues = kernel.getArgument(0), shardRows = kernel.getArgument(1),
+        shardCols = kernel.getArgument(2);
+  auto array = [&]() {
+    return kernel.addWorkgroupAttribution(
+        MemRefType::get({length}, i32, MemRefLayoutAttrInterface(), shared),
+        loc);
+  };
+  // Every shard's entries: their keys and their places in the shards
+  // (empty ones and the padding to a power of two rank last).
+  Value keys = array(), places = array();
+  for (int64_t first = 0; first < length; first += threads) {
+    Value e = arith::AddIOp::create(b, loc, tid, idx(first));
+    Value inEntries = less(e, idx(entries));
+    Value safe = arith::SelectOp::create(b, loc, inEntries, e, idx(0));
+    Value row = memref::LoadOp::create(b, loc, shardRows, ValueRange{safe});
+    Value filled = arith::AndIOp::create(
+        b, loc, inEntries,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, row, ci(-1)));
+    Value value = memref::LoadOp::create(b, loc, shardValues, ValueRange{safe});
+    memref::StoreOp::create(
+        b, loc, arith::SelectOp::create(b, loc, filled, topKKey(value), ci(-1)),
+        keys, ValueRange{e});
+    memref::StoreOp::create(
+        b, loc,
+        arith::SelectOp::create(b, loc, filled,
+                                arith::IndexCastOp::create(b, loc, i32, e),
+                                ci(-1)),
+        places, ValueRange{e});
+  }
+  // The order of two entries: key, then (row, col) (an empty entry's pair
+  // ranks last).
+  auto pairOf = [&](Value place) {
+    Value filled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                         place, ci(-1));
+    Value at = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        arith::SelectOp::create(b, loc, filled, place, ci(0)));
+    Value none = ci(std::numeric_limits<int32_t>::max());
+    Value row = memref::LoadOp::create(b, loc, shardRows, ValueRange{at});
+    Value col = memref::LoadOp::create(b, loc, shardCols, ValueRange{at});
+    return std::make_pair(
+        arith::SelectOp::create(b, loc, filled, row, none).getResult(),
+        arith::SelectOp::create(b, loc, filled, col, none).getResult());
+  };
+  // Bitonic sort, ascending (best first).
+  int64_t levels = llvm::Log2_64(length);
+  int64_t rounds = llvm::divideCeil(length, threads);
+  for (int64_t s = 1; s <= levels; ++s)
+    for (int64_t t = s - 1; t >= 0; --t) {
+      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t m = 0; m < rounds; ++m) {
+        Value e = arith::AddIOp::create(b, loc, tid, idx(m * threads));
+        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
+        Value active = arith::AndIOp::create(b, loc, less(e, partner),
+                                             less(e, idx(length)));
+        inThen(active, [&] {
+          Value ascending = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq,
+              arith::AndIOp::create(b, loc, e, idx(size)), idx(0));
+          Value ka = memref::LoadOp::create(b, loc, keys, ValueRange{e});
+          Value kb = memref::LoadOp::create(b, loc, keys, ValueRange{partner});
+          Value pa = memref::LoadOp::create(b, loc, places, ValueRange{e});
+          Value pb = memref::LoadOp::create(b, loc, places, ValueRange{partner});
+          // Pairs are read only for equal keys (ties, empty entries).
+          Value equal =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka, kb);
+          auto tie = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, equal,
+                                       /*withElseRegion=*/true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(tie.thenBlock());
+            auto [ra, ca] = pairOf(pa);
+            auto [rb, cb] = pairOf(pb);
+            scf::YieldOp::create(b, loc,
+                                 ranksBefore(kb, rb, cb, ka, ra, ca));
+            b.setInsertionPointToStart(tie.elseBlock());
+            scf::YieldOp::create(
+                b, loc,
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka,
+                                      kb)
+                    .getResult());
+          }
+          Value aAfterB = tie.getResult(0);
+          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             aAfterB, ascending);
+          inThen(swap, [&] {
+            memref::StoreOp::create(b, loc, kb, keys, ValueRange{e});
+            memref::StoreOp::create(b, loc, ka, keys, ValueRange{partner});
+            memref::StoreOp::create(b, loc, pb, places, ValueRange{e});
+            memref::StoreOp::create(b, loc, pa, places, ValueRange{partner});
+          });
+        });
+      }
+    }
+  gpu::BarrierOp::create(b, loc);
+  // The k best, best first; slots past the pairs keep the worst value and
+  // no pair.
+  ValueRange outputs = task.getOutputs();
+  Value outValues = kernel.getArgument(3), outRows = kernel.getArgument(4),
+        outCols = kernel.getArgument(5);
+  Type coord = cast<MemRefType>(outputs[1].getType()).getElementType();
+  for (int64_t first = 0; first < k; first += threads) {
+    Value e = arith::AddIOp::create(b, loc, tid, idx(first));
+    inThen(less(e, idx(k)), [&] {
+      Value place = memref::LoadOp::create(b, loc, places, ValueRange{e});
+      Value filled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                           place, ci(-1));
+      Value at = arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          arith::SelectOp::create(b, loc, filled, place, ci(0)));
+      Value value = memref::LoadOp::create(b, loc, shardValues, ValueRange{at});
+      Value row = memref::LoadOp::create(b, loc, shardRows, ValueRange{at});
+      Value col = memref::LoadOp::create(b, loc, shardCols, ValueRange{at});
+      Combiner worst = task.getSmallest() ? Combiner::min : Combiner::max;
+      Value worstValue = arith::ConstantOp::create(
+          b, loc, getCombinerIdentity(worst, valueType));
+      auto widen = [&](Value v) -> Value {
+        return coord == i32 ? v : arith::ExtSIOp::create(b, loc, coord, v);
+      };
+      Value empty = arith::ConstantIntOp::create(b, loc, coord, -1);
+      memref::StoreOp::create(
+          b, loc, arith::SelectOp::create(b, loc, filled, value, worstValue),
+          outValues, ValueRange{e});
+      memref::StoreOp::create(
+          b, loc, arith::SelectOp::create(b, loc, filled, widen(row), empty),
+          outRows, ValueRange{e});
+      memref::StoreOp::create(
+          b, loc, arith::SelectOp::create(b, loc, filled, widen(col), empty),
+          outCols, ValueRange{e});
+    });
+  }
+  gpu::ReturnOp::create(b, loc);
 }
 
 void KernelEmitter::emitStagedDenseStore(
@@ -1455,9 +1621,13 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     return success();
   }
   if (task.getOutput() == OutputKind::top_k) {
-    // The lock follows the function's arguments (attributions come after).
-    storeTopK(kernel, kernel.getArgument(func.getNumArguments()), values,
-              holds, localRows, localCols);
+    // The shards' locks and entries follow the function's arguments
+    // (attributions come after).
+    unsigned first = func.getNumArguments();
+    storeTopK(kernel, kernel.getArgument(first),
+              {kernel.getArgument(first + 1), kernel.getArgument(first + 2),
+               kernel.getArgument(first + 3)},
+              values, holds, localRows, localCols);
     gpu::ReturnOp::create(b, loc);
     return success();
   }
@@ -1822,8 +1992,14 @@ LogicalResult lowerFunction(func::FuncOp func) {
   if (segmentKey)
     kernelTypes.append(
         2, MemRefType::get({ShapedType::kDynamic}, b.getI32Type()));
-  if (topK)
-    kernelTypes.push_back(MemRefType::get({1}, b.getI32Type()));
+  // Top-k: the shards' locks, then their values, rows and columns.
+  Type i32Array = MemRefType::get({ShapedType::kDynamic}, b.getI32Type());
+  if (topK) {
+    kernelTypes.push_back(i32Array);
+    kernelTypes.push_back(
+        MemRefType::get({ShapedType::kDynamic}, task.getValueType()));
+    kernelTypes.append(2, i32Array);
+  }
   if (distinct)
     kernelTypes.push_back(
         MemRefType::get({ShapedType::kDynamic}, b.getI64Type()));
@@ -1901,18 +2077,34 @@ LogicalResult lowerFunction(func::FuncOp func) {
                               {"1", "1", "1"}, 1, "0",
                               {kernelArgs[countArg]}));
   }
+  // Top-k: blocks merge their candidates into shards of k best (a lock
+  // each, cleared; the entries filled with the worst value and no pair),
+  // and a merge kernel after the products takes the k best of all shards.
+  std::string shardEntries;
   if (topK) {
-    // Clear the lock; fill the k slots with the worst value and no pair.
-    scratch.push_back(bb.dict({{"name", bb.str("lock")},
-                               {"dtype", bb.str("i32")},
-                               {"count", bb.str("1")}}));
-    steps.push_back(
-        bb.dict({{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:lock")}}));
-    ValueRange outs = task.getOutputs();
+    int64_t k = *task.getK();
+    int64_t shards = getTopKShards(k);
+    shardEntries = std::to_string(shards * k);
+    Type valueType = task.getValueType();
+    auto scratchArray = [&](StringRef name, Type element,
+                            const std::string &count) -> Attribute {
+      std::string dtype = kge_runtime::dtypeName(*getDType(element));
+      scratch.push_back(bb.dict({{"name", bb.str(name.str())},
+                                 {"dtype", bb.str(dtype)},
+                                 {"count", bb.str(count)}}));
+      return bb.memref(("scratch:" + name).str(), {count});
+    };
+    Attribute locks = scratchArray("locks", b.getI32Type(),
+                                   std::to_string(shards));
+    steps.push_back(bb.dict(
+        {{"kind", bb.str("memset")}, {"buffer", bb.str("scratch:locks")}}));
+    SmallVector<Attribute> shardArrays = {
+        scratchArray("shard_values", valueType, shardEntries),
+        scratchArray("shard_rows", b.getI32Type(), shardEntries),
+        scratchArray("shard_cols", b.getI32Type(), shardEntries)};
     b.setInsertionPointToEnd(module.getBody());
-    SmallVector<Type> types;
-    for (Value v : outs)
-      types.push_back(v.getType());
+    SmallVector<Type> types = {
+        MemRefType::get({ShapedType::kDynamic}, valueType), i32Array, i32Array};
     auto clear = gpu::GPUFuncOp::create(b, loc, name + "_clear",
                                         b.getFunctionType(types, {}));
     clear->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -1927,33 +2119,27 @@ LogicalResult lowerFunction(func::FuncOp func) {
         b, loc,
         arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::slt, slot,
-            arith::ConstantIndexOp::create(b, loc, *task.getK())),
+            arith::ConstantIndexOp::create(b, loc, shards * k)),
         /*withElseRegion=*/false);
     b.setInsertionPointToStart(inRange.thenBlock());
-    Type valueType = task.getValueType();
     Combiner worst = task.getSmallest() ? Combiner::min : Combiner::max;
     memref::StoreOp::create(
         b, loc,
         arith::ConstantOp::create(b, loc,
                                   getCombinerIdentity(worst, valueType)),
         clear.getArgument(0), ValueRange{slot});
-    Type coord = cast<MemRefType>(types[1]).getElementType();
-    Value none = arith::ConstantIntOp::create(b, loc, coord, -1);
+    Value none = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
     memref::StoreOp::create(b, loc, none, clear.getArgument(1),
                             ValueRange{slot});
     memref::StoreOp::create(b, loc, none, clear.getArgument(2),
                             ValueRange{slot});
     b.setInsertionPointAfter(inRange);
     gpu::ReturnOp::create(b, loc);
-    SmallVector<Attribute> clearArgs;
-    for (Value v : outs)
-      clearArgs.push_back(kernelArgs[cast<BlockArgument>(v).getArgNumber()]);
     steps.push_back(bb.launch(name + "_clear", module.getName(),
-                              {"ceildiv(" + std::to_string(*task.getK()) +
-                                   ", 256)",
-                               "1", "1"},
-                              256, "0", clearArgs));
-    kernelArgs.push_back(bb.memref("scratch:lock", {"1"}));
+                              {"ceildiv(" + shardEntries + ", 256)", "1", "1"},
+                              256, "0", shardArrays));
+    kernelArgs.push_back(locks);
+    llvm::append_range(kernelArgs, shardArrays);
   }
   if (distinct) {
     // The hash set: twice the capacity's slots (at most half full while the
@@ -2191,6 +2377,29 @@ LogicalResult lowerFunction(func::FuncOp func) {
     }
     llvm::append_range(steps, transposeSteps);
     steps.push_back(step);
+  }
+  if (topK) {
+    // The k best of all shards, into the outputs: one block.
+    b.setInsertionPointToEnd(module.getBody());
+    ValueRange outs = task.getOutputs();
+    SmallVector<Type> types = {
+        MemRefType::get({ShapedType::kDynamic}, task.getValueType()), i32Array,
+        i32Array};
+    for (Value v : outs)
+      types.push_back(v.getType());
+    auto merge = gpu::GPUFuncOp::create(b, loc, name + "_merge",
+                                        b.getFunctionType(types, {}));
+    merge->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    merge.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({1024, 1, 1}));
+    KernelEmitter emitter(b, task, variants.front().shape);
+    emitter.emitTopKMerge(merge);
+    SmallVector<Attribute> mergeArgs;
+    for (unsigned n = 0; n < 3; ++n)
+      mergeArgs.push_back(kernelArgs[kernelArgs.size() - 3 + n]);
+    for (Value v : outs)
+      mergeArgs.push_back(kernelArgs[cast<BlockArgument>(v).getArgNumber()]);
+    steps.push_back(bb.launch(name + "_merge", module.getName(),
+                              {"1", "1", "1"}, 1024, "0", mergeArgs));
   }
   for (const kge_runtime::Parameter &p : signature->params)
     if (p.role == kge_runtime::ParamRole::Indices && !p.indexedTables.empty())
