@@ -552,7 +552,8 @@ def TileIterator_StoreOp : TileIterator_IteratorOp<"store"> {
     - `compact` (select): the block counts its selected pairs, reserves
       their slots with one global atomic and writes them;
     - `top_k`: the block sorts its candidates in shared memory and merges
-      its best into the global k best under a lock;
+      its best into one of several shards of k best, each under its own
+      lock; a merge kernel then takes the k best of all shards;
     - `distinct`: values inserted into a hash set in global memory, each
       new one written once.
 
