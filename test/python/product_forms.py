@@ -165,20 +165,21 @@ func.func @transe(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEM
 }
 """
 
-# Other output operators on a product form: the 64 best DistMult scores
-# (top-k) and the pairs scoring above 2 (select), with their coordinates.
+# Other output operators on a product form: the TOPK best DistMult scores
+# (top-k; 64, and 8: fewer shard entries than the merge kernel's threads)
+# and the pairs scoring above 2 (select), with their coordinates.
 DISTMULT_TOPK = """
 func.func @distmult_topk(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
                          %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
                          %t: memref<?xi32> {kge.param = "t"},
-                         %v: memref<64xf32> {kge.param = "C_values"}, %rows: memref<64xi32> {kge.param = "C_rows"},
-                         %cols: memref<64xi32> {kge.param = "C_cols"}) {
+                         %v: memref<TOPKxf32> {kge.param = "C_values"}, %rows: memref<TOPKxi32> {kge.param = "C_rows"},
+                         %cols: memref<TOPKxi32> {kge.param = "C_cols"}) {
   tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
-      outs(%v, %rows, %cols : memref<64xf32>, memref<64xi32>, memref<64xi32>)
+      outs(%v, %rows, %cols : memref<TOPKxf32>, memref<TOPKxi32>, memref<TOPKxi32>)
       gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
       maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
             affine_map<(i, j, k) -> (j, k)>]
-      accumulate add output top_k {gathered = [[0, 0], [1, 0], [2, 0]], k = 64 : i64}
+      accumulate add output top_k {gathered = [[0, 0], [1, 0], [2, 0]], k = TOPK : i64}
       inner {
       ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
         %ew = WIDEN(%e)
@@ -233,8 +234,43 @@ func.func @complex_select(%A: memref<?x?xELEMENT> {kge.param = "A"}, %B: memref<
 }
 """
 
+# Factors that are not zero where their operands are (the stages'
+# zero-filled padding past K must not count): (u + 1) . (w / 2 + 2) + u .
+# 1 / (w^2 + 1).
+AFFINE = """
+func.func @affine(%U: memref<?x?xELEMENT> {kge.param = "U"}, %W: memref<?x?xELEMENT> {kge.param = "W"},
+                  %S: memref<?x?xf32> {kge.param = "S"}) {
+  tile.task ins(%U, %W : memref<?x?xELEMENT>, memref<?x?xELEMENT>) outs(%S : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>]
+      accumulate add output dense
+      inner {
+      ^bb0(%u: ELEMENT, %w: ELEMENT):
+        %uw = WIDEN(%u)
+        %ww = WIDEN(%w)
+        %one = arith.constant 1.0 : f32
+        %half = arith.constant 0.5 : f32
+        %two = arith.constant 2.0 : f32
+        %a = arith.addf %uw, %one : f32
+        %b0 = arith.mulf %ww, %half : f32
+        %b = arith.addf %b0, %two : f32
+        %ab = arith.mulf %a, %b : f32
+        %w2 = arith.mulf %ww, %ww : f32
+        %d = arith.addf %w2, %one : f32
+        %q = arith.divf %uw, %d : f32
+        %s = arith.addf %ab, %q : f32
+        tile.yield %s : f32
+      }
+  return
+}
+"""
+
 TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments": SEGMENTS,
-         "transe": TRANSE, "distmult_topk": DISTMULT_TOPK, "complex_select": COMPLEX_SELECT}
+         "transe": TRANSE, "distmult_topk": DISTMULT_TOPK.replace("TOPK", "64"),
+         "distmult_top8": DISTMULT_TOPK.replace("TOPK", "8").replace(
+             "@distmult_topk", "@distmult_top8"),
+         "complex_select": COMPLEX_SELECT, "affine": AFFINE}
+# Top-k tasks and their k.
+TOP_K = {"distmult_topk": 64, "distmult_top8": 8}
 
 
 def typed(text, element):
@@ -256,7 +292,7 @@ def inputs(name, rng, M, N, K, rows=50, keys=7):
     f = lambda *shape: rng.standard_normal(shape).astype(np.float32)  # noqa: E731
     skewed = lambda count, n: np.minimum(  # noqa: E731
         rng.zipf(1.5, count) - 1, n - 1).astype(np.int32)
-    if name in ("distmult", "transe", "distmult_topk"):
+    if name in ("distmult", "transe") or name in TOP_K:
         return {"E": f(rows, K), "R": f(keys, K), "h": skewed(M, rows), "r": skewed(M, keys),
                 "t": skewed(N, rows)}
     if name in ("complex", "complex_select"):
@@ -264,6 +300,8 @@ def inputs(name, rng, M, N, K, rows=50, keys=7):
                 "Y": f(K, N)}
     if name == "factors":
         return {"U": f(M, K), "V": f(M, K), "W": f(N, K)}
+    if name == "affine":
+        return {"U": f(M, K), "W": f(N, K)}
     return {"E": f(rows, K), "G": f(rows, K), "W": f(keys, K, N), "h": skewed(M, rows),
             "r": skewed(M, keys)}
 
@@ -271,8 +309,11 @@ def inputs(name, rng, M, N, K, rows=50, keys=7):
 def reference(name, x):
     """The task's output in float64."""
     d = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in x.items()}
-    if name in ("distmult", "distmult_topk"):
+    if name == "distmult" or name in TOP_K:
         return (d["E"][d["h"]] * d["R"][d["r"]]) @ d["E"][d["t"]].T
+    if name == "affine":
+        u, w = d["U"], d["W"]
+        return (u + 1) @ (w / 2 + 2).T + u @ (1 / (w * w + 1)).T
     if name in ("complex", "complex_select"):
         a, b, c, e = d["A"], d["B"], d["C"], d["D"]
         scale = 0.5 if name == "complex" else 1.0
@@ -287,17 +328,19 @@ def reference(name, x):
 
 
 # The dense outputs' names (top-k and select tasks write C_* / S_*).
-OUTPUT = {"distmult": "C", "complex": "S", "factors": "S", "segments": "Y", "transe": "C"}
-# The pairs' value before which the select task keeps a pair, and top-k's k.
-SELECT_LIMIT, TOP_K = 2.0, 64
+OUTPUT = {"distmult": "C", "complex": "S", "factors": "S", "segments": "Y", "transe": "C",
+          "affine": "S"}
+# The pairs' value above which the select task keeps a pair.
+SELECT_LIMIT = 2.0
 
 
 def outputs(name, M, N):
     """The output arrays of task `name` for an M x N problem (dense ones
     poisoned with NaN; a select's capacity holds every pair)."""
-    if name == "distmult_topk":
-        return {"C_values": np.zeros(TOP_K, np.float32), "C_rows": np.zeros(TOP_K, np.int32),
-                "C_cols": np.zeros(TOP_K, np.int32)}
+    if name in TOP_K:
+        k = TOP_K[name]
+        return {"C_values": np.zeros(k, np.float32), "C_rows": np.zeros(k, np.int32),
+                "C_cols": np.zeros(k, np.int32)}
     if name == "complex_select":
         return {"S_rows": np.zeros(M * N, np.int32), "S_cols": np.zeros(M * N, np.int32),
                 "S_values": np.zeros(M * N, np.float32), "S_count": np.full(1, 12345, np.int64)}
@@ -311,8 +354,8 @@ def check(name, out, expected, tolerance):
     k-th value or of a select's limit may go either way."""
     scale = max(1.0, float(np.abs(expected).max(initial=0)))
     tol = tolerance * scale
-    if name == "distmult_topk":
-        count = min(TOP_K, expected.size)
+    if name in TOP_K:
+        count = min(TOP_K[name], expected.size)
         vals, rows, cols = (out["C_" + k][:count] for k in ("values", "rows", "cols"))
         assert np.all(rows >= 0), "fewer than k pairs"
         assert np.all(np.diff(vals) <= tol), "not best first"

@@ -123,9 +123,11 @@ struct ProductForm {
   /// The operands (tile::getProductOperands).
   SmallVector<unsigned, 2> rows, cols;
   SmallVector<ProductTerm, 2> terms;
+  /// One term multiplying the one operand of each side.
   bool isPlain() const {
-    return terms.size() == 1 && terms[0].row && terms[0].row->isInput() &&
-           terms[0].col && terms[0].col->isInput();
+    return rows.size() == 1 && cols.size() == 1 && terms.size() == 1 &&
+           terms[0].row && terms[0].row->isInput() && terms[0].col &&
+           terms[0].col->isInput();
   }
 };
 
@@ -374,8 +376,12 @@ private:
   }
   /// The value of `factor` on fragments of `type` (the tensor cores'
   /// element type): `leaf(input)` gives an operand's fragment; null is 1.
+  /// A computed factor's element (r, e) is zero where `inK(r, e)` is false
+  /// (past K, where the operands' stages are zero-filled but the factor of
+  /// zeros need not be zero).
   Value evaluateFactor(const Factor &factor, VectorType type,
-                       llvm::function_ref<Value(unsigned)> leaf);
+                       llvm::function_ref<Value(unsigned)> leaf,
+                       llvm::function_ref<Value(int64_t, int64_t)> inK);
   /// The shared tiles of all stages, the warp's first row and column in the
   /// block tile, the lane.
   Value mmaTiles, warpRow, warpCol, lane;

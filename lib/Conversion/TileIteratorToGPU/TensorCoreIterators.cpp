@@ -187,10 +187,15 @@ std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
     }
     return terms;
   };
+  // Factors are computed in the operands' types and f32: values of other
+  // types (f64, f8) leave the form to the CUDA cores.
+  auto factorType = [](Type type) {
+    return type.isF16() || type.isBF16() || type.isF32();
+  };
   for (Operation &op : inner.without_terminator()) {
     if (op.getNumResults() != 1 || op.getNumRegions() ||
-        !isMemoryEffectFree(&op) ||
-        !isa<FloatType>(op.getResult(0).getType()))
+        !isMemoryEffectFree(&op) || !factorType(op.getResult(0).getType()) ||
+        !llvm::all_of(op.getOperandTypes(), factorType))
       return std::nullopt;
     SmallVector<const Polynomial *, 2> args;
     for (Value operand : op.getOperands()) {
@@ -269,18 +274,18 @@ std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
   return std::nullopt;
 }
 
-Value KernelEmitter::evaluateFactor(const Factor &factor, VectorType type,
-                                    llvm::function_ref<Value(unsigned)> leaf) {
+Value KernelEmitter::evaluateFactor(
+    const Factor &factor, VectorType type,
+    llvm::function_ref<Value(unsigned)> leaf,
+    llvm::function_ref<Value(int64_t, int64_t)> inK) {
   Type element = type.getElementType();
   Type f32 = b.getF32Type();
-  // 1: the other side's factor of a term of one side's value alone.
-  if (!factor)
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 1.0)));
-  if (factor->isInput())
+  // An operand as loaded: zero past K already (the stages are zero-filled).
+  if (factor && factor->isInput())
     return leaf(factor->input);
   // Element by element: the inner computation's scalar operations, as the
-  // CUDA-core iterators run them.
+  // CUDA-core iterators run them; factoring's own sums and products in f32
+  // (the inner computation's widenings were looked through).
   DenseMap<unsigned, Value> fragments;
   std::function<void(const Factor &)> collect = [&](const Factor &f) {
     if (f->isInput()) {
@@ -291,12 +296,24 @@ Value KernelEmitter::evaluateFactor(const Factor &factor, VectorType type,
     for (const Factor &operand : f->operands)
       collect(operand);
   };
-  collect(factor);
+  if (factor)
+    collect(factor);
   auto widen = [&](Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
   };
-  // A constant factor: computed once, the same in every element.
+  auto convert = [&](Value v, Type to) -> Value {
+    if (v.getType() == to)
+      return v;
+    if (to.getIntOrFloatBitWidth() > v.getType().getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, v);
+    if (to.getIntOrFloatBitWidth() < v.getType().getIntOrFloatBitWidth())
+      return arith::TruncFOp::create(b, loc, to, v);
+    // f16 <-> bf16: through f32.
+    return arith::TruncFOp::create(b, loc, to, widen(v));
+  };
+  // A factor that reads no operand: computed once, the same everywhere.
   bool constant = fragments.empty();
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
   Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   Value scalar;
   for (int64_t r = 0; r < type.getDimSize(0); ++r) {
@@ -315,31 +332,26 @@ Value KernelEmitter::evaluateFactor(const Factor &factor, VectorType type,
           // Operands at the types the operation takes (a widening that
           // factoring looked through is made here).
           IRMapping mapping;
-          for (auto [from, to] : llvm::zip(f->op->getOperands(), args)) {
-            if (to.getType() != from.getType())
-              to = from.getType() == f32
-                       ? widen(to)
-                       : Value(arith::TruncFOp::create(b, loc, from.getType(),
-                                                       to));
-            mapping.map(from, to);
-          }
+          for (auto [from, to] : llvm::zip(f->op->getOperands(), args))
+            mapping.map(from, convert(to, from.getType()));
           return allowContraction(b.clone(*f->op, mapping))->getResult(0);
         }
-        // Factoring's own operations: in f32 where the two sides differ.
-        if (args.size() == 2 && args[0].getType() != args[1].getType()) {
-          args[0] = widen(args[0]);
-          args[1] = widen(args[1]);
-        }
-        OperationState state(loc, f->synthesized, args,
-                             TypeRange{args[0].getType()}, {});
+        for (Value &arg : args)
+          arg = widen(arg);
+        OperationState state(loc, f->synthesized, args, TypeRange{f32}, {});
         return allowContraction(b.create(state))->getResult(0);
       };
-      Value value = constant && scalar ? scalar : eval(factor);
-      if (value.getType() != element)
-        value = element == f32 ? widen(value)
-                               : Value(arith::TruncFOp::create(b, loc, element,
-                                                               value));
+      Value value;
+      if (!factor)
+        value = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 1.0));
+      else if (constant && scalar)
+        value = scalar;
+      else
+        value = convert(eval(factor), element);
       scalar = value;
+      // A computed factor is not zero where its operands are zero-filled:
+      // past K it is made zero.
+      value = arith::SelectOp::create(b, loc, inK(r, e), value, zero);
       result = vector::InsertOp::create(b, loc, value, result, at);
     }
   }
@@ -618,6 +630,10 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
     unsigned rowSlots = product.rows.size();
     for (int64_t kk = 0; kk < shape.bk; kk += mmaK) {
       Value kBase = idx(kk);
+      // The first k of this step (computed factors are masked past K).
+      Value kStep;
+      if (!product.isPlain())
+        kStep = add(mulc(kt, shape.bk), kBase);
       // A: one 16 x mmaK fragment per 16 rows (four 8 x 8 matrices of
       // 16-bit elements: rows +0/+8 by lane bit 3, k +0/+chunk by bit 4).
       auto rowFragments = [&](unsigned slot) {
@@ -715,14 +731,25 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
         SmallVector<Value> aFragments, bFragments;
         VectorType aType = getMmaFragmentType(ctx, precision, 4);
         VectorType bType = getMmaFragmentType(ctx, precision, 2);
+        // Element (r, e) of a lane's fragment lies at k = kStep + 2t + e +
+        // 8 (r / 2) in A and kStep + 2t + e + 8 r in B (16-bit operands),
+        // kStep + t + 4 (r / 2) and kStep + t + 4 r (tf32).
+        auto inK = [&](bool isA, int64_t r, int64_t e) -> Value {
+          int64_t half = isA ? r / 2 : r;
+          Value k = wide ? add(t, idx(4 * half))
+                         : add(mulc(t, 2), idx(e + 8 * half));
+          return less(add(kStep, k), extents[TaskOp::K]);
+        };
         for (int64_t m = 0; m < mi; ++m)
           aFragments.push_back(evaluateFactor(
               term.row, aType,
-              [&](unsigned n) { return fragments[slotOf(n)][m]; }));
+              [&](unsigned n) { return fragments[slotOf(n)][m]; },
+              [&](int64_t r, int64_t e) { return inK(true, r, e); }));
         for (int64_t n = 0; n < ni; ++n)
           bFragments.push_back(evaluateFactor(
               term.col, bType,
-              [&](unsigned input) { return fragments[slotOf(input)][n]; }));
+              [&](unsigned input) { return fragments[slotOf(input)][n]; },
+              [&](int64_t r, int64_t e) { return inK(false, r, e); }));
         for (int64_t m = 0; m < mi; ++m)
           for (int64_t n = 0; n < ni; ++n)
             accs[m * ni + n] = buildMmaSync(b, loc, precision, aFragments[m],

@@ -947,6 +947,11 @@ void KernelEmitter::emitTopKMerge(gpu::GPUFuncOp kernel) {
   Value keys = array(), places = array();
   for (int64_t first = 0; first < length; first += threads) {
     Value e = arith::AddIOp::create(b, loc, tid, idx(first));
+    // (Fewer entries than threads: the threads past them have none.)
+    auto inLength = scf::IfOp::create(b, loc, less(e, idx(length)),
+                                      /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard lengthGuard(b);
+    b.setInsertionPointToStart(inLength.thenBlock());
     Value inEntries = less(e, idx(entries));
     Value safe = arith::SelectOp::create(b, loc, inEntries, e, idx(0));
     Value row = memref::LoadOp::create(b, loc, shardRows, ValueRange{safe});
@@ -1678,28 +1683,49 @@ static constexpr int64_t kMmaStageBytes = 200 * 1024;
 /// Shared memory of a multiprocessor that its blocks may take (sm_90).
 static constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
-/// The operand tiles of a stage of `shape`: one a side on warpgroup MMA,
-/// the product form's operands on mma.sync; the pipeline's depth as
-/// kMmaStageBytes allows (0: not even two stages fit).
-static void setOperandTiles(TileShape &shape, int64_t rowTiles,
-                            int64_t colTiles) {
-  shape.rowTiles = shape.warpgroup ? 1 : rowTiles;
-  shape.colTiles = shape.warpgroup ? 1 : colTiles;
+/// The operands' stages of a tensor-core kernel: how many tiles of each
+/// side a stage holds (one a side on warpgroup MMA, the product form's
+/// operands on mma.sync) and the bytes the stages may take.
+struct StageBudget {
+  int64_t rowTiles = 1, colTiles = 1;
+  int64_t bytes = kMmaStageBytes;
+};
+
+/// The stages' budget for `task`: kMmaStageBytes, less what the kernel's
+/// static shared memory takes beside them where that leaves less than a
+/// multiprocessor has (top-k's arrays of the block's candidates and k
+/// best).
+static StageBudget getStageBudget(TaskOp task) {
+  tile::ProductOperands operands = tile::getProductOperands(task);
+  StageBudget budget{std::max<int64_t>(1, operands.rows.size()),
+                     std::max<int64_t>(1, operands.cols.size())};
+  int64_t staticBytes = 1024;
+  if (task.getOutput() == OutputKind::top_k)
+    staticBytes += 8 * 4096 + 12 * static_cast<int64_t>(*task.getK());
+  budget.bytes = std::min(kMmaStageBytes, kMaxSharedBytes - staticBytes);
+  return budget;
+}
+
+/// Gives `shape` its stages' operand tiles and the pipeline's depth as its
+/// budget allows (stages 0: not even two fit).
+static void setStages(TileShape &shape, const StageBudget &budget) {
+  shape.rowTiles = shape.warpgroup ? 1 : budget.rowTiles;
+  shape.colTiles = shape.warpgroup ? 1 : budget.colTiles;
   int64_t stageBytes =
       shape.stageElements() * getMmaElementBits(*shape.mma) / 8;
-  shape.stages = std::min(kMmaStages, kMmaStageBytes / stageBytes);
+  shape.stages = std::min(kMmaStages, budget.bytes / stageBytes);
   if (shape.stages < 2)
     shape.stages = 0;
 }
 
 static TileShape mmaShape(MmaPrecision precision, bool large,
-                          int64_t rowTiles = 1, int64_t colTiles = 1) {
+                          const StageBudget &budget = {}) {
   int64_t bk = kMmaStageBytesOfK * 8 /
                getMmaElementBits(precision);
   TileShape shape = large ? TileShape{128, 128, bk, 8, 8}
                           : TileShape{64, 64, bk, 4, 8};
   shape.mma = precision;
-  setOperandTiles(shape, rowTiles, colTiles);
+  setStages(shape, budget);
   static_assert(kMmaStages >= 2, "the pipeline waits for stages - 2 groups");
   return shape;
 }
@@ -1735,16 +1761,15 @@ static constexpr int64_t kWarpgroupMinK = 1024;
 
 /// Tensor cores on segments: runs are short (a relation's edges in a batch:
 /// ~12), so 16 rows of a segment by 128 columns, four warps of 16 x 32.
-static TileShape segmentMmaShape(MmaPrecision precision, int64_t rowTiles = 1,
-                                 int64_t colTiles = 1) {
-  TileShape shape = mmaShape(precision, /*large=*/false, rowTiles, colTiles);
+static TileShape segmentMmaShape(MmaPrecision precision,
+                                 const StageBudget &budget = {}) {
+  TileShape shape = mmaShape(precision, /*large=*/false, budget);
   shape.bm = 16;
   shape.bn = 128;
   shape.tm = 2;
   shape.tn = 8;
   shape.segments = true;
-  // 16 rows a tile: the pipeline fits whatever the operands.
-  shape.stages = std::max<int64_t>(shape.stages, 2);
+  setStages(shape, budget);
   return shape;
 }
 
@@ -1752,24 +1777,23 @@ static TileShape segmentMmaShape(MmaPrecision precision, int64_t rowTiles = 1,
 /// mma.sync in 128 x 128, 64 x 64 or (segments) 16 x 128 tiles, as deep as
 /// their stages of `rowTiles` + `colTiles` operand tiles fit; warpgroup MMA
 /// in 128 x 256 ones.
-static SmallVector<TileShape> getBuiltTensorCoreTilings(MmaPrecision precision,
-                                                       bool warpgroup,
-                                                       int64_t rowTiles = 1,
-                                                       int64_t colTiles = 1) {
+static SmallVector<TileShape> getBuiltTensorCoreTilings(
+    MmaPrecision precision, bool warpgroup, const StageBudget &budget = {}) {
   if (warpgroup)
     return {warpgroupShape(precision, /*joined=*/true, 1)};
   SmallVector<TileShape> shapes;
-  for (TileShape shape : {mmaShape(precision, true, rowTiles, colTiles),
-                          mmaShape(precision, false, rowTiles, colTiles),
-                          segmentMmaShape(precision, rowTiles, colTiles)})
+  for (TileShape shape : {mmaShape(precision, true, budget),
+                          mmaShape(precision, false, budget),
+                          segmentMmaShape(precision, budget)})
     if (shape.stages)
       shapes.push_back(shape);
   return shapes;
 }
 
-static bool isBuiltTensorCoreShape(const TileShape &shape) {
-  for (const TileShape &built : getBuiltTensorCoreTilings(
-           *shape.mma, shape.warpgroup, shape.rowTiles, shape.colTiles))
+static bool isBuiltTensorCoreShape(const TileShape &shape,
+                                   const StageBudget &budget) {
+  for (const TileShape &built :
+       getBuiltTensorCoreTilings(*shape.mma, shape.warpgroup, budget))
     if (built.bm == shape.bm && built.bn == shape.bn && built.bk == shape.bk &&
         built.tm == shape.tm && built.tn == shape.tn &&
         built.stages == shape.stages &&
@@ -1779,11 +1803,11 @@ static bool isBuiltTensorCoreShape(const TileShape &shape) {
 }
 
 static std::string getBuiltTensorCoreShapes(MmaPrecision precision,
-                                            bool warpgroup, int64_t rowTiles,
-                                            int64_t colTiles) {
+                                            bool warpgroup,
+                                            const StageBudget &budget) {
   SmallVector<std::string> shapes;
   for (const TileShape &s :
-       getBuiltTensorCoreTilings(precision, warpgroup, rowTiles, colTiles))
+       getBuiltTensorCoreTilings(precision, warpgroup, budget))
     shapes.push_back("block " + std::to_string(s.bm) + "x" +
                      std::to_string(s.bn) + "x" + std::to_string(s.bk) +
                      " thread " + std::to_string(s.tm) + "x" +
@@ -1899,9 +1923,9 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
       shape.stages = tiling.stages;
       shape.warpgroup = tiling.warpgroup;
       shape.clusterM = tiling.clusterM;
-      tile::ProductOperands operands = tile::getProductOperands(task);
-      shape.rowTiles = operands.rows.size();
-      shape.colTiles = operands.cols.size();
+      StageBudget budget = getStageBudget(task);
+      shape.rowTiles = shape.warpgroup ? 1 : budget.rowTiles;
+      shape.colTiles = shape.warpgroup ? 1 : budget.colTiles;
       if (shape.warpgroup && precision == MmaPrecision::tf32x3)
         return kernel.getComputeStep()->emitOpError()
                << "at tf32x3 on warpgroup MMA is not built: tf32x3 runs on "
@@ -1912,15 +1936,14 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
                << getProductForm(task)->terms.size()
                << " term(s) of computed factors; warpgroup MMA multiplies "
                   "its operands as loaded (mma.sync computes factors)";
-      if (!isBuiltTensorCoreShape(shape))
+      if (!isBuiltTensorCoreShape(shape, budget))
         return kernel.emitOpError()
                << "has a tensor-core tiling the emitter does not build "
                   "(block "
                << shape.bm << "x" << shape.bn << "x" << shape.bk
                << ", thread " << shape.tm << "x" << shape.tn << ", stages "
                << shape.stages << "); it builds "
-               << getBuiltTensorCoreShapes(precision, shape.warpgroup,
-                                           shape.rowTiles, shape.colTiles);
+               << getBuiltTensorCoreShapes(precision, shape.warpgroup, budget);
     }
     variants.push_back({shape, kernel.getSuffix().str(), tiling.minK});
   }
@@ -2465,11 +2488,8 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
   std::optional<MmaPrecision> precision =
       getTensorCorePrecision(task, o.matrixMath);
   // A product form's stages hold all its operands' tiles.
-  tile::ProductOperands operands = tile::getProductOperands(task);
-  auto mma = [&](bool large) {
-    return mmaShape(*precision, large, operands.rows.size(),
-                    operands.cols.size());
-  };
+  StageBudget budget = getStageBudget(task);
+  auto mma = [&](bool large) { return mmaShape(*precision, large, budget); };
   // Kernels whose stages fit (a product form of many operands may not).
   auto fitting = [](std::initializer_list<KernelVariant> variants) {
     SmallVector<KernelVariant> kept;
@@ -2486,10 +2506,8 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     TileShape segmentShape = o.automatic ? kSegmentShape : o.shape;
     segmentShape.segments = true;
     if (o.automatic && precision)
-      return {{segmentMmaShape(*precision, operands.rows.size(),
-                               operands.cols.size()),
-               "_mma"},
-              {segmentShape, "_small"}};
+      return fitting({{segmentMmaShape(*precision, budget), "_mma"},
+                      {segmentShape, "_small"}});
     return {{segmentShape, ""}};
   }
   if (!o.automatic)

@@ -169,10 +169,10 @@ func.func @factors(%U: memref<?x?xf32>, %V: memref<?x?xf32>, %W: memref<?x?xf32>
 // TF32-LABEL: gpu.module @across_kernels
 // TF32: gpu.func @across_mma(
 // TF32: scf.for
-// TF32: arith.constant dense<1.000000e+00> : vector<2x1xf32>
-// TF32-COUNT-32: nvgpu.mma.sync
-// TF32: arith.constant dense<1.000000e+00> : vector<4x1xf32>
-// TF32-COUNT-64: nvgpu.mma.sync
+// Computed factors (and the ones) are zero past K, where the operands'
+// stages are zero-filled but u^2 + 1-style factors of zeros need not be.
+// TF32: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// TF32-COUNT-96: nvgpu.mma.sync
 // TF32-NOT: nvgpu.mma.sync
 // TF32: scf.yield
 func.func @row_term(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>) {
@@ -275,6 +275,54 @@ func.func @many(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf16>, %
         %7 = arith.mulf %6, %t : f16
         %8 = arith.extf %7 : f16 to f32
         tile.yield %8 : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// A row operand the inner computation does not read: its tile is staged
+// all the same, and the product is no plain one, so no warpgroup kernel
+// (which multiplies one operand a side).
+// CHECK-LABEL: gpu.module @unused_row_kernels
+// CHECK-NOT: _wgmma
+// CHECK: gpu.func @unused_row_mma(
+func.func @unused_row(%A: memref<?x?xbf16>, %U: memref<?x?xbf16>, %B: memref<?x?xbf16>, %S: memref<?x?xf32>) {
+  tile.task ins(%A, %U, %B : memref<?x?xbf16>, memref<?x?xbf16>, memref<?x?xbf16>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%a: bf16, %u: bf16, %b: bf16):
+        %aw = arith.extf %a : bf16 to f32
+        %bw = arith.extf %b : bf16 to f32
+        %p = arith.mulf %aw, %bw : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// Factors are computed in the operands' types and f32: a product in f64
+// stays on CUDA cores.
+// CHECK-LABEL: gpu.module @in_f64_kernels
+// CHECK-NOT: _mma
+// CHECK: gpu.func @in_f64(
+func.func @in_f64(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %S: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %aw = arith.extf %a : f16 to f64
+        %bw = arith.extf %b : f16 to f64
+        %p = arith.mulf %aw, %bw : f64
+        %q = arith.truncf %p : f64 to f32
+        tile.yield %q : f32
       }
   return
 }
