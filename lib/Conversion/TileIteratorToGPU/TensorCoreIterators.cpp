@@ -274,6 +274,30 @@ std::optional<ProductForm> tilegpu::getProductForm(TaskOp task) {
   return std::nullopt;
 }
 
+/// Whether `f` is zero wherever its operands are (then the stages' zero
+/// fill past K makes it zero there without a mask). Conservative: false
+/// for operations not known to keep zero.
+static bool vanishesAtZero(const Factor &f) {
+  if (!f)
+    return false; // 1
+  if (f->isInput())
+    return true;
+  if (f->isConstant())
+    return *f->constant == 0.0;
+  StringRef name = f->op ? f->op->getName().getStringRef() : f->synthesized;
+  auto operand = [&](unsigned n) { return vanishesAtZero(f->operands[n]); };
+  if (name == "arith.mulf")
+    return operand(0) || operand(1);
+  if (name == "arith.addf" || name == "arith.subf" ||
+      name == "arith.maximumf" || name == "arith.minimumf")
+    return operand(0) && operand(1);
+  if (name == "arith.negf" || name == "arith.extf" || name == "arith.truncf" ||
+      name == "math.absf" || name == "math.tanh" || name == "math.sin" ||
+      name == "math.sqrt")
+    return operand(0);
+  return false;
+}
+
 Value KernelEmitter::evaluateFactor(
     const Factor &factor, VectorType type,
     llvm::function_ref<Value(unsigned)> leaf,
@@ -283,6 +307,7 @@ Value KernelEmitter::evaluateFactor(
   // An operand as loaded: zero past K already (the stages are zero-filled).
   if (factor && factor->isInput())
     return leaf(factor->input);
+  bool masked = !vanishesAtZero(factor);
   // Element by element: the inner computation's scalar operations, as the
   // CUDA-core iterators run them; factoring's own sums and products in f32
   // (the inner computation's widenings were looked through).
@@ -349,9 +374,10 @@ Value KernelEmitter::evaluateFactor(
       else
         value = convert(eval(factor), element);
       scalar = value;
-      // A computed factor is not zero where its operands are zero-filled:
-      // past K it is made zero.
-      value = arith::SelectOp::create(b, loc, inK(r, e), value, zero);
+      // A factor that is not zero where its operands are zero-filled is
+      // made zero past K.
+      if (masked)
+        value = arith::SelectOp::create(b, loc, inK(r, e), value, zero);
       result = vector::InsertOp::create(b, loc, value, result, at);
     }
   }
@@ -740,16 +766,26 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
                          : add(mulc(t, 2), idx(e + 8 * half));
           return less(add(kStep, k), extents[TaskOp::K]);
         };
-        for (int64_t m = 0; m < mi; ++m)
-          aFragments.push_back(evaluateFactor(
-              term.row, aType,
-              [&](unsigned n) { return fragments[slotOf(n)][m]; },
-              [&](int64_t r, int64_t e) { return inK(true, r, e); }));
-        for (int64_t n = 0; n < ni; ++n)
-          bFragments.push_back(evaluateFactor(
-              term.col, bType,
-              [&](unsigned input) { return fragments[slotOf(input)][n]; },
-              [&](int64_t r, int64_t e) { return inK(false, r, e); }));
+        // A factor of no operand (a term of one side's value alone: the
+        // other side's ones) is the same fragment for every row or
+        // column: computed once a step.
+        auto fragmentsOf = [&](const Factor &factor, VectorType type,
+                               int64_t count, bool isA) {
+          SmallVector<Value> values;
+          for (int64_t x = 0; x < count; ++x) {
+            if (x > 0 && isConstantFactor(factor)) {
+              values.push_back(values.front());
+              continue;
+            }
+            values.push_back(evaluateFactor(
+                factor, type,
+                [&](unsigned n) { return fragments[slotOf(n)][x]; },
+                [&](int64_t r, int64_t e) { return inK(isA, r, e); }));
+          }
+          return values;
+        };
+        aFragments = fragmentsOf(term.row, aType, mi, /*isA=*/true);
+        bFragments = fragmentsOf(term.col, bType, ni, /*isA=*/false);
         for (int64_t m = 0; m < mi; ++m)
           for (int64_t n = 0; n < ni; ++n)
             accs[m * ni + n] = buildMmaSync(b, loc, precision, aFragments[m],
