@@ -361,6 +361,11 @@ Value KernelEmitter::evaluateFactor(
             mapping.map(from, convert(to, from.getType()));
           return allowContraction(b.clone(*f->op, mapping))->getResult(0);
         }
+        // (A negation is exact in any type: it keeps its operand's.)
+        if (f->synthesized == "arith.negf")
+          return allowContraction(
+                     arith::NegFOp::create(b, loc, args[0]).getOperation())
+              ->getResult(0);
         for (Value &arg : args)
           arg = widen(arg);
         OperationState state(loc, f->synthesized, args, TypeRange{f32}, {});
