@@ -301,7 +301,7 @@ static bool vanishesAtZero(const Factor &f) {
 Value KernelEmitter::evaluateFactor(
     const Factor &factor, VectorType type,
     llvm::function_ref<Value(unsigned)> leaf,
-    llvm::function_ref<Value(int64_t, int64_t)> inK) {
+    llvm::function_ref<Value(int64_t, int64_t)> inK, Value pastK) {
   Type element = type.getElementType();
   Type f32 = b.getF32Type();
   // An operand as loaded: zero past K already (the stages are zero-filled).
@@ -338,6 +338,7 @@ Value KernelEmitter::evaluateFactor(
   };
   // A factor that reads no operand: computed once, the same everywhere.
   bool constant = fragments.empty();
+  auto build = [&](bool withMask) -> Value {
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
   Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   Value scalar;
@@ -381,12 +382,25 @@ Value KernelEmitter::evaluateFactor(
       scalar = value;
       // A factor that is not zero where its operands are zero-filled is
       // made zero past K.
-      if (masked)
+      if (withMask)
         value = arith::SelectOp::create(b, loc, inK(r, e), value, zero);
       result = vector::InsertOp::create(b, loc, value, result, at);
     }
   }
   return result;
+  };
+  if (!masked)
+    return build(false);
+  // Only a step that reaches past K (the last, when K is no multiple of the
+  // step) takes the masks; the condition is the same in every thread.
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{type}, pastK,
+                                /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(b, loc, build(true));
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, build(false));
+  return ifOp.getResult(0);
 }
 
 std::optional<MmaPrecision>
@@ -661,10 +675,13 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
     unsigned rowSlots = product.rows.size();
     for (int64_t kk = 0; kk < shape.bk; kk += mmaK) {
       Value kBase = idx(kk);
-      // The first k of this step (computed factors are masked past K).
-      Value kStep;
-      if (!product.isPlain())
+      // The first k of this step, and whether the step reaches past K
+      // (computed factors are masked there).
+      Value kStep, stepPastK;
+      if (!product.isPlain()) {
         kStep = add(mulc(kt, shape.bk), kBase);
+        stepPastK = less(extents[TaskOp::K], add(kStep, idx(mmaK)));
+      }
       // A: one 16 x mmaK fragment per 16 rows (four 8 x 8 matrices of
       // 16-bit elements: rows +0/+8 by lane bit 3, k +0/+chunk by bit 4).
       auto rowFragments = [&](unsigned slot) {
@@ -785,7 +802,8 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
             values.push_back(evaluateFactor(
                 factor, type,
                 [&](unsigned n) { return fragments[slotOf(n)][x]; },
-                [&](int64_t r, int64_t e) { return inK(isA, r, e); }));
+                [&](int64_t r, int64_t e) { return inK(isA, r, e); },
+                stepPastK));
           }
           return values;
         };
