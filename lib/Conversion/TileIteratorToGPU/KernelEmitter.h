@@ -376,14 +376,14 @@ private:
   }
   /// The value of `factor` on fragments of `type` (the tensor cores'
   /// element type): `leaf(input)` gives an operand's fragment; null is 1.
-  /// A computed factor's element (r, e) is zero where `inK(r, e)` is false
-  /// (past K, where the operands' stages are zero-filled but the factor of
-  /// zeros need not be zero), checked only when `pastK` (the step reaches
-  /// past K) holds.
+  /// With `masked`, a computed factor's element (r, e) is zero where
+  /// `inK(r, e)` is false (past K, where the operands' stages are
+  /// zero-filled but a factor of zeros need not be zero), checked only when
+  /// `pastK` (the step reaches past K) holds.
   Value evaluateFactor(const Factor &factor, VectorType type,
                        llvm::function_ref<Value(unsigned)> leaf,
                        llvm::function_ref<Value(int64_t, int64_t)> inK,
-                       Value pastK);
+                       Value pastK, bool masked);
   /// The shared tiles of all stages, the warp's first row and column in the
   /// block tile, the lane.
   Value mmaTiles, warpRow, warpCol, lane;

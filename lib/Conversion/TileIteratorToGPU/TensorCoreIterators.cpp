@@ -301,13 +301,13 @@ static bool vanishesAtZero(const Factor &f) {
 Value KernelEmitter::evaluateFactor(
     const Factor &factor, VectorType type,
     llvm::function_ref<Value(unsigned)> leaf,
-    llvm::function_ref<Value(int64_t, int64_t)> inK, Value pastK) {
+    llvm::function_ref<Value(int64_t, int64_t)> inK, Value pastK,
+    bool masked) {
   Type element = type.getElementType();
   Type f32 = b.getF32Type();
   // An operand as loaded: zero past K already (the stages are zero-filled).
   if (factor && factor->isInput())
     return leaf(factor->input);
-  bool masked = !vanishesAtZero(factor);
   // Element by element: the inner computation's scalar operations, as the
   // CUDA-core iterators run them; factoring's own sums and products in f32
   // (the inner computation's widenings were looked through).
@@ -791,6 +791,11 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
         // A factor of no operand (a term of one side's value alone: the
         // other side's ones) is the same fragment for every row or
         // column: computed once a step.
+        // A term is zero past K when either factor is zero where its
+        // operands are (the stages' zero fill); otherwise its column
+        // factor is masked there.
+        bool maskColumn =
+            !vanishesAtZero(term.row) && !vanishesAtZero(term.col);
         auto fragmentsOf = [&](const Factor &factor, VectorType type,
                                int64_t count, bool isA) {
           SmallVector<Value> values;
@@ -803,7 +808,7 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
                 factor, type,
                 [&](unsigned n) { return fragments[slotOf(n)][x]; },
                 [&](int64_t r, int64_t e) { return inK(isA, r, e); },
-                stepPastK));
+                stepPastK, /*masked=*/!isA && maskColumn));
           }
           return values;
         };

@@ -169,9 +169,9 @@ func.func @factors(%U: memref<?x?xf32>, %V: memref<?x?xf32>, %W: memref<?x?xf32>
 // TF32-LABEL: gpu.module @across_kernels
 // TF32: gpu.func @across_mma(
 // TF32: scf.for
-// Computed factors (and the ones) are zero past K, where the operands'
-// stages are zero-filled but u^2 + 1-style factors of zeros need not be.
-// TF32: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// Each term has a factor that is zero where its operands are (u^2, 2u,
+// -w, w^2): the stages' zero fill past K zeroes the terms, no mask.
+// TF32-NOT: arith.select {{.*}} : f32
 // TF32-COUNT-96: nvgpu.mma.sync
 // TF32-NOT: nvgpu.mma.sync
 // TF32: scf.yield
@@ -194,6 +194,32 @@ func.func @across(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>)
       ^bb0(%u: f32, %w: f32):
         %s = arith.subf %u, %w : f32
         %q = arith.mulf %s, %s : f32
+        tile.yield %q : f32
+      }
+  return
+}
+
+// (u + 1) . (w + 1): neither factor is zero where its operands are, so the
+// step that reaches past K masks the column factor there (a uniform
+// branch; full steps take the unmasked one).
+// TF32-LABEL: gpu.module @shifted_kernels
+// TF32: gpu.func @shifted_mma(
+// TF32: scf.for
+// TF32: scf.if %{{.*}} -> (vector<2x1xf32>)
+// TF32: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
+// TF32: } else {
+// TF32-NOT: arith.select
+// TF32: scf.yield
+// TF32: nvgpu.mma.sync
+func.func @shifted(%U: memref<?x?xf32>, %W: memref<?x?xf32>, %S: memref<?x?xf32>) {
+  tile.task ins(%U, %W : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #jk] accumulate add output dense
+      inner {
+      ^bb0(%u: f32, %w: f32):
+        %one = arith.constant 1.0 : f32
+        %a = arith.addf %u, %one : f32
+        %b = arith.addf %w, %one : f32
+        %q = arith.mulf %a, %b : f32
         tile.yield %q : f32
       }
   return
