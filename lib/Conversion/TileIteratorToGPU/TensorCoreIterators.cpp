@@ -362,14 +362,16 @@ Value KernelEmitter::evaluateFactor(
             mapping.map(from, convert(to, from.getType()));
           return allowContraction(b.clone(*f->op, mapping))->getResult(0);
         }
-        // (A negation is exact in any type: it keeps its operand's.)
-        if (f->synthesized == "arith.negf")
-          return allowContraction(
-                     arith::NegFOp::create(b, loc, args[0]).getOperation())
-              ->getResult(0);
-        for (Value &arg : args)
-          arg = widen(arg);
-        OperationState state(loc, f->synthesized, args, TypeRange{f32}, {});
+        // Factoring's own operations run in their operands' type when they
+        // share one (a product of two bf16 rows, rounded once, is the bf16
+        // the tensor cores take), in f32 where the types differ.
+        if (llvm::any_of(args, [&](Value v) {
+              return v.getType() != args[0].getType();
+            }))
+          for (Value &arg : args)
+            arg = widen(arg);
+        OperationState state(loc, f->synthesized, args,
+                             TypeRange{args[0].getType()}, {});
         return allowContraction(b.create(state))->getResult(0);
       };
       Value value;
