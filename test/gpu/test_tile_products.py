@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from test_tile import ROOT, TILE_BUNDLES, load
+from test_tile_mma import kernels_run
 
 sys.path.insert(0, str(ROOT / "test" / "python"))
 from product_forms import TASKS, check, inputs, outputs, reference  # noqa: E402
@@ -32,13 +33,6 @@ SIZES = [(130, 72, 48), (64, 64, 16), (1536, 1536, 64), (300, 200, 520), (53, 41
 def test_product_bundles_were_built():
     assert len(list(PRODUCTS.glob("*.kgebundle"))) == len(TASKS) * len(PRECISIONS), \
         f"run test/gpu/build_tile_bundles.py --parts products --out {TILE_BUNDLES}"
-
-
-def kernels_run(call):
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        call()
-        torch.cuda.synchronize()
-    return {e.name for e in prof.events()}
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))

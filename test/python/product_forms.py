@@ -6,30 +6,56 @@ import re
 
 import numpy as np
 
-# Gathered rows on both sides: each edge's (h, r) against every negative
-# tail t, DistMult's score. ELEMENT: the tables' element type.
-DISTMULT = """
-func.func @distmult(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
-                    %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
-                    %t: memref<?xi32> {kge.param = "t"}, %C: memref<?x?xf32> {kge.param = "C"}) {
+# Gathered rows on both sides: each edge's (h, r) rows against every
+# negative tail t's, through a score `inner` of (e, w, x) (widened to %ew,
+# %ww, %xw) yielding %s; OUTPUTS, OUTS and OUTPUT the function's outputs,
+# the task's and its output operator. ELEMENT: the tables' element type.
+EDGE_TASK = """
+func.func @NAME(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
+                %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
+                %t: memref<?xi32> {kge.param = "t"}, OUTPUTS) {
   tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
-      outs(%C : memref<?x?xf32>)
+      outs(OUTS)
       gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
       maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
             affine_map<(i, j, k) -> (j, k)>]
-      accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+      accumulate add output OUTPUT
       inner {
       ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
         %ew = WIDEN(%e)
         %ww = WIDEN(%w)
         %xw = WIDEN(%x)
-        %hr = arith.mulf %ew, %ww : f32
-        %s = arith.mulf %hr, %xw : f32
+INNER
         tile.yield %s : f32
-      }
+      }PROJECT
   return
 }
 """
+
+
+def edge_task(name, inner, project="", k=None):
+    """EDGE_TASK named `name` with `inner`'s lines: a dense [M, N] output C
+    (then `project`, a projection region's text), or the k best (C_values,
+    C_rows, C_cols)."""
+    if k is None:
+        outputs = '%C: memref<?x?xf32> {kge.param = "C"}'
+        outs = "%C : memref<?x?xf32>"
+        output = "dense {gathered = [[0, 0], [1, 0], [2, 0]]}"
+    else:
+        outputs = (f'%v: memref<{k}xf32> {{kge.param = "C_values"}}, '
+                   f'%rows: memref<{k}xi32> {{kge.param = "C_rows"}}, '
+                   f'%cols: memref<{k}xi32> {{kge.param = "C_cols"}}')
+        outs = f"%v, %rows, %cols : memref<{k}xf32>, memref<{k}xi32>, memref<{k}xi32>"
+        output = f"top_k {{gathered = [[0, 0], [1, 0], [2, 0]], k = {k} : i64}}"
+    lines = "\n".join("        " + line for line in inner)
+    return (EDGE_TASK.replace("NAME", name).replace("OUTPUTS", outputs)
+            .replace("OUTS", outs).replace("OUTPUT", output).replace("INNER", lines)
+            .replace("PROJECT", project))
+
+
+# DistMult's score.
+DISTMULT_INNER = ["%hr = arith.mulf %ew, %ww : f32", "%s = arith.mulf %hr, %xw : f32"]
+DISTMULT = edge_task("distmult", DISTMULT_INNER)
 
 # ComplEx's Re(<a + ib, c + id, conj(x + iy)>) as its four products, the
 # imaginary part of the tail stored k-outermost (Y[k, j]); a projection
@@ -135,64 +161,18 @@ func.func @segments(%E: memref<?x?xELEMENT> {kge.param = "E"}, %G: memref<?x?xEL
 # TransE's distance to every negative: sqrt(sum (h + r - t)^2), a square of
 # a sum across the sides (three terms: ||h + r||^2, -2 (h + r) . t,
 # ||t||^2), the square root in the projection.
-TRANSE = """
-func.func @transe(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
-                  %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
-                  %t: memref<?xi32> {kge.param = "t"}, %C: memref<?x?xf32> {kge.param = "C"}) {
-  tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
-      outs(%C : memref<?x?xf32>)
-      gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
-      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
-            affine_map<(i, j, k) -> (j, k)>]
-      accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
-      inner {
-      ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
-        %ew = WIDEN(%e)
-        %ww = WIDEN(%w)
-        %xw = WIDEN(%x)
-        %hr = arith.addf %ew, %ww : f32
-        %d = arith.subf %hr, %xw : f32
-        %s = arith.mulf %d, %d : f32
-        tile.yield %s : f32
-      } project {
+TRANSE = edge_task("transe", ["%hr = arith.addf %ew, %ww : f32", "%d = arith.subf %hr, %xw : f32",
+                               "%s = arith.mulf %d, %d : f32"], project=""" project {
       ^bb0(%acc: f32, %i: index, %j: index):
         %zero = arith.constant 0.0 : f32
         %clamped = arith.maximumf %acc, %zero : f32
         %root = math.sqrt %clamped : f32
         tile.yield %root : f32
-      }
-  return
-}
-"""
+      }""")
 
-# Other output operators on a product form: the TOPK best DistMult scores
+# Other output operators on a product form: the k best DistMult scores
 # (top-k; 64, and 8: fewer shard entries than the merge kernel's threads)
 # and the pairs scoring above 2 (select), with their coordinates.
-DISTMULT_TOPK = """
-func.func @distmult_topk(%E: memref<?x?xELEMENT> {kge.param = "E"}, %R: memref<?x?xELEMENT> {kge.param = "R"},
-                         %h: memref<?xi32> {kge.param = "h"}, %r: memref<?xi32> {kge.param = "r"},
-                         %t: memref<?xi32> {kge.param = "t"},
-                         %v: memref<TOPKxf32> {kge.param = "C_values"}, %rows: memref<TOPKxi32> {kge.param = "C_rows"},
-                         %cols: memref<TOPKxi32> {kge.param = "C_cols"}) {
-  tile.task ins(%E, %R, %E : memref<?x?xELEMENT>, memref<?x?xELEMENT>, memref<?x?xELEMENT>)
-      outs(%v, %rows, %cols : memref<TOPKxf32>, memref<TOPKxi32>, memref<TOPKxi32>)
-      gathers(%h, %r, %t : memref<?xi32>, memref<?xi32>, memref<?xi32>)
-      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
-            affine_map<(i, j, k) -> (j, k)>]
-      accumulate add output top_k {gathered = [[0, 0], [1, 0], [2, 0]], k = TOPK : i64}
-      inner {
-      ^bb0(%e: ELEMENT, %w: ELEMENT, %x: ELEMENT):
-        %ew = WIDEN(%e)
-        %ww = WIDEN(%w)
-        %xw = WIDEN(%x)
-        %hr = arith.mulf %ew, %ww : f32
-        %s = arith.mulf %hr, %xw : f32
-        tile.yield %s : f32
-      }
-  return
-}
-"""
-
 COMPLEX_SELECT = """
 func.func @complex_select(%A: memref<?x?xELEMENT> {kge.param = "A"}, %B: memref<?x?xELEMENT> {kge.param = "B"},
                           %C: memref<?x?xELEMENT> {kge.param = "C"}, %D: memref<?x?xELEMENT> {kge.param = "D"},
@@ -265,9 +245,8 @@ func.func @affine(%U: memref<?x?xELEMENT> {kge.param = "U"}, %W: memref<?x?xELEM
 """
 
 TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments": SEGMENTS,
-         "transe": TRANSE, "distmult_topk": DISTMULT_TOPK.replace("TOPK", "64"),
-         "distmult_top8": DISTMULT_TOPK.replace("TOPK", "8").replace(
-             "@distmult_topk", "@distmult_top8"),
+         "transe": TRANSE, "distmult_topk": edge_task("distmult_topk", DISTMULT_INNER, k=64),
+         "distmult_top8": edge_task("distmult_top8", DISTMULT_INNER, k=8),
          "complex_select": COMPLEX_SELECT, "affine": AFFINE}
 # Top-k tasks and their k.
 TOP_K = {"distmult_topk": 64, "distmult_top8": 8}

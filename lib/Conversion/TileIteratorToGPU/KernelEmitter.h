@@ -260,6 +260,15 @@ private:
   Value resolveSpatial(unsigned n, Value spatial);
   /// Whether that index is other than the coordinate (a load).
   bool readsResolvedRows(unsigned n);
+  /// Input `n`'s index along its (spatial) dimension `d` at `spatial`.
+  Value resolveAt(unsigned n, unsigned d, Value spatial);
+  /// Bitonic sort, ascending, of the first `length` (a power of two)
+  /// entries of the shared arrays `keys` and `payloads` by `threads`
+  /// threads (a barrier before each step, none after):
+  /// `after(keyA, keyB, payloadA, payloadB)` says whether entry a ranks
+  /// after entry b.
+  void bitonicSort(Value keys, Value payloads, int64_t length, int64_t threads,
+                   llvm::function_ref<Value(Value, Value, Value, Value)> after);
   /// Loads element (row, k) of input `n` (either coordinate may be null
   /// when the input lacks that axis) from global memory.
   Value loadGlobal(unsigned n, Value spatial, Value k);

@@ -309,8 +309,8 @@ Value KernelEmitter::evaluateFactor(
   if (factor && factor->isInput())
     return leaf(factor->input);
   // Element by element: the inner computation's scalar operations, as the
-  // CUDA-core iterators run them; factoring's own sums and products in f32
-  // (the inner computation's widenings were looked through).
+  // CUDA-core iterators run them (the widenings factoring looked through
+  // are made where an operation takes f32).
   DenseMap<unsigned, Value> fragments;
   std::function<void(const Factor &)> collect = [&](const Factor &f) {
     if (f->isInput()) {
@@ -323,73 +323,73 @@ Value KernelEmitter::evaluateFactor(
   };
   if (factor)
     collect(factor);
-  auto widen = [&](Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(b, loc, f32, v);
-  };
-  auto convert = [&](Value v, Type to) -> Value {
+  // `v` as `to` (f16 <-> bf16 through f32).
+  std::function<Value(Value, Type)> convert = [&](Value v, Type to) -> Value {
+    unsigned from = v.getType().getIntOrFloatBitWidth();
+    unsigned bits = to.getIntOrFloatBitWidth();
     if (v.getType() == to)
       return v;
-    if (to.getIntOrFloatBitWidth() > v.getType().getIntOrFloatBitWidth())
+    if (bits > from)
       return arith::ExtFOp::create(b, loc, to, v);
-    if (to.getIntOrFloatBitWidth() < v.getType().getIntOrFloatBitWidth())
+    if (bits < from)
       return arith::TruncFOp::create(b, loc, to, v);
-    // f16 <-> bf16: through f32.
-    return arith::TruncFOp::create(b, loc, to, widen(v));
+    return arith::TruncFOp::create(b, loc, to, convert(v, f32));
+  };
+  std::function<Value(const Factor &, ArrayRef<int64_t>)> eval =
+      [&](const Factor &f, ArrayRef<int64_t> at) -> Value {
+    if (f->isInput())
+      return vector::ExtractOp::create(b, loc, fragments[f->input], at);
+    if (f->isConstant())
+      return arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(static_cast<float>(*f->constant)));
+    SmallVector<Value, 2> args;
+    for (const Factor &operand : f->operands)
+      args.push_back(eval(operand, at));
+    if (f->op) {
+      // Operands at the types the operation takes.
+      IRMapping mapping;
+      for (auto [from, to] : llvm::zip(f->op->getOperands(), args))
+        mapping.map(from, convert(to, from.getType()));
+      return allowContraction(b.clone(*f->op, mapping))->getResult(0);
+    }
+    // Factoring's own operations run in their operands' type when they
+    // share one (a product of two bf16 rows, rounded once, is the bf16 the
+    // tensor cores take), in f32 where the types differ.
+    if (llvm::any_of(args,
+                     [&](Value v) { return v.getType() != args[0].getType(); }))
+      for (Value &arg : args)
+        arg = convert(arg, f32);
+    OperationState state(loc, f->synthesized, args,
+                         TypeRange{args[0].getType()}, {});
+    return allowContraction(b.create(state))->getResult(0);
   };
   // A factor that reads no operand: computed once, the same everywhere.
   bool constant = fragments.empty();
   auto build = [&](bool withMask) -> Value {
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
-  Value scalar;
-  for (int64_t r = 0; r < type.getDimSize(0); ++r) {
-    for (int64_t e = 0; e < type.getDimSize(1); ++e) {
-      SmallVector<int64_t, 2> at = {r, e};
-      std::function<Value(const Factor &)> eval = [&](const Factor &f) -> Value {
-        if (f->isInput())
-          return vector::ExtractOp::create(b, loc, fragments[f->input], at);
-        if (f->isConstant())
-          return arith::ConstantOp::create(
-              b, loc, b.getF32FloatAttr(static_cast<float>(*f->constant)));
-        SmallVector<Value, 2> args;
-        for (const Factor &operand : f->operands)
-          args.push_back(eval(operand));
-        if (f->op) {
-          // Operands at the types the operation takes (a widening that
-          // factoring looked through is made here).
-          IRMapping mapping;
-          for (auto [from, to] : llvm::zip(f->op->getOperands(), args))
-            mapping.map(from, convert(to, from.getType()));
-          return allowContraction(b.clone(*f->op, mapping))->getResult(0);
-        }
-        // Factoring's own operations run in their operands' type when they
-        // share one (a product of two bf16 rows, rounded once, is the bf16
-        // the tensor cores take), in f32 where the types differ.
-        if (llvm::any_of(args, [&](Value v) {
-              return v.getType() != args[0].getType();
-            }))
-          for (Value &arg : args)
-            arg = widen(arg);
-        OperationState state(loc, f->synthesized, args,
-                             TypeRange{args[0].getType()}, {});
-        return allowContraction(b.create(state))->getResult(0);
-      };
-      Value value;
-      if (!factor)
-        value = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 1.0));
-      else if (constant && scalar)
-        value = scalar;
-      else
-        value = convert(eval(factor), element);
-      scalar = value;
-      // A factor that is not zero where its operands are zero-filled is
-      // made zero past K.
-      if (withMask)
-        value = arith::SelectOp::create(b, loc, inK(r, e), value, zero);
-      result = vector::InsertOp::create(b, loc, value, result, at);
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+    Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+    Value scalar;
+    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
+      for (int64_t e = 0; e < type.getDimSize(1); ++e) {
+        SmallVector<int64_t, 2> at = {r, e};
+        Value value;
+        if (!factor)
+          value =
+              arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 1.0));
+        else if (constant && scalar)
+          value = scalar;
+        else
+          value = convert(eval(factor, at), element);
+        scalar = value;
+        // A factor that is not zero where its operands are zero-filled is
+        // made zero past K.
+        if (withMask)
+          value = arith::SelectOp::create(b, loc, inK(r, e), value, zero);
+        result = vector::InsertOp::create(b, loc, value, result, at);
+      }
     }
-  }
-  return result;
+    return result;
   };
   if (!masked)
     return build(false);

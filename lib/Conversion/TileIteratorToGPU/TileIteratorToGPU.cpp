@@ -76,13 +76,19 @@ bool KernelEmitter::readsResolvedRows(unsigned n) {
          (rowPerm && map.getDimPosition(*d) == TaskOp::I);
 }
 
-Value KernelEmitter::resolveSpatial(unsigned n, Value spatial) {
-  std::optional<unsigned> d = spatialDim(task, n);
+/// Input `n`'s index along its dimension `d` (spatial) at coordinate
+/// `spatial`: through the sorted order of segment iterators for rows, then
+/// through its index array where gathered.
+Value KernelEmitter::resolveAt(unsigned n, unsigned d, Value spatial) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-  Value at = map.getDimPosition(*d) == TaskOp::I ? rowAt(spatial) : spatial;
-  if (Value gather = task.getGather(n, *d))
+  Value at = map.getDimPosition(d) == TaskOp::I ? rowAt(spatial) : spatial;
+  if (Value gather = task.getGather(n, d))
     at = loadIndex(arg(gather), at);
   return at;
+}
+
+Value KernelEmitter::resolveSpatial(unsigned n, Value spatial) {
+  return resolveAt(n, *spatialDim(task, n), spatial);
 }
 
 SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
@@ -101,15 +107,7 @@ SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
       indices.push_back(segmentKey);
       continue;
     }
-    if (resolved) {
-      indices.push_back(spatial);
-      continue;
-    }
-    Value at = axis == TaskOp::I ? rowAt(spatial) : spatial;
-    // A gathered row (or column): the table's index at this coordinate.
-    if (Value gather = task.getGather(n, d))
-      at = loadIndex(arg(gather), at);
-    indices.push_back(at);
+    indices.push_back(resolved ? spatial : resolveAt(n, d, spatial));
   }
   return indices;
 }
@@ -567,6 +565,46 @@ Value KernelEmitter::ranksBefore(Value keyA, Value rowA, Value colA,
                               arith::AndIOp::create(b, loc, keyEqual, pairLess));
 }
 
+void KernelEmitter::bitonicSort(
+    Value keys, Value payloads, int64_t length, int64_t threads,
+    llvm::function_ref<Value(Value, Value, Value, Value)> after) {
+  int64_t levels = llvm::Log2_64(length);
+  int64_t rounds = llvm::divideCeil(length, threads);
+  for (int64_t s = 1; s <= levels; ++s)
+    for (int64_t t = s - 1; t >= 0; --t) {
+      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t m = 0; m < rounds; ++m) {
+        Value e = arith::AddIOp::create(b, loc, tid, idx(m * threads));
+        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
+        Value active = length % threads == 0
+                           ? less(e, partner)
+                           : arith::AndIOp::create(b, loc, less(e, partner),
+                                                   less(e, idx(length)))
+                                 .getResult();
+        inThen(active, [&] {
+          Value ascending = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::eq,
+              arith::AndIOp::create(b, loc, e, idx(size)), idx(0));
+          Value ka = memref::LoadOp::create(b, loc, keys, ValueRange{e});
+          Value kb = memref::LoadOp::create(b, loc, keys, ValueRange{partner});
+          Value pa = memref::LoadOp::create(b, loc, payloads, ValueRange{e});
+          Value pb =
+              memref::LoadOp::create(b, loc, payloads, ValueRange{partner});
+          // Swap when the pair is out of this subsequence's order.
+          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             after(ka, kb, pa, pb), ascending);
+          inThen(swap, [&] {
+            memref::StoreOp::create(b, loc, kb, keys, ValueRange{e});
+            memref::StoreOp::create(b, loc, ka, keys, ValueRange{partner});
+            memref::StoreOp::create(b, loc, pb, payloads, ValueRange{e});
+            memref::StoreOp::create(b, loc, pa, payloads, ValueRange{partner});
+          });
+        });
+      }
+    }
+}
+
 int64_t tilegpu::getTopKShards(int64_t k) {
   return std::min<int64_t>(
       32, std::max<int64_t>(1, 4096 / int64_t(llvm::PowerOf2Ceil(k))));
@@ -719,52 +757,24 @@ void KernelEmitter::storeTopK(gpu::GPUFuncOp kernel, Value locks,
   auto ifAny = scf::IfOp::create(b, loc, anyCandidate, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard anyGuard(b);
   b.setInsertionPointToStart(ifAny.thenBlock());
-  // Bitonic sort of the first `length` entries (key, slot), ascending:
-  // sizes 2, 4, ..., length.
+  // Bitonic sort of the first `length` entries (key, slot), ascending;
+  // equal keys by slot (the pair's place in the tile: (i, j) order).
   auto sortPrefix = [&](int64_t length) {
-    int64_t levels = llvm::Log2_64(length);
-    int64_t rounds = llvm::divideCeil(length, shape.threads());
-    for (int64_t s = 1; s <= levels; ++s)
-      for (int64_t t = s - 1; t >= 0; --t) {
-        int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
-        gpu::BarrierOp::create(b, loc);
-        for (int64_t m = 0; m < rounds; ++m) {
-          Value e =
-              arith::AddIOp::create(b, loc, tid, idx(m * shape.threads()));
-          Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
-          Value inPrefix = length % shape.threads() == 0
-                               ? less(e, partner)
-                               : arith::AndIOp::create(b, loc, less(e, partner),
-                                                       less(e, idx(length)))
-                                     .getResult();
-          inThen(inPrefix, [&] {
-            Value ascending = arith::CmpIOp::create(
-                b, loc, arith::CmpIPredicate::eq,
-                arith::AndIOp::create(b, loc, e, idx(size)), zero);
-            Value ka = loadShared(keys, e), kb = loadShared(keys, partner);
-            Value sa = loadShared(slots, e), sb = loadShared(slots, partner);
-            Value aAfterB = arith::OrIOp::create(
-                b, loc,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka,
-                                      kb),
-                arith::AndIOp::create(
-                    b, loc,
-                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka,
-                                          kb),
-                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, sa,
-                                          sb)));
-            // Swap when the pair is out of this subsequence's order.
-            Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                               aAfterB, ascending);
-            inThen(swap, [&] {
-              storeShared(kb, keys, e);
-              storeShared(ka, keys, partner);
-              storeShared(sb, slots, e);
-              storeShared(sa, slots, partner);
-            });
-          });
-        }
-      }
+    bitonicSort(keys, slots, length, shape.threads(),
+                [&](Value ka, Value kb, Value sa, Value sb) -> Value {
+                  return arith::OrIOp::create(
+                      b, loc,
+                      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                            ka, kb),
+                      arith::AndIOp::create(
+                          b, loc,
+                          arith::CmpIOp::create(b, loc,
+                                                arith::CmpIPredicate::eq, ka,
+                                                kb),
+                          arith::CmpIOp::create(b, loc,
+                                                arith::CmpIPredicate::sgt, sa,
+                                                sb)));
+                });
   };
   // Few candidates (the usual case once the global k-th is good): only the
   // prefix that holds them; past it every entry is the worst.
@@ -984,57 +994,27 @@ void KernelEmitter::emitTopKMerge(gpu::GPUFuncOp kernel) {
         arith::SelectOp::create(b, loc, filled, row, none).getResult(),
         arith::SelectOp::create(b, loc, filled, col, none).getResult());
   };
-  // Bitonic sort, ascending (best first).
-  int64_t levels = llvm::Log2_64(length);
-  int64_t rounds = llvm::divideCeil(length, threads);
-  for (int64_t s = 1; s <= levels; ++s)
-    for (int64_t t = s - 1; t >= 0; --t) {
-      int64_t size = int64_t(1) << s, stride = int64_t(1) << t;
-      gpu::BarrierOp::create(b, loc);
-      for (int64_t m = 0; m < rounds; ++m) {
-        Value e = arith::AddIOp::create(b, loc, tid, idx(m * threads));
-        Value partner = arith::XOrIOp::create(b, loc, e, idx(stride));
-        Value active = arith::AndIOp::create(b, loc, less(e, partner),
-                                             less(e, idx(length)));
-        inThen(active, [&] {
-          Value ascending = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::eq,
-              arith::AndIOp::create(b, loc, e, idx(size)), idx(0));
-          Value ka = memref::LoadOp::create(b, loc, keys, ValueRange{e});
-          Value kb = memref::LoadOp::create(b, loc, keys, ValueRange{partner});
-          Value pa = memref::LoadOp::create(b, loc, places, ValueRange{e});
-          Value pb = memref::LoadOp::create(b, loc, places, ValueRange{partner});
-          // Pairs are read only for equal keys (ties, empty entries).
-          Value equal =
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ka, kb);
-          auto tie = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, equal,
-                                       /*withElseRegion=*/true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(tie.thenBlock());
-            auto [ra, ca] = pairOf(pa);
-            auto [rb, cb] = pairOf(pb);
-            scf::YieldOp::create(b, loc,
-                                 ranksBefore(kb, rb, cb, ka, ra, ca));
-            b.setInsertionPointToStart(tie.elseBlock());
-            scf::YieldOp::create(
-                b, loc,
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, ka,
-                                      kb)
-                    .getResult());
-          }
-          Value aAfterB = tie.getResult(0);
-          Value swap = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                             aAfterB, ascending);
-          inThen(swap, [&] {
-            memref::StoreOp::create(b, loc, kb, keys, ValueRange{e});
-            memref::StoreOp::create(b, loc, ka, keys, ValueRange{partner});
-            memref::StoreOp::create(b, loc, pb, places, ValueRange{e});
-            memref::StoreOp::create(b, loc, pa, places, ValueRange{partner});
-          });
-        });
-      }
-    }
+  // Bitonic sort, ascending (best first); the pairs of entries are read
+  // only for equal keys (ties, empty entries).
+  bitonicSort(keys, places, length, threads,
+              [&](Value ka, Value kb, Value pa, Value pb) -> Value {
+                Value equal = arith::CmpIOp::create(
+                    b, loc, arith::CmpIPredicate::eq, ka, kb);
+                auto tie = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()},
+                                             equal, /*withElseRegion=*/true);
+                OpBuilder::InsertionGuard guard(b);
+                b.setInsertionPointToStart(tie.thenBlock());
+                auto [ra, ca] = pairOf(pa);
+                auto [rb, cb] = pairOf(pb);
+                scf::YieldOp::create(b, loc, ranksBefore(kb, rb, cb, ka, ra, ca));
+                b.setInsertionPointToStart(tie.elseBlock());
+                scf::YieldOp::create(
+                    b, loc,
+                    arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                          ka, kb)
+                        .getResult());
+                return tie.getResult(0);
+              });
   gpu::BarrierOp::create(b, loc);
   // The k best, best first; slots past the pairs keep the worst value and
   // no pair.
