@@ -159,7 +159,9 @@ int runBundle(const std::string &path, std::map<std::string, int64_t> sizes,
       std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
       std::vector<float> host(n);
       // Results and outputs (written in place) start as NaN: what a call
-      // leaves unwritten shows.
+      // leaves unwritten shows. (An aggregate's groups, which its task
+      // reads and combines into, then stay NaN: their checksum says
+      // nothing, the sanitizers' runs still cover their atomics.)
       for (auto &v : host)
         v = p.role == ParamRole::Result || p.role == ParamRole::Output
                 ? NAN
