@@ -83,8 +83,9 @@ struct TileShape {
   }
 };
 
-/// How a task reads an input, by the axes its map selects.
-enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly };
+/// How a task reads an input, by the axes its map selects (PairOnly: a
+/// pair operand, indexed by i and j but not k).
+enum class InputKind { RowK, ColK, KOnly, RowOnly, ColOnly, PairOnly };
 
 /// An expression of one side's operands of a product form (a factor),
 /// computed elementwise on their fragments: an operand, a constant, one of
@@ -153,6 +154,9 @@ std::optional<ProductForm> getProductForm(TaskOp task);
 std::optional<MmaPrecision> getTensorCorePrecision(TaskOp task,
                                                    llvm::StringRef matrixMath);
 
+/// Threads of a block of a reduce output's finalize kernel.
+constexpr int64_t kReduceFinalizeThreads = 256;
+
 /// Shards of top-k's k best (merged by one block at the end: at most 4096
 /// entries in all, at most 32 shards).
 int64_t getTopKShards(int64_t k);
@@ -171,6 +175,11 @@ public:
 
   /// Emits the body of `kernel`, whose arguments are the function's.
   LogicalResult emit(gpu::GPUFuncOp kernel, func::FuncOp func);
+  /// Emits the body of a reduce output's finalize kernel (threads along
+  /// the rows): arguments the partial values (one per column tile and
+  /// row, column tile major), the output and the number of column tiles;
+  /// a row's partial values combine in column order, then `finalize`.
+  void emitReduceFinalize(gpu::GPUFuncOp kernel);
   /// Emits the body of top-k's merge kernel (one block of 1024 threads):
   /// arguments the shards' values, rows and columns, then the task's
   /// outputs, which receive the k best of all shards.
@@ -301,6 +310,18 @@ private:
                  ArrayRef<Value> shardArrays, ArrayRef<Value> values,
                  ArrayRef<Value> holds, ArrayRef<Value> localRows,
                  ArrayRef<Value> localCols);
+  /// Reduce's store iterator: each thread combines its pairs' values per
+  /// row (in column order; pairs not stored count as the identity),
+  /// writes them to `slots` x bm shared partial values (its slot: its
+  /// place along the block's columns), and after a barrier one thread per
+  /// row combines the slots in order and writes the block's partial value
+  /// of the row to `partials` at (column tile, row).
+  void storeReduced(gpu::GPUFuncOp kernel, Value partials,
+                    ArrayRef<Value> accs, ArrayRef<Value> stored,
+                    ArrayRef<Value> rows, ArrayRef<Value> cols,
+                    ArrayRef<Value> localRows,
+                    llvm::function_ref<SmallVector<Value>(int64_t, int64_t)>
+                        spatialOf);
   /// Distinct's store iterator: every kept value is inserted into `set`, a
   /// hash set in global memory (open addressing, linear probing; its last
   /// word flags the one 64-bit integer value that encodes as an empty

@@ -58,7 +58,7 @@ Value KernelEmitter::loadIndex(Value array, Value at) {
 /// for an input of k alone).
 static std::optional<unsigned> spatialDim(TaskOp task, unsigned n) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-  bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
+  bool perKey = task.getPerKeyInput() == n;
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
     unsigned axis = map.getDimPosition(d);
     if (axis != TaskOp::K && !(perKey && axis == TaskOp::I))
@@ -94,7 +94,7 @@ Value KernelEmitter::resolveSpatial(unsigned n, Value spatial) {
 SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
                                                   Value k, bool resolved) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-  bool perKey = task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J);
+  bool perKey = task.getPerKeyInput() == n;
   SmallVector<Value, 3> indices;
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
     unsigned axis = map.getDimPosition(d);
@@ -129,7 +129,8 @@ void KernelEmitter::forEachStagedElement(
                   visit) {
   Value lastK = arith::SubIOp::create(b, loc, extents[TaskOp::K], idx(1));
   for (auto [n, kind] : llvm::enumerate(kinds)) {
-    if (kind == InputKind::RowOnly || kind == InputKind::ColOnly)
+    if (kind == InputKind::RowOnly || kind == InputKind::ColOnly ||
+        kind == InputKind::PairOnly)
       continue;
     if (kind == InputKind::KOnly) {
       Value k = minIndex(arith::AddIOp::create(b, loc, k0, tid), lastK);
@@ -232,9 +233,10 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
   case OutputKind::select:
   case OutputKind::top_k:
   case OutputKind::distinct:
+  case OutputKind::reduce:
     break;
   }
-  llvm_unreachable("refused before emission");
+  llvm_unreachable("stored by their own iterators");
 }
 
 void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
@@ -305,6 +307,114 @@ void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
         arith::SelectOp::create(b, loc, h, one,
                                 arith::ConstantIntOp::create(b, loc, i64, 0)));
   }
+}
+
+void KernelEmitter::storeReduced(
+    gpu::GPUFuncOp kernel, Value partials, ArrayRef<Value> accs,
+    ArrayRef<Value> stored, ArrayRef<Value> rows, ArrayRef<Value> cols,
+    ArrayRef<Value> localRows,
+    llvm::function_ref<SmallVector<Value>(int64_t, int64_t)> spatialOf) {
+  MLIRContext *ctx = b.getContext();
+  auto shared = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  Combiner combiner = task.getAggregateCombiner();
+  Type valueType = task.getValueType();
+  Value identity = arith::ConstantOp::create(
+      b, loc, getCombinerIdentity(combiner, valueType));
+  // The threads that share a row of the block, one slot each: along the
+  // columns (CUDA cores), or the warps along the columns times the four
+  // lanes of a fragment's row (tensor cores).
+  int64_t slots;
+  Value slot;
+  if (shape.mma) {
+    slots = shape.warpsN() * 4;
+    slot = arith::AddIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, warpCol, idx(shape.tn)),
+        arith::RemUIOp::create(b, loc, lane, idx(4)));
+  } else {
+    slots = shape.colThreads();
+    slot = tx;
+  }
+  Value rowValues = kernel.addWorkgroupAttribution(
+      MemRefType::get({slots, shape.bm}, valueType,
+                      MemRefLayoutAttrInterface(), shared),
+      loc);
+  for (int64_t r = 0; r < shape.tm; ++r) {
+    Value partial = identity;
+    for (int64_t c = 0; c < shape.tn; ++c) {
+      Value value = projected(accs[r * shape.tn + c], rows[r], cols[c],
+                              spatialOf(r, c));
+      partial = combine(combiner, partial,
+                        arith::SelectOp::create(b, loc, stored[r * shape.tn + c],
+                                                value, identity));
+    }
+    memref::StoreOp::create(b, loc, partial, rowValues,
+                            ValueRange{slot, localRows[r]});
+  }
+  gpu::BarrierOp::create(b, loc);
+  // One thread a row: the slots in order, then the block's partial value
+  // at (column tile, row).
+  Value columnTile = arith::DivUIOp::create(b, loc, colBase, idx(shape.bn));
+  Value numRows =
+      memref::DimOp::create(b, loc, arg(task.getOutputs()[0]), 0);
+  auto perRow = scf::ForOp::create(b, loc, tid, idx(shape.bm),
+                                   idx(shape.blockThreads()));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(perRow.getBody());
+    Value row = perRow.getInductionVar();
+    Value total =
+        memref::LoadOp::create(b, loc, rowValues, ValueRange{idx(0), row});
+    for (int64_t other = 1; other < slots; ++other)
+      total = combine(
+          combiner, total,
+          memref::LoadOp::create(b, loc, rowValues, ValueRange{idx(other), row}));
+    Value position = arith::AddIOp::create(b, loc, rowBase, row);
+    inThen(less(position, extents[TaskOp::I]), [&] {
+      Value at = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, columnTile, numRows),
+          rowAt(position));
+      memref::StoreOp::create(b, loc, total, partials, ValueRange{at});
+    });
+  }
+  // The shared partial values are written again by the next rows of a
+  // segment.
+  gpu::BarrierOp::create(b, loc);
+}
+
+void KernelEmitter::emitReduceFinalize(gpu::GPUFuncOp kernel) {
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  Value partials = kernel.getArgument(0), output = kernel.getArgument(1);
+  Value tiles = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                           kernel.getArgument(2));
+  Value numRows = memref::DimOp::create(b, loc, output, 0);
+  Value row = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc,
+                            gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+                            idx(kReduceFinalizeThreads)),
+      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  inThen(less(row, numRows), [&] {
+    Combiner combiner = task.getAggregateCombiner();
+    Value first = memref::LoadOp::create(b, loc, partials, ValueRange{row});
+    auto loop = scf::ForOp::create(b, loc, idx(1), tiles, idx(1),
+                                   ValueRange{first});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value at = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, loop.getInductionVar(), numRows),
+          row);
+      scf::YieldOp::create(
+          b, loc,
+          combine(combiner, loop.getRegionIterArg(0),
+                  memref::LoadOp::create(b, loc, partials, ValueRange{at})));
+    }
+    Value reduced = loop.getResult(0);
+    if (!task.getFinalize().empty())
+      reduced = inlineRegion(task.getFinalize(), {reduced, row});
+    memref::StoreOp::create(b, loc, reduced, output, ValueRange{row});
+  });
+  gpu::ReturnOp::create(b, loc);
 }
 
 Value KernelEmitter::relaxedLoad(Value array, Value at) {
@@ -1184,12 +1294,14 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     bool usesJ = task.inputUses(n, TaskOp::J);
     bool usesK = task.inputUses(n, TaskOp::K);
     // A matrix per key is, within a segment's block, a (k, j) operand.
-    if (usesI && usesJ)
+    if (usesI && usesJ && usesK)
       usesI = false;
     InputKind kind = usesK ? (usesI   ? InputKind::RowK
                               : usesJ ? InputKind::ColK
                                       : InputKind::KOnly)
-                           : (usesI ? InputKind::RowOnly : InputKind::ColOnly);
+                     : usesI && usesJ ? InputKind::PairOnly
+                     : usesI          ? InputKind::RowOnly
+                                      : InputKind::ColOnly;
     kinds.push_back(kind);
     Type element = cast<MemRefType>(input.getType()).getElementType();
     Value tile;
@@ -1350,13 +1462,37 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     if (kind == InputKind::ColOnly)
       for (Value c : cols)
         spatialValues[n].push_back(loadGlobal(n, minIndex(c, lastCol), {}));
+    if (kind == InputKind::PairOnly) {
+      // A pair operand: its element at every pair of the thread, the row
+      // resolved once per row and the column once per column.
+      AffineMap map =
+          cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+      SmallVector<Value> rowAt, colAt;
+      unsigned rowDim = 0, colDim = 0;
+      for (unsigned d = 0; d < 2; ++d)
+        (map.getDimPosition(d) == TaskOp::I ? rowDim : colDim) = d;
+      for (Value r : positions)
+        rowAt.push_back(resolveAt(n, rowDim, minIndex(r, lastRow)));
+      for (Value c : cols)
+        colAt.push_back(resolveAt(n, colDim, minIndex(c, lastCol)));
+      for (Value row : rowAt)
+        for (Value col : colAt) {
+          SmallVector<Value, 2> at(2);
+          at[rowDim] = row;
+          at[colDim] = col;
+          spatialValues[n].push_back(
+              memref::LoadOp::create(b, loc, arg(task.getInputs()[n]), at));
+        }
+    }
   }
   SmallVector<unsigned> spatialInputs = task.spatialOnlyInputs();
   auto spatialOf = [&](int64_t r, int64_t c) {
     SmallVector<Value> values;
     for (unsigned n : spatialInputs)
-      values.push_back(spatialValues[n][kinds[n] == InputKind::RowOnly ? r
-                                                                      : c]);
+      values.push_back(
+          spatialValues[n][kinds[n] == InputKind::RowOnly   ? r
+                           : kinds[n] == InputKind::ColOnly ? c
+                                                            : r * shape.tn + c]);
     return values;
   };
 
@@ -1508,6 +1644,9 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
             case InputKind::ColOnly:
               scalars.push_back(spatialValues[n][c]);
               break;
+            case InputKind::PairOnly:
+              scalars.push_back(spatialValues[n][r * shape.tn + c]);
+              break;
             }
           }
           Value v = inlineRegion(task.getInner(), scalars);
@@ -1619,6 +1758,18 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   if (task.getOutput() == OutputKind::distinct) {
     // The hash set follows the function's arguments.
     storeDistinct(kernel.getArgument(func.getNumArguments()), values, holds);
+    gpu::ReturnOp::create(b, loc);
+    return success();
+  }
+  if (task.getOutput() == OutputKind::reduce) {
+    // The partial values follow the function's arguments (and the
+    // segment iterators' order and tiles).
+    storeReduced(kernel,
+                 kernel.getArgument(func.getNumArguments() +
+                                    (shape.segments ? 2 : 0)),
+                 accs, stored, rows, cols, localRows, spatialOf);
+    if (segmentLoop)
+      b.setInsertionPointAfter(segmentLoop);
     gpu::ReturnOp::create(b, loc);
     return success();
   }
@@ -1870,11 +2021,12 @@ static FailureOr<Value> getSegmentKey(TaskOp task) {
            << " holds a matrix per column key; the GPU lowering takes "
               "matrices per row key (W[r[i], k, j]): swap the spatial axes";
   if (task.getOutput() != OutputKind::dense &&
-      task.getOutput() != OutputKind::aggregate)
+      task.getOutput() != OutputKind::aggregate &&
+      task.getOutput() != OutputKind::reduce)
     return task.emitOpError()
            << "output " << stringifyOutputKind(task.getOutput())
            << " of a task with a matrix per row's key is not lowered to "
-              "the GPU (dense and aggregate outputs are)";
+              "the GPU (dense, aggregate and reduce outputs are)";
   return segmentKey;
 }
 
@@ -2006,6 +2158,12 @@ LogicalResult lowerFunction(func::FuncOp func) {
   if (distinct)
     kernelTypes.push_back(
         MemRefType::get({ShapedType::kDynamic}, b.getI64Type()));
+  // Reduce: the blocks' partial values of their rows.
+  bool reduceRows = task.getOutput() == OutputKind::reduce;
+  Type partialsType =
+      MemRefType::get({ShapedType::kDynamic}, task.getValueType());
+  if (reduceRows)
+    kernelTypes.push_back(partialsType);
   SmallVector<std::string> kernelNames;
   for (const KernelVariant &variant : variants) {
     const TileShape &kernelShape = variant.shape;
@@ -2204,6 +2362,33 @@ LogicalResult lowerFunction(func::FuncOp func) {
     kernelArgs.push_back(bb.memref("scratch:perm", {extentOf(TaskOp::I)}));
     kernelArgs.push_back(bb.memref("scratch:tiles", {words}));
   }
+  // Reduce: a partial value per row and column tile of the narrowest
+  // kernel, written by the tiled kernel, combined by the finalize kernel.
+  if (reduceRows) {
+    int64_t narrowest = variants.front().shape.bn;
+    for (const KernelVariant &variant : variants)
+      narrowest = std::min(narrowest, variant.shape.bn);
+    std::string count = extentOf(TaskOp::I) + " * ceildiv(" +
+                        extentOf(TaskOp::J) + ", " +
+                        std::to_string(narrowest) + ")";
+    scratch.push_back(bb.dict(
+        {{"name", bb.str("partials")},
+         {"dtype", bb.str(kge_runtime::dtypeName(
+                       *getDType(task.getValueType())))},
+         {"count", bb.str(count)}}));
+    kernelArgs.push_back(bb.memref("scratch:partials", {count}));
+    b.setInsertionPointToEnd(module.getBody());
+    Value output = task.getOutputs()[0];
+    auto finalize = gpu::GPUFuncOp::create(
+        b, loc, name + "_finalize",
+        b.getFunctionType({partialsType, output.getType(), b.getI64Type()},
+                          {}));
+    finalize->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      b.getUnitAttr());
+    finalize.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(kReduceFinalizeThreads), 1, 1}));
+    KernelEmitter(b, task, variants.front().shape).emitReduceFinalize(finalize);
+  }
   auto blocksOf = [&](const TileShape &s) {
     return "ceildiv(" + extentOf(TaskOp::J) + ", " + std::to_string(s.bn) +
            ") * ceildiv(" + extentOf(TaskOp::I) + ", " + std::to_string(s.bm) +
@@ -2380,6 +2565,26 @@ LogicalResult lowerFunction(func::FuncOp func) {
     }
     llvm::append_range(steps, transposeSteps);
     steps.push_back(step);
+    if (reduceRows) {
+      // The rows' partial values of this kernel's column tiles, combined
+      // where it ran.
+      Value output = task.getOutputs()[0];
+      Attribute finalize = bb.launch(
+          name + "_finalize", module.getName(),
+          {"ceildiv(" + extentOf(TaskOp::I) + ", " +
+               std::to_string(kReduceFinalizeThreads) + ")",
+           "1", "1"},
+          kReduceFinalizeThreads, "0",
+          {kernelArgs[func.getNumArguments() + (segmentKey ? 2 : 0)],
+           kernelArgs[cast<BlockArgument>(output).getArgNumber()],
+           bb.scalar("i64", bb.str(columnBlocks))});
+      if (auto when = cast<DictionaryAttr>(step).get("when")) {
+        NamedAttrList fields(cast<DictionaryAttr>(finalize));
+        fields.set("when", when);
+        finalize = fields.getDictionary(func.getContext());
+      }
+      steps.push_back(finalize);
+    }
   }
   if (topK) {
     // The k best of all shards, into the outputs: one block.
@@ -2507,8 +2712,11 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
   // operands from shared memory as loaded).
   bool gathered = !task.getGathers().empty();
   bool plain = precision && getProductForm(task)->isPlain();
+  // Reduce's store iterator combines rows of mma.sync fragments or of
+  // CUDA-core threads.
+  bool reduceRows = task.getOutput() == OutputKind::reduce;
   if ((sixteenBit || warpgroupTF32) && o.warpgroup && !topK && !gathered &&
-      plain)
+      plain && !reduceRows)
     return fitting({{warpgroupShape(*precision, joined, o.clusterM), "_wgmma",
                      kWarpgroupMinK},
                     {mma(true), "_mma"},

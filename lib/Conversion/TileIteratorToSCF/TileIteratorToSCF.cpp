@@ -109,6 +109,7 @@ void TaskLowering::initializeOutputs() {
   switch (task.getOutput()) {
   case OutputKind::dense:
   case OutputKind::aggregate:
+  case OutputKind::reduce:
     return;
   case OutputKind::select:
   case OutputKind::distinct: {
@@ -327,6 +328,8 @@ void TaskLowering::store(Value value, Value acc, Value i, Value j,
     return guarded([&] { storeDistinct(value); });
   case OutputKind::top_k:
     return guarded([&] { storeTopK(value, i, j); });
+  case OutputKind::reduce:
+    llvm_unreachable("a reduce output combines along the column loop");
   }
 }
 
@@ -338,7 +341,17 @@ void TaskLowering::lower() {
   Value zero = constantIndex(0), one = constantIndex(1);
   auto rows = scf::ForOp::create(b, loc, zero, extents[TaskOp::I], one);
   b.setInsertionPointToStart(rows.getBody());
-  auto cols = scf::ForOp::create(b, loc, zero, extents[TaskOp::J], one);
+  // A reduce output combines the row's values along the column loop, in
+  // column order, from the combiner's identity.
+  bool reduceRows = task.getOutput() == OutputKind::reduce;
+  Type valueType = task.getValueType();
+  SmallVector<Value> rowInit;
+  if (reduceRows)
+    rowInit.push_back(arith::ConstantOp::create(
+        b, loc,
+        getCombinerIdentity(task.getAggregateCombiner(), valueType)));
+  auto cols = scf::ForOp::create(b, loc, zero, extents[TaskOp::J], one,
+                                 rowInit);
   b.setInsertionPointToStart(cols.getBody());
   Value i = rows.getInductionVar(), j = cols.getInductionVar();
 
@@ -348,9 +361,12 @@ void TaskLowering::lower() {
   SmallVector<Value> pair = {i, j};
   llvm::append_range(pair, spatial);
 
+  scf::IfOp ifJoined;
   if (!task.getWhen().empty()) {
     Value joined = inlineRegion(task.getWhen(), pair);
-    auto ifJoined = scf::IfOp::create(b, loc, joined, /*withElseRegion=*/false);
+    ifJoined = scf::IfOp::create(b, loc, reduceRows ? TypeRange(valueType)
+                                                    : TypeRange(),
+                                 joined, /*withElseRegion=*/reduceRows);
     b.setInsertionPointToStart(ifJoined.thenBlock());
   }
   Value acc = reduce(i, j, spatial);
@@ -360,7 +376,27 @@ void TaskLowering::lower() {
     llvm::append_range(arguments, pair);
     value = inlineRegion(task.getProject(), arguments);
   }
-  store(value, acc, i, j, spatial);
+  if (!reduceRows) {
+    store(value, acc, i, j, spatial);
+    task.erase();
+    return;
+  }
+  Value row = cols.getRegionIterArg(0);
+  Value combined = combine(task.getAggregateCombiner(), row, value);
+  if (ifJoined) {
+    // A pair that `when` rejects leaves the row's value as it is.
+    scf::YieldOp::create(b, loc, combined);
+    b.setInsertionPointToStart(ifJoined.elseBlock());
+    scf::YieldOp::create(b, loc, row);
+    b.setInsertionPointAfter(ifJoined);
+    combined = ifJoined.getResult(0);
+  }
+  scf::YieldOp::create(b, loc, combined);
+  b.setInsertionPointAfter(cols);
+  Value reduced = cols.getResult(0);
+  if (!task.getFinalize().empty())
+    reduced = inlineRegion(task.getFinalize(), {reduced, i});
+  memref::StoreOp::create(b, loc, reduced, task.getOutputs()[0], i);
   task.erase();
 }
 

@@ -1143,7 +1143,7 @@ func.func @segments_per_key(%h: memref<?xi32>, %E: memref<?x?xf32>, %r: memref<?
       } schedule {
         tile.kernel "" block [16, 128, 8] thread [2, 4] {
           %e = tile.load input 0 gathered sorted via shared : !tile.tile<16x8xf32>
-          // expected-error @below {{of input 1 must be of kind per_key (it is indexed by both spatial axes: a matrix per key), got gathered}}
+          // expected-error @below {{of input 1 must be of kind per_key (it is indexed by i, j and k: a matrix per key), got gathered}}
           %w = tile.load input 1 gathered via shared : !tile.tile<8x128xf32>
           %acc = tile.compute %e, %w : !tile.tile<16x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<16x128xf32>
           tile.store %acc dense : !tile.tile<16x128xf32>

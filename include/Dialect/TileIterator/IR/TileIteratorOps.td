@@ -43,6 +43,7 @@ def TileIterator_OutputKind : I32EnumAttr<"OutputKind",
       I32EnumAttrCase<"select", 2>,
       I32EnumAttrCase<"top_k", 3>,
       I32EnumAttrCase<"distinct", 4>,
+      I32EnumAttrCase<"reduce", 5>,
     ]> {
   let cppNamespace = "::mlir::tile";
 }
@@ -85,6 +86,7 @@ def TileIterator_StoreKind : I32EnumAttr<"StoreKind",
       I32EnumAttrCase<"compact", 4>,
       I32EnumAttrCase<"top_k", 5>,
       I32EnumAttrCase<"distinct", 6>,
+      I32EnumAttrCase<"reduce", 7>,
     ]> {
   let cppNamespace = "::mlir::tile";
 }
@@ -126,7 +128,13 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     by an index array, a matrix chosen per row by a key). An input with a
     gathered dimension may be indexed by both spatial axes, e.g.
     `W[r[i], k, j]` (`(i, k, j)`, dimension 0 gathered by `r`): row `i`
-    multiplies the matrix of its key. The reduction axis is never gathered.
+    multiplies the matrix of its key (an input indexed by `i`, `j` and
+    `k` is a *matrix per key*; at most one per task). An input indexed by
+    both spatial axes but not by `k` (one of them gathered) is a *pair
+    operand*: a spatial-only input read at every pair, e.g. `R[r[i], j]`,
+    a row of a table chosen per row and read along `j` (an epilogue's
+    bias, the vector a projected row is compared with). The reduction axis
+    is never gathered.
     Gather values must lie in `[0, size of the dimension)`; the CPU and GPU
     runtimes check them before running (the GPU's checked mode).
 
@@ -145,6 +153,9 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     - `project`: the accumulator, `i`, `j` and the spatial-only scalars;
       yields the output value (any type). Without it the output value is
       the accumulator.
+    - `finalize`: only with `output reduce`: a row's reduced value and
+      `i`; yields what is stored for the row (e.g. the square root of a
+      sum of squares). Without it the reduced value is stored.
     - `predicate`: the output value, the accumulator, `i`, `j` and the
       spatial-only scalars; yields an `i1`. Required by `select`, optional for `distinct` and
       `top_k` (pairs it rejects are not candidates).
@@ -178,6 +189,14 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     - `distinct`: `values` and `count`: each distinct output value once, in
       an unspecified order; `count` receives their number, which exceeds
       the capacity when they do not fit.
+    - `reduce`: one memref `S` of rank 1 indexed by `i`: `S[i] =
+      finalize(v(i, 0) + v(i, 1) + ... + v(i, N - 1))`, the output values of
+      row `i` combined along `j` by the `aggregate` combiner (`add` by
+      default, `max` or `min`; its identity for an empty row or one whose
+      pairs `when` all rejects). The values of a row combine in a fixed
+      order (the result is deterministic). This is a row's norm,
+      distance or inner product after a matrix product: TransR's and
+      RESCAL's scores, an attention logit `a . (W[r] x)`.
 
     Example: GAMUT's query 1 (a threshold inside the inner computation):
 
@@ -213,6 +232,40 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
         ^bb0(%e: f32, %w: f32):
           %v = arith.mulf %e, %w : f32
           tile.yield %v : f32
+        }
+    ```
+
+    Example: TransR's score, `|| (E[h] - E[t]) W[r] + R[r] ||_2` per edge:
+    the projection of the difference of two gathered rows by the matrix of
+    the edge's relation, the relation's row added at every `j` (a pair
+    operand), squares summed along `j` and the root taken per row:
+
+    ```mlir
+    tile.task ins(%E, %E, %W, %R : memref<?x?xf32>, memref<?x?xf32>,
+                  memref<?x?x?xf32>, memref<?x?xf32>)
+        outs(%S : memref<?xf32>)
+        gathers(%h, %t, %r, %r : memref<?xi32>, memref<?xi32>,
+                memref<?xi32>, memref<?xi32>)
+        maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k)>,
+              affine_map<(i, j, k) -> (i, k, j)>, affine_map<(i, j, k) -> (i, j)>]
+        accumulate add output reduce
+        {gathered = [[0, 0], [1, 0], [2, 0], [3, 0]]}
+        inner {
+        ^bb0(%eh: f32, %et: f32, %w: f32, %rel: f32):
+          %d = arith.subf %eh, %et : f32
+          %v = arith.mulf %d, %w : f32
+          tile.yield %v : f32
+        }
+        project {
+        ^bb0(%acc: f32, %i: index, %j: index, %rel: f32):
+          %x = arith.addf %acc, %rel : f32
+          %sq = arith.mulf %x, %x : f32
+          tile.yield %sq : f32
+        }
+        finalize {
+        ^bb0(%sum: f32, %i: index):
+          %norm = math.sqrt %sum : f32
+          tile.yield %norm : f32
         }
     ```
 
@@ -254,13 +307,14 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     AnyRegion:$combine,
     AnyRegion:$project,
     AnyRegion:$predicate,
-    AnyRegion:$schedule
+    AnyRegion:$schedule,
+    AnyRegion:$finalize
   );
   // The syntax of the declarative format
   //   ins(...) (keys(...))? outs(...) (gathers(...))? maps [...]
   //   accumulate K output O
-  //   attr-dict (when R)? inner R (combine R)? (project R)? (predicate R)?
-  //   (schedule R)?        -- its implicit tile.yield not printed
+  //   attr-dict (when R)? inner R (combine R)? (project R)? (finalize R)?
+  //   (predicate R)? (schedule R)?   -- the schedule's tile.yield not printed
   // written by hand (TileIteratorAsm.cpp) so that parsed regions are owned
   // by the OperationState.
   let hasCustomAssemblyFormat = 1;
@@ -283,8 +337,12 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     Type getValueType();
     /// The map of the dense output (default `(i, j, k) -> (i, j)`).
     AffineMap getDenseOutputMap();
-    /// The combiner of an aggregate output (`add` unless given).
+    /// The combiner of an aggregate or reduce output (`add` unless
+    /// given).
     Combiner getAggregateCombiner();
+    /// The type of what a reduce output stores (what `finalize` yields,
+    /// or the output value).
+    Type getReducedType();
     /// Where the extent of `axis` is read: (operand, dimension) of an input,
     /// a gather or the dense output.
     std::pair<Value, unsigned> getExtentSource(Axis axis);
@@ -294,8 +352,9 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     bool isGathered(unsigned input, unsigned dim) {
       return static_cast<bool>(getGather(input, dim));
     }
-    /// The input indexed by both spatial axes (a matrix per row's or
-    /// column's key, one of them gathered), if any.
+    /// The input indexed by both spatial axes and the reduction axis (a
+    /// matrix per row's or column's key, one spatial axis gathered), if
+    /// any.
     std::optional<unsigned> getPerKeyInput();
     /// The kernels of the schedule, in order (none when unscheduled).
     SmallVector<KernelOp> getKernels();
@@ -556,6 +615,11 @@ def TileIterator_StoreOp : TileIterator_IteratorOp<"store"> {
       lock; a merge kernel then takes the k best of all shards;
     - `distinct`: values inserted into a hash set in global memory, each
       new one written once.
+    - `reduce`: each thread combines the values of its pairs per row, the
+      block combines its threads' partial values of a row in a fixed order
+      and writes one partial value per row and column tile to scratch
+      memory; a second kernel combines a row's partial values in column
+      order and applies `finalize`.
 
     Example:
 

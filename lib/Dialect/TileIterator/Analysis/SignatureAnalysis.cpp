@@ -179,6 +179,9 @@ mlir::tile::computeSignature(func::FuncOp func) {
       classes.unionSets(Slot{argNumber(outputs[0]), 0},
                         Slot{argNumber(outputs[2]), 0});
       break;
+    case OutputKind::reduce:
+      tie(TaskOp::I, outputs[0], 0);
+      break;
     case OutputKind::aggregate:
     case OutputKind::top_k:
     case OutputKind::distinct:

@@ -44,6 +44,7 @@ using namespace mlir::tile;
   ::mlir::Region *projectRegion = result.addRegion();
   ::mlir::Region *predicateRegion = result.addRegion();
   ::mlir::Region *scheduleRegion = result.addRegion();
+  ::mlir::Region *finalizeRegion = result.addRegion();
   if (parser.parseKeyword("ins"))
     return ::mlir::failure();
   if (parser.parseLParen())
@@ -132,7 +133,7 @@ using namespace mlir::tile;
     ::llvm::StringRef attrStr;
     ::mlir::NamedAttrList attrStorage;
     auto loc = parser.getCurrentLocation();
-    if (parser.parseOptionalKeyword(&attrStr, {"dense","aggregate","select","top_k","distinct"})) {
+    if (parser.parseOptionalKeyword(&attrStr, {"dense","aggregate","select","top_k","distinct","reduce"})) {
       ::mlir::StringAttr attrVal;
       ::mlir::OptionalParseResult parseResult =
         parser.parseOptionalAttribute(attrVal,
@@ -143,7 +144,7 @@ using namespace mlir::tile;
           return ::mlir::failure();
         attrStr = attrVal.getValue();
       } else {
-        return parser.emitError(loc, "expected string or keyword containing one of the following enum values for attribute 'output' [dense, aggregate, select, top_k, distinct]");
+        return parser.emitError(loc, "expected string or keyword containing one of the following enum values for attribute 'output' [dense, aggregate, select, top_k, distinct, reduce]");
       }
     }
     if (!attrStr.empty()) {
@@ -179,6 +180,10 @@ using namespace mlir::tile;
   if (::mlir::succeeded(parser.parseOptionalKeyword("project"))) {
   if (parser.parseRegion(*projectRegion))
     return ::mlir::failure();
+  }
+  if (::mlir::succeeded(parser.parseOptionalKeyword("finalize"))) {
+    if (parser.parseRegion(*finalizeRegion))
+      return ::mlir::failure();
   }
   if (::mlir::succeeded(parser.parseOptionalKeyword("predicate"))) {
   if (parser.parseRegion(*predicateRegion))
@@ -288,6 +293,10 @@ void TaskOp::print(::mlir::OpAsmPrinter &_odsPrinter) {
     _odsPrinter << ' ' << "project";
     _odsPrinter << ' ';
     _odsPrinter.printRegion(getProject());
+  }
+  if (!getFinalize().empty()) {
+    _odsPrinter << " finalize ";
+    _odsPrinter.printRegion(getFinalize());
   }
   if (!getPredicate().empty()) {
     _odsPrinter << ' ' << "predicate";

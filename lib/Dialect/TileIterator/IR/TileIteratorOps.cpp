@@ -147,6 +147,12 @@ Type TaskOp::getValueType() {
   return getProject().front().getTerminator()->getOperand(0).getType();
 }
 
+Type TaskOp::getReducedType() {
+  if (getFinalize().empty())
+    return getValueType();
+  return getFinalize().front().getTerminator()->getOperand(0).getType();
+}
+
 AffineMap TaskOp::getDenseOutputMap() {
   if (auto map = getOutputMapAttr())
     return map.getValue();
@@ -189,6 +195,9 @@ std::pair<Value, unsigned> TaskOp::getExtentSource(Axis axis) {
   if (getOutput() == OutputKind::aggregate && axis != K &&
       getKeys().size() == 2)
     return {getKeys()[axis], 0};
+  if (getOutput() == OutputKind::reduce && axis == I &&
+      getOutputs().size() == 1)
+    return {getOutputs()[0], 0};
   if (getOutput() == OutputKind::dense && axis != K &&
       getOutputs().size() == 1) {
     AffineMap map = getDenseOutputMap();
@@ -379,6 +388,14 @@ LogicalResult TaskOp::verify() {
         return failure();
     }
   }
+  unsigned perKey = 0;
+  for (unsigned index = 0; index < maps.size(); ++index)
+    if (inputUses(index, I) && inputUses(index, J) && inputUses(index, K))
+      ++perKey;
+  if (perKey > 1)
+    return emitOpError() << "has " << perKey
+                         << " inputs indexed by i, j and k (matrices per "
+                            "key); a task multiplies by at most one";
   if (!axisSeen[K])
     return emitOpError()
            << "no input is indexed by the reduction axis k, so its extent is "
@@ -412,8 +429,11 @@ LogicalResult TaskOp::verify() {
 
   // Output operator attributes.
   OutputKind kind = getOutput();
-  if (getAggregate() && kind != OutputKind::aggregate)
-    return emitOpError() << "'aggregate' is for output aggregate";
+  if (getAggregate() && kind != OutputKind::aggregate &&
+      kind != OutputKind::reduce)
+    return emitOpError() << "'aggregate' is for outputs aggregate and reduce";
+  if (!getFinalize().empty() && kind != OutputKind::reduce)
+    return emitOpError() << "a finalize region is for output reduce";
   if ((getK() || getSmallest()) && kind != OutputKind::top_k)
     return emitOpError() << "'k' and 'smallest' are for output top_k";
   if (getOutputMapAttr() && kind != OutputKind::dense)
@@ -515,6 +535,21 @@ LogicalResult TaskOp::verify() {
       return emitOpError() << "aggregate " << stringifyCombiner(combiner)
                            << " is not supported: groups combine with add, "
                               "max or min";
+    break;
+  }
+  case OutputKind::reduce: {
+    if (failed(expectOutputs(1, "S")) || failed(expectRank1(0, "S")))
+      return failure();
+    axisSeen[I] = true;
+    if (failed(extents.record(op, I, outputType(0).getDimSize(0),
+                              "the reduce output")))
+      return failure();
+    Combiner combiner = getAggregateCombiner();
+    if (combiner != Combiner::add && combiner != Combiner::max &&
+        combiner != Combiner::min)
+      return emitOpError() << "reduce " << stringifyCombiner(combiner)
+                           << " is not supported: a row's values combine "
+                              "with add, max or min";
     break;
   }
   case OutputKind::select:
@@ -655,6 +690,13 @@ LogicalResult TaskOp::verifyRegions() {
                            << yielded;
   }
 
+  // A reduce output's finalization of a row.
+  Type reduced = value;
+  if (!getFinalize().empty() &&
+      failed(verifyRegion(*this, getFinalize(), "finalize",
+                          {value, indexType}, reduced)))
+    return failure();
+
   // The output value's type against the outputs.
   OutputKind kind = getOutput();
   unsigned valuesOperand = 0;
@@ -663,20 +705,26 @@ LogicalResult TaskOp::verifyRegions() {
   case OutputKind::aggregate:
   case OutputKind::top_k:
   case OutputKind::distinct:
+  case OutputKind::reduce:
     valuesOperand = 0;
     break;
   case OutputKind::select:
     valuesOperand = 2;
     break;
   }
-  Type stored =
-      cast<MemRefType>(getOutputs()[valuesOperand].getType()).getElementType();
-  if (stored != value)
-    return emitOpError() << "the output value has type " << value
-                         << " but output #" << valuesOperand << " holds "
-                         << stored;
   if (!isScalarElement(value))
     return emitOpError() << "the output value type " << value
+                         << " must be f16, bf16, f32, f64 or i8 to i64";
+  Type stored =
+      cast<MemRefType>(getOutputs()[valuesOperand].getType()).getElementType();
+  if (stored != reduced)
+    return emitOpError() << (kind == OutputKind::reduce && !getFinalize().empty()
+                                 ? "the finalized value has type "
+                                 : "the output value has type ")
+                         << reduced << " but output #" << valuesOperand
+                         << " holds " << stored;
+  if (!isScalarElement(reduced))
+    return emitOpError() << "the finalized value type " << reduced
                          << " must be f16, bf16, f32, f64 or i8 to i64";
   if (getUpdate() && value != acc)
     return emitOpError() << "'update' combines the output with the value by "

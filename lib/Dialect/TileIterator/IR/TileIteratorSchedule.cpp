@@ -68,7 +68,7 @@ static AffineMap mapOf(TaskOp task, unsigned n) {
 
 std::optional<unsigned> TaskOp::getPerKeyInput() {
   for (unsigned n = 0, e = getInputs().size(); n < e; ++n)
-    if (inputUses(n, I) && inputUses(n, J))
+    if (inputUses(n, I) && inputUses(n, J) && inputUses(n, K))
       return n;
   return std::nullopt;
 }
@@ -97,7 +97,7 @@ ProductOperands mlir::tile::getProductOperands(TaskOp task) {
 }
 
 LoadKind mlir::tile::getLoadKind(TaskOp task, unsigned n) {
-  if (task.inputUses(n, TaskOp::I) && task.inputUses(n, TaskOp::J))
+  if (task.getPerKeyInput() == n)
     return LoadKind::per_key;
   for (unsigned d = 0; d < mapOf(task, n).getNumResults(); ++d)
     if (task.isGathered(n, d))
@@ -169,6 +169,8 @@ StoreKind mlir::tile::getStoreKind(TaskOp task, bool tensorCores) {
     return StoreKind::top_k;
   case OutputKind::distinct:
     return StoreKind::distinct;
+  case OutputKind::reduce:
+    return StoreKind::reduce;
   }
   llvm_unreachable("unknown output kind");
 }
@@ -393,7 +395,7 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << "of input " << n << " must be of kind "
              << stringifyLoadKind(kind) << " ("
              << (kind == LoadKind::per_key
-                     ? "it is indexed by both spatial axes: a matrix per key"
+                     ? "it is indexed by i, j and k: a matrix per key"
                  : kind == LoadKind::gathered
                      ? "a dimension of it is read through an index array"
                      : "it is read at the block's coordinates")
@@ -510,6 +512,11 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << " blocks, but the task's join may let a block skip its "
                 "reduction while its partners wait for its multicasts: a "
                 "joined task takes cluster_m 1";
+    if (warpgroup && task.getOutput() == OutputKind::reduce)
+      return mma.emitOpError()
+             << "on warpgroup MMA cannot feed output reduce: its store "
+                "iterator combines the rows of mma.sync fragments or of "
+                "CUDA-core threads";
     if (warpgroup && (task.getPerKeyInput() || !task.getGathers().empty()))
       return mma.emitOpError()
              << "warpgroup MMA loads whole tiles by TMA: it takes neither "
