@@ -61,6 +61,9 @@ def ConvertBatchedVectorToTile : Pass<"convert-bvec-to-tile", "ModuleOp"> {
            /*default=*/"\"\"",
            "index array whose entries replace every edge's (the negatives "
            "shared by the batch)">,
+    Option<"matrices", "matrices", "bool", /*default=*/"false",
+           "rewrite the functions whose score reduces one matrix product "
+           "per edge (TransR, RESCAL) and leave the others">,
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect",

@@ -35,6 +35,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
       llvm::cl::desc("index array of negatives shared by every edge: bvec "
                      "functions score [B, N] through tile tasks "
                      "(convert-bvec-to-tile)")};
+  Option<bool> fuseMatrixProducts{
+      *this, "fuse-matrix-products",
+      llvm::cl::desc("keep bvec's matrix products per edge (TransR, RESCAL) "
+                     "in its fused kernel; false: lower them through tile's "
+                     "segment iterators (convert-bvec-to-tile{matrices})"),
+      llvm::cl::init(false)};
   Option<int64_t> tile{*this, "tile",
                        llvm::cl::desc("edges per thread block (0: choose)"),
                        llvm::cl::init(0)};

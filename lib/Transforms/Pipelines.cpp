@@ -41,6 +41,13 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
     ConvertBatchedVectorToTileOptions shared;
     shared.sharedNegatives = options.sharedNegatives;
     pm.addPass(createConvertBatchedVectorToTile(shared));
+  } else if (options.negative.empty() && !options.fuseMatrixProducts) {
+    // A matrix product per edge followed by a reduction (TransR, RESCAL)
+    // is a tile task with a matrix per row's key: the segment iterators
+    // and the tensor cores. Negative sampling keeps the fused kernel.
+    ConvertBatchedVectorToTileOptions matrices;
+    matrices.matrices = true;
+    pm.addPass(createConvertBatchedVectorToTile(matrices));
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

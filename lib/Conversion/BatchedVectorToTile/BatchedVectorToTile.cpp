@@ -1,14 +1,25 @@
 //===- BatchedVectorToTile.cpp - bvec score functions as tile tasks -------===//
 //
-// Scoring a batch of edges against negatives shared by the whole batch is a
-// matmul-like task (Legend's and PyTorch-BigGraph's chunked negatives, as
-// GAMUT would write it): i over the edges, j over the negatives, k over the
-// embedding. The score function's elementwise vector expression becomes the
-// task's inner computation (rows read through their index arrays, the
-// corrupted side's through the negatives), its reduction over the embedding
-// the accumulator, and the scalar operations after it the projection. The
-// task then takes tile's lowerings (iterators, tensor cores, schedules):
-// bvec keeps no GEMM of its own for this.
+// Two kinds of bvec score functions are matmul-like tasks (GAMUT), and
+// become tile tasks so that they take tile's lowerings (iterators, tensor
+// cores, schedules): bvec keeps no GEMM of its own for them.
+//
+// - Scoring a batch of edges against negatives shared by the whole batch
+//   (Legend's and PyTorch-BigGraph's chunked negatives): i over the edges,
+//   j over the negatives, k over the embedding. The score function's
+//   elementwise vector expression becomes the task's inner computation
+//   (rows read through their index arrays, the corrupted side's through
+//   the negatives), its reduction over the embedding the accumulator, and
+//   the scalar operations after it the projection.
+// - A matrix product per edge (TransR, RESCAL: a vector times the matrix
+//   its relation chooses, then a reduction of the projected vector): i
+//   over the edges, j over the projected vector, k over the vector
+//   multiplied. The vector's elementwise expression times the matrix is
+//   the inner computation (the matrix a matrix per row's key: the segment
+//   iterators read each relation's matrix once per tile of its edges), the
+//   projected vector's expression (with rows read along j: pair operands)
+//   the projection, the reduction over the projected vector the reduce
+//   output, and the scalar operations after it the finalization.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +35,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/MapVector.h"
 
 namespace mlir {
@@ -35,6 +47,44 @@ namespace kge {
 
 using namespace mlir;
 using namespace mlir::kge;
+
+static Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getF32FloatAttr(static_cast<float>(value)));
+}
+
+/// The constant scalar `v` (a bvec.constant), if it is one.
+static std::optional<double> constantOf(Value v) {
+  if (auto constant = v.getDefiningOp<bvec::ConstantOp>())
+    return constant.getValue().convertToDouble();
+  return std::nullopt;
+}
+
+/// The scalar `v` computed from `reduced`, the value of the scalar
+/// `reduction` it depends on: the scalar operations after a reduction, in
+/// `b` (a projection or a finalization).
+static FailureOr<Value> scalarAfter(Value v, Operation *reduction,
+                                    Value reduced, OpBuilder &b,
+                                    StringRef context) {
+  Location loc = v.getLoc();
+  Operation *op = v.getDefiningOp();
+  if (op == reduction)
+    return reduced;
+  if (auto constant = dyn_cast<bvec::ConstantOp>(op))
+    return f32Constant(b, loc, constant.getValue().convertToDouble());
+  SmallVector<Value> operands;
+  for (Value operand : op->getOperands()) {
+    FailureOr<Value> x = scalarAfter(operand, reduction, reduced, b, context);
+    if (failed(x))
+      return failure();
+    operands.push_back(*x);
+  }
+  Value result = emitElementwise(b, loc, op, operands);
+  if (!result)
+    return op->emitOpError() << "is not a scalar operation " << context
+                             << " takes";
+  return result;
+}
 
 namespace {
 
@@ -69,11 +119,6 @@ private:
   FailureOr<Value> element(Value v, OpBuilder &b);
   /// The element a reduction folds.
   FailureOr<Value> reduced(Operation *reduction, OpBuilder &b);
-  /// The scalar `v` from the accumulated value `acc` (the projection).
-  FailureOr<Value> project(Value v, Operation *reduction, Value acc,
-                           OpBuilder &b);
-  /// The constant scalar `v` (a bvec.constant), if it is one.
-  std::optional<double> constantOf(Value v);
 
   bvec::FuncOp func;
   BlockArgument negatives;
@@ -84,12 +129,6 @@ private:
 };
 
 } // namespace
-
-std::optional<double> Translator::constantOf(Value v) {
-  if (auto constant = v.getDefiningOp<bvec::ConstantOp>())
-    return constant.getValue().convertToDouble();
-  return std::nullopt;
-}
 
 FailureOr<Reduction> Translator::asReduction(Operation *op) {
   if (isa<bvec::VecMulVecOp>(op))
@@ -164,11 +203,6 @@ bool Translator::linear(Value v, llvm::MapVector<Operation *, double> &terms,
       return linear(mul.getLhs(), terms, scale * *c);
   }
   return false;
-}
-
-static Value f32Constant(OpBuilder &b, Location loc, double value) {
-  return arith::ConstantOp::create(b, loc,
-                                   b.getF32FloatAttr(static_cast<float>(value)));
 }
 
 FailureOr<Value> Translator::element(Value v, OpBuilder &b) {
@@ -263,28 +297,6 @@ FailureOr<Value> Translator::reduced(Operation *reduction, OpBuilder &b) {
     return Value(math::AbsFOp::create(b, loc, *x));
   }
   return element(cast<bvec::ReduceOp>(reduction).getInput(), b);
-}
-
-FailureOr<Value> Translator::project(Value v, Operation *reduction, Value acc,
-                                     OpBuilder &b) {
-  Location loc = func.getLoc();
-  Operation *op = v.getDefiningOp();
-  if (op == reduction)
-    return acc;
-  if (auto constant = dyn_cast<bvec::ConstantOp>(op))
-    return f32Constant(b, loc, constant.getValue().convertToDouble());
-  SmallVector<Value> operands;
-  for (Value operand : op->getOperands()) {
-    FailureOr<Value> x = project(operand, reduction, acc, b);
-    if (failed(x))
-      return failure();
-    operands.push_back(*x);
-  }
-  Value result = emitElementwise(b, loc, op, operands);
-  if (!result)
-    return op->emitOpError() << "is not a scalar operation scoring against "
-                                "shared negatives takes";
-  return result;
 }
 
 LogicalResult Translator::run() {
@@ -432,13 +444,322 @@ LogicalResult Translator::run() {
           p, loc,
           arith::MaximumFOp::create(p, loc, acc, f32Constant(p, loc, 0.0)));
     FailureOr<Value> projected =
-        project(ret->getOperand(0), single->op, reducedValue, p);
+        scalarAfter(ret->getOperand(0), single->op, reducedValue, p,
+                    "scoring against shared negatives");
     if (failed(projected))
       return tileFunc.erase(), failure();
     tile::YieldOp::create(p, loc, *projected);
   }
   func.erase();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products per edge
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The translation of a bvec.func whose score is a reduction of a vector
+/// computed from one matrix product per edge (`vec_mul_mat` by a matrix
+/// gathered per edge).
+class MatrixTranslator {
+public:
+  explicit MatrixTranslator(bvec::FuncOp func) : func(func) {}
+
+  /// Replaces `func` with its tile function when its score has that form
+  /// (returns true); leaves it unchanged otherwise (false).
+  bool run();
+
+private:
+  /// The axes an input of the task is read along.
+  enum class Kind { Rows, Matrix, Pair };
+  struct Input {
+    BlockArgument table, indices;
+    Kind kind;
+  };
+  /// The block argument (of the inner or project block) of the input
+  /// (`table`, `indices`, `kind`), registered on first use.
+  Value argumentOf(BlockArgument table, BlockArgument indices, Kind kind,
+                   Block *block);
+  /// The element of vector `v` in `block` (the inner block: along k, the
+  /// projected vector's operand; the project block: along j, where the
+  /// matrix product is `projected`), widened to f32; failure when `v` is
+  /// not an elementwise expression of gathered rows.
+  FailureOr<Value> element(Value v, Block *block, Value projected);
+
+  bvec::FuncOp func;
+  bvec::VecMulMatOp product;
+  Block *innerBlock = nullptr, *projectBlock = nullptr;
+  SmallVector<Input> inputs;
+  DenseMap<std::pair<Value, Block *>, Value> elements;
+};
+
+} // namespace
+
+Value MatrixTranslator::argumentOf(BlockArgument table, BlockArgument indices,
+                                   Kind kind, Block *block) {
+  Location loc = func.getLoc();
+  auto found = llvm::find_if(inputs, [&](const Input &input) {
+    return input.table == table && input.indices == indices &&
+           input.kind == kind;
+  });
+  unsigned n = found - inputs.begin();
+  Type element = cast<bvec::TableType>(table.getType()).getElementType();
+  if (found == inputs.end()) {
+    inputs.push_back({table, indices, kind});
+    innerBlock->addArgument(element, loc);
+    // The project block's arguments: the accumulator, i, j, then the
+    // pair operands in order.
+    if (kind == Kind::Pair)
+      projectBlock->addArgument(element, loc);
+  }
+  if (block == innerBlock)
+    return innerBlock->getArgument(n);
+  unsigned pairs = llvm::count_if(
+      ArrayRef<Input>(inputs).take_front(n),
+      [](const Input &input) { return input.kind == Kind::Pair; });
+  return projectBlock->getArgument(3 + pairs);
+}
+
+FailureOr<Value> MatrixTranslator::element(Value v, Block *block,
+                                           Value projected) {
+  auto key = std::make_pair(v, block);
+  auto it = elements.find(key);
+  if (it != elements.end())
+    return it->second;
+  Location loc = func.getLoc();
+  MLIRContext *context = func.getContext();
+  // (A builder of the context: the blocks have no parent operation yet.)
+  OpBuilder b(context);
+  b.setInsertionPointToEnd(block);
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return failure();
+  Value result;
+  if (op == product.getOperation() && block == projectBlock) {
+    result = projected;
+  } else if (auto gather = dyn_cast<bvec::GatherVecOp>(op)) {
+    result = argumentOf(cast<BlockArgument>(gather.getTable()),
+                        cast<BlockArgument>(gather.getIndices()),
+                        block == innerBlock ? Kind::Rows : Kind::Pair, block);
+    // Rows in half precision are widened, as the score function reads them.
+    if (!result.getType().isF32())
+      result = arith::ExtFOp::create(b, loc, b.getF32Type(), result);
+  } else if (auto constant = dyn_cast<bvec::ConstantOp>(op)) {
+    result = f32Constant(b, loc, constant.getValue().convertToDouble());
+  } else if (auto scale = dyn_cast<bvec::ScalMulVecOp>(op)) {
+    std::optional<double> c = constantOf(scale.getScalar());
+    if (!c)
+      return failure();
+    FailureOr<Value> x = element(scale.getVec(), block, projected);
+    if (failed(x))
+      return failure();
+    result = arith::MulFOp::create(b, loc, f32Constant(b, loc, *c), *x);
+  } else if (isElementwiseOp(op)) {
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands()) {
+      if (isa<bvec::ScalarType>(operand.getType())) {
+        std::optional<double> c = constantOf(operand);
+        if (!c)
+          return failure();
+        operands.push_back(f32Constant(b, loc, *c));
+        continue;
+      }
+      FailureOr<Value> x = element(operand, block, projected);
+      if (failed(x))
+        return failure();
+      operands.push_back(*x);
+    }
+    // The operations are built where the operands' elements end.
+    b.setInsertionPointToEnd(block);
+    result = emitElementwise(b, loc, op, operands);
+    if (!result)
+      return failure();
+  } else {
+    // Slices, other products, reductions feeding vectors: not this form.
+    return failure();
+  }
+  elements[key] = result;
+  return result;
+}
+
+bool MatrixTranslator::run() {
+  MLIRContext *context = func.getContext();
+  Location loc = func.getLoc();
+  Operation *ret = func.getReturn();
+  if (ret->getNumOperands() != 1)
+    return false;
+  // One reduction of a vector computed from one matrix product.
+  SmallVector<bvec::VecMulMatOp> products;
+  func.walk([&](bvec::VecMulMatOp op) { products.push_back(op); });
+  if (products.size() != 1)
+    return false;
+  product = products.front();
+  auto matrix = product.getMat().getDefiningOp<bvec::GatherMatOp>();
+  if (!matrix)
+    return false;
+  Operation *reduction = nullptr;
+  for (Operation &op : func.getBody().front())
+    if (isa<bvec::VecMulVecOp, bvec::NormOp, bvec::ReduceOp>(op)) {
+      if (reduction)
+        return false;
+      reduction = &op;
+    }
+  if (!reduction)
+    return false;
+  tile::Combiner combiner = tile::Combiner::add;
+  bool squareRoot = false;
+  if (auto norm = dyn_cast<bvec::NormOp>(reduction)) {
+    squareRoot = norm.getP() == 2;
+  } else if (auto reduce = dyn_cast<bvec::ReduceOp>(reduction)) {
+    switch (reduce.getKind()) {
+    case bvec::ReductionKind::sum:
+      break;
+    case bvec::ReductionKind::max:
+      combiner = tile::Combiner::max;
+      break;
+    case bvec::ReductionKind::min:
+      combiner = tile::Combiner::min;
+      break;
+    case bvec::ReductionKind::mean:
+      return false;
+    }
+  }
+
+  OpBuilder b(func);
+  SmallVector<Type> argTypes;
+  for (Type type : func.getArgumentTypes()) {
+    if (auto table = dyn_cast<bvec::TableType>(type))
+      argTypes.push_back(
+          MemRefType::get(table.getShape(), table.getElementType()));
+    else if (auto indices = dyn_cast<bvec::IndicesType>(type))
+      argTypes.push_back(
+          MemRefType::get({indices.getBatchSize()}, indices.getElementType()));
+    else
+      return false;
+  }
+  argTypes.push_back(MemRefType::get({func.getBatchSize()}, b.getF32Type()));
+
+  // The regions, built before the task (their inputs are the rows they
+  // read), moved into it afterwards.
+  Region innerRegion, projectRegion, finalizeRegion;
+  innerBlock = new Block();
+  innerRegion.push_back(innerBlock);
+  projectBlock = new Block();
+  projectRegion.push_back(projectBlock);
+  Value acc = projectBlock->addArgument(b.getF32Type(), loc);
+  projectBlock->addArgument(b.getIndexType(), loc);
+  projectBlock->addArgument(b.getIndexType(), loc);
+
+  // inner: the multiplied vector's element times the matrix's.
+  FailureOr<Value> x = element(product.getVec(), innerBlock, Value());
+  if (failed(x))
+    return false;
+  Value w = argumentOf(cast<BlockArgument>(matrix.getTable()),
+                       cast<BlockArgument>(matrix.getIndices()), Kind::Matrix,
+                       innerBlock);
+  OpBuilder inner(context);
+  inner.setInsertionPointToEnd(innerBlock);
+  if (!w.getType().isF32())
+    w = arith::ExtFOp::create(inner, loc, inner.getF32Type(), w);
+  tile::YieldOp::create(
+      inner, loc, arith::MulFOp::create(inner, loc, *x, w).getResult());
+
+  // project: what the reduction folds at element j of the projected
+  // vector.
+  Value folded;
+  if (auto dot = dyn_cast<bvec::VecMulVecOp>(reduction)) {
+    FailureOr<Value> u = element(dot.getLhs(), projectBlock, acc);
+    FailureOr<Value> v = failed(u) ? u : element(dot.getRhs(), projectBlock, acc);
+    if (failed(v))
+      return false;
+    OpBuilder p(context);
+  p.setInsertionPointToEnd(projectBlock);
+    folded = arith::MulFOp::create(p, loc, *u, *v);
+  } else {
+    Value input = isa<bvec::NormOp>(reduction)
+                      ? cast<bvec::NormOp>(reduction).getInput()
+                      : cast<bvec::ReduceOp>(reduction).getInput();
+    FailureOr<Value> u = element(input, projectBlock, acc);
+    if (failed(u))
+      return false;
+    OpBuilder p(context);
+  p.setInsertionPointToEnd(projectBlock);
+    folded = !isa<bvec::NormOp>(reduction) ? *u
+             : squareRoot ? arith::MulFOp::create(p, loc, *u, *u).getResult()
+                          : math::AbsFOp::create(p, loc, *u).getResult();
+  }
+  // The reduction must read the matrix product.
+  if (acc.use_empty())
+    return false;
+  OpBuilder p(context);
+  p.setInsertionPointToEnd(projectBlock);
+  tile::YieldOp::create(p, loc, folded);
+
+  // finalize: the norm's root and the scalar operations after the
+  // reduction.
+  Block *finalizeBlock = new Block();
+  finalizeRegion.push_back(finalizeBlock);
+  Value reduced = finalizeBlock->addArgument(b.getF32Type(), loc);
+  finalizeBlock->addArgument(b.getIndexType(), loc);
+  OpBuilder f(context);
+  f.setInsertionPointToEnd(finalizeBlock);
+  Value root = squareRoot ? math::SqrtOp::create(f, loc, reduced).getResult()
+                          : reduced;
+  FailureOr<Value> score = scalarAfter(ret->getOperand(0), reduction, root, f,
+                                       "a matrix product's score");
+  if (failed(score))
+    return false;
+  tile::YieldOp::create(f, loc, *score);
+  bool needsFinalize = squareRoot || ret->getOperand(0).getDefiningOp() != reduction;
+
+  // The tile function: the bvec function's arguments as memrefs, then the
+  // scores.
+  auto tileFunc = func::FuncOp::create(b, loc, func.getSymName(),
+                                       b.getFunctionType(argTypes, {}));
+  for (unsigned n = 0, e = func.getArgumentTypes().size(); n < e; ++n)
+    tileFunc.setArgAttr(n, "kge.param", b.getStringAttr(func.getArgName(n)));
+  tileFunc.setArgAttr(argTypes.size() - 1, "kge.param",
+                      b.getStringAttr(func.getResultName(0)));
+  // The score stays the function's result (allocated by the runtime).
+  tileFunc.setArgAttr(argTypes.size() - 1, "kge.result", b.getUnitAttr());
+  Block *body = tileFunc.addEntryBlock();
+  SmallVector<Value> taskInputs, gathers;
+  SmallVector<Attribute> maps, gathered;
+  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
+  for (auto [n, input] : llvm::enumerate(inputs)) {
+    taskInputs.push_back(body->getArgument(input.table.getArgNumber()));
+    gathers.push_back(body->getArgument(input.indices.getArgNumber()));
+    gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
+    SmallVector<AffineExpr> results = {dim(tile::TaskOp::I)};
+    if (input.kind != Kind::Pair)
+      results.push_back(dim(tile::TaskOp::K));
+    if (input.kind != Kind::Rows)
+      results.push_back(dim(tile::TaskOp::J));
+    maps.push_back(AffineMapAttr::get(AffineMap::get(3, 0, results, context)));
+  }
+  b.setInsertionPointToStart(body);
+  auto task = tile::TaskOp::create(
+      b, loc, taskInputs, ValueRange(), ValueRange{body->getArguments().back()},
+      gathers, b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
+      tile::OutputKindAttr::get(context, tile::OutputKind::reduce), TypedAttr(),
+      UnitAttr(),
+      combiner == tile::Combiner::add ? tile::CombinerAttr()
+                                      : tile::CombinerAttr::get(context, combiner),
+      IntegerAttr(), UnitAttr(), AffineMapAttr(), UnitAttr(),
+      b.getArrayAttr(gathered));
+  func::ReturnOp::create(b, loc);
+  task.getInner().takeBody(innerRegion);
+  task.getProject().takeBody(projectRegion);
+  if (needsFinalize)
+    task.getFinalize().takeBody(finalizeRegion);
+  if (failed(mlir::verify(task))) {
+    tileFunc.erase();
+    return false;
+  }
+  func.erase();
+  return true;
 }
 
 namespace {
@@ -449,13 +770,23 @@ struct ConvertBatchedVectorToTilePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SmallVector<bvec::FuncOp> funcs(module.getOps<bvec::FuncOp>());
+    if (matrices) {
+      if (!sharedNegatives.empty()) {
+        module.emitError() << "convert-bvec-to-tile takes either "
+                              "shared-negatives or matrices";
+        return signalPassFailure();
+      }
+      for (bvec::FuncOp func : funcs)
+        MatrixTranslator(func).run();
+      return;
+    }
     if (sharedNegatives.empty()) {
       module.emitError() << "convert-bvec-to-tile needs shared-negatives="
-                            "<index array>: the negatives every edge is "
-                            "scored against";
+                            "<index array> (the negatives every edge is "
+                            "scored against) or matrices";
       return signalPassFailure();
     }
-    SmallVector<bvec::FuncOp> funcs(module.getOps<bvec::FuncOp>());
     for (bvec::FuncOp func : funcs) {
       BlockArgument negatives = func.getArgumentByName(sharedNegatives);
       if (!negatives || !isa<bvec::IndicesType>(negatives.getType())) {

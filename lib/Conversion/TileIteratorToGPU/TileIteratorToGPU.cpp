@@ -2406,10 +2406,15 @@ LogicalResult lowerFunction(func::FuncOp func) {
       return "(1 - min(1, " + extent + " - " + extent + " / " +
              std::to_string(chunk) + " * " + std::to_string(chunk) + "))";
     };
-    for (Value input : task.getInputs()) {
+    auto addTerm = [&](std::string term) {
+      if (!llvm::is_contained(alignedTerms, term))
+        alignedTerms.push_back(std::move(term));
+    };
+    // (Operands read at every pair, not staged, take any alignment.)
+    for (auto [n, input] : llvm::enumerate(task.getInputs())) {
       int64_t rank = cast<MemRefType>(input.getType()).getRank();
-      if (rank >= 2)
-        alignedTerms.push_back(wholeChunks(
+      if (rank >= 2 && task.inputUses(n, TaskOp::K))
+        addTerm(wholeChunks(
             signature->params[cast<BlockArgument>(input).getArgNumber()]
                 .shape[rank - 1]
                 .str()));
@@ -2670,8 +2675,13 @@ FailureOr<ScheduleOptions> readScheduleOptions(PassT &pass, ModuleOp module) {
 /// preferred first.
 static SmallVector<KernelVariant> chooseVariants(TaskOp task,
                                                  const ScheduleOptions &o) {
+  // A matrix per key of f32 takes 3xTF32 unless told otherwise: the
+  // segments' products at FP32's accuracy, bound by reading the matrices
+  // (the CUDA-core segments take twice as long).
   std::optional<MmaPrecision> precision =
-      getTensorCorePrecision(task, o.matrixMath);
+      getTensorCorePrecision(task, o.matrixMath.empty() && task.getPerKeyInput()
+                                       ? "tf32x3"
+                                       : o.matrixMath);
   // A product form's stages hold all its operands' tiles.
   StageBudget budget = getStageBudget(task);
   auto mma = [&](bool large) { return mmaShape(*precision, large, budget); };

@@ -1,6 +1,6 @@
 // RUN: kge-opt %s -split-input-file -bvec-fuse -convert-bvec-to-gpu | FileCheck %s
 // RUN: kge-opt %s -split-input-file -bvec-fuse=stage-repeats=0 -convert-bvec-to-gpu | FileCheck %s --check-prefix=STAGED
-// RUN: kge-opt %s -split-input-file -kge-lower-to-gpu | kge-translate --split-input-file --mlir-to-ptx | FileCheck %s --check-prefix=PTX
+// RUN: kge-opt %s -split-input-file -kge-lower-to-gpu=fuse-matrix-products=1 | kge-translate --split-input-file --mlir-to-ptx | FileCheck %s --check-prefix=PTX
 
 // Tables in half precision are read 4 elements (8 bytes) per lane and
 // widened in registers; the kernel computes in f32. Staged rows keep the

@@ -124,3 +124,44 @@ func.func @top_k(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<4xf32>, %r
       }
   return
 }
+
+// A reduce output: the column loop carries the row's value from the
+// combiner's identity (max: -inf); a pair the join rejects leaves it; the
+// row is finalized and stored after the column loop.
+// CHECK-LABEL: func.func @row_max
+// CHECK-SAME: (%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[LO:.*]]: memref<?xf32>, %[[S:.*]]: memref<?xf32>)
+// CHECK: scf.for %[[I:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK: %[[ROW:.*]] = scf.for %[[J:.*]] = %c0 to %{{.*}} step %c1 iter_args(%[[X:.*]] = %cst{{.*}}) -> (f32) {
+// CHECK: %[[L:.*]] = memref.load %[[LO]][%[[J]]]
+// CHECK: %[[KEEP:.*]] = arith.cmpf oge, %[[L]]
+// CHECK: %[[NEXT:.*]] = scf.if %[[KEEP]] -> (f32) {
+// CHECK: %[[M:.*]] = arith.maximumf %[[X]], %{{.*}} : f32
+// CHECK: scf.yield %[[M]] : f32
+// CHECK: } else {
+// CHECK: scf.yield %[[X]] : f32
+// CHECK: scf.yield %[[NEXT]] : f32
+// CHECK: %[[F:.*]] = arith.mulf %[[ROW]], %cst{{.*}} : f32
+// CHECK: memref.store %[[F]], %[[S]][%[[I]]]
+func.func @row_max(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %lo: memref<?xf32>, %S: memref<?xf32>) {
+  tile.task ins(%A, %B, %lo : memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>)
+      outs(%S : memref<?xf32>)
+      maps [#ik, #kj, #j] accumulate add output reduce {aggregate = 2 : i32}
+      when {
+      ^bb0(%i: index, %j: index, %l: f32):
+        %zero = arith.constant 0.0 : f32
+        %keep = arith.cmpf oge, %l, %zero : f32
+        tile.yield %keep : i1
+      }
+      inner {
+      ^bb0(%a: f32, %b: f32, %l: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      finalize {
+      ^bb0(%m: f32, %i: index):
+        %half = arith.constant 0.5 : f32
+        %h = arith.mulf %m, %half : f32
+        tile.yield %h : f32
+      }
+  return
+}

@@ -590,7 +590,7 @@ func.func @aggregate_mul(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?x
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @aggregate_attr_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
-  // expected-error @+1 {{'aggregate' is for output aggregate}}
+  // expected-error @+1 {{'aggregate' is for outputs aggregate and reduce}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output dense {aggregate = 0 : i32}
       inner {
@@ -1056,6 +1056,145 @@ func.func @both_spatial_ungathered(%A: memref<?x?xf32>, %W: memref<?x?x?xf32>, %
       ^bb0(%a: f32, %w: f32):
         %p = arith.mulf %a, %w : f32
         tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+// Output reduce: a rank-1 output along i, combined by add, max or min; a
+// finalize region only there, of (value, index) to the stored type.
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @reduce_rank(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %S: memref<?x?xf32>) {
+  // expected-error @+1 {{output 'S' must have rank 1, got 'memref<?x?xf32>'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output reduce
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @reduce_mul(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %S: memref<?xf32>) {
+  // expected-error @+1 {{reduce mul is not supported: a row's values combine with add, max or min}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?xf32>)
+      maps [#ik, #kj] accumulate add output reduce {aggregate = 1 : i32}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @reduce_rows(%A: memref<5x?xf32>, %B: memref<?x?xf32>, %S: memref<4xf32>) {
+  // expected-error @+1 {{axis i has extent 4 in the reduce output but 5 in input #0 dimension 0}}
+  tile.task ins(%A, %B : memref<5x?xf32>, memref<?x?xf32>) outs(%S : memref<4xf32>)
+      maps [#ik, #kj] accumulate add output reduce
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @finalize_not_reduce(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  // expected-error @+1 {{a finalize region is for output reduce}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      finalize {
+      ^bb0(%s: f32, %i: index):
+        tile.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @finalize_arguments(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %S: memref<?xf32>) {
+  // expected-error @+1 {{region 'finalize' takes 2 arguments, got 1}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?xf32>)
+      maps [#ik, #kj] accumulate add output reduce
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      finalize {
+      ^bb0(%s: f32):
+        tile.yield %s : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @finalize_type(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %S: memref<?xf32>) {
+  // expected-error @+1 {{the finalized value has type 'i1' but output #0 holds 'f32'}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?xf32>)
+      maps [#ik, #kj] accumulate add output reduce
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      finalize {
+      ^bb0(%s: f32, %i: index):
+        %zero = arith.constant 0.0 : f32
+        %pos = arith.cmpf ogt, %s, %zero : f32
+        tile.yield %pos : i1
+      }
+  return
+}
+
+// -----
+
+// Two matrices per key: a task multiplies by one.
+#ik = affine_map<(i, j, k) -> (i, k)>
+#ikj = affine_map<(i, j, k) -> (i, k, j)>
+
+func.func @two_matrices(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %V: memref<?x?x?xf32>,
+                        %h: memref<?xi32>, %r: memref<?xi32>, %q: memref<?xi32>, %Y: memref<?x?xf32>) {
+  // expected-error @+1 {{has 2 inputs indexed by i, j and k (matrices per key); a task multiplies by at most one}}
+  tile.task ins(%E, %W, %V : memref<?x?xf32>, memref<?x?x?xf32>, memref<?x?x?xf32>) outs(%Y : memref<?x?xf32>)
+      gathers(%h, %r, %q : memref<?xi32>, memref<?xi32>, memref<?xi32>)
+      maps [#ik, #ikj, #ikj] accumulate add output dense {gathered = [[0, 0], [1, 0], [2, 0]]}
+      inner {
+      ^bb0(%e: f32, %w: f32, %v: f32):
+        %p = arith.mulf %e, %w : f32
+        %q2 = arith.mulf %p, %v : f32
+        tile.yield %q2 : f32
       }
   return
 }

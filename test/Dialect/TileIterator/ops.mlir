@@ -173,3 +173,36 @@ func.func @gathered(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %h: memref<?xi32
       }
   return
 }
+
+// A reduce output (TransR's score): a pair operand read along j, the row's
+// values summed, the root taken by finalize.
+// CHECK-LABEL: func.func @reduce
+// CHECK: accumulate add output reduce {gathered = {{\[}}[0, 0], [1, 0], [2, 0]]} inner {
+// CHECK: } project {
+// CHECK: } finalize {
+// CHECK: math.sqrt
+func.func @reduce(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %R: memref<?x?xf32>, %h: memref<?xi32>,
+                  %r: memref<?xi64>, %S: memref<?xf32>) {
+  tile.task ins(%E, %W, %R : memref<?x?xf32>, memref<?x?x?xf32>, memref<?x?xf32>)
+      outs(%S : memref<?xf32>)
+      gathers(%h, %r, %r : memref<?xi32>, memref<?xi64>, memref<?xi64>)
+      maps [#ik, affine_map<(i, j, k) -> (i, k, j)>, affine_map<(i, j, k) -> (i, j)>]
+      accumulate add output reduce {gathered = [[0, 0], [1, 0], [2, 0]]}
+      inner {
+      ^bb0(%e: f32, %w: f32, %x: f32):
+        %v = arith.mulf %e, %w : f32
+        tile.yield %v : f32
+      }
+      project {
+      ^bb0(%acc: f32, %i: index, %j: index, %x: f32):
+        %y = arith.addf %acc, %x : f32
+        %sq = arith.mulf %y, %y : f32
+        tile.yield %sq : f32
+      }
+      finalize {
+      ^bb0(%sum: f32, %i: index):
+        %norm = math.sqrt %sum : f32
+        tile.yield %norm : f32
+      }
+  return
+}

@@ -1292,3 +1292,37 @@ func.func @mma_missing_row(%H: memref<?x?xf32>, %R: memref<?x?xf32>, %T: memref<
       }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Reduce's store iterator combines the rows of mma.sync fragments or of
+// CUDA-core threads: no warpgroup MMA before it.
+func.func @warpgroup_reduce(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %S: memref<?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%S : memref<?xf32>)
+      maps [#ik, #kj] accumulate add output reduce
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %x = arith.extf %a : f16 to f32
+        %y = arith.extf %b : f16 to f32
+        %p = arith.mulf %x, %y : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
+          %a = tile.load input 0 dense via tma : !tile.tile<128x64xf16>
+          %b = tile.load input 1 dense via tma : !tile.tile<64x256xf16>
+          // expected-error @below {{on warpgroup MMA cannot feed output reduce: its store iterator combines the rows of mma.sync fragments or of CUDA-core threads}}
+          %acc = tile.mma %a x %b f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
+          tile.store %acc reduce : !tile.tile<128x256xf32>
+        }
+        tile.kernel "" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf16>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf16>
+          %acc = tile.compute %a, %b : !tile.tile<64x16xf16>, !tile.tile<16x64xf16> -> !tile.tile<64x64xf32>
+          tile.store %acc reduce : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}

@@ -83,10 +83,22 @@ mlir::tile::computeSignature(func::FuncOp func) {
   }
 
   // Roles.
+  // An output marked `kge.result` (the score of a bvec function translated
+  // to a task) is a result: the runtime allocates it.
   for (TaskOp task : tasks) {
     for (Value output : task.getOutputs())
-      signature.params[argNumber(output)].role = kge_runtime::ParamRole::Output;
+      signature.params[argNumber(output)].role =
+          func.getArgAttr(argNumber(output), "kge.result")
+              ? kge_runtime::ParamRole::Result
+              : kge_runtime::ParamRole::Output;
   }
+  for (unsigned a = 1; a < numArgs; ++a)
+    if (signature.params[a - 1].role == kge_runtime::ParamRole::Result &&
+        signature.params[a].role != kge_runtime::ParamRole::Result)
+      return func.emitOpError()
+             << "result '" << signature.params[a - 1].name
+             << "' (kge.result) precedes argument '"
+             << signature.params[a].name << "': results come last";
   for (TaskOp task : tasks) {
     for (auto [dim, key] : llvm::enumerate(task.getKeys())) {
       kge_runtime::Parameter &param = signature.params[argNumber(key)];
