@@ -9,7 +9,8 @@ _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-wid
                    "stage_repeats": "stage-repeats", "matrix_math": "matrix-math",
                    "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm",
                    "deterministic": "deterministic", "reorder_min_batch": "reorder-min-batch",
-                   "reorder_min_reuse": "reorder-min-reuse"}
+                   "reorder_min_reuse": "reorder-min-reuse",
+                   "fuse_matrix_products": "fuse-matrix-products"}
 
 
 def _ir():
@@ -32,7 +33,9 @@ def gpu_pipeline(negative=None, sizes=None, *, shared_negatives=None, **layout):
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
     matrix_math, carry_floats, blocks_per_sm, deterministic: a bool,
-    reorder_min_batch, reorder_min_reuse). `shared_negatives` names the
+    reorder_min_batch, reorder_min_reuse, fuse_matrix_products: a bool,
+    keeping matrix products per edge in the fused kernel instead of tile's
+    segment iterators). `shared_negatives` names the
     index array of N negatives that every edge is scored against (a
     [B, N] result, through a tile task: convert-bvec-to-tile)."""
     _check_negatives(negative, shared_negatives)
@@ -87,6 +90,21 @@ def against_shared_negatives(module, shared_negatives):
     converted = module.clone()
     pm = ir.PassManager(module.context)
     pm.add("convert-bvec-to-tile{shared-negatives=" + shared_negatives + "}")
+    pm.run(converted)
+    return converted
+
+
+def matrix_products_through_tile(module):
+    """A copy of `module` whose bvec functions that reduce one matrix
+    product per edge (TransR, RESCAL) are tile functions
+    (convert-bvec-to-tile{matrices}, as kge-lower-to-gpu lowers them by
+    default): each edge's vector times its relation's matrix through the
+    segment iterators, the reduction a reduce output. Other functions stay
+    as they are."""
+    ir = _ir()
+    converted = module.clone()
+    pm = ir.PassManager(module.context)
+    pm.add("convert-bvec-to-tile{matrices}")
     pm.run(converted)
     return converted
 

@@ -99,6 +99,11 @@ def main():
                     variants += [("bf16", v) for v in plain]
             if mode == "pos" and "vec_mul_mat" not in source.read_text():
                 variants.append(("f32", ("sort_large.D128", 128, SORT_LARGE)))
+            if mode == "pos" and "vec_mul_mat" in source.read_text():
+                # Matrix products go through tile by default; the fused
+                # kernel's stays built and tested.
+                variants += [("f32", (f"fused.D{n}", n, "fuse-matrix-products=1"))
+                             for n in args.lengths]
             for precision, (name, n, extra) in variants:
                 passes = []
                 if n is not None:

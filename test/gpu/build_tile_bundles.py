@@ -28,6 +28,10 @@ Tasks with gathered rows (test/python/test_tile_gather.py's SCORES,
 GATHERED_GEMM and PROJECTION, a matrix per row's key: segment iterators)
 go to <out>/gather/<name>.<shape>.kgebundle (t64, t32, auto; t16 for the
 projection).
+
+Reduce outputs (test/python/reduce_tasks.py's TASKS) go to
+<out>/reduce/<task>.<precision>.kgebundle: f32 inputs at matrix-math=fma
+and tf32x3, bf16 inputs.
 """
 
 import argparse
@@ -211,6 +215,23 @@ def build_products(bin_dir, out):
     return count
 
 
+def build_reduce(bin_dir, out):
+    """The reduce outputs' bundles; their count."""
+    import sys
+    sys.path.insert(0, str(ROOT / "test" / "python"))
+    from reduce_tasks import TASKS, typed
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for name, text in TASKS.items():
+        for precision in ("fma", "tf32x3", "bf16"):
+            element = "bf16" if precision == "bf16" else "f32"
+            option = "" if element != "f32" else f"matrix-math={precision}"
+            to_bundle(bin_dir, typed(text, element), option,
+                      out / f"{name}.{precision}.kgebundle")
+            count += 1
+    return count
+
+
 # Products of gathered rows on tensor cores (mma.sync).
 GATHER_MATH = {"tf32x3": "matrix-math=tf32x3", "tf32": "matrix-math=tf32"}
 
@@ -225,9 +246,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
     parser.add_argument("--out", type=pathlib.Path, required=True)
-    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather,products",
+    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather,products,reduce",
                         help="comma-separated subset of queries, mma, distinct, autotune, "
-                             "gather, products")
+                             "gather, products, reduce")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
@@ -238,6 +259,8 @@ def main():
         count += build_gather(args.bin, args.out / "gather")
     if "products" in parts:
         count += build_products(args.bin, args.out / "products")
+    if "reduce" in parts:
+        count += build_reduce(args.bin, args.out / "reduce")
     if "queries" not in parts:
         count += build_mma(args.bin, args.out / "mma") if "mma" in parts else 0
         count += build_distinct(args.bin, args.out / "distinct") if "distinct" in parts else 0

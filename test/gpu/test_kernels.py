@@ -135,12 +135,24 @@ def test_staged_kernel(program, example, mode, batch, variant, length, kind):
     check(program(example, mode, variant), example, mode, batch, length, kind)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("length", LENGTHS)
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("example", ["transr", "rescal"])
+def test_fused_matrix_kernel(program, example, batch, length, kind):
+    """TransR's and RESCAL's matrix products in bvec's fused kernel
+    (fuse-matrix-products=1); by default they lower through tile."""
+    check(program(example, "pos", f"fused.D{length}"), example, "pos", batch, length, kind)
+
+
 @pytest.mark.parametrize("example", ("transr", "rescal"))
-def test_matrix_models_are_bitwise_deterministic(program, example):
+@pytest.mark.parametrize("variant", ("D512", "fused.D512"))
+def test_matrix_models_are_bitwise_deterministic(program, example, variant):
     """Identical inputs give bitwise-identical scores, call after call
     (FB15k-like relation skew: runs of one relation span tiles, and the
-    sort's atomics order their edges differently every call)."""
-    fn = program(example, "pos", "D512")
+    sort's atomics order their edges differently every call), through tile
+    and in the fused kernel."""
+    fn = program(example, "pos", variant)
     generator = torch.Generator(device="cuda").manual_seed(11)
     args = make_inputs(fn.signature, "pos", 16384, 512, "uniform", 11)
     p = torch.arange(1, 1346, dtype=torch.float64, device="cuda") ** -1.1

@@ -184,7 +184,7 @@ def bundle_of(text, options=""):
 
 
 def test_a_matrix_per_key_takes_the_segment_iterators():
-    bundle = bundle_of(PROJECTION)
+    bundle = bundle_of(PROJECTION, "{matrix-math=fma}")
     steps = bundle.manifest["launches"]
     # The rows sorted by their key (the device library's counting sort),
     # then one block per key and column tile.
@@ -213,6 +213,8 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
     kernels = [s for s in x3.manifest["launches"] if s.get("function", "").startswith("project")]
     assert [s["function"] for s in kernels] == ["project_mma", "project_small"]
+    # f32 matrices per key take 3xTF32 unless told otherwise.
+    assert bundle_of(PROJECTION).manifest["launches"] == x3.manifest["launches"]
     assert [s["grid"] for s in kernels] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
     assert kernels[0]["block"] == ["128", "1", "1"]
     assert kernels[0]["when"] == "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"

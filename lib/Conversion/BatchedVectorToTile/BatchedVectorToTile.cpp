@@ -652,6 +652,20 @@ bool MatrixTranslator::run() {
   projectBlock->addArgument(b.getIndexType(), loc);
   projectBlock->addArgument(b.getIndexType(), loc);
 
+  // Half-precision operands take the tensor cores as loaded: a factor
+  // computed from several of them (TransR's h - t) would be rounded to
+  // half precision there, where the score function computes in f32, and
+  // operands of two precisions take no tensor cores. Such functions keep
+  // the fused kernel (it widens the rows and multiplies at 3xTF32).
+  SmallVector<Type> elementTypes;
+  for (Type type : func.getArgumentTypes())
+    if (auto table = dyn_cast<bvec::TableType>(type))
+      elementTypes.push_back(table.getElementType());
+  bool halfPrecision = llvm::any_of(elementTypes, [](Type t) { return !t.isF32(); });
+  if (halfPrecision && (!llvm::all_equal(elementTypes) ||
+                        !product.getVec().getDefiningOp<bvec::GatherVecOp>()))
+    return false;
+
   // inner: the multiplied vector's element times the matrix's.
   FailureOr<Value> x = element(product.getVec(), innerBlock, Value());
   if (failed(x))

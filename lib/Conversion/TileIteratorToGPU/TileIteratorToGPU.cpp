@@ -54,11 +54,43 @@ Value KernelEmitter::loadIndex(Value array, Value at) {
       memref::LoadOp::create(b, loc, array, ValueRange{at}));
 }
 
+/// The gather of the row's key of the task's matrix per key (null without
+/// one).
+static Value getKeyGather(TaskOp task) {
+  std::optional<unsigned> perKey = task.getPerKeyInput();
+  if (!perKey)
+    return Value();
+  AffineMap map =
+      cast<AffineMapAttr>(task.getIndexingMaps()[*perKey]).getValue();
+  for (unsigned d = 0; d < map.getNumResults(); ++d)
+    if (map.getDimPosition(d) == TaskOp::I)
+      return task.getGather(*perKey, d);
+  return Value();
+}
+
+/// Whether input `n` is read at the block's key along i: the matrix per
+/// key, or a pair operand whose row is chosen by the same key (TransR's
+/// relation row R[r[i], j]: within a segment's block, a column-only
+/// operand).
+static bool isReadPerKey(TaskOp task, unsigned n) {
+  if (task.getPerKeyInput() == n)
+    return true;
+  if (task.inputUses(n, TaskOp::K) || !task.inputUses(n, TaskOp::I) ||
+      !task.inputUses(n, TaskOp::J))
+    return false;
+  Value key = getKeyGather(task);
+  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+  for (unsigned d = 0; d < map.getNumResults(); ++d)
+    if (map.getDimPosition(d) == TaskOp::I)
+      return key && task.getGather(n, d) == key;
+  return false;
+}
+
 /// The spatial dimension of input `n` (the one indexed by i or by j; none
 /// for an input of k alone).
 static std::optional<unsigned> spatialDim(TaskOp task, unsigned n) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-  bool perKey = task.getPerKeyInput() == n;
+  bool perKey = isReadPerKey(task, n);
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
     unsigned axis = map.getDimPosition(d);
     if (axis != TaskOp::K && !(perKey && axis == TaskOp::I))
@@ -94,7 +126,7 @@ Value KernelEmitter::resolveSpatial(unsigned n, Value spatial) {
 SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
                                                   Value k, bool resolved) {
   AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-  bool perKey = task.getPerKeyInput() == n;
+  bool perKey = isReadPerKey(task, n);
   SmallVector<Value, 3> indices;
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
     unsigned axis = map.getDimPosition(d);
@@ -1293,8 +1325,9 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     bool usesI = task.inputUses(n, TaskOp::I);
     bool usesJ = task.inputUses(n, TaskOp::J);
     bool usesK = task.inputUses(n, TaskOp::K);
-    // A matrix per key is, within a segment's block, a (k, j) operand.
-    if (usesI && usesJ && usesK)
+    // A matrix per key is, within a segment's block, a (k, j) operand; a
+    // pair operand chosen by the same key a column-only one.
+    if (usesI && usesJ && isReadPerKey(task, n))
       usesI = false;
     InputKind kind = usesK ? (usesI   ? InputKind::RowK
                               : usesJ ? InputKind::ColK

@@ -108,3 +108,21 @@ bvec.func @mean(%E: !bvec.table<?x?xf32>, %P: !bvec.table<?x?x?xf32>, %h: !bvec.
   %s = bvec.reduce mean %pa : !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
   bvec.return %s : !bvec.scalar<?xf32>
 }
+
+// -----
+
+// TransR on bf16 tables keeps the fused kernel: its factor h - t would be
+// rounded to bf16 on the tensor cores, where the function computes in f32.
+// CHECK-LABEL: bvec.func @transr_bf16
+bvec.func @transr_bf16(%Eemb: !bvec.table<?x?xbf16>, %Remb: !bvec.table<?x?xbf16>, %Pm: !bvec.table<?x?x?xbf16>,
+                       %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf32>) {
+  %head = bvec.gather_vec %Eemb[%h] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %tail = bvec.gather_vec %Eemb[%t] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %rel = bvec.gather_vec %Remb[%r] : !bvec.table<?x?xbf16>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %proj = bvec.gather_mat %Pm[%r] : !bvec.table<?x?x?xbf16>, !bvec.indices<?xi64> -> !bvec.mat<?x?x?xf32>
+  %diff = bvec.sub %head, %tail : !bvec.vec<?x?xf32>
+  %projected = bvec.vec_mul_mat %diff, %proj : !bvec.vec<?x?xf32>, !bvec.mat<?x?x?xf32> -> !bvec.vec<?x?xf32>
+  %translated = bvec.add %projected, %rel : !bvec.vec<?x?xf32>
+  %score = bvec.norm %translated, p = 2 : !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
+  bvec.return %score : !bvec.scalar<?xf32>
+}
