@@ -66,6 +66,9 @@ def main():
     parser.add_argument("--once", choices=["tile", "fused"],
                         help="run that kernel once per model, batch and draw (for ncu)")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--extra", nargs="*", default=[], metavar="NAME=SUFFIX",
+                        help="more bundles of each model timed beside (<model>.pos.D512SUFFIX), "
+                             "for variant studies")
     args = parser.parse_args()
     import kge_runtime as rt
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -84,6 +87,11 @@ def main():
         programs = {"tile": rt.Program((args.bundles / f"{model}.pos.D{D}.kgebundle").read_text()),
                     "fused": rt.Program((args.bundles / f"{model}.pos.fused.D{D}.kgebundle")
                                         .read_text())}
+        for extra in args.extra:
+            name, suffix = extra.split("=", 1)
+            path = args.bundles / f"{model}.pos.D{D}{suffix}.kgebundle"
+            if path.exists():
+                programs[name] = rt.Program(path.read_text())
         compiled = None if args.no_compile or args.once else torch.compile(TORCH[model], dynamic=False)
         for batch in args.batches:
             for draw in ("uniform", "fb15k"):

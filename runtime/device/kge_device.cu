@@ -387,40 +387,66 @@ __device__ void warpKeySegment(long long numKeys, int &begin, int &end) {
 
 extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths,
                                              long long numKeys, int tileRows,
-                                             int *tiles) {
+                                             int *tiles, int longRows,
+                                             int *longTiles) {
   __shared__ int partials[32];
   // Each warp takes a contiguous segment of the keys: its tiles are counted,
   // a block-wide scan of the warps' counts places them, and a warp scan of
-  // each run of 32 keys places every key's tiles.
+  // each run of 32 keys places every key's tiles. With longRows, a run's
+  // first whole multiple of longRows rows is cut into tiles of longRows
+  // (into longTiles), the rest into tiles of tileRows.
   int lane = static_cast<int>(threadIdx.x) & 31;
   int begin, end;
   warpKeySegment(numKeys, begin, end);
-  auto piecesOf = [&](int length) { return (length + tileRows - 1) / tileRows; };
-  int pieces = 0;
-  for (int i = begin + lane; i < end; i += 32)
+  auto longOf = [&](int length) { return longRows > 0 ? length / longRows : 0; };
+  auto piecesOf = [&](int length) {
+    return (length - longOf(length) * longRows + tileRows - 1) / tileRows;
+  };
+  int pieces = 0, longPieces = 0;
+  for (int i = begin + lane; i < end; i += 32) {
     pieces += piecesOf(lengths[i]);
-  for (int d = 16; d > 0; d >>= 1)
+    longPieces += longOf(lengths[i]);
+  }
+  for (int d = 16; d > 0; d >>= 1) {
     pieces += __shfl_xor_sync(0xffffffffu, pieces, d);
-  int total;
+    longPieces += __shfl_xor_sync(0xffffffffu, longPieces, d);
+  }
+  int total, longTotal;
   int run = blockExclusivePrefix(lane == 0 ? pieces : 0, partials, total);
+  int longRun = blockExclusivePrefix(lane == 0 ? longPieces : 0, partials, longTotal);
   run = __shfl_sync(0xffffffffu, run, 0);
+  longRun = __shfl_sync(0xffffffffu, longRun, 0);
   for (int base = begin; base < end; base += 32) {
     int i = base + lane;
     int length = i < end ? lengths[i] : 0;
+    int start = i < end ? ends[i] - length : 0;
+    int mineLong = longOf(length);
+    int longInclusive = warpInclusivePrefix(mineLong);
+    int firstLong = longRun + longInclusive - mineLong;
+    for (int m = 0; m < mineLong; ++m) {
+      int *tile = longTiles + 1 + 3 * (firstLong + m);
+      tile[0] = i;
+      tile[1] = start + m * longRows;
+      tile[2] = start + (m + 1) * longRows;
+    }
+    longRun += __shfl_sync(0xffffffffu, longInclusive, 31);
+    start += mineLong * longRows;
     int mine = piecesOf(length);
     int inclusive = warpInclusivePrefix(mine);
     int first = run + inclusive - mine;
-    int start = i < end ? ends[i] - length : 0;
     for (int m = 0; m < mine; ++m) {
       int *tile = tiles + 1 + 3 * (first + m);
       tile[0] = i;
       tile[1] = start + m * tileRows;
-      tile[2] = min(start + (m + 1) * tileRows, start + length);
+      tile[2] = min(start + (m + 1) * tileRows, ends[i]);
     }
     run += __shfl_sync(0xffffffffu, inclusive, 31);
   }
-  if (threadIdx.x == 0)
+  if (threadIdx.x == 0) {
     tiles[0] = total;
+    if (longRows > 0)
+      longTiles[0] = longTotal;
+  }
 }
 
 extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {

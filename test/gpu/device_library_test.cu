@@ -356,9 +356,10 @@ static void testSortClampsKeys() {
 /// tiles, one key with many tiles, more keys than threads.
 static void testSegmentTiles(std::mt19937 &rng) {
   for (int numKeys : {1, 7, 1345, 70000}) {
-    for (int tileRows : {1, 16, 64}) {
+    for (auto [tileRows, longRows] : {std::pair{1, 0}, std::pair{16, 0}, std::pair{64, 0},
+                                      std::pair{16, 64}, std::pair{16, 32}, std::pair{1, 5}}) {
       std::vector<int> lengths(numKeys), ends(numKeys);
-      std::uniform_int_distribution<int> length(0, 40);
+      std::uniform_int_distribution<int> length(0, 140);
       for (int &l : lengths)
         l = length(rng) % 3 == 0 ? 0 : length(rng);
       lengths[numKeys / 2] = 1000;
@@ -371,32 +372,48 @@ static void testSegmentTiles(std::mt19937 &rng) {
       for (int g : order)
         ends[g] = (position += lengths[g]);
       long long capacity = 1 + 3 * ((position + tileRows - 1) / tileRows + numKeys);
-      int *dEnds, *dLengths, *dTiles;
+      long long longCapacity = 1 + 3 * (longRows ? position / longRows : 0);
+      int *dEnds, *dLengths, *dTiles, *dLong;
       CHECK(cudaMalloc(&dEnds, numKeys * 4));
       CHECK(cudaMalloc(&dLengths, numKeys * 4));
       CHECK(cudaMalloc(&dTiles, capacity * 4));
+      CHECK(cudaMalloc(&dLong, longCapacity * 4));
       CHECK(cudaMemcpy(dEnds, ends.data(), numKeys * 4, cudaMemcpyHostToDevice));
       CHECK(cudaMemcpy(dLengths, lengths.data(), numKeys * 4, cudaMemcpyHostToDevice));
       CHECK(cudaMemset(dTiles, 0xff, capacity * 4));
-      kge_segment_tiles<<<1, 1024>>>(dEnds, dLengths, numKeys, tileRows, dTiles);
+      CHECK(cudaMemset(dLong, 0xff, longCapacity * 4));
+      kge_segment_tiles<<<1, 1024>>>(dEnds, dLengths, numKeys, tileRows, dTiles, longRows,
+                                     dLong);
       CHECK(cudaGetLastError());
-      std::vector<int> tiles(capacity);
+      std::vector<int> tiles(capacity), longTiles(longCapacity);
       CHECK(cudaMemcpy(tiles.data(), dTiles, capacity * 4, cudaMemcpyDeviceToHost));
-      std::vector<int> expected = {0};
-      for (int g = 0; g < numKeys; ++g)
-        for (int start = ends[g] - lengths[g]; start < ends[g]; start += tileRows) {
-          expected.push_back(g);
-          expected.push_back(start);
-          expected.push_back(std::min(start + tileRows, ends[g]));
+      CHECK(cudaMemcpy(longTiles.data(), dLong, longCapacity * 4, cudaMemcpyDeviceToHost));
+      std::vector<int> expected = {0}, expectedLong = {0};
+      for (int g = 0; g < numKeys; ++g) {
+        int start = ends[g] - lengths[g];
+        for (; longRows && start + longRows <= ends[g]; start += longRows) {
+          expectedLong.insert(expectedLong.end(), {g, start, start + longRows});
+          ++expectedLong[0];
+        }
+        for (; start < ends[g]; start += tileRows) {
+          expected.insert(expected.end(), {g, start, std::min(start + tileRows, ends[g])});
           ++expected[0];
         }
+      }
       bool ok = std::equal(expected.begin(), expected.end(), tiles.begin()) &&
                 (expected.size() == tiles.size() || tiles[expected.size()] == -1);
-      EXPECT(ok, "segment tiles of %d keys, %d rows per tile: %d tiles, expected %d", numKeys,
-             tileRows, tiles[0], expected[0]);
+      if (longRows)
+        ok = ok && std::equal(expectedLong.begin(), expectedLong.end(), longTiles.begin()) &&
+             (expectedLong.size() == longTiles.size() || longTiles[expectedLong.size()] == -1);
+      else
+        ok = ok && longTiles[0] == -1;
+      EXPECT(ok, "segment tiles of %d keys, %d rows per tile (long runs: %d): %d + %d tiles, "
+             "expected %d + %d", numKeys, tileRows, longRows, tiles[0], longTiles[0],
+             expected[0], expectedLong[0]);
       CHECK(cudaFree(dEnds));
       CHECK(cudaFree(dLengths));
       CHECK(cudaFree(dTiles));
+      CHECK(cudaFree(dLong));
     }
   }
 }

@@ -98,7 +98,11 @@ def check(program, example, mode, batch, length, kind, table_dtype=torch.float32
     assert not torch.isnan(actual).any(), "some scores were not written"
     scale = max(1.0, reference.abs().max().item())
     error = (actual - reference).abs().max().item() / scale
-    relative = ((actual - reference).norm() / reference.norm().clamp_min(1e-30)).item()
+    # Relative to the scores' norm, at least an RMS of 1 (like `scale`): a
+    # batch of one score that cancels to near zero has no meaningful
+    # relative error (3xTF32's products are within ~1e-6 of the summands).
+    relative = ((actual - reference).norm()
+                / reference.norm().clamp_min(reference.numel() ** 0.5)).item()
     assert error < 1e-4 and relative < 1e-5, (
         f"max error {error:.3g} (relative norm {relative:.3g})")
 

@@ -61,7 +61,9 @@ def test_front_end_compiles_to_bundles(name):
     fn = FUNCTIONS[name]
     bundle = fn.compile(sizes={s: 64 for s in {d for p in fn.signature["params"]
                                                 for d in p["shape"][1:] if isinstance(d, str)}})
-    assert bundle.name == name and ".entry " + name + "(" in bundle.ptx
+    # (TransR and RESCAL lower through tile: their kernels are suffixed.)
+    assert bundle.name == name and (".entry " + name + "(" in bundle.ptx
+                                    or ".entry " + name + "_mma(" in bundle.ptx)
     assert kge_runtime.validate_bundle(bundle.text)["name"] == name
     negative = fn.compile(negative="t", cubin=False)
     assert negative.manifest["mode"] == {"corrupted": "t", "kind": "negative"}
@@ -100,18 +102,29 @@ def test_sorting_large_batches_by_entity():
     for name in ("rotate", "crosse"):
         assert sort_steps(FUNCTIONS[name].compile(cubin=False)) == [], name
     with pytest.raises(kge.MLIRError, match="reorder_min_reuse applies to functions without matrix"):
-        FUNCTIONS["transr"].compile(cubin=False, reorder_min_reuse=4)
+        FUNCTIONS["transr"].compile(cubin=False, reorder_min_reuse=4, fuse_matrix_products=True)
 
 
 def test_matrix_math_option_selects_tensor_cores():
     fn = FUNCTIONS["rescal"]
     sizes = {"D_Eemb": 64}
+    # Through tile (the default): 3xTF32 segments, CUDA cores with fma.
     assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in fn.compile(sizes=sizes, cubin=False).ptx
     assert "mma.sync" not in fn.compile(sizes=sizes, matrix_math="fma", cubin=False).ptx
-    # 4-byte layouts (dynamic lengths) multiply with FMAs.
-    assert "mma.sync" not in fn.compile(cubin=False).ptx
-    with pytest.raises(kge.MLIRError, match='matrix_math must be "tf32x3" or "fma", got "tf16"'):
+    # Dynamic lengths: both kernels, the launch plan takes the tensor cores
+    # where the rows are whole 16-byte chunks.
+    dynamic = fn.compile(cubin=False)
+    assert "mma.sync" in dynamic.ptx and ".entry rescal_small(" in dynamic.ptx
+    with pytest.raises(kge.MLIRError, match="invalid matrix-math 'tf16'"):
         fn.compile(sizes=sizes, matrix_math="tf16")
+    # The fused kernel's products.
+    fused = {"fuse_matrix_products": True, "cubin": False}
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in fn.compile(sizes=sizes, **fused).ptx
+    assert "mma.sync" not in fn.compile(sizes=sizes, matrix_math="fma", **fused).ptx
+    # 4-byte layouts (dynamic lengths) multiply with FMAs.
+    assert "mma.sync" not in fn.compile(**fused).ptx
+    with pytest.raises(kge.MLIRError, match='matrix_math must be "tf32x3" or "fma", got "tf16"'):
+        fn.compile(sizes=sizes, matrix_math="tf16", fuse_matrix_products=True)
 
 
 def test_deterministic_option_reaches_the_matrix_products():
@@ -120,15 +133,16 @@ def test_deterministic_option_reaches_the_matrix_products():
     its tile through the permutation."""
     fn = FUNCTIONS["transr"]
     sizes = {"D_Eemb": 64, "D_Remb": 64}
-    default = fn.compile(sizes=sizes, cubin=False)
-    assert default.manifest == fn.compile(sizes=sizes, deterministic=True, cubin=False).manifest
-    anyorder = fn.compile(sizes=sizes, deterministic=False, cubin=False)
+    fused = {"fuse_matrix_products": True, "cubin": False}
+    default = fn.compile(sizes=sizes, **fused)
+    assert default.manifest == fn.compile(sizes=sizes, deterministic=True, **fused).manifest
+    anyorder = fn.compile(sizes=sizes, deterministic=False, **fused)
     assert default.ptx != anyorder.ptx
     # Two more key loads per tile (the neighbours) and their comparisons.
     assert default.ptx.count("ld.global") == anyorder.ptx.count("ld.global") + 4
     assert default.ptx.count("setp.eq.b32") > anyorder.ptx.count("setp.eq.b32")
     with pytest.raises(kge.MLIRError, match="deterministic must be 0 or 1, got 2"):
-        fn.compile(sizes=sizes, deterministic=2)
+        fn.compile(sizes=sizes, deterministic=2, fuse_matrix_products=True)
 
 
 def test_carry_floats_option_keeps_vectors_in_registers():

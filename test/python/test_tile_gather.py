@@ -198,7 +198,7 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     assert steps[1]["args"][0] == {"kind": "pointer", "buffer": "param:r"}
     assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
     assert [a.get("buffer", a.get("value")) for a in steps[6]["args"]] == [
-        "scratch:counts", "scratch:lengths", "W_d0", "16", "scratch:tiles"]
+        "scratch:counts", "scratch:lengths", "W_d0", "16", "scratch:tiles", "0", "scratch:tiles"]
     kernel = steps[-1]
     assert kernel["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]
     assert [a["buffer"] for a in kernel["args"][-2:]] == ["scratch:perm", "scratch:tiles"]
@@ -209,15 +209,31 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
         {"param": "h", "bound": "E_d0", "count": "M"},
         {"param": "r", "bound": "W_d0", "count": "M"}]
     # Products on tensor cores: mma.sync segments of 16 rows x 128 columns
-    # when the rows allow 16-byte copies, the CUDA-core ones otherwise.
+    # when the rows allow 16-byte copies, beside them 64-row tiles of the
+    # runs that long (each matrix read once per 64 of its rows: their own
+    # tile table, cut where the tensor cores run); the CUDA-core ones
+    # otherwise, over runs all cut into 16 rows.
     x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
-    kernels = [s for s in x3.manifest["launches"] if s.get("function", "").startswith("project")]
-    assert [s["function"] for s in kernels] == ["project_mma", "project_small"]
+    steps = x3.manifest["launches"]
+    assert [s.get("function", s["kind"]) for s in steps][6:] == [
+        "kge_segment_tiles", "kge_segment_tiles", "project_mma_long", "project_mma",
+        "project_small"]
+    aligned = "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
+    assert [s["when"] for s in steps[6:]] == [aligned, f"1 - ({aligned})", aligned, aligned,
+                                             f"1 - {aligned}"]
+    assert [a.get("buffer", a.get("value")) for a in steps[6]["args"]][-3:] == [
+        "scratch:tiles", "64", "scratch:long_tiles"]
+    assert [a.get("buffer", a.get("value")) for a in steps[7]["args"]][-3:] == [
+        "scratch:tiles", "0", "scratch:tiles"]
+    assert steps[8]["grid"] == ["ceildiv(M, 64)", "ceildiv(N, 128)", "1"]
+    assert steps[8]["args"][-1]["buffer"] == "scratch:long_tiles"
+    assert {s["name"]: s["count"] for s in x3.manifest["scratch"]}["long_tiles"] == \
+        "1 + 3 * ceildiv(M, 64)"
     # f32 matrices per key take 3xTF32 unless told otherwise.
     assert bundle_of(PROJECTION).manifest["launches"] == x3.manifest["launches"]
-    assert [s["grid"] for s in kernels] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
-    assert kernels[0]["block"] == ["128", "1", "1"]
-    assert kernels[0]["when"] == "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
+    assert [s["grid"] for s in steps[9:]] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
+    assert [s["block"] for s in steps[8:]] == [["256", "1", "1"], ["128", "1", "1"],
+                                               ["256", "1", "1"]]
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")
     assert small.manifest["launches"][-1]["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)",
@@ -289,7 +305,7 @@ def test_an_aggregate_of_a_matrix_per_key():
     kernels = [s["function"] for s in q.compile(cubin=False, cache=False,
                                                   matrix_math="tf32x3").manifest["launches"]
                if s.get("function", "").startswith("grouped")]
-    assert kernels == ["grouped_mma", "grouped_small"]
+    assert kernels == ["grouped_mma_long", "grouped_mma", "grouped_small"]
 
 
 # The same tasks in GAMUT's syntax, extended with gathered subscripts

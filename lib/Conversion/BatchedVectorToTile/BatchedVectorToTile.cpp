@@ -27,6 +27,7 @@
 
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
 
+#include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 
@@ -736,8 +737,22 @@ bool MatrixTranslator::run() {
     tileFunc.setArgAttr(n, "kge.param", b.getStringAttr(func.getArgName(n)));
   tileFunc.setArgAttr(argTypes.size() - 1, "kge.param",
                       b.getStringAttr(func.getResultName(0)));
-  // The score stays the function's result (allocated by the runtime).
+  // The score stays the function's result (allocated by the runtime), and
+  // every parameter keeps the bvec function's names of its dimensions
+  // (kge.dims: N_Eemb, D_Eemb, B, ...), so that the bundle's signature is
+  // the fused kernel's.
   tileFunc.setArgAttr(argTypes.size() - 1, "kge.result", b.getUnitAttr());
+  FailureOr<kge_runtime::Signature> signature = bvec::computeSignature(func);
+  if (failed(signature)) {
+    tileFunc.erase();
+    return false;
+  }
+  for (auto [n, param] : llvm::enumerate(signature->params)) {
+    SmallVector<Attribute> dims;
+    for (const kge_runtime::Dim &d : param.shape)
+      dims.push_back(b.getStringAttr(d.str()));
+    tileFunc.setArgAttr(n, "kge.dims", b.getArrayAttr(dims));
+  }
   Block *body = tileFunc.addEntryBlock();
   SmallVector<Value> taskInputs, gathers;
   SmallVector<Attribute> maps, gathered;

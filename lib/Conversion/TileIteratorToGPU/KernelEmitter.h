@@ -48,6 +48,9 @@ struct TileShape {
   /// key and column tile, walking its key's rows bm at a time; the key's
   /// matrix is that block's (k, j) operand.
   bool segments = false;
+  /// Segments: the kernel takes the tiles of bm rows cut from long runs
+  /// (a second tile table), beside the segment kernel of its kind.
+  bool longRuns = false;
   /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
   /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
   /// warpsN().

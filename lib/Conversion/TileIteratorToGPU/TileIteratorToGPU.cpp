@@ -370,6 +370,11 @@ void KernelEmitter::storeReduced(
       MemRefType::get({slots, shape.bm}, valueType,
                       MemRefLayoutAttrInterface(), shared),
       loc);
+  // A thread's rows are runs of four: their stores may merge into 16-byte
+  // vectors, so the slots start on 16 bytes (after a join's 4-byte flag).
+  kernel.setWorkgroupAttributionAttr(kernel.getNumWorkgroupAttributions() - 1,
+                                     LLVM::LLVMDialect::getAlignAttrName(),
+                                     b.getI64IntegerAttr(16));
   for (int64_t r = 0; r < shape.tm; ++r) {
     Value partial = identity;
     for (int64_t c = 0; c < shape.tn; ++c) {
@@ -1937,6 +1942,22 @@ static TileShape segmentMmaShape(MmaPrecision precision,
   return shape;
 }
 
+/// Rows of the tiles cut from long runs (a frequent relation's edges):
+/// 64 rows by 128 columns, eight warps of 32 x 32, so that each key's
+/// matrix is read once per 64 rows of its run instead of once per 16.
+static TileShape segmentMmaLongShape(MmaPrecision precision,
+                                     const StageBudget &budget = {}) {
+  TileShape shape = mmaShape(precision, /*large=*/false, budget);
+  shape.bm = 64;
+  shape.bn = 128;
+  shape.tm = 4;
+  shape.tn = 8;
+  shape.segments = true;
+  shape.longRuns = true;
+  setStages(shape, budget);
+  return shape;
+}
+
 /// The tensor-core tilings the iterators are built for (and tested with):
 /// mma.sync in 128 x 128, 64 x 64 or (segments) 16 x 128 tiles, as deep as
 /// their stages of `rowTiles` + `colTiles` operand tiles fit; warpgroup MMA
@@ -1948,7 +1969,8 @@ static SmallVector<TileShape> getBuiltTensorCoreTilings(
   SmallVector<TileShape> shapes;
   for (TileShape shape : {mmaShape(precision, true, budget),
                           mmaShape(precision, false, budget),
-                          segmentMmaShape(precision, budget)})
+                          segmentMmaShape(precision, budget),
+                          segmentMmaLongShape(precision, budget)})
     if (shape.stages)
       shapes.push_back(shape);
   return shapes;
@@ -1961,7 +1983,8 @@ static bool isBuiltTensorCoreShape(const TileShape &shape,
     if (built.bm == shape.bm && built.bn == shape.bn && built.bk == shape.bk &&
         built.tm == shape.tm && built.tn == shape.tn &&
         built.stages == shape.stages &&
-        (shape.warpgroup || built.segments == shape.segments))
+        (shape.warpgroup || (built.segments == shape.segments &&
+                             built.longRuns == shape.longRuns)))
       return true;
   return false;
 }
@@ -2072,6 +2095,7 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
     tile::KernelTiling tiling = tile::getKernelTiling(kernel);
     TileShape shape{tiling.bm, tiling.bn, tiling.bk, tiling.tm, tiling.tn};
     shape.segments = kernel.runsSegments();
+    shape.longRuns = tiling.longRuns;
     if (tiling.precision) {
       MmaPrecision precision = toMmaPrecision(*tiling.precision);
       if (getTensorCorePrecision(task, getMmaPrecisionName(precision)) !=
@@ -2116,6 +2140,25 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
     return task.emitOpError() << "has no schedule: run tile-schedule first "
                                  "(convert-tile-to-gpu schedules the tasks "
                                  "it is given without one)";
+  // A kernel of long runs takes them beside the next segment kernel of its
+  // kind, whose tiles are shorter; one such kernel a schedule.
+  for (auto [n, variant] : llvm::enumerate(variants)) {
+    if (!variant.shape.longRuns)
+      continue;
+    auto partner = std::find_if(
+        variants.begin() + n + 1, variants.end(), [&](const KernelVariant &v) {
+          return !v.shape.longRuns &&
+                 v.shape.mma.has_value() == variant.shape.mma.has_value();
+        });
+    if (partner == variants.end() || partner->shape.bm >= variant.shape.bm ||
+        llvm::count_if(variants, [](const KernelVariant &v) {
+          return v.shape.longRuns;
+        }) > 1)
+      return task.getKernels()[n].emitOpError()
+             << "takes long runs, so a segment kernel of its kind with "
+                "fewer rows per tile must follow it (it takes the rest of "
+                "every run), and no other kernel may take long runs";
+  }
   return variants;
 }
 
@@ -2214,10 +2257,15 @@ LogicalResult lowerFunction(func::FuncOp func) {
     // mma.sync kernels: two blocks per multiprocessor, one's loads hiding
     // under the other's products (their registers capped to fit), where
     // two blocks' stages fit in its shared memory.
+    // Segment kernels of 16 rows (4 warps): three blocks, whose registers
+    // still hold the pipeline without spills (TransR's 3xTF32 kernel at
+    // 2: 605 µs, 3: 582, 4: 612, spilling; H100, FB15k-like, D = 512).
+    int64_t blocksPerSM =
+        kernelShape.segments && kernelShape.blockThreads() <= 128 ? 3 : 2;
     if (kernelShape.mma && !kernelShape.warpgroup &&
-        2 * kernelShape.mmaSharedBytes() <= kMaxSharedBytes)
+        blocksPerSM * kernelShape.mmaSharedBytes() <= kMaxSharedBytes)
       kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                      b.getI32IntegerAttr(2));
+                      b.getI32IntegerAttr(blocksPerSM));
     // Clusters of blocks along M (y).
     if (kernelShape.clusterM > 1)
       kernel->setAttr(NVVM::NVVMDialect::getClusterDimAttrName(),
@@ -2359,9 +2407,18 @@ LogicalResult lowerFunction(func::FuncOp func) {
   };
   std::string keys, segmentTiles;
   int64_t segmentRows = 0;
+  // Segments: a kernel of long runs (at most one) takes their tiles of its
+  // rows from a second table.
+  const KernelVariant *longVariant = llvm::find_if(
+      variants, [](const KernelVariant &v) { return v.shape.longRuns; });
+  if (longVariant == variants.end())
+    longVariant = nullptr;
+  std::string longTiles;
   if (segmentKey) {
+    const KernelVariant &shortVariant = *llvm::find_if(
+        variants, [](const KernelVariant &v) { return !v.shape.longRuns; });
     for (const KernelVariant &variant : variants)
-      if (variant.shape.bm != variants.front().shape.bm)
+      if (!variant.shape.longRuns && variant.shape.bm != shortVariant.shape.bm)
         return task.emitOpError() << "segment variants must share their rows "
                                      "per tile";
     // Sort the rows by the key (each key's run of rows, in the order the
@@ -2378,19 +2435,22 @@ LogicalResult lowerFunction(func::FuncOp func) {
                           [](Attribute step) { return step; }, "lengths");
     // Every key's run cut into tiles of the variants' rows (one block
     // each: a frequent key's rows spread over many blocks).
-    segmentRows = variants.front().shape.bm;
+    segmentRows = shortVariant.shape.bm;
     segmentTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
                    std::to_string(segmentRows) + ") + " + keys;
     std::string words = "1 + 3 * (" + segmentTiles + ")";
     scratch.push_back(bb.dict({{"name", bb.str("tiles")},
                                {"dtype", bb.str("i32")},
                                {"count", bb.str(words)}}));
-    steps.push_back(bb.launch(
-        "kge_segment_tiles", "library", {"1", "1", "1"}, 1024, "0",
-        {bb.pointer("scratch:counts"), bb.pointer("scratch:lengths"),
-         bb.scalar("i64", bb.str(keys)),
-         bb.scalar("i32", bb.str(std::to_string(segmentRows))),
-         bb.pointer("scratch:tiles")}));
+    if (longVariant) {
+      longTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
+                  std::to_string(longVariant->shape.bm) + ")";
+      scratch.push_back(bb.dict({{"name", bb.str("long_tiles")},
+                                 {"dtype", bb.str("i32")},
+                                 {"count", bb.str("1 + 3 * " + longTiles)}}));
+    }
+    // (The step cutting the runs into tiles follows below, once it is known
+    // when the kernel of long runs runs.)
     // The kernel's extra arguments follow the function's.
     kernelArgs.push_back(bb.memref("scratch:perm", {extentOf(TaskOp::I)}));
     kernelArgs.push_back(bb.memref("scratch:tiles", {words}));
@@ -2462,6 +2522,44 @@ LogicalResult lowerFunction(func::FuncOp func) {
       alignedTerms.push_back(kTerm);
   }
   std::string aligned = llvm::join(alignedTerms, " * ");
+  // The runs cut into tiles: with long runs where their kernel's kind runs
+  // (tensor cores when the rows are whole chunks), all into tiles of the
+  // other kernels' rows otherwise.
+  if (segmentKey) {
+    auto cutRuns = [&](int64_t longRows) {
+      return bb.launch(
+          "kge_segment_tiles", "library", {"1", "1", "1"}, 1024, "0",
+          {bb.pointer("scratch:counts"), bb.pointer("scratch:lengths"),
+           bb.scalar("i64", bb.str(keys)),
+           bb.scalar("i32", bb.str(std::to_string(segmentRows))),
+           bb.pointer("scratch:tiles"),
+           bb.scalar("i32", bb.str(std::to_string(longRows))),
+           bb.pointer(longRows ? "scratch:long_tiles" : "scratch:tiles")});
+    };
+    bool anyCudaCores = llvm::any_of(
+        variants, [](const KernelVariant &v) { return !v.shape.mma; });
+    bool anyTensorCores = llvm::any_of(
+        variants, [](const KernelVariant &v) { return v.shape.mma.has_value(); });
+    std::string longRuns = "1";
+    if (longVariant && longVariant->shape.mma && anyCudaCores)
+      longRuns = aligned.empty() ? "1" : aligned;
+    if (longVariant && !longVariant->shape.mma && anyTensorCores)
+      longRuns = aligned.empty() ? "0" : "1 - " + aligned;
+    auto when = [&](Attribute step, const std::string &condition) {
+      if (condition == "1")
+        return step;
+      NamedAttrList fields(cast<DictionaryAttr>(step));
+      fields.set("when", bb.str(condition));
+      return Attribute(fields.getDictionary(func.getContext()));
+    };
+    if (!longVariant) {
+      steps.push_back(cutRuns(0));
+    } else {
+      steps.push_back(when(cutRuns(longVariant->shape.bm), longRuns));
+      if (longRuns != "1")
+        steps.push_back(when(cutRuns(0), "1 - (" + longRuns + ")"));
+    }
+  }
   // Products and quotients evaluate left to right: A * blocks / 132 is
   // A * (blocks / 132) for A in {0, 1}.
   auto fills = [&](const TileShape &s) {
@@ -2471,6 +2569,9 @@ LogicalResult lowerFunction(func::FuncOp func) {
     const TileShape &kernelShape = variant.shape;
     int64_t sharedBytes = kernelShape.mma ? kernelShape.mmaSharedBytes() : 0;
     SmallVector<Attribute> args(kernelArgs);
+    if (kernelShape.longRuns)
+      args[func.getNumArguments() + 1] =
+          bb.memref("scratch:long_tiles", {"1 + 3 * " + longTiles});
     // Transposed copies: written to scratch by the device library first,
     // passed in place of their inputs (rows x cols becomes cols x rows).
     SmallVector<unsigned> transposed = getTransposedInputs(task, kernelShape);
@@ -2549,7 +2650,8 @@ LogicalResult lowerFunction(func::FuncOp func) {
     Attribute step =
         kernelShape.segments
             ? bb.launch(kernelNames[n], module.getName(),
-                        {segmentTiles, columnBlocks, "1"},
+                        {kernelShape.longRuns ? longTiles : segmentTiles,
+                         columnBlocks, "1"},
                         kernelShape.blockThreads(),
                         std::to_string(sharedBytes), args)
             : bb.launch(kernelNames[n], module.getName(),
@@ -2560,10 +2662,16 @@ LogicalResult lowerFunction(func::FuncOp func) {
       // Kernels of this kind (tensor cores or not), largest first: one runs
       // when its grid fills the GPU (and K reaches its minimum) and no
       // larger one runs; the last of its kind otherwise.
+      // (A kernel of long runs runs where the next segment kernel of its
+      // kind does: it stands for that one here.)
       SmallVector<size_t> kind;
       for (auto [m, other] : llvm::enumerate(variants))
-        if (other.shape.mma.has_value() == kernelShape.mma.has_value())
+        if (other.shape.mma.has_value() == kernelShape.mma.has_value() &&
+            !other.shape.longRuns)
           kind.push_back(m);
+      size_t self = n;
+      if (kernelShape.longRuns)
+        self = *llvm::find_if(kind, [&](size_t m) { return m > n; });
       auto runs = [&](size_t m) {
         std::string condition = fills(variants[m].shape);
         if (variants[m].minK)
@@ -2576,9 +2684,9 @@ LogicalResult lowerFunction(func::FuncOp func) {
       if (kernelShape.mma && !aligned.empty())
         terms.push_back(aligned);
       for (size_t m : kind) {
-        if (m == n && m != kind.back())
+        if (m == self && m != kind.back())
           terms.push_back(runs(m));
-        if (m == n)
+        if (m == self)
           break;
         // Alone, "1 - min(1, x)"; in a product, parenthesized.
         terms.push_back("1 - min(1, " + runs(m) + ")");
@@ -2603,7 +2711,9 @@ LogicalResult lowerFunction(func::FuncOp func) {
     }
     llvm::append_range(steps, transposeSteps);
     steps.push_back(step);
-    if (reduceRows) {
+    // (The kernel of long runs is followed by its partner, and that by the
+    // finalize kernel.)
+    if (reduceRows && !kernelShape.longRuns) {
       // The rows' partial values of this kernel's column tiles, combined
       // where it ran.
       Value output = task.getOutputs()[0];
@@ -2734,7 +2844,8 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     TileShape segmentShape = o.automatic ? kSegmentShape : o.shape;
     segmentShape.segments = true;
     if (o.automatic && precision)
-      return fitting({{segmentMmaShape(*precision, budget), "_mma"},
+      return fitting({{segmentMmaLongShape(*precision, budget), "_mma_long"},
+                      {segmentMmaShape(*precision, budget), "_mma"},
                       {segmentShape, "_small"}});
     return {{segmentShape, ""}};
   }
@@ -2799,6 +2910,7 @@ static LogicalResult scheduleFunction(func::FuncOp func,
     tiling.warpgroup = shape.warpgroup;
     tiling.clusterM = shape.clusterM;
     tiling.minK = variant.minK;
+    tiling.longRuns = shape.longRuns;
     tile::buildKernel(b, task, variant.suffix, tiling);
   }
   // The schedule's rules are the verifier's: a kernel the heuristic

@@ -10,10 +10,11 @@
 // TransR: the difference of the two gathered rows times the relation's
 // matrix (a matrix per row's key), the relation's row added along j (a pair
 // operand), the squares summed by the reduce output, the root taken by
-// finalize; the score stays the function's result (kge.result).
+// finalize; the score stays the function's result (kge.result), every
+// parameter keeps the names of its dimensions (kge.dims).
 // CHECK-LABEL: func.func @transr
-// CHECK-SAME: %[[E:[^:]*]]: memref<?x?xf32> {kge.param = "Eemb"}, %[[R:[^:]*]]: memref<?x?xf32> {kge.param = "Remb"}, %[[P:[^:]*]]: memref<?x?x?xf32> {kge.param = "Pm"}
-// CHECK-SAME: %[[H:[^:]*]]: memref<?xi64> {kge.param = "h"}, %[[RI:[^:]*]]: memref<?xi64> {kge.param = "r"}, %[[T:[^:]*]]: memref<?xi64> {kge.param = "t"}, %[[S:[^:]*]]: memref<?xf32> {kge.param = "score", kge.result}
+// CHECK-SAME: %[[E:[^:]*]]: memref<?x?xf32> {kge.dims = ["N_Eemb", "D_Eemb"], kge.param = "Eemb"}, %[[R:[^:]*]]: memref<?x?xf32> {kge.dims = ["N_Remb", "D_Remb"], kge.param = "Remb"}, %[[P:[^:]*]]: memref<?x?x?xf32> {kge.dims = ["N_Pm", "D_Eemb", "D_Remb"], kge.param = "Pm"}
+// CHECK-SAME: %[[H:[^:]*]]: memref<?xi64> {kge.dims = ["B"], kge.param = "h"}, %[[RI:[^:]*]]: memref<?xi64> {kge.dims = ["B"], kge.param = "r"}, %[[T:[^:]*]]: memref<?xi64> {kge.dims = ["B"], kge.param = "t"}, %[[S:[^:]*]]: memref<?xf32> {kge.dims = ["B"], kge.param = "score", kge.result}
 // CHECK: tile.task ins(%[[E]], %[[E]], %[[P]], %[[R]] : {{.*}}) outs(%[[S]] : memref<?xf32>) gathers(%[[H]], %[[T]], %[[RI]], %[[RI]] : {{.*}}) maps [#[[IK:.*]], #[[IK]], #[[IKJ:.*]], #[[IJ:.*]]] accumulate add output reduce
 // CHECK: ^bb0(%[[EH:.*]]: f32, %[[ET:.*]]: f32, %[[W:.*]]: f32, %{{.*}}: f32):
 // CHECK: %[[D:.*]] = arith.subf %[[EH]], %[[ET]] : f32

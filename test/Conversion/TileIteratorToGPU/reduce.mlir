@@ -17,7 +17,7 @@
 // CHECK-SAME: kge.scratch = [{{.*}}{count = "M * ceildiv(N, 128)", dtype = "f32", name = "partials"}]
 // CHECK-SAME: {dtype = "f32", name = "S", role = "output", shape = ["M"]}
 // The mma kernel's slots: four warps along the columns, four lanes a row.
-// CHECK: gpu.func @transr_mma({{.*}}, %[[PARTIALS:arg[0-9]+]]: memref<?xf32>) workgroup(%[[SLOTS:arg[0-9]+]] : memref<16x16xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.func @transr_mma({{.*}}, %[[PARTIALS:arg[0-9]+]]: memref<?xf32>) workgroup(%[[SLOTS:arg[0-9]+]] : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: nvgpu.mma.sync
 // CHECK: memref.store %{{.*}}, %[[SLOTS]][%{{.*}}, %{{.*}}]
 // CHECK: gpu.barrier
@@ -26,7 +26,7 @@
 // CHECK: memref.store %{{.*}}, %[[PARTIALS]][%{{.*}}] : memref<?xf32>
 // CHECK: gpu.barrier
 // The CUDA-core kernel's slots: the 32 threads along a row's columns.
-// CHECK: gpu.func @transr_small({{.*}}) workgroup({{.*}}, %{{.*}} : memref<32x16xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.func @transr_small({{.*}}) workgroup({{.*}}, %{{.*}} : memref<32x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.func @transr_finalize(%[[P:arg[0-9]+]]: memref<?xf32>, %[[OUT:arg[0-9]+]]: memref<?xf32>, %[[TILES:arg[0-9]+]]: i64)
 // CHECK: %[[N:.*]] = arith.index_cast %[[TILES]] : i64 to index
 // CHECK: %[[FIRST:.*]] = memref.load %[[P]][%{{.*}}]
@@ -86,7 +86,7 @@ func.func @transr(%E: memref<?x?xf32> {kge.param = "E"}, %W: memref<?x?x?xf32> {
 // CHECK-SAME: function = "row_max_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
 // CHECK-SAME: {kind = "i64", value = "ceildiv(N, 64)"}
 // CHECK-SAME: {count = "M * ceildiv(N, 64)", dtype = "f32", name = "partials"}
-// CHECK: gpu.func @row_max({{.*}}) workgroup({{.*}}, %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>>)
+// CHECK: gpu.func @row_max({{.*}}) workgroup({{.*}}, %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK: arith.maximumf
 // CHECK: gpu.func @row_max_finalize

@@ -85,6 +85,9 @@ struct KernelTiling {
   int64_t clusterM = 1;
   /// The reduction length from which the kernel runs (0: any).
   int64_t minK = 0;
+  /// Segments: the kernel takes the tiles of block-m rows cut from long
+  /// runs, beside the segment kernel of its kind that takes the rest.
+  bool longRuns = false;
 };
 
 /// Which elements the load of input `n` reads.

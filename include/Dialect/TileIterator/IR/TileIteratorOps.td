@@ -414,6 +414,12 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     of kind `per_key` (an input with a matrix per row's key) runs over a
     *segment*: `block-m` rows of one key, the rows sorted by the key.
 
+    A segment kernel marked `long_runs` takes the tiles of `block-m` rows
+    cut from the runs of at least that many rows of one key (each key's
+    matrix then read once per `block-m` rows instead of once per tile of
+    the other segment kernel); it runs together with the next segment
+    kernel of its kind, which takes the rest of every run.
+
     A schedule lists its kernels from the most preferred; the launch plan
     runs, among the kernels of one kind (tensor cores or not), the first
     whose grid gives every multiprocessor a block and whose reduction is
@@ -448,13 +454,14 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     DenseI64ArrayAttr:$thread_shape,
     OptionalAttr<I64Attr>:$stages,
     OptionalAttr<I64Attr>:$cluster_m,
-    OptionalAttr<I64Attr>:$min_k
+    OptionalAttr<I64Attr>:$min_k,
+    UnitAttr:$long_runs
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $suffix `block` $block_shape `thread` $thread_shape (`stages` $stages^)?
-    (`cluster_m` $cluster_m^)? (`min_k` $min_k^)? attr-dict-with-keyword
-    $body
+    (`cluster_m` $cluster_m^)? (`min_k` $min_k^)? (`long_runs` $long_runs^)?
+    attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -219,8 +219,20 @@ mlir::tile::computeSignature(func::FuncOp func) {
     }
   }
 
-  // Symbols.
+  // Symbols: those a parameter names (kge.dims, kept from the bvec function
+  // a task was translated from) first, then M, N, K for the tasks' axes.
   std::map<Slot, std::string> names;
+  for (unsigned a = 0; a < numArgs; ++a)
+    if (auto dims = func.getArgAttrOfType<ArrayAttr>(a, "kge.dims"))
+      for (auto [d, dim] : llvm::enumerate(dims))
+        // (Static sizes are numbers: no symbols.)
+        if (auto name = dyn_cast<StringAttr>(dim);
+            name && !name.getValue().empty() &&
+            !llvm::isDigit(name.getValue().front()) &&
+            static_cast<int64_t>(d) <
+                cast<MemRefType>(func.getArgument(a).getType()).getRank())
+          names.emplace(classes.getLeaderValue({a, static_cast<unsigned>(d)}),
+                        name.str());
   static constexpr const char *kAxisSymbols[] = {"M", "N", "K"};
   for (auto [t, axes] : llvm::enumerate(axisSlots))
     for (unsigned axis = 0; axis < 3; ++axis) {

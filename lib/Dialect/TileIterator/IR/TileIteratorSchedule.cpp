@@ -194,7 +194,8 @@ KernelOp mlir::tile::buildKernel(OpBuilder &b, TaskOp task, StringRef suffix,
       b.getDenseI64ArrayAttr({tiling.bm, tiling.bn, tiling.bk}),
       b.getDenseI64ArrayAttr({tiling.tm, tiling.tn}),
       tensorCores ? b.getI64IntegerAttr(tiling.stages) : IntegerAttr(),
-      optional(tiling.clusterM, 1), optional(tiling.minK, 0));
+      optional(tiling.clusterM, 1), optional(tiling.minK, 0),
+      tiling.longRuns);
   b.createBlock(&kernel.getBody());
   int64_t block[3] = {tiling.bm, tiling.bn, tiling.bk};
   SmallVector<Value> loads;
@@ -243,6 +244,7 @@ KernelTiling mlir::tile::getKernelTiling(KernelOp kernel) {
   tiling.stages = valueOr(kernel.getStagesAttr(), 0);
   tiling.clusterM = valueOr(kernel.getClusterMAttr(), 1);
   tiling.minK = valueOr(kernel.getMinKAttr(), 0);
+  tiling.longRuns = kernel.getLongRuns();
   return tiling;
 }
 
@@ -352,6 +354,9 @@ LogicalResult KernelOp::verify() {
   if (phase != Store)
     return emitOpError() << "must end with a compute step (tile.mma or "
                             "tile.compute) and a tile.store";
+  if (getLongRuns() && !runsSegments())
+    return emitOpError() << "takes long runs, but it runs no segments (no "
+                            "load of kind per_key)";
   return success();
 }
 
