@@ -2,6 +2,8 @@
 
 #include "Target/PTX.h"
 
+#include "Conversion/GPUCommon/BundleAttributes.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -87,13 +89,32 @@ bool mlir::kge::waitsForPriorGrids(StringRef chip) {
 /// it in the stream have completed and their memory is visible. Launched
 /// normally the wait returns at once; launched as a programmatic dependent
 /// it lets the kernel's blocks start while the previous kernel finishes.
+///
+/// Two kernels that the launch plan runs side by side (a segment kernel of
+/// long runs and the one of the rest: disjoint rows) fork and join: the
+/// first (kge.launch_dependents) lets the next start once every block of it
+/// has passed its own wait, so the grids before both are complete; the
+/// second (kge.wait_at_exit) waits before it returns instead of at its
+/// entry, so that it completes only after the first, and whatever follows
+/// it waits for both.
 static void insertPriorGridWaits(gpu::GPUModuleOp module) {
   module.walk([](LLVM::LLVMFuncOp func) {
     if (func.isExternal() || !func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()))
       return;
+    if (func->hasAttr(kWaitAtExitAttrName)) {
+      func.walk([](LLVM::ReturnOp ret) {
+        OpBuilder b(ret);
+        NVVM::GriddepcontrolOp::create(b, ret.getLoc(),
+                                       NVVM::GridDepActionKind::wait);
+      });
+      return;
+    }
     OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
     NVVM::GriddepcontrolOp::create(b, func.getLoc(),
                                    NVVM::GridDepActionKind::wait);
+    if (func->hasAttr(kLaunchDependentsAttrName))
+      NVVM::GriddepcontrolOp::create(b, func.getLoc(),
+                                     NVVM::GridDepActionKind::launch_dependents);
   });
 }
 

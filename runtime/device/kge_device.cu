@@ -449,7 +449,9 @@ extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths
   }
 }
 
-extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
+namespace {
+/// kge_key_scan's body; with `lengths`, each key's count is also kept there.
+__device__ void keyScan(int *counts, long long numKeys, int *lengths) {
   __shared__ int partials[32];
   // One block: each warp takes a contiguous segment of the keys and reads it
   // in coalesced runs of 32 consecutive counters (a thread per counter, so
@@ -500,13 +502,26 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
       bool isRare = count < KGE_RARE_KEY_COUNT;
       int rareHere = warpInclusivePrefix(isRare ? count : 0);
       int frequentHere = warpInclusivePrefix(isRare ? 0 : count);
-      if (i < end)
+      if (i < end) {
         counts[i] = isRare ? rareRun + rareHere - count
                            : frequentRun + frequentHere - count;
+        if (lengths)
+          lengths[i] = count;
+      }
       rareRun += __shfl_sync(0xffffffffu, rareHere, 31);
       frequentRun += __shfl_sync(0xffffffffu, frequentHere, 31);
     }
   }
+}
+} // namespace
+
+extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
+  keyScan(counts, numKeys, nullptr);
+}
+
+extern "C" __global__ void kge_key_scan_lengths(int *counts, long long numKeys,
+                                                int *lengths) {
+  keyScan(counts, numKeys, lengths);
 }
 
 extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,

@@ -94,6 +94,9 @@ __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
 __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
                                   long long num_keys, int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);
+/// kge_key_scan that also keeps each key's count (its run's length) in
+/// lengths (the segment iterators' plans: no second histogram).
+__global__ void kge_key_scan_lengths(int *counts, long long num_keys, int *lengths);
 __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
                                 long long num_keys, int *cursor, int *perm);
 

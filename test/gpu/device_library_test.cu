@@ -171,7 +171,13 @@ static void testInspector(int tile, int blockSize, const char *kind,
 /// item and global atomics.
 static void countingSort(const long long *dKeys, long long n, long long numKeys,
                          int *dCounts, int *dPerm, bool privatized,
-                         int grid = 0) {
+                         int grid = 0, int *dLengths = nullptr) {
+  auto scan = [&] {
+    if (dLengths)
+      kge_key_scan_lengths<<<1, 1024>>>(dCounts, numKeys, dLengths);
+    else
+      kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+  };
   CHECK(cudaMemset(dCounts, 0, numKeys * 4));
   if (privatized) {
     long long words = (numKeys + 1) / 2;
@@ -188,12 +194,12 @@ static void countingSort(const long long *dKeys, long long n, long long numKeys,
                                scatterBytes));
     int blocks = grid ? grid : static_cast<int>((n + KGE_SORT_CHUNK - 1) / KGE_SORT_CHUNK);
     kge_key_histogram<<<blocks, 512, histogramBytes>>>(dKeys, 64, n, numKeys, dCounts);
-    kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+    scan();
     kge_key_scatter<<<blocks, 512, scatterBytes>>>(dKeys, 64, n, numKeys, dCounts,
                                                    dPerm);
   } else {
     kge_key_histogram<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts);
-    kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
+    scan();
     kge_key_scatter<<<(n + 255) / 256, 256>>>(dKeys, 64, n, numKeys, dCounts,
                                               dPerm);
   }
@@ -233,10 +239,24 @@ static void testSorts(std::mt19937 &rng) {
       return std::make_pair(frequency[key] >= KGE_RARE_KEY_COUNT, key);
     };
     std::vector<int> perm(n);
+    int *dLengths;
+    CHECK(cudaMalloc(&dLengths, numKeys * 4));
     for (bool privatized : {false, true}) {
-      // Global counting sort.
+      // Global counting sort (the privatized one keeping the run lengths:
+      // kge_key_scan_lengths).
       CHECK(cudaMemset(dPerm, 0xff, n * 4));
-      countingSort(dKeys, n, numKeys, dCounts, dPerm, privatized, c.grid);
+      CHECK(cudaMemset(dLengths, 0xff, numKeys * 4));
+      countingSort(dKeys, n, numKeys, dCounts, dPerm, privatized, c.grid,
+                   privatized ? dLengths : nullptr);
+      if (privatized) {
+        std::vector<int> lengths(numKeys);
+        CHECK(cudaMemcpy(lengths.data(), dLengths, numKeys * 4, cudaMemcpyDeviceToHost));
+        bool lengthsOk = true;
+        for (long long g = 0; g < numKeys; ++g)
+          lengthsOk &= lengths[g] == (frequency.count(g) ? frequency[g] : 0);
+        EXPECT(lengthsOk, "kge_key_scan_lengths of %lld items, %lld keys: the run lengths "
+               "differ from the histogram", n, numKeys);
+      }
       CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
       std::vector<int> seen(n, 0);
       bool ok = true;
@@ -271,6 +291,7 @@ static void testSorts(std::mt19937 &rng) {
     CHECK(cudaFree(dKeys));
     CHECK(cudaFree(dPerm));
     CHECK(cudaFree(dCounts));
+    CHECK(cudaFree(dLengths));
   }
 }
 

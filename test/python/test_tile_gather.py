@@ -188,16 +188,17 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     steps = bundle.manifest["launches"]
     # The rows sorted by their key (the device library's counting sort),
     # then one block per key and column tile.
-    # (A first histogram keeps each key's number of rows: its run starts
-    # that many rows before the end the scatter leaves; the runs are cut
-    # into tiles of 16 rows, one block each.)
+    # (The scan keeps each key's number of rows: its run starts that many
+    # rows before the end the scatter leaves; the runs are cut into tiles
+    # of 16 rows, one block each.)
     assert [s.get("function", s["kind"]) for s in steps] == [
-        "memset", "kge_key_histogram", "memset", "kge_key_histogram", "kge_key_scan",
-        "kge_key_scatter", "kge_segment_tiles", "project"]
-    assert [s.get("buffer") for s in steps[:3]] == ["scratch:lengths", None, "scratch:counts"]
+        "memset", "kge_key_histogram", "kge_key_scan_lengths", "kge_key_scatter",
+        "kge_segment_tiles", "project"]
+    assert steps[0]["buffer"] == "scratch:counts"
     assert steps[1]["args"][0] == {"kind": "pointer", "buffer": "param:r"}
-    assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
-    assert [a.get("buffer", a.get("value")) for a in steps[6]["args"]] == [
+    assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:counts"}
+    assert steps[2]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
+    assert [a.get("buffer", a.get("value")) for a in steps[4]["args"]] == [
         "scratch:counts", "scratch:lengths", "W_d0", "16", "scratch:tiles", "0", "scratch:tiles"]
     kernel = steps[-1]
     assert kernel["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]
@@ -215,24 +216,24 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     # otherwise, over runs all cut into 16 rows.
     x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
     steps = x3.manifest["launches"]
-    assert [s.get("function", s["kind"]) for s in steps][6:] == [
+    assert [s.get("function", s["kind"]) for s in steps][4:] == [
         "kge_segment_tiles", "kge_segment_tiles", "project_mma_long", "project_mma",
         "project_small"]
     aligned = "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
-    assert [s["when"] for s in steps[6:]] == [aligned, f"1 - ({aligned})", aligned, aligned,
+    assert [s["when"] for s in steps[4:]] == [aligned, f"1 - ({aligned})", aligned, aligned,
                                              f"1 - {aligned}"]
-    assert [a.get("buffer", a.get("value")) for a in steps[6]["args"]][-3:] == [
+    assert [a.get("buffer", a.get("value")) for a in steps[4]["args"]][-3:] == [
         "scratch:tiles", "64", "scratch:long_tiles"]
-    assert [a.get("buffer", a.get("value")) for a in steps[7]["args"]][-3:] == [
+    assert [a.get("buffer", a.get("value")) for a in steps[5]["args"]][-3:] == [
         "scratch:tiles", "0", "scratch:tiles"]
-    assert steps[8]["grid"] == ["ceildiv(M, 64)", "ceildiv(N, 128)", "1"]
-    assert steps[8]["args"][-1]["buffer"] == "scratch:long_tiles"
+    assert steps[6]["grid"] == ["ceildiv(M, 64)", "ceildiv(N, 128)", "1"]
+    assert steps[6]["args"][-1]["buffer"] == "scratch:long_tiles"
     assert {s["name"]: s["count"] for s in x3.manifest["scratch"]}["long_tiles"] == \
         "1 + 3 * ceildiv(M, 64)"
     # f32 matrices per key take 3xTF32 unless told otherwise.
     assert bundle_of(PROJECTION).manifest["launches"] == x3.manifest["launches"]
-    assert [s["grid"] for s in steps[9:]] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
-    assert [s["block"] for s in steps[8:]] == [["256", "1", "1"], ["128", "1", "1"],
+    assert [s["grid"] for s in steps[7:]] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
+    assert [s["block"] for s in steps[6:]] == [["256", "1", "1"], ["128", "1", "1"],
                                                ["256", "1", "1"]]
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")

@@ -27,6 +27,16 @@ inline constexpr llvm::StringLiteral kSignatureAttrName = "kge.signature";
 /// kernel is an llvm.func (kge-grid-constant-arguments).
 inline constexpr llvm::StringLiteral kGridConstantsAttrName =
     "kge.grid_constants";
+/// On a kernel that the launch plan runs beside the next one (a fork): it
+/// lets the next kernel start once each of its blocks passed its wait for
+/// the grids before it (kge-translate emits griddepcontrol.launch_dependents
+/// after that wait on sm_90).
+inline constexpr llvm::StringLiteral kLaunchDependentsAttrName =
+    "kge.launch_dependents";
+/// On the kernel that joins it: it waits for the grids before it when it
+/// returns, not at its entry, so that it completes after the kernel it ran
+/// beside.
+inline constexpr llvm::StringLiteral kWaitAtExitAttrName = "kge.wait_at_exit";
 inline constexpr llvm::StringLiteral kLaunchPlanAttrName = "kge.launch_plan";
 inline constexpr llvm::StringLiteral kScratchAttrName = "kge.scratch";
 inline constexpr llvm::StringLiteral kChecksAttrName = "kge.checks";
@@ -64,8 +74,9 @@ public:
   /// `permBuffer` (allocated by the caller), each key's items consecutive
   /// (runs of rare keys first: not in key order). After the scatter,
   /// counts[g] is the end of key g's run. With `runLengths`, a scratch of
-  /// that name also receives every key's number of items (a second
-  /// histogram), so that a run starts at counts[g] - runLengths[g]. Up to
+  /// that name also receives every key's number of items (the scan keeps
+  /// them: kge_key_scan_lengths), so that a run starts at counts[g] -
+  /// runLengths[g]. Up to
   /// 8,192 keys the histograms and the scatter count in shared memory per
   /// chunk of 2,048 items (the library's KGE_SORT_PRIVATE_KEYS and
   /// KGE_SORT_CHUNK), with global atomics above. `wrap` sees each step

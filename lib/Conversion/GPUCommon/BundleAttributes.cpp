@@ -103,16 +103,21 @@ void BundleBuilder::appendCountingSort(
         {pointer(keyBuffer), scalar("i32", bits), scalar("i64", str(n)),
          scalar("i64", str(k)), pointer(buffer)})));
   };
+  histogram("scratch:counts");
   if (!runLengths.empty()) {
+    // The scan keeps each key's count: its run's length.
     scratch.push_back(dict({{"name", str(runLengths)},
                             {"dtype", str("i32")},
                             {"count", str(k)}}));
-    histogram(("scratch:" + runLengths).str());
+    steps.push_back(wrap(launch(
+        "kge_key_scan_lengths", "library", {"1", "1", "1"}, 1024, "0",
+        {pointer("scratch:counts"), scalar("i64", str(k)),
+         pointer(("scratch:" + runLengths).str())})));
+  } else {
+    steps.push_back(wrap(launch(
+        "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
+        {pointer("scratch:counts"), scalar("i64", str(k))})));
   }
-  histogram("scratch:counts");
-  steps.push_back(wrap(launch(
-      "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",
-      {pointer("scratch:counts"), scalar("i64", str(k))})));
   steps.push_back(wrap(launch(
       "kge_key_scatter", "library", {sortGrid, "1", "1"}, 256, scatterBytes,
       {pointer(keyBuffer), scalar("i32", bits), scalar("i64", str(n)),

@@ -2274,6 +2274,13 @@ LogicalResult lowerFunction(func::FuncOp func) {
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
         {static_cast<int32_t>(kernelShape.blockThreads()), 1, 1}));
+    // The kernel of long runs and the segment kernel after it (its
+    // partner) take disjoint rows: they run side by side (a fork and a
+    // join of the launch plan's stream, sm_90).
+    if (kernelShape.longRuns)
+      kernel->setAttr(kLaunchDependentsAttrName, b.getUnitAttr());
+    if (&variant != variants.begin() && (&variant - 1)->shape.longRuns)
+      kernel->setAttr(kWaitAtExitAttrName, b.getUnitAttr());
     // Operands read from transposed copies: the kernel of a task whose
     // maps say so.
     SmallVector<unsigned> transposed = getTransposedInputs(task, kernelShape);
