@@ -38,6 +38,26 @@ def ConvertBatchedVectorToTile : Pass<"convert-bvec-to-tile", "ModuleOp"> {
     slices, reductions feeding vectors (TransH), a mean, scalars combined
     non-linearly across several reductions, several results.
 
+    With `matrices` (what `kge-lower-to-gpu` does in positive mode unless
+    `fuse-matrix-products`), the functions whose score reduces one matrix
+    product per edge become tile functions instead, and the others stay:
+    `i` runs over the edges, `k` over the multiplied vector, `j` over the
+    projected one; the multiplied vector's elementwise expression times the
+    matrix gathered per edge is the inner computation (the matrix a matrix
+    per row's key: the segment iterators), the projected side's expression
+    the projection (rows read along `j` are pair operands, `R[r[i], j]`),
+    the reduction an `output reduce`, the scalar operations after it its
+    `finalize`. The tile function keeps the parameters, their dimension
+    names (`kge.dims`) and the score as a result (`kge.result`). Left to
+    the fused kernel: two or more products, a mean, reductions feeding
+    vectors, several results, and half-precision tables whose products
+    would take a factor computed from several of them (rounded to half
+    precision on the tensor cores) or mix precisions.
+
+    Example (TransR, `matrices`): the task of
+    `tile.task`'s second example, with `kge.dims` and `kge.result` on the
+    function's arguments.
+
     Example (DistMult, `shared-negatives=t`):
 
     ```mlir

@@ -385,10 +385,12 @@ __device__ void warpKeySegment(long long numKeys, int &begin, int &end) {
   end = min(n, begin + per);
 }
 
-extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths,
-                                             long long numKeys, int tileRows,
-                                             int *tiles, int longRows,
-                                             int *longTiles) {
+namespace {
+/// kge_segment_tiles' body: key g's run starts at starts[g] (or ends at
+/// ends[g]: one of them is null) and holds lengths[g] items.
+__device__ void cutRuns(const int *starts, const int *ends, const int *lengths,
+                        long long numKeys, int tileRows, int *tiles,
+                        int longRows, int *longTiles) {
   __shared__ int partials[32];
   // Each warp takes a contiguous segment of the keys: its tiles are counted,
   // a block-wide scan of the warps' counts places them, and a warp scan of
@@ -419,7 +421,8 @@ extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths
   for (int base = begin; base < end; base += 32) {
     int i = base + lane;
     int length = i < end ? lengths[i] : 0;
-    int start = i < end ? ends[i] - length : 0;
+    int start = i >= end ? 0 : starts ? starts[i] : ends[i] - length;
+    int runEnd = start + length;
     int mineLong = longOf(length);
     int longInclusive = warpInclusivePrefix(mineLong);
     int firstLong = longRun + longInclusive - mineLong;
@@ -438,7 +441,7 @@ extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths
       int *tile = tiles + 1 + 3 * (first + m);
       tile[0] = i;
       tile[1] = start + m * tileRows;
-      tile[2] = min(start + (m + 1) * tileRows, ends[i]);
+      tile[2] = min(start + (m + 1) * tileRows, runEnd);
     }
     run += __shfl_sync(0xffffffffu, inclusive, 31);
   }
@@ -447,6 +450,14 @@ extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths
     if (longRows > 0)
       longTiles[0] = longTotal;
   }
+}
+} // namespace
+
+extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths,
+                                             long long numKeys, int tileRows,
+                                             int *tiles, int longRows,
+                                             int *longTiles) {
+  cutRuns(nullptr, ends, lengths, numKeys, tileRows, tiles, longRows, longTiles);
 }
 
 namespace {
@@ -519,9 +530,15 @@ extern "C" __global__ void kge_key_scan(int *counts, long long numKeys) {
   keyScan(counts, numKeys, nullptr);
 }
 
-extern "C" __global__ void kge_key_scan_lengths(int *counts, long long numKeys,
-                                                int *lengths) {
+extern "C" __global__ void kge_key_scan_tiles(int *counts, long long numKeys,
+                                              int *lengths, int tileRows,
+                                              int *tiles, int longRows,
+                                              int *longTiles) {
   keyScan(counts, numKeys, lengths);
+  // The block's writes of the starts and lengths are visible to all its
+  // threads past the barrier.
+  __syncthreads();
+  cutRuns(counts, nullptr, lengths, numKeys, tileRows, tiles, longRows, longTiles);
 }
 
 extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,

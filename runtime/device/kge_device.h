@@ -95,8 +95,12 @@ __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
                                   long long num_keys, int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);
 /// kge_key_scan that also keeps each key's count (its run's length) in
-/// lengths (the segment iterators' plans: no second histogram).
-__global__ void kge_key_scan_lengths(int *counts, long long num_keys, int *lengths);
+/// lengths, then cuts the runs into tiles as kge_segment_tiles does (each
+/// run starting where the scan placed it), in one block: the segment
+/// iterators' plans (no second histogram, no separate launch).
+__global__ void kge_key_scan_tiles(int *counts, long long num_keys, int *lengths,
+                                   int tile_rows, int *tiles, int long_rows,
+                                   int *long_tiles);
 __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
                                 long long num_keys, int *cursor, int *perm);
 

@@ -171,10 +171,13 @@ static void testInspector(int tile, int blockSize, const char *kind,
 /// item and global atomics.
 static void countingSort(const long long *dKeys, long long n, long long numKeys,
                          int *dCounts, int *dPerm, bool privatized,
-                         int grid = 0, int *dLengths = nullptr) {
+                         int grid = 0, int *dLengths = nullptr, int dTileRows = 0,
+                         int *dTiles = nullptr, int dLongRows = 0,
+                         int *dLongTiles = nullptr) {
   auto scan = [&] {
     if (dLengths)
-      kge_key_scan_lengths<<<1, 1024>>>(dCounts, numKeys, dLengths);
+      kge_key_scan_tiles<<<1, 1024>>>(dCounts, numKeys, dLengths, dTileRows, dTiles,
+                                      dLongRows, dLongTiles);
     else
       kge_key_scan<<<1, 1024>>>(dCounts, numKeys);
   };
@@ -239,23 +242,52 @@ static void testSorts(std::mt19937 &rng) {
       return std::make_pair(frequency[key] >= KGE_RARE_KEY_COUNT, key);
     };
     std::vector<int> perm(n);
-    int *dLengths;
+    // The privatized sort's scan is kge_key_scan_tiles (16-row tiles, runs
+    // of 64 and more in 64-row ones): the run lengths and both tables are
+    // checked against the runs the sort leaves.
+    const int tileRows = 16, longRows = 64;
+    long long capacity = 1 + 3 * ((n + tileRows - 1) / tileRows + numKeys);
+    long long longCapacity = 1 + 3 * (n / longRows);
+    int *dLengths, *dTiles, *dLongTiles;
     CHECK(cudaMalloc(&dLengths, numKeys * 4));
+    CHECK(cudaMalloc(&dTiles, capacity * 4));
+    CHECK(cudaMalloc(&dLongTiles, longCapacity * 4));
     for (bool privatized : {false, true}) {
-      // Global counting sort (the privatized one keeping the run lengths:
-      // kge_key_scan_lengths).
+      // Global counting sort.
       CHECK(cudaMemset(dPerm, 0xff, n * 4));
       CHECK(cudaMemset(dLengths, 0xff, numKeys * 4));
       countingSort(dKeys, n, numKeys, dCounts, dPerm, privatized, c.grid,
-                   privatized ? dLengths : nullptr);
+                   privatized ? dLengths : nullptr, tileRows, dTiles, longRows,
+                   dLongTiles);
       if (privatized) {
-        std::vector<int> lengths(numKeys);
+        std::vector<int> lengths(numKeys), ends(numKeys), tiles(capacity),
+            longTiles(longCapacity);
         CHECK(cudaMemcpy(lengths.data(), dLengths, numKeys * 4, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(ends.data(), dCounts, numKeys * 4, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(tiles.data(), dTiles, capacity * 4, cudaMemcpyDeviceToHost));
+        CHECK(cudaMemcpy(longTiles.data(), dLongTiles, longCapacity * 4,
+                         cudaMemcpyDeviceToHost));
         bool lengthsOk = true;
-        for (long long g = 0; g < numKeys; ++g)
+        std::vector<int> expected = {0}, expectedLong = {0};
+        for (long long g = 0; g < numKeys; ++g) {
           lengthsOk &= lengths[g] == (frequency.count(g) ? frequency[g] : 0);
-        EXPECT(lengthsOk, "kge_key_scan_lengths of %lld items, %lld keys: the run lengths "
-               "differ from the histogram", n, numKeys);
+          // After the scatter, ends[g] is where key g's run ends.
+          int start = ends[g] - lengths[g];
+          for (; start + longRows <= ends[g]; start += longRows) {
+            expectedLong.insert(expectedLong.end(), {static_cast<int>(g), start, start + longRows});
+            ++expectedLong[0];
+          }
+          for (; start < ends[g]; start += tileRows) {
+            expected.insert(expected.end(),
+                            {static_cast<int>(g), start, std::min(start + tileRows, ends[g])});
+            ++expected[0];
+          }
+        }
+        bool tilesOk = std::equal(expected.begin(), expected.end(), tiles.begin()) &&
+                       std::equal(expectedLong.begin(), expectedLong.end(), longTiles.begin());
+        EXPECT(lengthsOk && tilesOk, "kge_key_scan_tiles of %lld items, %lld keys: run lengths "
+               "%s, tiles %s", n, numKeys, lengthsOk ? "right" : "wrong",
+               tilesOk ? "right" : "wrong");
       }
       CHECK(cudaMemcpy(perm.data(), dPerm, n * 4, cudaMemcpyDeviceToHost));
       std::vector<int> seen(n, 0);
@@ -292,6 +324,8 @@ static void testSorts(std::mt19937 &rng) {
     CHECK(cudaFree(dPerm));
     CHECK(cudaFree(dCounts));
     CHECK(cudaFree(dLengths));
+    CHECK(cudaFree(dTiles));
+    CHECK(cudaFree(dLongTiles));
   }
 }
 

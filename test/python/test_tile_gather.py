@@ -188,18 +188,15 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     steps = bundle.manifest["launches"]
     # The rows sorted by their key (the device library's counting sort),
     # then one block per key and column tile.
-    # (The scan keeps each key's number of rows: its run starts that many
-    # rows before the end the scatter leaves; the runs are cut into tiles
-    # of 16 rows, one block each.)
+    # (The scan keeps each key's number of rows and cuts its run, starting
+    # where the scan places it, into tiles of 16 rows, one block each.)
     assert [s.get("function", s["kind"]) for s in steps] == [
-        "memset", "kge_key_histogram", "kge_key_scan_lengths", "kge_key_scatter",
-        "kge_segment_tiles", "project"]
+        "memset", "kge_key_histogram", "kge_key_scan_tiles", "kge_key_scatter", "project"]
     assert steps[0]["buffer"] == "scratch:counts"
     assert steps[1]["args"][0] == {"kind": "pointer", "buffer": "param:r"}
     assert steps[1]["args"][-1] == {"kind": "pointer", "buffer": "scratch:counts"}
-    assert steps[2]["args"][-1] == {"kind": "pointer", "buffer": "scratch:lengths"}
-    assert [a.get("buffer", a.get("value")) for a in steps[4]["args"]] == [
-        "scratch:counts", "scratch:lengths", "W_d0", "16", "scratch:tiles", "0", "scratch:tiles"]
+    assert [a.get("buffer", a.get("value")) for a in steps[2]["args"]] == [
+        "scratch:counts", "W_d0", "scratch:lengths", "16", "scratch:tiles", "0", "scratch:tiles"]
     kernel = steps[-1]
     assert kernel["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]
     assert [a["buffer"] for a in kernel["args"][-2:]] == ["scratch:perm", "scratch:tiles"]
@@ -216,31 +213,31 @@ def test_a_matrix_per_key_takes_the_segment_iterators():
     # otherwise, over runs all cut into 16 rows.
     x3 = bundle_of(PROJECTION, "{matrix-math=tf32x3}")
     steps = x3.manifest["launches"]
-    assert [s.get("function", s["kind"]) for s in steps][4:] == [
-        "kge_segment_tiles", "kge_segment_tiles", "project_mma_long", "project_mma",
-        "project_small"]
+    assert [s.get("function", s["kind"]) for s in steps][2:] == [
+        "kge_key_scan_tiles", "kge_key_scan_tiles", "kge_key_scatter", "project_mma_long",
+        "project_mma", "project_small"]
     aligned = "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"
-    assert [s["when"] for s in steps[4:]] == [aligned, f"1 - ({aligned})", aligned, aligned,
-                                             f"1 - {aligned}"]
-    assert [a.get("buffer", a.get("value")) for a in steps[4]["args"]][-3:] == [
+    assert [s.get("when") for s in steps[2:]] == [aligned, f"1 - ({aligned})", None, aligned,
+                                                 aligned, f"1 - {aligned}"]
+    assert [a.get("buffer", a.get("value")) for a in steps[2]["args"]][-3:] == [
         "scratch:tiles", "64", "scratch:long_tiles"]
-    assert [a.get("buffer", a.get("value")) for a in steps[5]["args"]][-3:] == [
+    assert [a.get("buffer", a.get("value")) for a in steps[3]["args"]][-3:] == [
         "scratch:tiles", "0", "scratch:tiles"]
-    assert steps[6]["grid"] == ["ceildiv(M, 64)", "ceildiv(N, 128)", "1"]
-    assert steps[6]["args"][-1]["buffer"] == "scratch:long_tiles"
+    assert steps[5]["grid"] == ["ceildiv(M, 64)", "ceildiv(N, 128)", "1"]
+    assert steps[5]["args"][-1]["buffer"] == "scratch:long_tiles"
     assert {s["name"]: s["count"] for s in x3.manifest["scratch"]}["long_tiles"] == \
         "1 + 3 * ceildiv(M, 64)"
     # f32 matrices per key take 3xTF32 unless told otherwise.
     assert bundle_of(PROJECTION).manifest["launches"] == x3.manifest["launches"]
-    assert [s["grid"] for s in steps[7:]] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
-    assert [s["block"] for s in steps[6:]] == [["256", "1", "1"], ["128", "1", "1"],
+    assert [s["grid"] for s in steps[6:]] == [["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)", "1"]] * 2
+    assert [s["block"] for s in steps[5:]] == [["256", "1", "1"], ["128", "1", "1"],
                                                ["256", "1", "1"]]
     # A tile shape given by the caller is the segments' shape.
     small = bundle_of(PROJECTION, "{block-m=16 block-n=128 block-k=8 thread-m=2 thread-n=4}")
     assert small.manifest["launches"][-1]["grid"] == ["ceildiv(M, 16) + W_d0", "ceildiv(N, 128)",
                                                       "1"]
     wide = bundle_of(PROJECTION, "{block-m=32 block-n=128 block-k=8 thread-m=4 thread-n=4}")
-    assert wide.manifest["launches"][-2]["args"][3]["value"] == "32"
+    assert wide.manifest["launches"][-3]["args"][3]["value"] == "32"
     assert wide.manifest["launches"][-1]["grid"][0] == "ceildiv(M, 32) + W_d0"
 
 

@@ -74,9 +74,9 @@ public:
   /// `permBuffer` (allocated by the caller), each key's items consecutive
   /// (runs of rare keys first: not in key order). After the scatter,
   /// counts[g] is the end of key g's run. With `runLengths`, a scratch of
-  /// that name also receives every key's number of items (the scan keeps
-  /// them: kge_key_scan_lengths), so that a run starts at counts[g] -
-  /// runLengths[g]. Up to
+  /// that name receives every key's number of items, written by `scans`,
+  /// the steps that replace the scan (kge_key_scan_tiles, which also cuts
+  /// the runs into tiles; given together with `runLengths`). Up to
   /// 8,192 keys the histograms and the scatter count in shared memory per
   /// chunk of 2,048 items (the library's KGE_SORT_PRIVATE_KEYS and
   /// KGE_SORT_CHUNK), with global atomics above. `wrap` sees each step
@@ -87,7 +87,8 @@ public:
                           StringRef count, StringRef keys,
                           StringRef permBuffer,
                           llvm::function_ref<Attribute(Attribute)> wrap,
-                          StringRef runLengths = "");
+                          StringRef runLengths = "",
+                          ArrayRef<Attribute> scans = {});
 
 private:
   Builder &b;

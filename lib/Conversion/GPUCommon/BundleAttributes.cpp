@@ -76,7 +76,7 @@ void BundleBuilder::appendCountingSort(
     SmallVectorImpl<Attribute> &scratch, SmallVectorImpl<Attribute> &steps,
     StringRef keyBuffer, unsigned keyBits, StringRef count, StringRef keys,
     StringRef permBuffer, llvm::function_ref<Attribute(Attribute)> wrap,
-    StringRef runLengths) {
+    StringRef runLengths, ArrayRef<Attribute> scans) {
   constexpr int64_t kSortPrivateKeys = 8192, kSortChunk = 2048;
   std::string n = count.str(), k = keys.str();
   // `globally` is 0 or 1 and picks the grid and shared memory.
@@ -104,15 +104,15 @@ void BundleBuilder::appendCountingSort(
          scalar("i64", str(k)), pointer(buffer)})));
   };
   histogram("scratch:counts");
-  if (!runLengths.empty()) {
-    // The scan keeps each key's count: its run's length.
+  if (!runLengths.empty())
     scratch.push_back(dict({{"name", str(runLengths)},
                             {"dtype", str("i32")},
                             {"count", str(k)}}));
-    steps.push_back(wrap(launch(
-        "kge_key_scan_lengths", "library", {"1", "1", "1"}, 1024, "0",
-        {pointer("scratch:counts"), scalar("i64", str(k)),
-         pointer(("scratch:" + runLengths).str())})));
+  assert(runLengths.empty() == scans.empty() &&
+         "the run lengths are written by the given scans");
+  if (!scans.empty()) {
+    for (Attribute scan : scans)
+      steps.push_back(wrap(scan));
   } else {
     steps.push_back(wrap(launch(
         "kge_key_scan", "library", {"1", "1", "1"}, 1024, "0",

@@ -2414,6 +2414,7 @@ LogicalResult lowerFunction(func::FuncOp func) {
   };
   std::string keys, segmentTiles;
   int64_t segmentRows = 0;
+  const kge_runtime::Parameter *sortKey = nullptr;
   // Segments: a kernel of long runs (at most one) takes their tiles of its
   // rows from a second table.
   const KernelVariant *longVariant = llvm::find_if(
@@ -2436,10 +2437,9 @@ LogicalResult lowerFunction(func::FuncOp func) {
     scratch.push_back(bb.dict({{"name", bb.str("perm")},
                                {"dtype", bb.str("i32")},
                                {"count", bb.str(extentOf(TaskOp::I))}}));
-    bb.appendCountingSort(scratch, steps, "param:" + key.name,
-                          key.dtype == kge_runtime::DType::I32 ? 32 : 64,
-                          extentOf(TaskOp::I), keys, "scratch:perm",
-                          [](Attribute step) { return step; }, "lengths");
+    // (The counting sort's steps follow below, once it is known where the
+    // kernel of long runs runs: its scan also cuts the runs into tiles.)
+    sortKey = &key;
     // Every key's run cut into tiles of the variants' rows (one block
     // each: a frequent key's rows spread over many blocks).
     segmentRows = shortVariant.shape.bm;
@@ -2533,11 +2533,13 @@ LogicalResult lowerFunction(func::FuncOp func) {
   // (tensor cores when the rows are whole chunks), all into tiles of the
   // other kernels' rows otherwise.
   if (segmentKey) {
+    // The counting sort's scan places every key's run and cuts it into
+    // tiles (kge_key_scan_tiles), before the scatter fills the runs.
     auto cutRuns = [&](int64_t longRows) {
       return bb.launch(
-          "kge_segment_tiles", "library", {"1", "1", "1"}, 1024, "0",
-          {bb.pointer("scratch:counts"), bb.pointer("scratch:lengths"),
-           bb.scalar("i64", bb.str(keys)),
+          "kge_key_scan_tiles", "library", {"1", "1", "1"}, 1024, "0",
+          {bb.pointer("scratch:counts"), bb.scalar("i64", bb.str(keys)),
+           bb.pointer("scratch:lengths"),
            bb.scalar("i32", bb.str(std::to_string(segmentRows))),
            bb.pointer("scratch:tiles"),
            bb.scalar("i32", bb.str(std::to_string(longRows))),
@@ -2559,13 +2561,19 @@ LogicalResult lowerFunction(func::FuncOp func) {
       fields.set("when", bb.str(condition));
       return Attribute(fields.getDictionary(func.getContext()));
     };
+    SmallVector<Attribute> scans;
     if (!longVariant) {
-      steps.push_back(cutRuns(0));
+      scans.push_back(cutRuns(0));
     } else {
-      steps.push_back(when(cutRuns(longVariant->shape.bm), longRuns));
+      scans.push_back(when(cutRuns(longVariant->shape.bm), longRuns));
       if (longRuns != "1")
-        steps.push_back(when(cutRuns(0), "1 - (" + longRuns + ")"));
+        scans.push_back(when(cutRuns(0), "1 - (" + longRuns + ")"));
     }
+    bb.appendCountingSort(scratch, steps, "param:" + sortKey->name,
+                          sortKey->dtype == kge_runtime::DType::I32 ? 32 : 64,
+                          extentOf(TaskOp::I), keys, "scratch:perm",
+                          [](Attribute step) { return step; }, "lengths",
+                          scans);
   }
   // Products and quotients evaluate left to right: A * blocks / 132 is
   // A * (blocks / 132) for A in {0, 1}.
