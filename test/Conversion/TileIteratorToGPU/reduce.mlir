@@ -14,7 +14,7 @@
 // CHECK-SAME: {args = [{buffer = "scratch:partials", kind = "memref", shape = ["M * ceildiv(N, 128)"]}, {buffer = "param:S", kind = "memref", shape = ["M"]}, {kind = "i64", value = "ceildiv(N, 128)"}], block = ["256", "1", "1"], function = "transr_finalize", grid = ["ceildiv(M, 256)", "1", "1"], kind = "kernel", module = "transr_kernels", shared_bytes = "0", when = "(1 - min(1, K - K / 4 * 4)) * (1 - min(1, N - N / 4 * 4))"}
 // CHECK-SAME: function = "transr_small"
 // CHECK-SAME: function = "transr_finalize"
-// CHECK-SAME: kge.scratch = [{{.*}}{count = "M * ceildiv(N, 128)", dtype = "f32", name = "partials"}{{.*}}]
+// CHECK-SAME: {count = "M * ceildiv(N, 128)", dtype = "f32", name = "partials"}
 // CHECK-SAME: {dtype = "f32", name = "S", role = "output", shape = ["M"]}
 // The mma kernel's slots: four warps along the columns, four lanes a row.
 // CHECK: gpu.func @transr_mma({{.*}}, %[[PARTIALS:arg[0-9]+]]: memref<?xf32>) workgroup(%[[SLOTS:arg[0-9]+]] : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
