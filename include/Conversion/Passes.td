@@ -307,10 +307,12 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     that is an operand's contiguous one keeps CUDA cores). An input with
     one matrix per row's key (`W[r[i], k, j]`) takes the segment
     iterators: the launch plan sorts the rows by the key (the device
-    library's counting sort and a histogram of run lengths) and cuts every
-    key's run into tiles of block-m rows (`kge_segment_tiles`); one block
+    library's counting sort, whose scan keeps the run lengths) and cuts
+    every key's run into tiles of block-m rows (`kge_key_scan_tiles`; runs
+    of 64 rows and more into tiles of 64 for the kernel of long runs, which
+    runs beside the other); one block
     per tile and column tile reads its rows through the permutation with
-    its key's matrix as the `(k, j)` operand (dense and aggregate outputs;
+    its key's matrix as the `(k, j)` operand (dense, aggregate and reduce outputs;
     mma.sync tiles of 16 rows x 128 columns for products on tensor cores
     when the rows allow 16-byte copies, CUDA-core tiles of 16 x 128
     otherwise; a tile shape given as options is the segments').

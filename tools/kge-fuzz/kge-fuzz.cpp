@@ -499,6 +499,10 @@ int main(int argc, char **argv) {
                   {"kge-lower-to-cpu", "kge-lower-to-cpu"},
                   {"kge-lower-to-gpu", "kge-lower-to-gpu"},
                   {"kge-lower-to-gpu{negative=t}", "kge-lower-to-gpu{negative=t}"},
+                  // Matrix products per edge in bvec's fused kernel (the
+                  // default lowers them through tile).
+                  {"kge-lower-to-gpu{fuse-matrix-products=1}",
+                   "kge-lower-to-gpu{fuse-matrix-products=1}"},
                   // f32 products on tensor cores too (3xTF32).
                   {"tile tf32x3",
                    "convert-tile-to-gpu{matrix-math=tf32x3},kge-lower-to-gpu"},
