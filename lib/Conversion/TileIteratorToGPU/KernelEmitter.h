@@ -181,7 +181,8 @@ public:
   /// Emits the body of a reduce output's finalize kernel (threads along
   /// the rows): arguments the partial values (one per column tile and
   /// row, column tile major), the output and the number of column tiles;
-  /// a row's partial values combine in column order, then `finalize`.
+  /// a row's partial values combine in column-tile order from the
+  /// combiner's identity (none when N = 0), then `finalize`.
   void emitReduceFinalize(gpu::GPUFuncOp kernel);
   /// Emits the body of top-k's merge kernel (one block of 1024 threads):
   /// arguments the shards' values, rows and columns, then the task's
@@ -314,7 +315,7 @@ private:
                  ArrayRef<Value> holds, ArrayRef<Value> localRows,
                  ArrayRef<Value> localCols);
   /// Reduce's store iterator: each thread combines its pairs' values per
-  /// row (in column order; pairs not stored count as the identity),
+  /// row (in a fixed order; pairs not stored count as the identity),
   /// writes them to `slots` x bm shared partial values (its slot: its
   /// place along the block's columns), and after a barrier one thread per
   /// row combines the slots in order and writes the block's partial value

@@ -431,10 +431,12 @@ void KernelEmitter::emitReduceFinalize(gpu::GPUFuncOp kernel) {
                             idx(kReduceFinalizeThreads)),
       gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
   inThen(less(row, numRows), [&] {
+    // From the identity: no column tiles (N = 0) leave it.
     Combiner combiner = task.getAggregateCombiner();
-    Value first = memref::LoadOp::create(b, loc, partials, ValueRange{row});
-    auto loop = scf::ForOp::create(b, loc, idx(1), tiles, idx(1),
-                                   ValueRange{first});
+    Value identity = arith::ConstantOp::create(
+        b, loc, getCombinerIdentity(combiner, task.getValueType()));
+    auto loop = scf::ForOp::create(b, loc, idx(0), tiles, idx(1),
+                                   ValueRange{identity});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -2140,24 +2142,31 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
     return task.emitOpError() << "has no schedule: run tile-schedule first "
                                  "(convert-tile-to-gpu schedules the tasks "
                                  "it is given without one)";
-  // A kernel of long runs takes them beside the next segment kernel of its
-  // kind, whose tiles are shorter; one such kernel a schedule.
+  // A kernel of long runs takes them beside its partner, the kernel right
+  // after it: the only other one of its kind (tensor cores or not), with
+  // fewer rows per tile and the same columns. They run together, where
+  // that kind runs; one kernel of long runs a schedule.
   for (auto [n, variant] : llvm::enumerate(variants)) {
     if (!variant.shape.longRuns)
       continue;
-    auto partner = std::find_if(
-        variants.begin() + n + 1, variants.end(), [&](const KernelVariant &v) {
-          return !v.shape.longRuns &&
-                 v.shape.mma.has_value() == variant.shape.mma.has_value();
-        });
-    if (partner == variants.end() || partner->shape.bm >= variant.shape.bm ||
+    auto ofKind = [&](const KernelVariant &v) {
+      return v.shape.mma.has_value() == variant.shape.mma.has_value();
+    };
+    bool partnered =
+        n + 1 < variants.size() && !variants[n + 1].shape.longRuns &&
+        ofKind(variants[n + 1]) &&
+        variants[n + 1].shape.bm < variant.shape.bm &&
+        variants[n + 1].shape.bn == variant.shape.bn &&
+        llvm::count_if(variants, ofKind) == 2 &&
         llvm::count_if(variants, [](const KernelVariant &v) {
           return v.shape.longRuns;
-        }) > 1)
+        }) == 1;
+    if (!partnered)
       return task.getKernels()[n].emitOpError()
-             << "takes long runs, so a segment kernel of its kind with "
-                "fewer rows per tile must follow it (it takes the rest of "
-                "every run), and no other kernel may take long runs";
+             << "takes long runs, so the next kernel must be the only other "
+                "segment kernel of its kind, with fewer rows per tile and the "
+                "same columns (it takes the rest of every run), and no other "
+                "kernel may take long runs";
   }
   return variants;
 }
@@ -2421,7 +2430,7 @@ LogicalResult lowerFunction(func::FuncOp func) {
       variants, [](const KernelVariant &v) { return v.shape.longRuns; });
   if (longVariant == variants.end())
     longVariant = nullptr;
-  std::string longTiles;
+  std::string longTiles, longGrid;
   if (segmentKey) {
     const KernelVariant &shortVariant = *llvm::find_if(
         variants, [](const KernelVariant &v) { return !v.shape.longRuns; });
@@ -2452,6 +2461,10 @@ LogicalResult lowerFunction(func::FuncOp func) {
     if (longVariant) {
       longTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
                   std::to_string(longVariant->shape.bm) + ")";
+      // Never empty where its partner's grid is not (even at M = 0): the
+      // partner, which does not wait at its entry, must follow it.
+      longGrid = "1 + " + extentOf(TaskOp::I) + " / " +
+                 std::to_string(longVariant->shape.bm);
       scratch.push_back(bb.dict({{"name", bb.str("long_tiles")},
                                  {"dtype", bb.str("i32")},
                                  {"count", bb.str("1 + 3 * " + longTiles)}}));
@@ -2665,7 +2678,7 @@ LogicalResult lowerFunction(func::FuncOp func) {
     Attribute step =
         kernelShape.segments
             ? bb.launch(kernelNames[n], module.getName(),
-                        {kernelShape.longRuns ? longTiles : segmentTiles,
+                        {kernelShape.longRuns ? longGrid : segmentTiles,
                          columnBlocks, "1"},
                         kernelShape.blockThreads(),
                         std::to_string(sharedBytes), args)

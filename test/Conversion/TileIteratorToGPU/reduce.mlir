@@ -7,7 +7,8 @@
 // beside it), a pair operand (the relation's row along j), the reduce
 // output. Each kernel writes a partial value per row and column tile into
 // scratch memory; the finalize kernel combines them in column order where
-// that kernel ran, then takes the root.
+// that kernel ran (from the identity: no column tiles at N = 0), then takes
+// the root.
 // CHECK-LABEL: gpu.module @transr_kernels
 // CHECK-SAME: function = "kge_key_scan_tiles"
 // CHECK-SAME: {buffer = "scratch:partials", kind = "memref", shape = ["M * ceildiv(N, 128)"]}], block = ["128", "1", "1"], function = "transr_mma", grid = ["ceildiv(M, 16) + min(W_d0, R_d0)", "ceildiv(N, 128)", "1"]
@@ -29,8 +30,9 @@
 // CHECK: gpu.func @transr_small({{.*}}) workgroup({{.*}}, %{{.*}} : memref<32x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: gpu.func @transr_finalize(%[[P:arg[0-9]+]]: memref<?xf32>, %[[OUT:arg[0-9]+]]: memref<?xf32>, %[[TILES:arg[0-9]+]]: i64)
 // CHECK: %[[N:.*]] = arith.index_cast %[[TILES]] : i64 to index
-// CHECK: %[[FIRST:.*]] = memref.load %[[P]][%{{.*}}]
-// CHECK: %[[SUM:.*]] = scf.for %{{.*}} = %c1{{.*}} to %[[N]] step %c1{{.*}} iter_args(%[[X:.*]] = %[[FIRST]]) -> (f32)
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[SUM:.*]] = scf.for %[[T:.*]] = %c0{{.*}} to %[[N]] step %c1{{.*}} iter_args(%[[X:.*]] = %[[ZERO]]) -> (f32)
+// CHECK: memref.load %[[P]][%{{.*}}]
 // CHECK: arith.addf %[[X]]
 // CHECK: %[[ROOT:.*]] = math.sqrt %[[SUM]] fastmath<contract> : f32
 // CHECK: memref.store %[[ROOT]], %[[OUT]]

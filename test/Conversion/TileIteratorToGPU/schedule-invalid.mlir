@@ -256,3 +256,58 @@ func.func @deep_stages(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?x
       }
   return
 }
+
+// -----
+
+// A kernel of long runs whose partner (the other tensor-core segment
+// kernel) does not follow it.
+#map = affine_map<(d0, d1, d2) -> (d0, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#map2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+module {
+  func.func @transr(%arg0: memref<?x?xf32> {kge.param = "E"}, %arg1: memref<?x?x?xf32> {kge.param = "W"}, %arg2: memref<?x?xf32> {kge.param = "R"}, %arg3: memref<?xi32> {kge.param = "h"}, %arg4: memref<?xi32> {kge.param = "r"}, %arg5: memref<?xi32> {kge.param = "t"}, %arg6: memref<?xf32> {kge.param = "S"}) {
+    tile.task ins(%arg0, %arg0, %arg1, %arg2 : memref<?x?xf32>, memref<?x?xf32>, memref<?x?x?xf32>, memref<?x?xf32>) outs(%arg6 : memref<?xf32>) gathers(%arg3, %arg5, %arg4, %arg4 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi32>) maps [#map, #map, #map1, #map2] accumulate add output reduce {gathered = [[0, 0], [1, 0], [2, 0], [3, 0]]} inner {
+    ^bb0(%arg7: f32, %arg8: f32, %arg9: f32, %arg10: f32):
+      %0 = arith.subf %arg7, %arg8 : f32
+      %1 = arith.mulf %0, %arg9 : f32
+      tile.yield %1 : f32
+    } project {
+    ^bb0(%arg7: f32, %arg8: index, %arg9: index, %arg10: f32):
+      %0 = arith.addf %arg7, %arg10 : f32
+      %1 = arith.mulf %0, %0 : f32
+      tile.yield %1 : f32
+    } finalize {
+    ^bb0(%arg7: f32, %arg8: index):
+      %0 = math.sqrt %arg7 : f32
+      tile.yield %0 : f32
+    } schedule {
+      // expected-error @below {{takes long runs, so the next kernel must be the only other segment kernel of its kind, with fewer rows per tile and the same columns (it takes the rest of every run), and no other kernel may take long runs}}
+      tile.kernel "_mma_long" block [64, 128, 16] thread [4, 8] stages 4 long_runs {
+        %0 = tile.load input 0 gathered sorted via async : !tile.tile<64x16xf32>
+        %1 = tile.load input 1 gathered sorted via async : !tile.tile<64x16xf32>
+        %2 = tile.load input 2 per_key via async : !tile.tile<16x128xf32>
+        %3 = tile.load input 3 gathered sorted via registers : !tile.tile<64x128xf32>
+        %4 = tile.mma %0, %1 x %2 tf32x3 : !tile.tile<64x16xf32>, !tile.tile<64x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<64x128xf32>
+        tile.store %4 reduce with %3 : !tile.tile<64x128xf32>, !tile.tile<64x128xf32>
+      }
+      tile.kernel "_small" block [16, 128, 8] thread [2, 4] {
+        %0 = tile.load input 0 gathered sorted via shared : !tile.tile<16x8xf32>
+        %1 = tile.load input 1 gathered sorted via shared : !tile.tile<16x8xf32>
+        %2 = tile.load input 2 per_key via shared : !tile.tile<8x128xf32>
+        %3 = tile.load input 3 gathered sorted via registers : !tile.tile<16x128xf32>
+        %4 = tile.compute %0, %1, %2, %3 : !tile.tile<16x8xf32>, !tile.tile<16x8xf32>, !tile.tile<8x128xf32>, !tile.tile<16x128xf32> -> !tile.tile<16x128xf32>
+        tile.store %4 reduce with %3 : !tile.tile<16x128xf32>, !tile.tile<16x128xf32>
+      }
+tile.kernel "_mma" block [16, 128, 16] thread [2, 8] stages 4 {
+        %0 = tile.load input 0 gathered sorted via async : !tile.tile<16x16xf32>
+        %1 = tile.load input 1 gathered sorted via async : !tile.tile<16x16xf32>
+        %2 = tile.load input 2 per_key via async : !tile.tile<16x128xf32>
+        %3 = tile.load input 3 gathered sorted via registers : !tile.tile<16x128xf32>
+        %4 = tile.mma %0, %1 x %2 tf32x3 : !tile.tile<16x16xf32>, !tile.tile<16x16xf32> x !tile.tile<16x128xf32> -> !tile.tile<16x128xf32>
+        tile.store %4 reduce with %3 : !tile.tile<16x128xf32>, !tile.tile<16x128xf32>
+      }
+          }
+    return
+  }
+}
+

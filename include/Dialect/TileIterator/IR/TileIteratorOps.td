@@ -340,9 +340,6 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     /// The combiner of an aggregate or reduce output (`add` unless
     /// given).
     Combiner getAggregateCombiner();
-    /// The type of what a reduce output stores (what `finalize` yields,
-    /// or the output value).
-    Type getReducedType();
     /// Where the extent of `axis` is read: (operand, dimension) of an input,
     /// a gather or the dense output.
     std::pair<Value, unsigned> getExtentSource(Axis axis);

@@ -147,12 +147,6 @@ Type TaskOp::getValueType() {
   return getProject().front().getTerminator()->getOperand(0).getType();
 }
 
-Type TaskOp::getReducedType() {
-  if (getFinalize().empty())
-    return getValueType();
-  return getFinalize().front().getTerminator()->getOperand(0).getType();
-}
-
 AffineMap TaskOp::getDenseOutputMap() {
   if (auto map = getOutputMapAttr())
     return map.getValue();
