@@ -88,6 +88,55 @@ static FailureOr<Value> scalarAfter(Value v, Operation *reduction,
   return result;
 }
 
+/// The element of the vector that `op` computes — a constant, a vector
+/// scaled by a constant, or an elementwise operation whose scalar operands
+/// are constants — from its vector operands' elements (`element`), built
+/// at `loc` at the end of `b`'s block; both translations below share it.
+/// What it does not take is diagnosed as "... <scope> takes ...".
+static FailureOr<Value>
+elementwiseElement(Operation *op, OpBuilder &b, Location loc,
+                   llvm::function_ref<FailureOr<Value>(Value)> element,
+                   StringRef scope) {
+  if (auto constant = dyn_cast<bvec::ConstantOp>(op))
+    return f32Constant(b, loc, constant.getValue().convertToDouble());
+  if (auto scale = dyn_cast<bvec::ScalMulVecOp>(op)) {
+    std::optional<double> c = constantOf(scale.getScalar());
+    if (!c)
+      return op->emitOpError() << "scales by a per-edge scalar: " << scope
+                               << " takes one reduction over the embedding";
+    FailureOr<Value> x = element(scale.getVec());
+    if (failed(x))
+      return failure();
+    b.setInsertionPointToEnd(b.getInsertionBlock());
+    return Value(arith::MulFOp::create(b, loc, f32Constant(b, loc, *c), *x));
+  }
+  SmallVector<Value> operands;
+  for (Value operand : op->getOperands()) {
+    if (isa<bvec::ScalarType>(operand.getType())) {
+      std::optional<double> c = constantOf(operand);
+      if (!c)
+        return op->emitOpError()
+               << "combines a vector with a per-edge scalar (a reduction "
+                  "feeding a vector): "
+               << scope << " takes one reduction over the embedding";
+      operands.push_back(f32Constant(b, loc, *c));
+      continue;
+    }
+    FailureOr<Value> x = element(operand);
+    if (failed(x))
+      return failure();
+    operands.push_back(*x);
+  }
+  // (The operands' elements may have been built by other builders at the
+  // block's end.)
+  b.setInsertionPointToEnd(b.getInsertionBlock());
+  Value result = emitElementwise(b, loc, op, operands);
+  if (!result)
+    return op->emitOpError() << "is not an elementwise operation " << scope
+                             << " takes";
+  return result;
+}
+
 namespace {
 
 /// One reduction over the embedding: its accumulator and what it sums
@@ -231,18 +280,6 @@ FailureOr<Value> Translator::element(Value v, OpBuilder &b) {
     // Rows in half precision are widened, as the score function reads them.
     if (!result.getType().isF32())
       result = arith::ExtFOp::create(b, loc, b.getF32Type(), result);
-  } else if (auto constant = dyn_cast<bvec::ConstantOp>(op)) {
-    result = f32Constant(b, loc, constant.getValue().convertToDouble());
-  } else if (auto scale = dyn_cast<bvec::ScalMulVecOp>(op)) {
-    std::optional<double> c = constantOf(scale.getScalar());
-    if (!c)
-      return op->emitOpError()
-             << "scales by a per-edge scalar: scoring against shared "
-                "negatives takes one reduction over the embedding";
-    FailureOr<Value> x = element(scale.getVec(), b);
-    if (failed(x))
-      return failure();
-    result = arith::MulFOp::create(b, loc, f32Constant(b, loc, *c), *x);
   } else if (isa<bvec::SliceOp>(op)) {
     return op->emitOpError()
            << "slices vectors: scoring against shared negatives reads whole "
@@ -254,28 +291,12 @@ FailureOr<Value> Translator::element(Value v, OpBuilder &b) {
               "elementwise vector expressions reduced once over the "
               "embedding";
   } else {
-    SmallVector<Value> operands;
-    for (Value operand : op->getOperands()) {
-      if (isa<bvec::ScalarType>(operand.getType())) {
-        std::optional<double> c = constantOf(operand);
-        if (!c)
-          return op->emitOpError()
-                 << "combines a vector with a per-edge scalar (a reduction "
-                    "feeding a vector): scoring against shared negatives "
-                    "takes one reduction over the embedding";
-        operands.push_back(f32Constant(b, loc, *c));
-        continue;
-      }
-      FailureOr<Value> x = element(operand, b);
-      if (failed(x))
-        return failure();
-      operands.push_back(*x);
-    }
-    result = emitElementwise(b, loc, op, operands);
-    if (!result)
-      return op->emitOpError()
-             << "is not an elementwise operation scoring against shared "
-                "negatives takes";
+    FailureOr<Value> x = elementwiseElement(
+        op, b, loc, [&](Value operand) { return element(operand, b); },
+        "scoring against shared negatives");
+    if (failed(x))
+      return failure();
+    result = *x;
   }
   elements[v] = result;
   return result;
@@ -548,36 +569,15 @@ FailureOr<Value> MatrixTranslator::element(Value v, Block *block,
     // Rows in half precision are widened, as the score function reads them.
     if (!result.getType().isF32())
       result = arith::ExtFOp::create(b, loc, b.getF32Type(), result);
-  } else if (auto constant = dyn_cast<bvec::ConstantOp>(op)) {
-    result = f32Constant(b, loc, constant.getValue().convertToDouble());
-  } else if (auto scale = dyn_cast<bvec::ScalMulVecOp>(op)) {
-    std::optional<double> c = constantOf(scale.getScalar());
-    if (!c)
-      return failure();
-    FailureOr<Value> x = element(scale.getVec(), block, projected);
+  } else if (isa<bvec::ConstantOp, bvec::ScalMulVecOp>(op) ||
+             isElementwiseOp(op)) {
+    FailureOr<Value> x = elementwiseElement(
+        op, b, loc,
+        [&](Value operand) { return element(operand, block, projected); },
+        "a matrix product's score");
     if (failed(x))
       return failure();
-    result = arith::MulFOp::create(b, loc, f32Constant(b, loc, *c), *x);
-  } else if (isElementwiseOp(op)) {
-    SmallVector<Value> operands;
-    for (Value operand : op->getOperands()) {
-      if (isa<bvec::ScalarType>(operand.getType())) {
-        std::optional<double> c = constantOf(operand);
-        if (!c)
-          return failure();
-        operands.push_back(f32Constant(b, loc, *c));
-        continue;
-      }
-      FailureOr<Value> x = element(operand, block, projected);
-      if (failed(x))
-        return failure();
-      operands.push_back(*x);
-    }
-    // The operations are built where the operands' elements end.
-    b.setInsertionPointToEnd(block);
-    result = emitElementwise(b, loc, op, operands);
-    if (!result)
-      return failure();
+    result = *x;
   } else {
     // Slices, other products, reductions feeding vectors: not this form.
     return failure();
