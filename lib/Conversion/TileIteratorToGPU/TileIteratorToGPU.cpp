@@ -1932,30 +1932,19 @@ static constexpr int64_t kWarpgroupMinK = 1024;
 
 /// Tensor cores on segments: runs are short (a relation's edges in a batch:
 /// ~12), so 16 rows of a segment by 128 columns, four warps of 16 x 32.
+/// With `longRuns`, the tiles cut from long runs (a frequent relation's
+/// edges): 64 rows by 128 columns, eight warps of 32 x 32, so that each
+/// key's matrix is read once per 64 rows of its run instead of once per 16.
 static TileShape segmentMmaShape(MmaPrecision precision,
-                                 const StageBudget &budget = {}) {
+                                 const StageBudget &budget = {},
+                                 bool longRuns = false) {
   TileShape shape = mmaShape(precision, /*large=*/false, budget);
-  shape.bm = 16;
+  shape.bm = longRuns ? 64 : 16;
   shape.bn = 128;
-  shape.tm = 2;
+  shape.tm = longRuns ? 4 : 2;
   shape.tn = 8;
   shape.segments = true;
-  setStages(shape, budget);
-  return shape;
-}
-
-/// Rows of the tiles cut from long runs (a frequent relation's edges):
-/// 64 rows by 128 columns, eight warps of 32 x 32, so that each key's
-/// matrix is read once per 64 rows of its run instead of once per 16.
-static TileShape segmentMmaLongShape(MmaPrecision precision,
-                                     const StageBudget &budget = {}) {
-  TileShape shape = mmaShape(precision, /*large=*/false, budget);
-  shape.bm = 64;
-  shape.bn = 128;
-  shape.tm = 4;
-  shape.tn = 8;
-  shape.segments = true;
-  shape.longRuns = true;
+  shape.longRuns = longRuns;
   setStages(shape, budget);
   return shape;
 }
@@ -1972,7 +1961,7 @@ static SmallVector<TileShape> getBuiltTensorCoreTilings(
   for (TileShape shape : {mmaShape(precision, true, budget),
                           mmaShape(precision, false, budget),
                           segmentMmaShape(precision, budget),
-                          segmentMmaLongShape(precision, budget)})
+                          segmentMmaShape(precision, budget, /*longRuns=*/true)})
     if (shape.stages)
       shapes.push_back(shape);
   return shapes;
@@ -2067,12 +2056,7 @@ static FailureOr<Value> getSegmentKey(TaskOp task) {
   std::optional<unsigned> perKey = task.getPerKeyInput();
   if (!perKey)
     return Value();
-  Value segmentKey;
-  AffineMap map =
-      cast<AffineMapAttr>(task.getIndexingMaps()[*perKey]).getValue();
-  for (unsigned d = 0; d < map.getNumResults(); ++d)
-    if (map.getDimPosition(d) == TaskOp::I)
-      segmentKey = task.getGather(*perKey, d);
+  Value segmentKey = getKeyGather(task);
   if (!segmentKey)
     return task.emitOpError()
            << "input #" << *perKey
@@ -2872,7 +2856,8 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     TileShape segmentShape = o.automatic ? kSegmentShape : o.shape;
     segmentShape.segments = true;
     if (o.automatic && precision)
-      return fitting({{segmentMmaLongShape(*precision, budget), "_mma_long"},
+      return fitting({{segmentMmaShape(*precision, budget, /*longRuns=*/true),
+                       "_mma_long"},
                       {segmentMmaShape(*precision, budget), "_mma"},
                       {segmentShape, "_small"}});
     return {{segmentShape, ""}};
