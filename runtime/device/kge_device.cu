@@ -386,9 +386,9 @@ __device__ void warpKeySegment(long long numKeys, int &begin, int &end) {
 }
 
 namespace {
-/// kge_segment_tiles' body: key g's run starts at starts[g] (or ends at
-/// ends[g]: one of them is null) and holds lengths[g] items.
-__device__ void cutRuns(const int *starts, const int *ends, const int *lengths,
+/// kge_key_scan_tiles' cutting: key g's run starts at starts[g] and holds
+/// lengths[g] items.
+__device__ void cutRuns(const int *starts, const int *lengths,
                         long long numKeys, int tileRows, int *tiles,
                         int longRows, int *longTiles) {
   __shared__ int partials[32];
@@ -421,7 +421,7 @@ __device__ void cutRuns(const int *starts, const int *ends, const int *lengths,
   for (int base = begin; base < end; base += 32) {
     int i = base + lane;
     int length = i < end ? lengths[i] : 0;
-    int start = i >= end ? 0 : starts ? starts[i] : ends[i] - length;
+    int start = i < end ? starts[i] : 0;
     int runEnd = start + length;
     int mineLong = longOf(length);
     int longInclusive = warpInclusivePrefix(mineLong);
@@ -452,13 +452,6 @@ __device__ void cutRuns(const int *starts, const int *ends, const int *lengths,
   }
 }
 } // namespace
-
-extern "C" __global__ void kge_segment_tiles(const int *ends, const int *lengths,
-                                             long long numKeys, int tileRows,
-                                             int *tiles, int longRows,
-                                             int *longTiles) {
-  cutRuns(nullptr, ends, lengths, numKeys, tileRows, tiles, longRows, longTiles);
-}
 
 namespace {
 /// kge_key_scan's body; with `lengths`, each key's count is also kept there.
@@ -538,7 +531,7 @@ extern "C" __global__ void kge_key_scan_tiles(int *counts, long long numKeys,
   // The block's writes of the starts and lengths are visible to all its
   // threads past the barrier.
   __syncthreads();
-  cutRuns(counts, nullptr, lengths, numKeys, tileRows, tiles, longRows, longTiles);
+  cutRuns(counts, lengths, numKeys, tileRows, tiles, longRows, longTiles);
 }
 
 extern "C" __global__ void kge_key_scatter(const void *keys, int keyBits,

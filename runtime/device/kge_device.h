@@ -94,31 +94,24 @@ __global__ void kge_sort_groups(const void *keys, int key_bits, long long n,
 __global__ void kge_key_histogram(const void *keys, int key_bits, long long n,
                                   long long num_keys, int *counts);
 __global__ void kge_key_scan(int *counts, long long num_keys);
-/// kge_key_scan that also keeps each key's count (its run's length) in
-/// lengths, then cuts the runs into tiles as kge_segment_tiles does (each
-/// run starting where the scan placed it), in one block: the segment
-/// iterators' plans (no second histogram, no separate launch).
+/// Segment tiles (the tile dialect's segment iterators): kge_key_scan that
+/// also keeps each key's count (its run's length) in lengths, then cuts
+/// every run, starting where the scan placed it, into tiles of at most
+/// tile_rows items: their number in tiles[0] and tile t as (key, first
+/// position, end position) at tiles[1 + 3 t ...], keys in order, a run's
+/// tiles in order; tiles holds 1 + 3 * (ceil(n / tile_rows) + num_keys)
+/// words. With long_rows > 0, the first floor(length / long_rows) *
+/// long_rows items of a run are cut into tiles of long_rows items written
+/// to long_tiles the same way (it holds 1 + 3 * floor(n / long_rows) words;
+/// the kernels of long runs read each key's matrix once per long tile), the
+/// rest into tiles of tile_rows; with 0, long_tiles is not read or written.
+/// One block of a multiple of 32 threads (the launch plans use 1024).
 __global__ void kge_key_scan_tiles(int *counts, long long num_keys, int *lengths,
                                    int tile_rows, int *tiles, int long_rows,
                                    int *long_tiles);
 __global__ void kge_key_scatter(const void *keys, int key_bits, long long n,
                                 long long num_keys, int *cursor, int *perm);
 
-/// Segment tiles (the tile dialect's segment iterators): after the counting
-/// sort, key g's run of lengths[g] items ends at ends[g] (the scatter's
-/// cursors). Cuts every run into tiles of at most tile_rows items and
-/// writes their number to tiles[0] and tile t as (key, first position,
-/// end position) at tiles[1 + 3 t ...]; keys in order, a run's tiles in
-/// order. tiles holds 1 + 3 * (ceil(n / tile_rows) + num_keys) words. With
-/// long_rows > 0, the first floor(length / long_rows) * long_rows items of
-/// a run are cut into tiles of long_rows items written to long_tiles the
-/// same way (it holds 1 + 3 * floor(n / long_rows) words; the kernels of
-/// long runs read each key's matrix once per long tile), the rest into
-/// tiles of tile_rows; with 0, long_tiles is not read or written. One
-/// block of a multiple of 32 threads (the launch plans use 1024).
-__global__ void kge_segment_tiles(const int *ends, const int *lengths,
-                                  long long num_keys, int tile_rows, int *tiles,
-                                  int long_rows, int *long_tiles);
 
 /// Transposing copy of a rows x cols matrix of 32-bit elements (row-major,
 /// rows and cols each below 2^31): dst[c][r] = src[r][c], dst cols x rows.

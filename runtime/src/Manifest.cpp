@@ -18,7 +18,7 @@ const std::vector<std::string> &deviceLibraryFunctions() {
       "kge_inspect_unique", "kge_inspect_frequent", "kge_sort_groups",
       "kge_key_histogram",  "kge_key_scan",         "kge_key_scatter",
       "kge_key_scan_tiles",
-      "kge_check_indices",  "kge_segment_tiles",    "kge_transpose_32"};
+      "kge_check_indices",  "kge_transpose_32"};
   return functions;
 }
 

@@ -405,58 +405,62 @@ static void testSortClampsKeys() {
   CHECK(cudaFree(dPerm));
 }
 
-/// Segment tiles: every run of a key cut into tiles of at most tileRows
-/// items, keys in order, with the key and the first position of each; runs
-/// placed as the sort leaves them (not in key order), empty keys without
-/// tiles, one key with many tiles, more keys than threads.
+/// Segment tiles as kge_key_scan_tiles cuts them: each key's run where the
+/// scan places it (rare keys first), empty keys without tiles, one key
+/// with many tiles, more keys than threads; runs of at least long_rows
+/// items in the second table.
 static void testSegmentTiles(std::mt19937 &rng) {
   for (int numKeys : {1, 7, 1345, 70000}) {
     for (auto [tileRows, longRows] : {std::pair{1, 0}, std::pair{16, 0}, std::pair{64, 0},
                                       std::pair{16, 64}, std::pair{16, 32}, std::pair{1, 5}}) {
-      std::vector<int> lengths(numKeys), ends(numKeys);
+      std::vector<int> lengths(numKeys);
       std::uniform_int_distribution<int> length(0, 140);
       for (int &l : lengths)
         l = length(rng) % 3 == 0 ? 0 : length(rng);
       lengths[numKeys / 2] = 1000;
-      // Runs in a shuffled order, as the sort places rare keys first.
-      std::vector<int> order(numKeys);
-      for (int g = 0; g < numKeys; ++g)
-        order[g] = g;
-      std::shuffle(order.begin(), order.end(), rng);
-      int position = 0;
-      for (int g : order)
-        ends[g] = (position += lengths[g]);
-      long long capacity = 1 + 3 * ((position + tileRows - 1) / tileRows + numKeys);
-      long long longCapacity = 1 + 3 * (longRows ? position / longRows : 0);
-      int *dEnds, *dLengths, *dTiles, *dLong;
-      CHECK(cudaMalloc(&dEnds, numKeys * 4));
+      long long n = 0;
+      for (int l : lengths)
+        n += l;
+      long long capacity = 1 + 3 * ((n + tileRows - 1) / tileRows + numKeys);
+      long long longCapacity = 1 + 3 * (longRows ? n / longRows : 0);
+      int *dCounts, *dLengths, *dTiles, *dLong;
+      CHECK(cudaMalloc(&dCounts, numKeys * 4));
       CHECK(cudaMalloc(&dLengths, numKeys * 4));
       CHECK(cudaMalloc(&dTiles, capacity * 4));
       CHECK(cudaMalloc(&dLong, longCapacity * 4));
-      CHECK(cudaMemcpy(dEnds, ends.data(), numKeys * 4, cudaMemcpyHostToDevice));
-      CHECK(cudaMemcpy(dLengths, lengths.data(), numKeys * 4, cudaMemcpyHostToDevice));
+      CHECK(cudaMemcpy(dCounts, lengths.data(), numKeys * 4, cudaMemcpyHostToDevice));
+      CHECK(cudaMemset(dLengths, 0xff, numKeys * 4));
       CHECK(cudaMemset(dTiles, 0xff, capacity * 4));
       CHECK(cudaMemset(dLong, 0xff, longCapacity * 4));
-      kge_segment_tiles<<<1, 1024>>>(dEnds, dLengths, numKeys, tileRows, dTiles, longRows,
-                                     dLong);
+      kge_key_scan_tiles<<<1, 1024>>>(dCounts, numKeys, dLengths, tileRows, dTiles, longRows,
+                                      dLong);
       CHECK(cudaGetLastError());
-      std::vector<int> tiles(capacity), longTiles(longCapacity);
+      std::vector<int> starts(numKeys), kept(numKeys), tiles(capacity), longTiles(longCapacity);
+      CHECK(cudaMemcpy(starts.data(), dCounts, numKeys * 4, cudaMemcpyDeviceToHost));
+      CHECK(cudaMemcpy(kept.data(), dLengths, numKeys * 4, cudaMemcpyDeviceToHost));
       CHECK(cudaMemcpy(tiles.data(), dTiles, capacity * 4, cudaMemcpyDeviceToHost));
       CHECK(cudaMemcpy(longTiles.data(), dLong, longCapacity * 4, cudaMemcpyDeviceToHost));
+      // The runs the scan placed must tile [0, n) exactly.
+      std::vector<int> covered(n, 0);
+      for (int g = 0; g < numKeys; ++g)
+        for (int p = starts[g]; p < starts[g] + lengths[g] && p >= 0 && p < n; ++p)
+          ++covered[p];
+      bool ok = kept == lengths &&
+                std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; });
       std::vector<int> expected = {0}, expectedLong = {0};
       for (int g = 0; g < numKeys; ++g) {
-        int start = ends[g] - lengths[g];
-        for (; longRows && start + longRows <= ends[g]; start += longRows) {
+        int start = starts[g], end = starts[g] + lengths[g];
+        for (; longRows && start + longRows <= end; start += longRows) {
           expectedLong.insert(expectedLong.end(), {g, start, start + longRows});
           ++expectedLong[0];
         }
-        for (; start < ends[g]; start += tileRows) {
-          expected.insert(expected.end(), {g, start, std::min(start + tileRows, ends[g])});
+        for (; start < end; start += tileRows) {
+          expected.insert(expected.end(), {g, start, std::min(start + tileRows, end)});
           ++expected[0];
         }
       }
-      bool ok = std::equal(expected.begin(), expected.end(), tiles.begin()) &&
-                (expected.size() == tiles.size() || tiles[expected.size()] == -1);
+      ok = ok && std::equal(expected.begin(), expected.end(), tiles.begin()) &&
+           (expected.size() == tiles.size() || tiles[expected.size()] == -1);
       if (longRows)
         ok = ok && std::equal(expectedLong.begin(), expectedLong.end(), longTiles.begin()) &&
              (expectedLong.size() == longTiles.size() || longTiles[expectedLong.size()] == -1);
@@ -465,7 +469,7 @@ static void testSegmentTiles(std::mt19937 &rng) {
       EXPECT(ok, "segment tiles of %d keys, %d rows per tile (long runs: %d): %d + %d tiles, "
              "expected %d + %d", numKeys, tileRows, longRows, tiles[0], longTiles[0],
              expected[0], expectedLong[0]);
-      CHECK(cudaFree(dEnds));
+      CHECK(cudaFree(dCounts));
       CHECK(cudaFree(dLengths));
       CHECK(cudaFree(dTiles));
       CHECK(cudaFree(dLong));

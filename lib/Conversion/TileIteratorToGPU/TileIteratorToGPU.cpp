@@ -1427,7 +1427,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   scf::ForOp segmentLoop;
   if (shape.segments) {
     // Segment iterators: block (x, y) takes tile x of the table the plan
-    // built (kge_segment_tiles: its count, then (key, first, end) per
+    // built (kge_key_scan_tiles: its count, then (key, first, end) per
     // tile; blocks past the count have no rows) and column tile y.
     unsigned first = func.getNumArguments();
     rowPerm = kernel.getArgument(first);
