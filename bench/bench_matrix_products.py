@@ -56,6 +56,25 @@ def distinct_bytes(model, tables, h, r, t):
     return total
 
 
+def kernel_times(fn, calls=20):
+    """Mean GPU time per call of each kernel (and memset) `fn` launches."""
+    fn()
+    torch.cuda.synchronize()
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    totals = {}
+    for average in prof.key_averages():
+        total = getattr(average, "self_device_time_total", None)
+        if total is None:  # older torch
+            total = average.self_cuda_time_total
+        if total > 0:
+            totals[average.key] = total / calls
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -65,6 +84,9 @@ def main():
     parser.add_argument("--batches", type=int, nargs="*", default=[16384, 4096])
     parser.add_argument("--once", choices=["tile", "fused"],
                         help="run that kernel once per model, batch and draw (for ncu)")
+    parser.add_argument("--profile", choices=["tile", "fused"],
+                        help="per-kernel GPU time of that path (torch.profiler, mean of 20 calls) "
+                             "per model, batch and draw")
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--extra", nargs="*", default=[], metavar="NAME=SUFFIX",
                         help="more bundles of each model timed beside (<model>.pos.D512SUFFIX), "
@@ -75,7 +97,7 @@ def main():
     triples, entities, relations = datasets.fb15k_like()
     assert (entities, relations) == (ENTITIES, RELATIONS)
     triples = torch.from_numpy(triples).cuda()
-    bandwidth = None if args.once else copy_bandwidth()
+    bandwidth = None if args.once or args.profile else copy_bandwidth()
     results = {"device": torch.cuda.get_device_name(), "D": D, "entities": ENTITIES,
                "relations": RELATIONS, "copy_bandwidth_GBps": bandwidth and bandwidth / 1e9,
                "torch": torch.__version__,
@@ -92,7 +114,7 @@ def main():
             path = args.bundles / f"{model}.pos.D{D}{suffix}.kgebundle"
             if path.exists():
                 programs[name] = rt.Program(path.read_text())
-        compiled = None if args.no_compile or args.once else torch.compile(TORCH[model], dynamic=False)
+        compiled = None if args.no_compile or args.once or args.profile else torch.compile(TORCH[model], dynamic=False)
         for batch in args.batches:
             for draw in ("uniform", "fb15k"):
                 sample = triples[torch.randint(0, len(triples), (batch,), generator=generator,
@@ -109,6 +131,12 @@ def main():
                 if args.once:
                     fns[f"kge_{args.once}"]()
                     torch.cuda.synchronize()
+                    continue
+                if args.profile:
+                    row = {"model": model, "batch": batch, "draw": draw, "path": args.profile,
+                           "kernels_us": kernel_times(fns[f"kge_{args.profile}"])}
+                    results["rows"].append(row)
+                    print(json.dumps(row), flush=True)
                     continue
                 fns["torch_eager"] = lambda: TORCH[model](**inputs)
                 if compiled is not None:

@@ -218,3 +218,40 @@ def test_runtime_refuses_a_scratch_view_larger_than_its_buffer(rt):
     small = torch.zeros(256, 256, device="cuda")
     program(A=A[:256, :64].contiguous(), B=B[:64, :256].contiguous(), C=small)
     torch.testing.assert_close(small, A[:256, :64] @ B[:64, :256], rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("K", (512, 4096))
+def test_tf32x3_is_as_accurate_as_fp32(rt, K):
+    """3xTF32 carries FP32 accuracy over long reductions: each step's three
+    products are summed from zero on the tensor cores and added to the
+    running sum in FP32. Chained through one accumulator over all of K, the
+    tensor cores' truncated sums drifted 8x past FP32's error (2e-6 against
+    2.5e-7 at K = 512). Against float64, the mean relative error must stay
+    within 1.5x that of FP32 summed in the kernel's order (8-wide steps
+    added in turn) and within 3x that of cuBLAS in FP32 (TF32 off), whose
+    blocked sums err less at large K."""
+    program = load(rt, TILE_BUNDLES / "mma" / "gemm_nn.tf32x3.kgebundle")
+    M = N = 1536
+    generator = torch.Generator(device="cuda").manual_seed(K)
+    # Positive operands: every partial sum grows, as in a norm's reduction,
+    # so a one-sided rounding error accumulates instead of cancelling.
+    A = torch.rand(M, K, device="cuda", generator=generator)
+    B = torch.rand(K, N, device="cuda", generator=generator)
+    C = torch.zeros(M, N, device="cuda")
+    assert "gemm_nn_mma" in kernels_run(lambda: program(A=A, B=B, C=C))
+    expected = A.double() @ B.double()
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        fp32 = A @ B
+        in_order = torch.zeros(M, N, device="cuda")
+        for k in range(0, K, 8):
+            in_order += A[:, k:k + 8] @ B[k:k + 8]
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+
+    def error(x):
+        return float(((x.double() - expected).abs() / expected).mean())
+    ours, cublas, sequential = error(C), error(fp32), error(in_order)
+    print(f"K={K}: 3xTF32 {ours:.3g}, FP32 in order {sequential:.3g}, cuBLAS FP32 {cublas:.3g}")
+    assert ours <= 1.5 * sequential and ours <= 3 * cublas, (ours, sequential, cublas)

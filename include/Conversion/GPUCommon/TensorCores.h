@@ -60,7 +60,9 @@ VectorType getMmaFragmentType(MLIRContext *context, MmaPrecision precision,
 std::pair<Value, Value> splitTF32(OpBuilder &b, Location loc, Value value);
 
 /// `acc` + `a` x `b` on the tensor cores (row-major A, column-major B): one
-/// mma.sync, three for tf32x3 (the small products first).
+/// mma.sync, three for tf32x3 (the small products first, chained from zero
+/// and added to `acc` in FP32: the tensor cores truncate their sums, and a
+/// chain through `acc` over all of K drifts by one truncation a step).
 Value buildMmaSync(OpBuilder &b, Location loc, MmaPrecision precision,
                    Value a, Value bFragment, Value acc);
 

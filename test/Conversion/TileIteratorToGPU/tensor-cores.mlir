@@ -175,7 +175,12 @@ func.func @gemm_bf16_nt(%A: memref<?x?xbf16> {kge.param = "A"}, %B: memref<?x?xb
 // X3: %[[ROUNDED:.*]] = arith.andi %[[SUM]], %{{.*}} : vector<4x1xi32>
 // X3: %[[BIG:.*]] = arith.bitcast %[[ROUNDED]] : vector<4x1xi32> to vector<4x1xf32>
 // X3: arith.subf %{{.*}}, %[[BIG]] : vector<4x1xf32>
-// X3-COUNT-3: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+// Each step's three products chain from zero (small ones first) and are
+// added to the running sum in FP32, not chained through it.
+// X3: %[[S1:.*]] = nvgpu.mma.sync({{.*}}, %[[ZERO:cst[_0-9]*]]) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+// X3-NEXT: %[[S2:.*]] = nvgpu.mma.sync({{.*}}, %[[S1]]) {mmaShape = [16, 8, 8], tf32Enabled}
+// X3-NEXT: %[[S3:.*]] = nvgpu.mma.sync({{.*}}, %[[S2]]) {mmaShape = [16, 8, 8], tf32Enabled}
+// X3-NEXT: arith.addf %{{.*}}, %[[S3]] : vector<2x2xf32>
 // TF32-LABEL: gpu.module @gemm_f32_kernels
 // Plain TF32 with B stored n-contiguous: warpgroup MMA on a transposed copy
 // of B (k innermost) that the device library writes first, where the
