@@ -538,7 +538,9 @@ def TileIterator_MmaOp : TileIterator_IteratorOp<"mma", [Pure, AttrSizedOperandS
     of its column operands (`rhs`: indexed by `(k, j)`, in the layout of
     their maps, or a matrix per row's key) on tensor cores at `precision`
     (`f16`, `bf16`: 16-bit operands; `tf32`: f32 operands rounded to TF32;
-    `tf32x3`: f32 operands split into two TF32 parts, FP32-accurate),
+    `tf32x3`: f32 operands split into two TF32 parts, three products a
+    step summed from zero and added to the running sum in FP32,
+    FP32-accurate),
     accumulating in f32 along the whole reduction. With `warpgroup`,
     warpgroups of the block issue `wgmma` (sm_90a) on operands in shared
     memory; otherwise warps issue `mma.sync` (sm_80).
