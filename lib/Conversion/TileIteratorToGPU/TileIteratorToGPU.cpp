@@ -237,8 +237,11 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
     return;
   }
   case OutputKind::aggregate: {
+    // Without column keys, the group's column is j.
     Value row = memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), i);
-    Value col = memref::LoadOp::create(b, loc, arg(task.getKeys()[1]), j);
+    Value col = task.getKeys().size() == 2
+                    ? memref::LoadOp::create(b, loc, arg(task.getKeys()[1]), j)
+                    : j;
     SmallVector<Value> group = {castIndex(row, b.getIndexType()),
                                 castIndex(col, b.getIndexType())};
     Value groups = arg(outputs[0]);

@@ -312,8 +312,11 @@ void TaskLowering::store(Value value, Value acc, Value i, Value j,
     return;
   }
   case OutputKind::aggregate: {
+    // Without column keys, the group's column is j.
     Value row = memref::LoadOp::create(b, loc, task.getKeys()[0], i);
-    Value col = memref::LoadOp::create(b, loc, task.getKeys()[1], j);
+    Value col = task.getKeys().size() == 2
+                    ? memref::LoadOp::create(b, loc, task.getKeys()[1], j)
+                    : j;
     SmallVector<Value> group = {castIndex(row, b.getIndexType()),
                                 castIndex(col, b.getIndexType())};
     Value old = memref::LoadOp::create(b, loc, outputs[0], group);

@@ -69,6 +69,30 @@ func.func @join_aggregate(%P: memref<?x?xf32>, %R: memref<?x?xf32>, %pz: memref<
   return
 }
 
+// Row keys alone scatter whole rows: the group of (i, j) is (keys[i], j)
+// (a graph's messages summed into their destination nodes).
+// CHECK-LABEL: func.func @scatter_rows
+// CHECK-SAME: %[[DST:[^:]*]]: memref<?xi32>, %[[OUT:[^:]*]]: memref<?x?xf32>
+// CHECK: scf.for %[[I:.*]] = 
+// CHECK: scf.for %[[J:.*]] = 
+// CHECK: %[[ACC:.*]] = scf.for
+// CHECK: %[[G:.*]] = memref.load %[[DST]][%[[I]]]
+// CHECK: %[[G0:.*]] = arith.index_cast %[[G]] : i32 to index
+// CHECK: %[[OLD:.*]] = memref.load %[[OUT]][%[[G0]], %[[J]]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[ACC]]
+// CHECK: memref.store %[[NEW]], %[[OUT]][%[[G0]], %[[J]]]
+func.func @scatter_rows(%X: memref<?x?xf32>, %W: memref<?x?xf32>, %dst: memref<?xi32>, %Out: memref<?x?xf32>) {
+  tile.task ins(%X, %W : memref<?x?xf32>, memref<?x?xf32>)
+      keys(%dst : memref<?xi32>) outs(%Out : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output aggregate
+      inner {
+      ^bb0(%x: f32, %w: f32):
+        %v = arith.mulf %x, %w : f32
+        tile.yield %v : f32
+      }
+  return
+}
+
 // Select counts every match and stores those that fit.
 // CHECK-LABEL: func.func @select
 // CHECK-SAME: %[[ROWS:[^:]*]]: memref<?xi64>, %[[COLS:[^:]*]]: memref<?xi64>, %[[VALS:[^:]*]]: memref<?xf32>, %[[COUNT:[^:]*]]: memref<1xi64>

@@ -537,8 +537,26 @@ func.func @dense_rank(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?xf32
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @aggregate_no_keys(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
-  // expected-error @+1 {{output aggregate takes two key arrays (row keys indexed by i, column keys by j), got 0}}
+  // expected-error @+1 {{output aggregate takes row keys indexed by i and optionally column keys indexed by j, got 0 key arrays}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output aggregate
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+func.func @aggregate_row_keys_columns(%A: memref<?x?xf32>, %B: memref<?x8xf32>, %r: memref<?xi32>, %C: memref<?x4xf32>) {
+  // expected-error @+1 {{axis j has extent 4 in the aggregate output's columns but 8 in input #1 dimension 1}}
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x8xf32>)
+      keys(%r : memref<?xi32>) outs(%C : memref<?x4xf32>)
       maps [#ik, #kj] accumulate add output aggregate
       inner {
       ^bb0(%a: f32, %b: f32):

@@ -177,6 +177,9 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
       `i` and `j`) and one memref `C` of groups: `C[rowKeys[i],
       colKeys[j]] = aggregate(C[...], v)` with the `aggregate` combiner
       (`add` by default, `max` or `min`). `C` is read: initialize it.
+      With row keys alone (`keys(%rowKeys)`), the group's column is `j`:
+      `C[rowKeys[i], j]` (a scatter of whole rows, as a graph's messages
+      summed into their destination nodes).
     - `select`: `rows`, `cols` (integer memrefs of one capacity), `values`
       and `count` (`memref<1xi64>`): the pairs whose `predicate` holds, in
       an unspecified order; `count` receives their total number, which may

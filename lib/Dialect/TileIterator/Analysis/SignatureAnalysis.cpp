@@ -195,6 +195,10 @@ mlir::tile::computeSignature(func::FuncOp func) {
       tie(TaskOp::I, outputs[0], 0);
       break;
     case OutputKind::aggregate:
+      // Row keys alone: the groups' columns are j.
+      if (task.getKeys().size() == 1)
+        tie(TaskOp::J, outputs[0], 1);
+      break;
     case OutputKind::top_k:
     case OutputKind::distinct:
       break;

@@ -189,6 +189,11 @@ std::pair<Value, unsigned> TaskOp::getExtentSource(Axis axis) {
   if (getOutput() == OutputKind::aggregate && axis != K &&
       getKeys().size() == 2)
     return {getKeys()[axis], 0};
+  // Row keys alone: the groups' columns are j.
+  if (getOutput() == OutputKind::aggregate && getKeys().size() == 1 &&
+      getOutputs().size() == 1)
+    return axis == I ? std::pair<Value, unsigned>{getKeys()[0], 0}
+                     : std::pair<Value, unsigned>{getOutputs()[0], 1};
   if (getOutput() == OutputKind::reduce && axis == I &&
       getOutputs().size() == 1)
     return {getOutputs()[0], 0};
@@ -502,16 +507,23 @@ LogicalResult TaskOp::verify() {
     break;
   }
   case OutputKind::aggregate: {
-    if (getKeys().size() != 2)
-      return emitOpError() << "output aggregate takes two key arrays (row "
-                              "keys indexed by i, column keys by j), got "
-                           << getKeys().size();
+    if (getKeys().size() != 1 && getKeys().size() != 2)
+      return emitOpError() << "output aggregate takes row keys indexed by i "
+                              "and optionally column keys indexed by j, got "
+                           << getKeys().size() << " key arrays";
     if (failed(expectOutputs(1, "C")))
       return failure();
     if (outputType(0).getRank() != 2)
       return emitOpError() << "the aggregate output must have rank 2, got "
                            << outputType(0);
-    for (unsigned axis : {I, J}) {
+    // Row keys alone: column j of the groups is j.
+    if (getKeys().size() == 1) {
+      axisSeen[J] = true;
+      if (failed(extents.record(op, J, outputType(0).getDimSize(1),
+                                "the aggregate output's columns")))
+        return failure();
+    }
+    for (unsigned axis = 0; axis < getKeys().size(); ++axis) {
       auto type = cast<MemRefType>(getKeys()[axis].getType());
       StringRef name = axis == I ? "row keys" : "column keys";
       if (type.getRank() != 1 || !isIndexElement(type.getElementType()))
