@@ -5,6 +5,7 @@
 #include "Conversion/Passes.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/BatchedVector/Transforms/Passes.h"
+#include "Dialect/Graph/IR/GraphDialect.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 #include "Dialect/TileIterator/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -35,6 +36,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -50,7 +52,10 @@
 using namespace mlir;
 
 void kge::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<bvec::BatchedVectorDialect, tile::TileIteratorDialect>();
+  registry.insert<bvec::BatchedVectorDialect, tile::TileIteratorDialect,
+                  graph::GraphDialect>();
+  // tensor: graph functions take and return tensors.
+  registry.insert<tensor::TensorDialect>();
   // linalg: raised to tile by tile-raise-linalg.
   registry.insert<linalg::LinalgDialect>();
   registry.insert<arith::ArithDialect, cf::ControlFlowDialect,

@@ -6,6 +6,7 @@
 #include "Conversion/BatchedVectorToGPU/BatchedVectorToGPU.h"
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
 #include "Conversion/BatchedVectorToTile/BatchedVectorToTile.h"
+#include "Conversion/GraphToTile/GraphToTile.h"
 #include "Conversion/TileIteratorToGPU/TileIteratorToGPU.h"
 #include "Conversion/TileIteratorToSCF/TileIteratorToSCF.h"
 

@@ -94,6 +94,57 @@ def ConvertBatchedVectorToTile : Pass<"convert-bvec-to-tile", "ModuleOp"> {
   ];
 }
 
+def ConvertGraphToTile : Pass<"convert-graph-to-tile", "ModuleOp"> {
+  let summary = "Lower graph functions to tile functions: GEMM-like layers as tasks";
+  let description = [{
+    Rewrites every `func.func` that holds `graph` operations into a tile
+    function (destination-passing, memrefs): tensor parameters become
+    memrefs of the same shape and name, and each result becomes a last
+    parameter marked `kge.result` (the runtime allocates it), so that the
+    function takes `tile`'s lowerings (`convert-tile-to-scf` for the CPU,
+    `convert-tile-to-gpu` for the GPU) and its signature.
+
+    - A `graph.typed_linear` over the rows of an edge's source or
+      destination, by edge type, whose only user is a `graph.aggregate`
+      becomes one task with that aggregate (no per-edge tensor is
+      materialized): its rows are gathered through the source (or
+      destination) indices, its matrix is the edge type's (`W[etype[e],
+      k, j]`, a matrix per row's key: segment iterators on the GPU), each
+      row is scaled by the edge's weight in the projection, and the output
+      operator adds the row into its node (`output aggregate` by the
+      `to` end's indices alone).
+    - `graph.linear` becomes a dense task (the bias added in its
+      projection).
+    - `arith.addf` of such results writes them into one destination: the
+      dense task stores first, the aggregates add into it.
+
+    Forms not lowered yet are refused with a diagnostic naming the
+    operation: a typed linear layer whose result is used other than by one
+    aggregate, one typed by node types, an aggregate that is not added to
+    a linear layer's result (nothing would clear its destination).
+
+    Example:
+
+    ```mlir
+    // Before
+    %m = graph.typed_linear %g, %x, %w rows(src) by(etype) : ...
+    %h = graph.aggregate %g, %m weights(%norm : tensor<?xf32>) to(dst) reduce(sum) : ...
+    %s = graph.linear %x, %root : ...
+    %o = arith.addf %h, %s : tensor<?x?xf32>
+    // After
+    tile.task ins(%x, %root : ...) outs(%o : memref<?x?xf32>) ... output dense
+    tile.task ins(%x, %w, %norm : ...) keys(%dst : memref<?xi32>)
+        outs(%o : memref<?x?xf32>) gathers(%src, %etype : ...) ...
+        output aggregate {gathered = [[0, 0], [1, 0]]}
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tile::TileIteratorDialect",
+  ];
+}
+
 def ConvertBatchedVectorToSCF : Pass<"convert-bvec-to-scf", "ModuleOp"> {
   let summary = "Lower bvec functions to loops over memrefs (the CPU path)";
   let description = [{

@@ -1,0 +1,218 @@
+//===- GraphOps.td - graph operations ----------------------*- tablegen -*-===//
+//
+// The graph type and the inter-operator level of relational GNNs: the
+// graph's structure, typed and plain linear layers, aggregation of edge
+// data into nodes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KGE_DIALECT_GRAPH_IR_GRAPHOPS_TD
+#define KGE_DIALECT_GRAPH_IR_GRAPHOPS_TD
+
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "Dialect/Graph/IR/GraphDialect.td"
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Graph_GraphType : TypeDef<Graph_Dialect, "Graph"> {
+  let mnemonic = "graph";
+  let summary = "a heterogeneous graph: typed edges between typed nodes";
+  let description = [{
+    A directed graph whose edges carry an edge type and, optionally, whose
+    nodes carry a node type. Values of this type come from `graph.coo`;
+    the operations that take one read its structure (an edge's source,
+    destination and type; a node's type and incoming edges) without
+    fixing how it is stored.
+
+    Example:
+
+    ```mlir
+    %g = graph.coo %src, %dst, %etype nodes(%n)
+        : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Graph_Rows : I32EnumAttr<"Rows",
+    "the rows a typed linear layer transforms", [
+      I32EnumAttrCase<"src", 0>,
+      I32EnumAttrCase<"dst", 1>,
+      I32EnumAttrCase<"edges", 2>,
+      I32EnumAttrCase<"nodes", 3>,
+    ]> {
+  let cppNamespace = "::mlir::graph";
+}
+
+def Graph_TypeOf : I32EnumAttr<"TypeOf",
+    "whose type picks a typed linear layer's matrix", [
+      I32EnumAttrCase<"etype", 0>,
+      I32EnumAttrCase<"ntype", 1>,
+      I32EnumAttrCase<"src_ntype", 2>,
+      I32EnumAttrCase<"dst_ntype", 3>,
+    ]> {
+  let cppNamespace = "::mlir::graph";
+}
+
+def Graph_End : I32EnumAttr<"End", "an end of the edges", [
+      I32EnumAttrCase<"dst", 0>,
+      I32EnumAttrCase<"src", 1>,
+    ]> {
+  let cppNamespace = "::mlir::graph";
+}
+
+def Graph_Reduce : I32EnumAttr<"Reduce",
+    "how an aggregate combines the edges of a node", [
+      I32EnumAttrCase<"sum", 0>,
+    ]> {
+  let cppNamespace = "::mlir::graph";
+}
+
+//===----------------------------------------------------------------------===//
+// Operations
+//===----------------------------------------------------------------------===//
+
+class Graph_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Graph_Dialect, mnemonic, traits>;
+
+def Graph_IndexTensor : 1DTensorOf<[I32, I64]>;
+def Graph_DataTensor : 2DTensorOf<[F32, F16, BF16]>;
+
+def Graph_CooOp : Graph_Op<"coo", [Pure]> {
+  let summary = "a graph from its edges' sources, destinations and types";
+  let description = [{
+    The graph of `num_nodes` nodes whose edge `e` runs from node `src[e]`
+    to node `dst[e]` and has type `etype[e]`; with `ntypes`, node `v` has
+    type `ntype[v]`. The three edge tensors have one element per edge.
+    Indices outside `[0, num_nodes)` and types outside the weights' range
+    are refused by the runtime before launch (checked mode) or by the CPU
+    runner.
+
+    Example:
+
+    ```mlir
+    %c0 = arith.constant 0 : index
+    %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+    %g = graph.coo %src, %dst, %etype nodes(%n)
+        : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+    %h = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>)
+        : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Graph_IndexTensor:$src, Graph_IndexTensor:$dst,
+                       Graph_IndexTensor:$etype, Index:$num_nodes,
+                       Optional<Graph_IndexTensor>:$ntype);
+  let results = (outs Graph_GraphType:$graph);
+  let assemblyFormat = [{
+    $src `,` $dst `,` $etype `nodes` `(` $num_nodes `)`
+    (`ntypes` `(` $ntype^ `:` type($ntype) `)`)? attr-dict
+    `:` type($src) `,` type($dst) `,` type($etype)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_TypedLinearOp : Graph_Op<"typed_linear", [Pure]> {
+  let summary = "rows times the weight matrix of their node's or edge's type";
+  let description = [{
+    A typed linear layer (Pigeon's `W[e.etype]`, `W[n.ntype]`): row `r` of
+    the result is a row of `input` times `weights[t]`, the matrix of type
+    `t`. `rows` says which rows and which type:
+
+    - `src` / `dst`: one result row per edge `e`, `input` per node: row
+      `src[e]` (or `dst[e]`) of `input`;
+    - `edges`: `input` per edge, row `e`;
+    - `nodes`: one result row per node `v`, `input` per node, row `v`.
+
+    `by` picks the type: `etype` (the edge's; not with `nodes`), `ntype`
+    (the node's; with `nodes` only), `src_ntype` / `dst_ntype` (the type of
+    the edge's source or destination node; not with `nodes`). Node types
+    need a graph built with `ntypes`. `weights` holds one `[K, N]` matrix
+    per type; `input` has `K` columns and the result `N`, in f32.
+
+    Example: RGCN's messages, each source node's features times the
+    matrix of the edge's relation.
+
+    ```mlir
+    %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+        : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GraphType:$graph, Graph_DataTensor:$input,
+                       3DTensorOf<[F32, F16, BF16]>:$weights,
+                       Graph_Rows:$rows, Graph_TypeOf:$by);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $graph `,` $input `,` $weights `rows` `(` $rows `)` `by` `(` $by `)`
+    attr-dict `:` type($input) `,` type($weights) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_LinearOp : Graph_Op<"linear", [Pure]> {
+  let summary = "rows times one weight matrix, plus an optional bias";
+  let description = [{
+    `result[r] = input[r] weights (+ bias)`: the untyped linear layer
+    (RGCN's root weight `W_0 h_v`). `weights` is `[K, N]`, `bias` `[N]`;
+    the result is f32.
+
+    Example:
+
+    ```mlir
+    %s = graph.linear %x, %root bias(%b : tensor<?xf32>)
+        : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Graph_DataTensor:$input,
+                       2DTensorOf<[F32, F16, BF16]>:$weights,
+                       Optional<1DTensorOf<[F32]>>:$bias);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $weights (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    `:` type($input) `,` type($weights) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_AggregateOp : Graph_Op<"aggregate", [Pure]> {
+  let summary = "per-edge rows combined into the nodes at one end";
+  let description = [{
+    Row `v` of the result combines the rows of `input` (one per edge) of
+    the edges whose `to` end (`dst`: incoming edges, `src`: outgoing ones)
+    is node `v`, each first multiplied by its edge's `weight` when given:
+    `sum` adds them (a node without such edges gets zeros). The result has
+    one row per node of the graph.
+
+    Per-edge weights carry normalizations that depend on the graph alone,
+    such as RGCN's `1 / |N_v^r|` (the mean over a node's incoming edges of
+    each relation): they are computed once per graph, before the layer
+    (Pigeon's preprocessing).
+
+    Example: RGCN's messages summed into their destination nodes.
+
+    ```mlir
+    %h = graph.aggregate %g, %m weights(%norm : tensor<?xf32>) to(dst) reduce(sum)
+        : tensor<?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$input,
+                       Optional<1DTensorOf<[F32]>>:$weight,
+                       Graph_End:$to, Graph_Reduce:$reduce);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $graph `,` $input (`weights` `(` $weight^ `:` type($weight) `)`)?
+    `to` `(` $to `)` `reduce` `(` $reduce `)` attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KGE_DIALECT_GRAPH_IR_GRAPHOPS_TD

@@ -1,0 +1,360 @@
+//===- GraphToTile.cpp - graph functions as tile functions ----------------===//
+//
+// Lowers the GEMM-like layers of a graph function (typed linear layers
+// aggregated into nodes, linear layers) to tile tasks over the function's
+// parameters, in destination-passing style.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/GraphToTile/GraphToTile.h"
+
+#include "Dialect/Graph/IR/GraphDialect.h"
+#include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+namespace mlir {
+namespace kge {
+#define GEN_PASS_DEF_CONVERTGRAPHTOTILE
+#include "Conversion/Passes.h.inc"
+} // namespace kge
+} // namespace mlir
+
+using namespace mlir;
+
+namespace {
+
+/// The lowering of one graph function into a tile function beside it.
+class FunctionLowering {
+public:
+  explicit FunctionLowering(func::FuncOp func)
+      : func(func), b(func.getContext()) {}
+
+  /// Builds the tile function and replaces `func` with it; on failure
+  /// (diagnosed) `func` is left as it was.
+  LogicalResult run();
+
+private:
+  /// The memref parameter standing for `value`, which must be a parameter
+  /// of the graph function; `user` is diagnosed otherwise.
+  FailureOr<Value> parameter(Value value, Operation *user);
+  /// parameter() of each of `values`, appended to `out`.
+  LogicalResult parameters(Operation *user, ArrayRef<Value> values,
+                           SmallVectorImpl<Value> &out);
+  /// Emits the tasks that write `value` into `dest`: the first writer
+  /// stores, later ones (`accumulate`) add.
+  LogicalResult emit(Value value, Value dest, bool accumulate);
+  LogicalResult emitLinear(graph::LinearOp op, Value dest, bool accumulate);
+  LogicalResult emitAggregate(graph::AggregateOp op, Value dest);
+  /// A region of one block with `types` arguments at the end of
+  /// `region`; returns its builder.
+  OpBuilder block(Region &region, TypeRange types);
+  /// `value` widened to f32.
+  Value widen(OpBuilder &builder, Value value);
+
+  func::FuncOp func;
+  func::FuncOp lowered;
+  OpBuilder b;
+};
+
+/// The terms of a sum of tensors (`arith.addf` trees), in order.
+void collectTerms(Value value, SmallVectorImpl<Value> &terms) {
+  if (auto add = value.getDefiningOp<arith::AddFOp>();
+      add && isa<RankedTensorType>(add.getType())) {
+    collectTerms(add.getLhs(), terms);
+    collectTerms(add.getRhs(), terms);
+    return;
+  }
+  terms.push_back(value);
+}
+
+bool holdsGraphOps(func::FuncOp func) {
+  bool found = false;
+  func.walk([&](Operation *op) {
+    if (isa<graph::GraphDialect>(op->getDialect()))
+      found = true;
+  });
+  return found;
+}
+} // namespace
+
+FailureOr<Value> FunctionLowering::parameter(Value value, Operation *user) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &func.getBody().front())
+    return user->emitOpError()
+           << "reads a tensor computed inside the function; the lowering to "
+              "tile takes only the function's parameters here (per-edge and "
+              "per-node intermediates are not materialized yet)";
+  return Value(lowered.getArgument(arg.getArgNumber()));
+}
+
+LogicalResult FunctionLowering::parameters(Operation *user,
+                                           ArrayRef<Value> values,
+                                           SmallVectorImpl<Value> &out) {
+  for (Value value : values) {
+    FailureOr<Value> param = parameter(value, user);
+    if (failed(param))
+      return failure();
+    out.push_back(*param);
+  }
+  return success();
+}
+
+OpBuilder FunctionLowering::block(Region &region, TypeRange types) {
+  Block *body = new Block();
+  region.push_back(body);
+  for (Type type : types)
+    body->addArgument(type, func.getLoc());
+  return OpBuilder::atBlockEnd(body);
+}
+
+Value FunctionLowering::widen(OpBuilder &builder, Value value) {
+  if (value.getType().isF32())
+    return value;
+  return arith::ExtFOp::create(builder, func.getLoc(), builder.getF32Type(),
+                               value);
+}
+
+static Type elementOf(Value value) {
+  return cast<ShapedType>(value.getType()).getElementType();
+}
+
+LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
+                                           bool accumulate) {
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  SmallVector<Value> inputs;
+  if (failed(parameters(op, {op.getInput(), op.getWeights()}, inputs)))
+    return failure();
+  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
+  SmallVector<Attribute> maps = {
+      AffineMapAttr::get(AffineMap::get(
+          3, 0, {dim(tile::TaskOp::I), dim(tile::TaskOp::K)}, context)),
+      AffineMapAttr::get(AffineMap::get(
+          3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::J)}, context))};
+  if (Value bias = op.getBias()) {
+    FailureOr<Value> biasParam = parameter(bias, op);
+    if (failed(biasParam))
+      return failure();
+    inputs.push_back(*biasParam);
+    maps.push_back(AffineMapAttr::get(
+        AffineMap::get(3, 0, {dim(tile::TaskOp::J)}, context)));
+  }
+  auto task = tile::TaskOp::create(
+      b, loc, inputs, ValueRange(), ValueRange{dest}, ValueRange(),
+      b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
+      tile::OutputKindAttr::get(context, tile::OutputKind::dense), TypedAttr(),
+      UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
+      AffineMapAttr(), accumulate ? b.getUnitAttr() : UnitAttr(), ArrayAttr());
+  SmallVector<Type> scalars;
+  for (Value input : inputs)
+    scalars.push_back(elementOf(input));
+  OpBuilder inner = block(task.getInner(), scalars);
+  Block *innerBlock = inner.getInsertionBlock();
+  Value product = arith::MulFOp::create(inner, loc,
+                                        widen(inner, innerBlock->getArgument(0)),
+                                        widen(inner, innerBlock->getArgument(1)));
+  tile::YieldOp::create(inner, loc, product);
+  if (op.getBias()) {
+    Type f32 = b.getF32Type(), index = b.getIndexType();
+    OpBuilder project = block(task.getProject(), {f32, index, index, f32});
+    Block *projectBlock = project.getInsertionBlock();
+    tile::YieldOp::create(
+        project, loc,
+        arith::AddFOp::create(project, loc, projectBlock->getArgument(0),
+                              projectBlock->getArgument(3))
+            .getResult());
+  }
+  return success();
+}
+
+LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
+                                              Value dest) {
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  auto linear = op.getInput().getDefiningOp<graph::TypedLinearOp>();
+  if (!linear || !linear->hasOneUse())
+    return op.emitOpError()
+           << "aggregates rows that are not a typed linear layer's result "
+              "used only here; the lowering to tile fuses the two and does "
+              "not materialize per-edge tensors yet";
+  if (linear.getGraph() != op.getGraph())
+    return op.emitOpError() << "aggregates rows of another graph value";
+  if (linear.getRows() == graph::Rows::nodes ||
+      linear.getBy() != graph::TypeOf::etype)
+    return linear.emitOpError()
+           << "rows(" << graph::stringifyRows(linear.getRows()) << ") by("
+           << graph::stringifyTypeOf(linear.getBy())
+           << ") is not lowered to tile yet: an aggregated typed linear "
+              "layer takes an edge's rows by its edge type";
+  auto coo = op.getGraph().getDefiningOp<graph::CooOp>();
+  if (!coo)
+    return op.emitOpError() << "takes a graph that is not a graph.coo";
+  SmallVector<Value> inputs, structure, gathers;
+  if (failed(parameters(linear, {linear.getInput(), linear.getWeights()},
+                        inputs)) ||
+      failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
+                        structure)))
+    return failure();
+  Value src = structure[0], dst = structure[1], types = structure[2];
+  Value keys = op.getTo() == graph::End::dst ? dst : src;
+  SmallVector<Attribute> gathered;
+  if (linear.getRows() != graph::Rows::edges) {
+    gathers.push_back(linear.getRows() == graph::Rows::src ? src : dst);
+    gathered.push_back(b.getI64ArrayAttr({0, 0}));
+  }
+  gathers.push_back(types);
+  gathered.push_back(b.getI64ArrayAttr({1, 0}));
+  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
+  SmallVector<Attribute> maps = {
+      AffineMapAttr::get(AffineMap::get(
+          3, 0, {dim(tile::TaskOp::I), dim(tile::TaskOp::K)}, context)),
+      AffineMapAttr::get(AffineMap::get(
+          3, 0,
+          {dim(tile::TaskOp::I), dim(tile::TaskOp::K), dim(tile::TaskOp::J)},
+          context))};
+  if (Value weight = op.getWeight()) {
+    FailureOr<Value> weightParam = parameter(weight, op);
+    if (failed(weightParam))
+      return failure();
+    inputs.push_back(*weightParam);
+    maps.push_back(AffineMapAttr::get(
+        AffineMap::get(3, 0, {dim(tile::TaskOp::I)}, context)));
+  }
+  auto task = tile::TaskOp::create(
+      b, loc, inputs, ValueRange{keys}, ValueRange{dest}, gathers,
+      b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
+      tile::OutputKindAttr::get(context, tile::OutputKind::aggregate),
+      TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
+      AffineMapAttr(), UnitAttr(), b.getArrayAttr(gathered));
+  SmallVector<Type> scalars;
+  for (Value input : inputs)
+    scalars.push_back(elementOf(input));
+  OpBuilder inner = block(task.getInner(), scalars);
+  Block *innerBlock = inner.getInsertionBlock();
+  tile::YieldOp::create(
+      inner, loc,
+      arith::MulFOp::create(inner, loc, widen(inner, innerBlock->getArgument(0)),
+                            widen(inner, innerBlock->getArgument(1)))
+          .getResult());
+  if (op.getWeight()) {
+    Type f32 = b.getF32Type(), index = b.getIndexType();
+    OpBuilder project = block(task.getProject(), {f32, index, index, f32});
+    Block *projectBlock = project.getInsertionBlock();
+    tile::YieldOp::create(
+        project, loc,
+        arith::MulFOp::create(project, loc, projectBlock->getArgument(0),
+                              projectBlock->getArgument(3))
+            .getResult());
+  }
+  return success();
+}
+
+LogicalResult FunctionLowering::emit(Value value, Value dest,
+                                     bool accumulate) {
+  SmallVector<Value> terms;
+  collectTerms(value, terms);
+  // The first term that can store clears the destination: a linear layer.
+  auto stores = [](Value term) {
+    return isa_and_present<graph::LinearOp>(term.getDefiningOp());
+  };
+  auto first = llvm::find_if(terms, stores);
+  if (!accumulate && first == terms.end()) {
+    Operation *op = value.getDefiningOp();
+    return (op ? op : func.getOperation())->emitOpError()
+           << "has no linear layer's term to write its destination first; "
+              "an aggregate alone (which adds into its destination) is not "
+              "lowered to tile yet";
+  }
+  if (!accumulate) {
+    std::rotate(terms.begin(), first, first + 1);
+  }
+  for (auto [n, term] : llvm::enumerate(terms)) {
+    bool add = accumulate || n > 0;
+    Operation *op = term.getDefiningOp();
+    LogicalResult lowered =
+        !op ? func.emitOpError()
+                  << "returns a parameter; a graph function computes its "
+                     "results"
+        : isa<graph::LinearOp>(op)
+            ? emitLinear(cast<graph::LinearOp>(op), dest, add)
+        : isa<graph::AggregateOp>(op)
+            ? emitAggregate(cast<graph::AggregateOp>(op), dest)
+            : op->emitOpError() << "is not lowered to tile: a graph "
+                                   "function's results are sums of linear "
+                                   "layers and aggregates";
+    if (failed(lowered))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult FunctionLowering::run() {
+  MLIRContext *context = func.getContext();
+  Location loc = func.getLoc();
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  for (auto [n, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      return func.emitOpError() << "parameter #" << n << " has type " << type
+                                << "; graph functions take ranked tensors";
+    types.push_back(MemRefType::get(tensor.getShape(), tensor.getElementType()));
+    attrs.push_back(func.getArgAttrDict(n));
+  }
+  for (auto [n, type] : llvm::enumerate(func.getResultTypes())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.getElementType().isF32())
+      return func.emitOpError() << "result #" << n << " has type " << type
+                                << "; graph functions return f32 tensors";
+    types.push_back(MemRefType::get(tensor.getShape(), tensor.getElementType()));
+    NamedAttrList fields(func.getResultAttrDict(n));
+    if (!fields.get("kge.param"))
+      fields.set("kge.param",
+                 b.getStringAttr(func.getNumResults() == 1
+                                     ? std::string("out")
+                                     : "out" + std::to_string(n)));
+    fields.set("kge.result", b.getUnitAttr());
+    attrs.push_back(fields.getDictionary(context));
+  }
+  b.setInsertionPoint(func);
+  lowered = func::FuncOp::create(b, loc, func.getSymName(),
+                                 b.getFunctionType(types, {}));
+  for (auto [n, dict] : llvm::enumerate(attrs))
+    if (dict)
+      lowered.setArgAttrs(n, dict);
+  Block *body = lowered.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [n, value] : llvm::enumerate(ret.getOperands()))
+    if (failed(emit(value, body->getArgument(func.getNumArguments() + n),
+                    /*accumulate=*/false))) {
+      lowered.erase();
+      return failure();
+    }
+  func::ReturnOp::create(b, loc);
+  if (failed(mlir::verify(lowered))) {
+    lowered.erase();
+    return failure();
+  }
+  func.erase();
+  return success();
+}
+
+namespace {
+struct ConvertGraphToTilePass
+    : kge::impl::ConvertGraphToTileBase<ConvertGraphToTilePass> {
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && holdsGraphOps(func))
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs)
+      if (failed(FunctionLowering(func).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace

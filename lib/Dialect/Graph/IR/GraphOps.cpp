@@ -1,0 +1,119 @@
+//===- GraphOps.cpp - graph operations ------------------------------------===//
+
+#include "Dialect/Graph/IR/GraphDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::graph;
+
+#define GET_OP_CLASSES
+#include "Dialect/Graph/IR/GraphOps.cpp.inc"
+
+namespace {
+/// Fails with a diagnostic when two static extents differ: `what` names
+/// the first, `other` the second.
+LogicalResult sameExtent(Operation *op, int64_t extent, int64_t otherExtent,
+                         const Twine &what, const Twine &other) {
+  if (ShapedType::isDynamic(extent) || ShapedType::isDynamic(otherExtent) ||
+      extent == otherExtent)
+    return success();
+  return op->emitOpError() << what << " has " << extent << " but " << other
+                           << " has " << otherExtent;
+}
+
+int64_t dim(Value value, unsigned d) {
+  return cast<ShapedType>(value.getType()).getDimSize(d);
+}
+
+/// The number of edges of `graph` when it is known statically (from the
+/// tensors of its graph.coo), else dynamic.
+int64_t staticEdges(Value graph) {
+  if (auto coo = graph.getDefiningOp<CooOp>())
+    return dim(coo.getSrc(), 0);
+  return ShapedType::kDynamic;
+}
+} // namespace
+
+LogicalResult CooOp::verify() {
+  if (failed(sameExtent(*this, dim(getSrc(), 0), dim(getDst(), 0),
+                        "the source indices' length", "the destinations'")) ||
+      failed(sameExtent(*this, dim(getSrc(), 0), dim(getEtype(), 0),
+                        "the source indices' length", "the edge types'")))
+    return failure();
+  return success();
+}
+
+LogicalResult TypedLinearOp::verify() {
+  Rows rows = getRows();
+  TypeOf by = getBy();
+  if (rows == Rows::nodes && by != TypeOf::ntype)
+    return emitOpError() << "rows(nodes) take the node's own type: by(ntype), "
+                            "got by("
+                         << stringifyTypeOf(by) << ")";
+  if (rows != Rows::nodes && by == TypeOf::ntype)
+    return emitOpError() << "by(ntype) is for rows(nodes); an edge's rows "
+                            "take by(etype), by(src_ntype) or by(dst_ntype)";
+  if (by != TypeOf::etype)
+    if (auto coo = getGraph().getDefiningOp<CooOp>(); coo && !coo.getNtype())
+      return emitOpError() << "by(" << stringifyTypeOf(by)
+                           << ") needs node types: a graph built with "
+                              "graph.coo ... ntypes(...)";
+  auto input = cast<ShapedType>(getInput().getType());
+  auto weights = cast<ShapedType>(getWeights().getType());
+  if (input.getElementType() != weights.getElementType())
+    return emitOpError() << "the input's elements (" << input.getElementType()
+                         << ") and the weights' (" << weights.getElementType()
+                         << ") differ";
+  if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(1),
+                        "the input's row length", "the weights' matrices' rows")) ||
+      failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(2),
+                        "the result's row length",
+                        "the weights' matrices' columns")))
+    return failure();
+  // One result row per input row (edges, nodes) or per edge (src, dst).
+  if (rows == Rows::edges || rows == Rows::nodes)
+    return sameExtent(*this, dim(getResult(), 0), input.getDimSize(0),
+                      "the result's row count", "the input's");
+  if (failed(sameExtent(*this, dim(getResult(), 0), staticEdges(getGraph()),
+                        "the result's row count", "the graph's edge count")))
+    return failure();
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  auto input = cast<ShapedType>(getInput().getType());
+  auto weights = cast<ShapedType>(getWeights().getType());
+  if (input.getElementType() != weights.getElementType())
+    return emitOpError() << "the input's elements (" << input.getElementType()
+                         << ") and the weights' (" << weights.getElementType()
+                         << ") differ";
+  if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(0),
+                        "the input's row length", "the weights' rows")) ||
+      failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(1),
+                        "the result's row length", "the weights' columns")) ||
+      failed(sameExtent(*this, dim(getResult(), 0), input.getDimSize(0),
+                        "the result's row count", "the input's")))
+    return failure();
+  if (getBias() &&
+      failed(sameExtent(*this, dim(getBias(), 0), weights.getDimSize(1),
+                        "the bias' length", "the weights' columns")))
+    return failure();
+  return success();
+}
+
+LogicalResult AggregateOp::verify() {
+  if (failed(sameExtent(*this, dim(getResult(), 1), dim(getInput(), 1),
+                        "the result's row length", "the input's")) ||
+      failed(sameExtent(*this, dim(getInput(), 0), staticEdges(getGraph()),
+                        "the input's row count (one per edge)",
+                        "the graph's edge count")))
+    return failure();
+  if (getWeight() &&
+      failed(sameExtent(*this, dim(getWeight(), 0), dim(getInput(), 0),
+                        "the weights' length (one per edge)",
+                        "the input's row count")))
+    return failure();
+  return success();
+}

@@ -1,0 +1,76 @@
+// RUN: kge-opt %s -split-input-file --convert-graph-to-tile | FileCheck %s
+// RUN: kge-opt %s -split-input-file --convert-graph-to-tile --convert-tile-to-scf | FileCheck %s --check-prefix=LOOPS
+
+// RGCN: the root term is stored first (a dense task, its bias in the
+// projection), then the messages are added into their destination nodes:
+// one task whose rows are gathered through the sources, whose matrix is
+// the edge type's and whose rows are scaled by the edges' weights; no
+// per-edge tensor. The result becomes the last parameter, allocated by the
+// runtime (kge.result).
+// CHECK-LABEL: func.func @rgcn
+// CHECK-SAME: (%[[X:.*]]: memref<?x?xf32> {kge.param = "x"}, %[[W:.*]]: memref<?x?x?xf32> {kge.param = "weight"}, %[[ROOT:.*]]: memref<?x?xf32> {kge.param = "root"}, %[[B:.*]]: memref<?xf32> {kge.param = "bias"}, %[[SRC:.*]]: memref<?xi32> {kge.param = "src"}, %[[DST:.*]]: memref<?xi32> {kge.param = "dst"}, %[[ET:.*]]: memref<?xi32> {kge.param = "edge_type"}, %[[NORM:.*]]: memref<?xf32> {kge.param = "norm"}, %[[OUT:.*]]: memref<?x?xf32> {kge.param = "out", kge.result})
+// CHECK: tile.task ins(%[[X]], %[[ROOT]], %[[B]] : memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>) outs(%[[OUT]] : memref<?x?xf32>) maps [#{{.*}}, #{{.*}}, #{{.*}}] accumulate add output dense inner {
+// CHECK: arith.mulf
+// CHECK: } project {
+// CHECK: arith.addf
+// CHECK: tile.task ins(%[[X]], %[[W]], %[[NORM]] : memref<?x?xf32>, memref<?x?x?xf32>, memref<?xf32>) keys(%[[DST]] : memref<?xi32>) outs(%[[OUT]] : memref<?x?xf32>) gathers(%[[SRC]], %[[ET]] : memref<?xi32>, memref<?xi32>) maps [#{{.*}}, #{{.*}}, #{{.*}}] accumulate add output aggregate {gathered = {{\[}}[0, 0], [1, 0]]} inner {
+// CHECK: } project {
+// CHECK: arith.mulf
+// CHECK: return
+// The CPU path: both tasks as loops, the second adding each edge's row
+// into its destination's.
+// LOOPS-LABEL: func.func @rgcn
+// LOOPS-NOT: tile.task
+// LOOPS: memref.store %{{.*}}, %arg8[%{{.*}}, %{{.*}}] : memref<?x?xf32>
+// LOOPS: %[[D:.*]] = memref.load %arg5[%{{.*}}] : memref<?xi32>
+// LOOPS: %[[ROW:.*]] = arith.index_cast %[[D]] : i32 to index
+// LOOPS: %[[OLD:.*]] = memref.load %arg8[%[[ROW]], %[[J:.*]]] : memref<?x?xf32>
+// LOOPS: %[[NEW:.*]] = arith.addf %[[OLD]], %{{.*}} : f32
+// LOOPS: memref.store %[[NEW]], %arg8[%[[ROW]], %[[J]]] : memref<?x?xf32>
+func.func @rgcn(%x: tensor<?x?xf32> {kge.param = "x"}, %weight: tensor<?x?x?xf32> {kge.param = "weight"},
+                %root: tensor<?x?xf32> {kge.param = "root"}, %bias: tensor<?xf32> {kge.param = "bias"},
+                %src: tensor<?xi32> {kge.param = "src"}, %dst: tensor<?xi32> {kge.param = "dst"},
+                %etype: tensor<?xi32> {kge.param = "edge_type"}, %norm: tensor<?xf32> {kge.param = "norm"})
+    -> (tensor<?x?xf32> {kge.param = "out"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %weight rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %h = graph.aggregate %g, %m weights(%norm : tensor<?xf32>) to(dst) reduce(sum)
+      : tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = graph.linear %x, %root bias(%bias : tensor<?xf32>)
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %o = arith.addf %h, %s : tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+// Messages from destinations into sources, unweighted, on bf16 features
+// (widened to f32 in the inner computation); the linear term comes first
+// whatever the order of the sum's terms; unnamed parameters keep no name
+// (the signature calls them argN) and the result is named out.
+// CHECK-LABEL: func.func @reverse
+// CHECK-SAME: %{{.*}}: memref<?x?xf32> {kge.param = "out", kge.result})
+// CHECK: output dense
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: keys(%arg4 : memref<?xi64>)
+// CHECK-SAME: gathers(%arg5, %arg6 : memref<?xi64>, memref<?xi32>)
+// CHECK-SAME: output aggregate {gathered = {{\[}}[0, 0], [1, 0]]} inner {
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK-NOT: project
+// CHECK: return
+func.func @reverse(%x: tensor<?x?xbf16>, %w: tensor<?x?x?xbf16>, %root: tensor<?x?xbf16>,
+                   %unused: tensor<?xf32>, %src: tensor<?xi64>, %dst: tensor<?xi64>,
+                   %etype: tensor<?xi32>, %n: tensor<1xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %nodes = tensor.dim %x, %c0 : tensor<?x?xbf16>
+  %g = graph.coo %src, %dst, %etype nodes(%nodes) : tensor<?xi64>, tensor<?xi64>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(dst) by(etype)
+      : tensor<?x?xbf16>, tensor<?x?x?xbf16> -> tensor<?x?xf32>
+  %h = graph.aggregate %g, %m to(src) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = graph.linear %x, %root : tensor<?x?xbf16>, tensor<?x?xbf16> -> tensor<?x?xf32>
+  %o = arith.addf %h, %s : tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}

@@ -1,0 +1,76 @@
+// RUN: kge-opt %s -split-input-file --convert-graph-to-tile -verify-diagnostics
+
+func.func @aggregate_alone(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: tensor<?xi32>,
+                           %dst: tensor<?xi32>, %etype: tensor<?xi32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{has no linear layer's term to write its destination first; an aggregate alone (which adds into its destination) is not lowered to tile yet}}
+  %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %h : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @messages_used_twice(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %root: tensor<?x?xf32>,
+                               %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{aggregates rows that are not a typed linear layer's result used only here; the lowering to tile fuses the two and does not materialize per-edge tensors yet}}
+  %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %o = arith.addf %h, %s : tensor<?x?xf32>
+  return %o, %m : tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+func.func @typed_by_node_type(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %root: tensor<?x?xf32>,
+                              %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>,
+                              %nt: tensor<?xi32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%nt : tensor<?xi32>)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{rows(src) by(src_ntype) is not lowered to tile yet: an aggregated typed linear layer takes an edge's rows by its edge type}}
+  %m = graph.typed_linear %g, %x, %w rows(src) by(src_ntype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %o = arith.addf %h, %s : tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @computed_input(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>, %root2: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {
+  %h = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{reads a tensor computed inside the function; the lowering to tile takes only the function's parameters here (per-edge and per-node intermediates are not materialized yet)}}
+  %o = graph.linear %h, %root2 : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error @+1 {{parameter #1 has type 'index'; graph functions take ranked tensors}}
+func.func @index_parameter(%x: tensor<?x?xf32>, %n: index, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @other_result(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{is not lowered to tile: a graph function's results are sums of linear layers and aggregates}}
+  %e = math.exp %o : tensor<?x?xf32>
+  %s = arith.addf %o, %e : tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}

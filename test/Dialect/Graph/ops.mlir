@@ -1,0 +1,42 @@
+// RUN: kge-opt %s | FileCheck %s
+// RUN: kge-opt %s | kge-opt | FileCheck %s
+// RUN: kge-opt %s -mlir-print-op-generic | kge-opt | FileCheck %s
+
+// Every operation and form round-trips: graphs with and without node
+// types, typed linear layers over every kind of rows, a linear layer with
+// and without bias, aggregates with and without weights, into either end.
+// CHECK-LABEL: func.func @layers
+// CHECK: %[[G:.*]] = graph.coo %{{.*}}, %{{.*}}, %{{.*}} nodes(%{{.*}}) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+// CHECK: %[[T:.*]] = graph.coo %{{.*}}, %{{.*}}, %{{.*}} nodes(%{{.*}}) ntypes(%{{.*}} : tensor<?xi64>) : tensor<?xi64>, tensor<?xi64>, tensor<?xi32>
+// CHECK: graph.typed_linear %[[G]], %{{.*}}, %{{.*}} rows(src) by(etype) : tensor<?x16xf32>, tensor<4x16x8xf32> -> tensor<?x8xf32>
+// CHECK: graph.typed_linear %[[T]], %{{.*}}, %{{.*}} rows(dst) by(src_ntype) : tensor<?x16xf32>, tensor<3x16x8xf32> -> tensor<?x8xf32>
+// CHECK: graph.typed_linear %[[T]], %{{.*}}, %{{.*}} rows(nodes) by(ntype) : tensor<?x16xf32>, tensor<3x16x8xf32> -> tensor<?x8xf32>
+// CHECK: graph.typed_linear %[[G]], %{{.*}}, %{{.*}} rows(edges) by(etype) : tensor<?x8xbf16>, tensor<4x8x8xbf16> -> tensor<?x8xf32>
+// CHECK: graph.linear %{{.*}}, %{{.*}} bias(%{{.*}} : tensor<8xf32>) : tensor<?x16xf32>, tensor<16x8xf32> -> tensor<?x8xf32>
+// CHECK: graph.linear %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<16x8xf32> -> tensor<?x8xf32>
+// CHECK: graph.aggregate %[[G]], %{{.*}} weights(%{{.*}} : tensor<?xf32>) to(dst) reduce(sum) : tensor<?x8xf32> -> tensor<?x8xf32>
+// CHECK: graph.aggregate %[[G]], %{{.*}} to(src) reduce(sum) : tensor<?x8xf32> -> tensor<?x8xf32>
+func.func @layers(%x: tensor<?x16xf32>, %e: tensor<?x8xbf16>, %w: tensor<4x16x8xf32>,
+                  %wn: tensor<3x16x8xf32>, %we: tensor<4x8x8xbf16>, %root: tensor<16x8xf32>,
+                  %b: tensor<8xf32>, %src: tensor<?xi32>, %dst: tensor<?xi32>,
+                  %etype: tensor<?xi32>, %src64: tensor<?xi64>, %dst64: tensor<?xi64>,
+                  %ntype: tensor<?xi64>, %norm: tensor<?xf32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %t = graph.coo %src64, %dst64, %etype nodes(%n) ntypes(%ntype : tensor<?xi64>)
+      : tensor<?xi64>, tensor<?xi64>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x16xf32>, tensor<4x16x8xf32> -> tensor<?x8xf32>
+  %m2 = graph.typed_linear %t, %x, %wn rows(dst) by(src_ntype)
+      : tensor<?x16xf32>, tensor<3x16x8xf32> -> tensor<?x8xf32>
+  %v = graph.typed_linear %t, %x, %wn rows(nodes) by(ntype)
+      : tensor<?x16xf32>, tensor<3x16x8xf32> -> tensor<?x8xf32>
+  %m3 = graph.typed_linear %g, %e, %we rows(edges) by(etype)
+      : tensor<?x8xbf16>, tensor<4x8x8xbf16> -> tensor<?x8xf32>
+  %s = graph.linear %x, %root bias(%b : tensor<8xf32>)
+      : tensor<?x16xf32>, tensor<16x8xf32> -> tensor<?x8xf32>
+  %s2 = graph.linear %x, %root : tensor<?x16xf32>, tensor<16x8xf32> -> tensor<?x8xf32>
+  %h = graph.aggregate %g, %m weights(%norm : tensor<?xf32>) to(dst) reduce(sum)
+      : tensor<?x8xf32> -> tensor<?x8xf32>
+  %h2 = graph.aggregate %g, %m to(src) reduce(sum) : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
