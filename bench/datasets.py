@@ -23,6 +23,7 @@ Entity ids are shuffled: popular entities are not the first rows.
 
 import argparse
 import pathlib
+import sys
 
 import numpy as np
 
@@ -83,35 +84,18 @@ def skew_summary(triples, entities):
 def wn18_like(wordnet=pathlib.Path("/usr/share/wordnet"), min_degree=5):
     """Triples of WordNet 3.0 pointers of WN18's relation types between
     synsets with at least `min_degree` such edges."""
-    entity = {}
-    symbols = list(WN18_RELATIONS)
-    triples = []
-    pos_of = {"n": "n", "v": "v", "a": "a", "s": "a", "r": "r"}
-
-    def entity_id(pos, offset):
-        return entity.setdefault((pos_of[pos], offset), len(entity))
-
-    for part in ("noun", "verb", "adj", "adv"):
-        for line in (wordnet / f"data.{part}").open(encoding="latin-1"):
-            if line.startswith("  "):
-                continue  # license header
-            fields = line.split(" | ")[0].split()
-            offset, pos = fields[0], fields[2]
-            words = int(fields[3], 16)
-            at = 4 + 2 * words
-            pointers = int(fields[at])
-            head = entity_id(pos, offset)
-            for p in range(pointers):
-                symbol, target, target_pos = fields[at + 1 + 4 * p: at + 4 + 4 * p]
-                if symbol in WN18_RELATIONS:
-                    triples.append((head, symbols.index(symbol), entity_id(target_pos, target)))
-    triples = np.unique(np.array(triples, dtype=np.int64), axis=0)
-    degree = np.bincount(triples[:, [0, 2]].ravel(), minlength=len(entity))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+    from kge import graph
+    g = graph.wordnet(wordnet, relations=set(WN18_RELATIONS))
+    # Relations numbered in WN18_RELATIONS' order.
+    order = np.array([list(WN18_RELATIONS).index(s) for s in g.edge_type_names])
+    triples = np.stack([g.src.astype(np.int64), order[g.etype], g.dst.astype(np.int64)], 1)
+    degree = np.bincount(triples[:, [0, 2]].ravel(), minlength=g.num_nodes)
     triples = triples[(degree[triples[:, 0]] >= min_degree) &
                       (degree[triples[:, 2]] >= min_degree)]
     kept, dense = np.unique(triples[:, [0, 2]], return_inverse=True)
     triples[:, [0, 2]] = dense.reshape(-1, 2)
-    return triples, len(kept), len(symbols)
+    return triples, len(kept), len(WN18_RELATIONS)
 
 
 def main():

@@ -1,0 +1,151 @@
+"""The graph dialect on the CPU path: RGCN (examples/graph/rgcn.mlir,
+lowered to tile tasks by convert-graph-to-tile) against a NumPy reference
+on heterogeneous graphs of Pigeon's dataset shapes and on WordNet; bad
+indices refused before running; the graph generators' shapes and skew."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from kge import MLIRError, graph
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RGCN = (ROOT / "examples" / "graph" / "rgcn.mlir").read_text()
+
+
+@pytest.fixture(scope="module")
+def rgcn():
+    return graph.compile_cpu(RGCN, "rgcn")
+
+
+def layer_inputs(g, features, outputs, seed):
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.standard_normal((g.num_nodes, features)).astype(np.float32),
+        "weight": (rng.standard_normal((g.num_edge_types, features, outputs)) /
+                   np.sqrt(features)).astype(np.float32),
+        "root": (rng.standard_normal((features, outputs)) / np.sqrt(features)).astype(np.float32),
+        "bias": rng.standard_normal(outputs).astype(np.float32),
+        "src": g.src, "dst": g.dst, "edge_type": g.etype,
+        "norm": graph.rgcn_norm(g.dst, g.etype, g.num_nodes, g.num_edge_types),
+    }
+
+
+def check(out, expected):
+    scale = max(1.0, float(np.abs(expected).max()))
+    return out.shape == expected.shape and np.allclose(out, expected, rtol=1e-4,
+                                                       atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("name,scale,features,outputs", [
+    ("aifb", 1.0, 16, 8), ("mutag", 0.1, 16, 16), ("bgs", 0.02, 8, 8), ("fb15k", 0.05, 16, 4),
+    ("biokg", 0.002, 32, 8)])
+def test_rgcn_matches_numpy(rgcn, name, scale, features, outputs):
+    g = graph.synthetic(name, seed=len(name), scale=scale)
+    x = layer_inputs(g, features, outputs, seed=features)
+    out = rgcn(x)["out"]
+    expected = graph.rgcn_reference(x["x"], x["weight"], x["root"], x["bias"],
+                                    g.src, g.dst, g.etype)
+    assert check(out, expected), float(np.abs(out - expected).max())
+    # The comparison catches one wrong element of a node with messages.
+    v = int(g.dst[0])
+    out[v, 0] += 1e-2 * max(1.0, float(np.abs(expected).max()))
+    assert not check(out, expected)
+
+
+def test_rgcn_on_wordnet(rgcn):
+    """WordNet's synsets (typed by part of speech), its pointers typed by
+    symbol, at the paper's hidden size 64 -> 16."""
+    g = graph.wordnet()
+    assert g.num_node_types == 4 and g.num_edge_types >= 20 and g.num_edges > 300_000
+    x = layer_inputs(g, 64, 16, seed=1)
+    out = rgcn(x)["out"]
+    expected = graph.rgcn_reference(x["x"], x["weight"], x["root"], x["bias"],
+                                    g.src, g.dst, g.etype)
+    assert check(out, expected), float(np.abs(out - expected).max())
+
+
+def test_rgcn_isolated_nodes_and_unused_types(rgcn):
+    """Nodes without incoming edges get the root term alone; a type with no
+    edges leaves its matrix unread; an empty graph gives the root term."""
+    g = graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
+                          etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
+                          num_edge_types=4, num_node_types=1)
+    x = layer_inputs(g, 8, 4, seed=3)
+    x["weight"][1] = np.nan  # never read
+    x["weight"][3] = np.nan
+    out = rgcn(x)["out"]
+    expected = graph.rgcn_reference(x["x"], np.nan_to_num(x["weight"]), x["root"], x["bias"],
+                                    g.src, g.dst, g.etype)
+    assert check(out, expected)
+    root_only = x["x"] @ x["root"] + x["bias"]
+    assert np.allclose(out[[0, 3, 4, 5]], root_only[[0, 3, 4, 5]], rtol=1e-5, atol=1e-6)
+    # Node 1: the mean of its two type-0 messages plus its one type-2 message.
+    assert np.allclose(x["norm"], [0.5, 0.5, 1.0, 1.0])
+    empty = {**x, "src": np.zeros(0, np.int32), "dst": np.zeros(0, np.int32),
+             "edge_type": np.zeros(0, np.int32), "norm": np.zeros(0, np.float32)}
+    assert np.allclose(rgcn(empty)["out"], root_only, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("param,value,message", [
+    ("src", 6, "index 6 at position 24 of 'src' is out of range for table 'x' with 6 rows"),
+    ("dst", -1, "index -1 at position 24 of 'dst' is out of range for result 'out' with 6 rows"),
+    ("edge_type", 4,
+     "index 4 at position 24 of 'edge_type' is out of range for table 'weight' with 4 rows")])
+def test_rgcn_refuses_out_of_range_indices(rgcn, param, value, message):
+    g = graph.synthetic("aifb", seed=0, scale=0.001)
+    g.src, g.dst = g.src % 6, g.dst % 6
+    g.ntype = g.ntype[:6]
+    g.etype = g.etype % 4
+    g.num_edge_types = 4
+    x = layer_inputs(g, 8, 4, seed=0)
+    x[param] = x[param].copy()
+    x[param][len(x[param]) // 2] = value
+    with pytest.raises(IndexError, match=message):
+        rgcn(x)
+
+
+def test_rgcn_refuses_mismatched_arguments(rgcn):
+    g = graph.synthetic("aifb", seed=0, scale=0.01)
+    x = layer_inputs(g, 8, 4, seed=0)
+    with pytest.raises(ValueError, match="table 'norm' has size 487 in dimension 0 but 'M1' "
+                                         "is 488 \\(set by 'src'\\)"):
+        rgcn({**x, "norm": x["norm"][:-1]})
+    with pytest.raises(ValueError, match="table 'root' has size 7 in dimension 0 but 'K' is 8"):
+        rgcn({**x, "root": np.zeros((7, 4), np.float32)})
+    with pytest.raises(ValueError, match="table 'x' expects dtype f32, got f64"):
+        rgcn({**x, "x": x["x"].astype(np.float64)})
+    with pytest.raises(TypeError, match="'rgcn' is missing argument 'bias'"):
+        rgcn({k: v for k, v in x.items() if k != "bias"})
+
+
+def test_lowering_errors_name_the_operation():
+    text = RGCN.replace("%out = arith.addf %neighbours, %self : tensor<?x?xf32>\n"
+                        "  return %out", "return %neighbours")
+    with pytest.raises(MLIRError, match="an aggregate alone .* is not lowered to tile yet"):
+        graph.compile_cpu(text, "rgcn")
+
+
+@pytest.mark.parametrize("name", sorted(graph.SHAPES))
+def test_synthetic_graphs_have_the_papers_shapes(name):
+    node_types, edge_types, nodes, edges = graph.SHAPES[name]
+    scale = min(1.0, 200_000 / edges)
+    g = graph.synthetic(name, seed=1, scale=scale)
+    assert g.num_nodes == max(node_types, round(nodes * scale))
+    assert g.num_edges == round(edges * scale)
+    assert g.src.max() < g.num_nodes and g.dst.max() < g.num_nodes
+    assert g.etype.max() < edge_types and g.ntype.max() < node_types
+    # Power-law degrees: a hub far above the mean degree, most nodes small.
+    degree = np.bincount(np.concatenate([g.src, g.dst]), minlength=g.num_nodes)
+    assert degree.max() > 20 * degree.mean()
+    assert np.median(degree) < degree.mean()
+    # Skewed edge types: the most frequent type well above its fair share.
+    if edge_types > 1:
+        assert np.bincount(g.etype).max() > 1.5 * g.num_edges / edge_types
+
+
+def test_rgcn_norm_is_the_mean_per_relation():
+    dst = np.array([0, 0, 0, 1, 1], np.int32)
+    etype = np.array([0, 0, 1, 1, 1], np.int32)
+    assert np.allclose(graph.rgcn_norm(dst, etype, 2, 2), [0.5, 0.5, 1.0, 0.5, 0.5])
