@@ -281,9 +281,12 @@ def TileSchedule : Pass<"tile-schedule", "ModuleOp"> {
 def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
   let summary = "Lower each tile function to tiled GPU kernels on tensor cores or CUDA cores";
   let description = [{
-    Replaces every tile function (a `func.func` holding one `tile.task`)
-    with a `gpu.module` named `<function>_kernels` holding the kernels of
-    the task's schedule (`tile-schedule`'s, chosen here with the same
+    Replaces every tile function (a `func.func` holding `tile.task`s) with
+    a `gpu.module` named `<function>_kernels` holding the kernels of every
+    task's schedule and a launch plan that runs the tasks in order (the
+    first task's kernels named `<function><suffix>`, task n's
+    `<function>_t<n><suffix>`, its scratch buffers prefixed `t<n>_`). Each
+    task's kernels follow the task's schedule (`tile-schedule`'s, chosen here with the same
     options when the task has none; a task's own schedule is followed as
     written, and the options do not apply to it), each in
     GAMUT's skeleton (Algorithm 1): a thread block computes a

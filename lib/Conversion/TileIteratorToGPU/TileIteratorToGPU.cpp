@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace kge {
@@ -2042,15 +2043,6 @@ static TaskOp cloneWithTransposedInputs(TaskOp task,
   return clone;
 }
 
-/// The one task of the tile function `func`.
-static FailureOr<TaskOp> getOnlyTask(func::FuncOp func) {
-  SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
-  if (tasks.size() != 1)
-    return func.emitOpError()
-           << "holds " << tasks.size()
-           << " tile.tasks; the GPU lowering compiles one task per function";
-  return tasks.front();
-}
 
 /// The key by which the segment iterators sort `task`'s rows (the gather
 /// of its matrix per row's key; null without one), or failure when the
@@ -2164,11 +2156,15 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
 /// multiples of 16 bytes (cp.async's chunks), the CUDA-core kernel
 /// otherwise; among the kernels of one kind (largest first), the first whose
 /// grid fills the GPU (and whose minimum K the reduction reaches).
-LogicalResult lowerFunction(func::FuncOp func) {
-  FailureOr<TaskOp> onlyTask = getOnlyTask(func);
-  if (failed(onlyTask))
-    return failure();
-  TaskOp task = *onlyTask;
+/// Lowers `task` of the tile function `func` (whose signature is `sig`):
+/// its kernels, named from `name`, into `module`, its launch steps and
+/// scratch buffers appended to `steps` and `scratch`.
+static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
+                               const kge_runtime::Signature &sig,
+                               gpu::GPUModuleOp module, StringRef prefix,
+                               SmallVectorImpl<Attribute> &steps,
+                               SmallVectorImpl<Attribute> &scratch) {
+  const kge_runtime::Signature *signature = &sig;
   // An input with one matrix per row's key (W[r[i], k, j]) takes the
   // segment iterators: rows sorted by that key.
   FailureOr<Value> key = getSegmentKey(task);
@@ -2202,15 +2198,10 @@ LogicalResult lowerFunction(func::FuncOp func) {
                << *task.getK() << ")";
     }
   }
-  FailureOr<kge_runtime::Signature> signature = tile::computeSignature(func);
-  if (failed(signature))
-    return failure();
-
-  OpBuilder b(func);
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
   Location loc = func.getLoc();
-  std::string name = func.getSymName().str();
-  auto module = gpu::GPUModuleOp::create(b, loc, name + "_kernels");
-  b.setInsertionPointToStart(module.getBody());
+  std::string name = prefix.str();
   // Top-k takes a lock (a scratch word) besides the function's arguments,
   // distinct its hash set.
   bool distinct = task.getOutput() == OutputKind::distinct;
@@ -2287,10 +2278,8 @@ LogicalResult lowerFunction(func::FuncOp func) {
     LogicalResult built = emitter.emit(kernel, func);
     if (emitted != task)
       emitted.erase();
-    if (failed(built)) {
-      module.erase();
+    if (failed(built))
       return failure();
-    }
     kernelNames.push_back(kernelName);
   }
 
@@ -2298,7 +2287,7 @@ LogicalResult lowerFunction(func::FuncOp func) {
   // hash set), then the tiled kernel.
   Builder builder(func.getContext());
   BundleBuilder bb(builder);
-  SmallVector<Attribute> steps, checks, kernelArgs, scratch;
+  SmallVector<Attribute> kernelArgs;
   for (const kge_runtime::Parameter &p : signature->params) {
     SmallVector<std::string> dims;
     for (const kge_runtime::Dim &d : p.shape)
@@ -2772,6 +2761,78 @@ LogicalResult lowerFunction(func::FuncOp func) {
     steps.push_back(bb.launch(name + "_merge", module.getName(),
                               {"1", "1", "1"}, 1024, "0", mergeArgs));
   }
+  return success();
+}
+
+/// `step` (a launch-plan step or argument) with every reference to a
+/// scratch buffer named in `names` renamed by `rename`.
+static Attribute renameScratch(Attribute attr, const llvm::StringSet<> &names,
+                               llvm::function_ref<std::string(StringRef)> rename) {
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    SmallVector<Attribute> elements;
+    for (Attribute element : array)
+      elements.push_back(renameScratch(element, names, rename));
+    return ArrayAttr::get(attr.getContext(), elements);
+  }
+  auto dict = dyn_cast<DictionaryAttr>(attr);
+  if (!dict)
+    return attr;
+  NamedAttrList fields;
+  for (NamedAttribute field : dict) {
+    Attribute value = renameScratch(field.getValue(), names, rename);
+    if (auto text = dyn_cast<StringAttr>(value);
+        text && field.getName() == "buffer" &&
+        text.getValue().starts_with("scratch:") &&
+        names.contains(text.getValue().drop_front(8)))
+      value = StringAttr::get(
+          attr.getContext(),
+          "scratch:" + rename(text.getValue().drop_front(8)));
+    fields.append(field.getName(), value);
+  }
+  return fields.getDictionary(attr.getContext());
+}
+
+/// Lowers the tile function `func`: one gpu.module of all its tasks'
+/// kernels and a launch plan that runs the tasks in order (each task's
+/// steps after the previous task's; later tasks' kernels and scratch
+/// buffers named `<function>_t<n>...` and `t<n>_...`).
+LogicalResult lowerFunction(func::FuncOp func) {
+  SmallVector<TaskOp> tasks(func.getBody().getOps<TaskOp>());
+  if (tasks.empty())
+    return func.emitOpError() << "holds no tile.task";
+  FailureOr<kge_runtime::Signature> signature = tile::computeSignature(func);
+  if (failed(signature))
+    return failure();
+  OpBuilder b(func);
+  std::string name = func.getSymName().str();
+  auto module = gpu::GPUModuleOp::create(b, func.getLoc(), name + "_kernels");
+  Builder builder(func.getContext());
+  BundleBuilder bb(builder);
+  SmallVector<Attribute> steps, scratch, checks;
+  for (auto [n, task] : llvm::enumerate(tasks)) {
+    size_t firstStep = steps.size(), firstScratch = scratch.size();
+    std::string prefix = n == 0 ? name : name + "_t" + std::to_string(n);
+    if (failed(lowerTask(func, task, *signature, module, prefix, steps,
+                         scratch))) {
+      module.erase();
+      return failure();
+    }
+    if (n == 0)
+      continue;
+    // The task's own scratch buffers, apart from the other tasks'.
+    llvm::StringSet<> names;
+    std::string tag = "t" + std::to_string(n) + "_";
+    auto rename = [&](StringRef buffer) { return tag + buffer.str(); };
+    for (Attribute &entry : llvm::drop_begin(scratch, firstScratch)) {
+      names.insert(cast<DictionaryAttr>(entry).getAs<StringAttr>("name"));
+      NamedAttrList fields(cast<DictionaryAttr>(entry));
+      fields.set("name", bb.str(rename(
+                             cast<DictionaryAttr>(entry).getAs<StringAttr>("name"))));
+      entry = fields.getDictionary(func.getContext());
+    }
+    for (Attribute &step : llvm::drop_begin(steps, firstStep))
+      step = renameScratch(step, names, rename);
+  }
   for (const kge_runtime::Parameter &p : signature->params)
     if (p.role == kge_runtime::ParamRole::Indices && !p.indexedTables.empty())
       checks.push_back(bb.dict({{"param", bb.str(p.name)},
@@ -2903,14 +2964,20 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
   return {{kSmallShape, ""}};
 }
 
-/// Gives the task of the tile function `func` its schedule (kept when it
-/// has one): the kernels chooseVariants picks, as tile iterators.
+static LogicalResult scheduleTask(TaskOp task, const ScheduleOptions &o);
+
+/// Gives every task of the tile function `func` its schedule (kept where
+/// it has one): the kernels chooseVariants picks, as tile iterators.
 static LogicalResult scheduleFunction(func::FuncOp func,
                                       const ScheduleOptions &o) {
-  FailureOr<TaskOp> onlyTask = getOnlyTask(func);
-  if (failed(onlyTask))
-    return failure();
-  TaskOp task = *onlyTask;
+  for (TaskOp task : func.getBody().getOps<TaskOp>())
+    if (failed(scheduleTask(task, o)))
+      return failure();
+  return success();
+}
+
+/// Gives `task` its schedule (kept when it has one).
+static LogicalResult scheduleTask(TaskOp task, const ScheduleOptions &o) {
   if (!task.getKernels().empty())
     return success();
   if (failed(getSegmentKey(task)))

@@ -34,27 +34,6 @@ func.func @top_many(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<1000xf3
 
 #ik = affine_map<(i, j, k) -> (i, k)>
 #kj = affine_map<(i, j, k) -> (k, j)>
-// expected-error @+1 {{holds 2 tile.tasks; the GPU lowering compiles one task per function}}
-func.func @two(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
-  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
-      maps [#ik, #kj] accumulate add output dense
-      inner {
-      ^bb0(%a: f32, %b: f32):
-        tile.yield %a : f32
-      }
-  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
-      maps [#ik, #kj] accumulate max output dense
-      inner {
-      ^bb0(%a: f32, %b: f32):
-        tile.yield %b : f32
-      }
-  return
-}
-
-// -----
-
-#ik = affine_map<(i, j, k) -> (i, k)>
-#kj = affine_map<(i, j, k) -> (k, j)>
 func.func @local(%A: memref<?x?xf32>, %B: memref<?x?xf32>) {
   // expected-error @+1 {{'memref.alloc' op is not a tile.task; a tile function holds only tasks}}
   %C = memref.alloc() : memref<4x4xf32>
