@@ -193,11 +193,14 @@ Signature parseSignature(const json &function) {
     for (const json &table : *indexes) {
       auto it = table.is_string() ? byName.find(table.get<std::string>())
                                   : byName.end();
+      // Tables are gathered from; outputs and results are written at the
+      // indexed rows (a graph's messages summed into their nodes).
       if (it == byName.end() ||
           (signature.params[it->second].role != ParamRole::Table &&
-           signature.params[it->second].role != ParamRole::Output))
-        fail("index array '" + param.name +
-             "' indexes something that is not a table or an output");
+           signature.params[it->second].role != ParamRole::Output &&
+           signature.params[it->second].role != ParamRole::Result))
+        fail("index array '" + param.name + "' indexes something that is "
+             "not a table, an output or a result");
       param.indexedTables.push_back(static_cast<unsigned>(it->second));
     }
     auto dim = params[i].find("indexed_dim");

@@ -149,3 +149,32 @@ def test_rgcn_norm_is_the_mean_per_relation():
     dst = np.array([0, 0, 0, 1, 1], np.int32)
     etype = np.array([0, 0, 1, 1, 1], np.int32)
     assert np.allclose(graph.rgcn_norm(dst, etype, 2, 2), [0.5, 0.5, 1.0, 0.5, 0.5])
+
+
+def test_rgcn_bundle_validates_and_runs_both_tasks():
+    """The GPU lowering: one bundle whose launch plan runs the root term
+    (a dense task) and then the messages (segment iterators over the edge
+    types, the sort's scratch of the second task named t1_...), and whose
+    signature the runtime accepts: the destinations index the result."""
+    import kge_runtime
+    from kge import ir
+    module = ir.Module.parse(ir.Context(), RGCN)
+    pm = ir.PassManager(module.context)
+    pm.add("convert-graph-to-tile,kge-lower-to-gpu")
+    pm.run(module)
+    text = ir.to_bundle(module, False)
+    signature = kge_runtime.validate_bundle(text)
+    params = {p["name"]: p for p in signature["params"]}
+    assert params["out"]["role"] == "result"
+    assert params["dst"]["indexes"] == ["out"] and params["src"]["indexes"] == ["x"]
+    assert params["edge_type"]["indexes"] == ["weight"]
+    import json
+    manifest = json.loads(text)
+    kernels = [s["function"] for s in manifest["launches"] if s["kind"] == "kernel"]
+    assert kernels[:2] == ["rgcn", "rgcn_small"]
+    assert kernels[2:] == ["kge_key_histogram", "kge_key_scan_tiles", "kge_key_scan_tiles",
+                           "kge_key_scatter", "rgcn_t1_mma_long", "rgcn_t1_mma", "rgcn_t1_small"]
+    assert {s["name"] for s in manifest["scratch"]} == {
+        "t1_perm", "t1_tiles", "t1_long_tiles", "t1_counts", "t1_lengths"}
+    assert {c["param"]: c["bound"] for c in manifest["checks"]} == {
+        "src": "M", "dst": "M", "edge_type": "weight_d0"}
