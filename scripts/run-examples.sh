@@ -6,7 +6,9 @@
 #   - a run on the CPU path (MLIR ExecutionEngine) with random inputs,
 #     checked against a NumPy reference.
 # Then for each matmul-like query in examples/tile (GAMUT's syntax): its tile
-# IR, the loops of its CPU path and a CPU run checked against NumPy.
+# IR, the loops of its CPU path and a CPU run checked against NumPy. Then for
+# each layer in examples/graph: its tile tasks, its GPU bundle and a CPU run
+# on an aifb-shaped graph checked against NumPy.
 # Everything is written below build/examples/<name>/ (tile/<name>/).
 set -euo pipefail
 
