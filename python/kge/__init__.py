@@ -23,6 +23,8 @@ Modules:
   kge.compiler  compilation to CPU functions and GPU bundles
   kge.runtime   running bundles on a GPU (works without the compiler)
   kge.tile      matmul-like tasks (GAMUT's queries) on the `tile` dialect
+  kge.graph     relational GNN layers (the `graph` dialect): graphs, references,
+                the decorator front end kge.graph.layer
   kge.autotune  timing compiled variants on the GPU, choices kept on disk
                 (works without the compiler)
 """

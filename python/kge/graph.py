@@ -1,7 +1,8 @@
 """The `graph` dialect from Python: heterogeneous graphs of the shapes
 relational GNNs are measured on, the real WordNet graph, RGCN's
-normalization and NumPy references of the layers, and compilation of graph
-functions for the CPU.
+normalization and NumPy references of the layers, compilation of graph
+functions for the CPU, and a decorator front end (`layer`) that traces a
+layer written in Python into a graph function.
 
     from kge import graph
     g = graph.synthetic("aifb", seed=0)          # Pigeon's Table 4 shape
@@ -153,3 +154,251 @@ def compile_cpu(text, function=""):
     pm.add("convert-graph-to-tile")
     pm.run(module)
     return compiler.compile_cpu(module, function)
+
+
+# ---------------------------------------------------------------------------
+# The decorator front end: a layer written in Python over a graph and its
+# node and edge data, traced into a graph function.
+# ---------------------------------------------------------------------------
+
+class TraceError(Exception):
+    """A layer that the graph dialect cannot express."""
+
+
+class _Param:
+    """An annotation of a traced layer's parameter."""
+    rank = 2
+
+    def __init__(self, dtype="f32"):
+        if dtype not in ("f32", "f16", "bf16"):
+            raise TraceError(f"element type '{dtype}' is not f32, f16 or bf16")
+        self.dtype = dtype
+
+    def tensor(self):
+        return "tensor<" + "?x" * self.rank + self.dtype + ">"
+
+
+class NodeData(_Param):
+    """Per-node rows (features): [nodes, F]."""
+
+
+class EdgeData(_Param):
+    """Per-edge rows: [edges, F]."""
+
+
+class Weights(_Param):
+    """One matrix: [K, N]."""
+
+
+class TypedWeights(_Param):
+    """One matrix per type: [types, K, N]."""
+    rank = 3
+
+
+class Bias(_Param):
+    """One row: [N], f32."""
+    rank = 1
+
+    def __init__(self):
+        super().__init__("f32")
+
+
+class EdgeWeights(_Param):
+    """One scalar per edge (a normalization such as RGCN's): [edges], f32."""
+    rank = 1
+
+    def __init__(self):
+        super().__init__("f32")
+
+
+class Graph:
+    """A heterogeneous graph parameter: its edges' sources, destinations and
+    types (parameters src, dst, edge_type: i32 or i64) and, with
+    node_types, its nodes' types (node_type)."""
+
+    def __init__(self, index_dtype="i32", node_types=False):
+        if index_dtype not in ("i32", "i64"):
+            raise TraceError(f"index type '{index_dtype}' is not i32 or i64")
+        self.index_dtype = index_dtype
+        self.node_types = node_types
+
+
+class _Value:
+    """A traced tensor: its SSA name, type and kind (nodes, edges,
+    weights...)."""
+
+    def __init__(self, tracer, name, type, kind):
+        self.tracer, self.name, self.type, self.kind = tracer, name, type, kind
+
+    def __add__(self, other):
+        if not isinstance(other, _Value) or other.type != self.type or other.kind != self.kind:
+            raise TraceError("only per-node results of the same shape add up "
+                             f"(got {self.kind} {self.type} + {getattr(other, 'kind', other)})")
+        return self.tracer.emit("arith.addf", f"{self.name}, {other.name} : {self.type}",
+                                self.type, self.kind)
+
+    __radd__ = __add__
+
+    def __getattr__(self, name):
+        raise TraceError(f"'{name}' is not an operation of the graph dialect's layers")
+
+
+class _TracedGraph:
+    def __init__(self, tracer, name):
+        self.tracer, self.name = tracer, name
+
+    def typed_linear(self, input, weights, rows="src", by="etype"):
+        """Rows of `input` times the matrix of their type (graph.typed_linear)."""
+        if rows not in ("src", "dst", "edges", "nodes"):
+            raise TraceError(f"rows='{rows}' is not one of src, dst, edges, nodes")
+        if by not in ("etype", "ntype", "src_ntype", "dst_ntype"):
+            raise TraceError(f"by='{by}' is not one of etype, ntype, src_ntype, dst_ntype")
+        expected = "edges" if rows == "edges" else "nodes"
+        if input.kind != expected:
+            raise TraceError(f"rows='{rows}' reads {expected} rows, got {input.kind} rows")
+        if weights.kind != "typed_weights":
+            raise TraceError("typed_linear takes TypedWeights")
+        result = "tensor<?x?xf32>"
+        kind = "nodes" if rows == "nodes" else "edges"
+        return self.tracer.emit(
+            "graph.typed_linear",
+            f"{self.name}, {input.name}, {weights.name} rows({rows}) by({by}) : "
+            f"{input.type}, {weights.type} -> {result}", result, kind)
+
+    def aggregate(self, input, weights=None, to="dst"):
+        """Per-edge rows (times `weights`) summed into the nodes at the `to`
+        end of the edges (graph.aggregate)."""
+        if to not in ("dst", "src"):
+            raise TraceError(f"to='{to}' is not dst or src")
+        if input.kind != "edges":
+            raise TraceError(f"aggregate sums per-edge rows, got {input.kind} rows")
+        weighted = ""
+        if weights is not None:
+            if weights.kind != "edge_weights":
+                raise TraceError("aggregate's weights are EdgeWeights")
+            weighted = f" weights({weights.name} : {weights.type})"
+        result = "tensor<?x?xf32>"
+        return self.tracer.emit(
+            "graph.aggregate",
+            f"{self.name}, {input.name}{weighted} to({to}) reduce(sum) : {input.type} -> {result}",
+            result, "nodes")
+
+
+def linear(input, weights, bias=None):
+    """`input` times `weights` (+ `bias`): graph.linear."""
+    if not isinstance(input, _Value) or input.kind not in ("nodes", "edges"):
+        raise TraceError("linear takes per-node or per-edge rows")
+    if weights.kind != "weights":
+        raise TraceError("linear takes Weights")
+    with_bias = ""
+    if bias is not None:
+        if bias.kind != "bias":
+            raise TraceError("linear's bias is a Bias")
+        with_bias = f" bias({bias.name} : {bias.type})"
+    result = "tensor<?x?xf32>"
+    return input.tracer.emit(
+        "graph.linear", f"{input.name}, {weights.name}{with_bias} : {input.type}, "
+        f"{weights.type} -> {result}", result, input.kind)
+
+
+class _Tracer:
+    def __init__(self):
+        self.lines = []
+        self.count = 0
+
+    def emit(self, op, body, type, kind):
+        name = f"%v{self.count}"
+        self.count += 1
+        self.lines.append(f"  {name} = {op} {body}")
+        return _Value(self, name, type, kind)
+
+
+_KINDS = {NodeData: "nodes", EdgeData: "edges", Weights: "weights",
+          TypedWeights: "typed_weights", Bias: "bias", EdgeWeights: "edge_weights"}
+
+
+class Layer:
+    """A traced layer: its graph function (`text`), runnable on the CPU
+    (`run_cpu`) and compiled into a GPU bundle (`compile`)."""
+
+    def __init__(self, fn):
+        import inspect
+        self.name = fn.__name__
+        tracer = _Tracer()
+        params, args, first_node_data = [], [], None
+        graphs = []
+        for p in inspect.signature(fn).parameters.values():
+            annotation = p.annotation
+            if isinstance(annotation, type):
+                annotation = annotation()
+            if isinstance(annotation, Graph):
+                index = f"tensor<?x{annotation.index_dtype}>"
+                params += [("src", index), ("dst", index), ("edge_type", "tensor<?xi32>")]
+                if annotation.node_types:
+                    params.append(("node_type", index))
+                graphs.append((p.name, annotation))
+                args.append(p.name)
+                continue
+            kind = _KINDS.get(type(annotation))
+            if kind is None:
+                raise TraceError(f"parameter '{p.name}' needs an annotation: Graph, NodeData, "
+                                 "EdgeData, Weights, TypedWeights, Bias or EdgeWeights")
+            params.append((p.name, annotation.tensor()))
+            value = _Value(tracer, "%" + p.name, annotation.tensor(), kind)
+            args.append(value)
+            if kind == "nodes" and first_node_data is None:
+                first_node_data = value
+        if len(graphs) != 1:
+            raise TraceError(f"a layer takes one Graph parameter, got {len(graphs)}")
+        if first_node_data is None:
+            raise TraceError("a layer takes per-node data (NodeData): the graph's node count")
+        (graph_name, g), = graphs
+        index = f"tensor<?x{g.index_dtype}>"
+        header = [
+            "  %c0 = arith.constant 0 : index",
+            f"  %nodes = tensor.dim {first_node_data.name}, %c0 : {first_node_data.type}",
+            f"  %{graph_name} = graph.coo %src, %dst, %edge_type nodes(%nodes)"
+            + (f" ntypes(%node_type : {index})" if g.node_types else "")
+            + f" : {index}, {index}, tensor<?xi32>"]
+        traced_graph = _TracedGraph(tracer, "%" + graph_name)
+        result = fn(*[traced_graph if a == graph_name else a for a in args])
+        if not isinstance(result, _Value) or result.kind != "nodes":
+            raise TraceError("a layer returns per-node rows")
+        signature = ", ".join(f"%{n}: {t} {{kge.param = \"{n}\"}}" for n, t in params)
+        self.text = (f"func.func @{self.name}({signature})\n"
+                     f"    -> ({result.type} {{kge.param = \"out\"}}) {{\n"
+                     + "\n".join(header + tracer.lines)
+                     + f"\n  return {result.name} : {result.type}\n}}\n")
+        self._cpu = None
+
+    def __str__(self):
+        return self.text
+
+    def run_cpu(self, **arrays):
+        """Runs the layer on the CPU over NumPy arrays; returns its output."""
+        if self._cpu is None:
+            self._cpu = compile_cpu(self.text, self.name)
+        return self._cpu(arrays)["out"]
+
+    def compile(self, cubin=True, matrix_math=None):
+        """The layer's GPU bundle (kge.compiler.Bundle)."""
+        from . import compiler, ir
+        module = ir.Module.parse(ir.Context(), self.text)
+        pm = ir.PassManager(module.context)
+        lowering = "kge-lower-to-gpu" + (f"{{matrix-math={matrix_math}}}" if matrix_math else "")
+        pm.add(f"convert-graph-to-tile,{lowering}")
+        pm.run(module)
+        return compiler.Bundle(ir.to_bundle(module, cubin))
+
+
+def layer(fn):
+    """Traces `fn` (annotated parameters: one Graph, NodeData, EdgeData,
+    Weights, TypedWeights, Bias, EdgeWeights) into a graph function::
+
+        @kge.graph.layer
+        def rgcn(g: Graph, x: NodeData, weight: TypedWeights, root: Weights,
+                 bias: Bias, norm: EdgeWeights):
+            messages = g.typed_linear(x, weight, rows="src", by="etype")
+            return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
+    """
+    return Layer(fn)

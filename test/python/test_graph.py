@@ -178,3 +178,62 @@ def test_rgcn_bundle_validates_and_runs_both_tasks():
         "t1_perm", "t1_tiles", "t1_long_tiles", "t1_counts", "t1_lengths"}
     assert {c["param"]: c["bound"] for c in manifest["checks"]} == {
         "src": "M", "dst": "M", "edge_type": "weight_d0"}
+
+
+def test_decorator_traces_rgcn():
+    """The decorator front end gives the example's layer: same output on the
+    CPU, and a GPU bundle with the same kernels."""
+    from kge.graph import (Bias, EdgeWeights, Graph, NodeData, TypedWeights, Weights, layer,
+                           linear)
+
+    @layer
+    def rgcn(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias: Bias,
+             norm: EdgeWeights):
+        messages = g.typed_linear(x, weight, rows="src", by="etype")
+        return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
+
+    assert "graph.typed_linear %g, %x, %weight rows(src) by(etype)" in rgcn.text
+    g = graph.synthetic("mutag", seed=2, scale=0.05)
+    x = layer_inputs(g, 16, 8, seed=4)
+    out = rgcn.run_cpu(**x)
+    expected = graph.rgcn_reference(x["x"], x["weight"], x["root"], x["bias"],
+                                    g.src, g.dst, g.etype)
+    assert check(out, expected)
+    example = graph.compile_cpu(RGCN, "rgcn")(x)["out"]
+    assert np.array_equal(out, example)
+    kernels = [s["function"] for s in rgcn.compile(cubin=False).manifest["launches"]
+               if s["kind"] == "kernel"]
+    assert kernels[:2] == ["rgcn", "rgcn_small"] and kernels[-1] == "rgcn_t1_small"
+
+
+def test_decorator_diagnoses_what_the_dialect_cannot_express():
+    from kge.graph import (EdgeData, Graph, NodeData, TraceError, TypedWeights, Weights, layer,
+                           linear)
+    with pytest.raises(TraceError, match="rows='middle' is not one of src, dst, edges, nodes"):
+        @layer
+        def bad_rows(g: Graph, x: NodeData, w: TypedWeights):
+            return g.aggregate(g.typed_linear(x, w, rows="middle"))
+    with pytest.raises(TraceError, match="parameter 'g' needs an annotation"):
+        @layer
+        def unannotated(g, x: NodeData):
+            return x
+    with pytest.raises(TraceError, match="rows='edges' reads edges rows, got nodes rows"):
+        @layer
+        def wrong_rows(g: Graph, x: NodeData, w: TypedWeights):
+            return g.aggregate(g.typed_linear(x, w, rows="edges"))
+    with pytest.raises(TraceError, match="aggregate sums per-edge rows, got nodes rows"):
+        @layer
+        def nodes_aggregated(g: Graph, x: NodeData):
+            return g.aggregate(x)
+    with pytest.raises(TraceError, match="'relu' is not an operation"):
+        @layer
+        def activation(g: Graph, x: NodeData, w: Weights):
+            return linear(x, w).relu()
+    with pytest.raises(TraceError, match="a layer returns per-node rows"):
+        @layer
+        def per_edge(g: Graph, x: NodeData, e: EdgeData, w: Weights):
+            return linear(e, w)
+    with pytest.raises(TraceError, match="a layer takes one Graph parameter, got 0"):
+        @layer
+        def no_graph(x: NodeData, w: Weights):
+            return linear(x, w)

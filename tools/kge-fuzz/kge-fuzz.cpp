@@ -239,7 +239,13 @@ private:
         "via tma",         "warpgroup",          "tf32",
         "tf32x3",          "bf16",               "staged",
         "scatter",         "compact",            "top_k",
-        "update",          "with"};
+        "update",          "with",               "graph.coo",
+        "graph.typed_linear", "graph.linear",    "graph.aggregate",
+        "rows(src)",       "rows(dst)",          "rows(edges)",
+        "rows(nodes)",     "by(etype)",          "by(ntype)",
+        "by(src_ntype)",   "to(dst)",            "to(src)",
+        "reduce(sum)",     "ntypes(",            "weights(",
+        "bias(",           "nodes(",             "!graph.graph"};
     // Words of GAMUT's query syntax.
     static const std::vector<std::string> query = {
         "where", "when", "reduce", "in", "+=", "*=", "=", "max(", "min(",
@@ -515,6 +521,10 @@ int main(int argc, char **argv) {
                   {"bvec shared negatives",
                    "convert-bvec-to-tile{shared-negatives=t},"
                    "convert-tile-to-gpu{matrix-math=tf32}"},
+                  // Graph functions: their layers as tile tasks, on the CPU
+                  // path and the GPU one.
+                  {"graph to cpu", "convert-graph-to-tile,kge-lower-to-cpu"},
+                  {"graph to gpu", "convert-graph-to-tile,kge-lower-to-gpu"},
                   {"bundle", ""}};
 
   auto context = makeContext();
