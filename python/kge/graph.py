@@ -17,6 +17,8 @@ import pathlib
 
 import numpy as np
 
+from .errors import TraceError  # noqa: F401 - raised for layers the dialect cannot express
+
 # Pigeon's Table 4 (DGL's and OGB's default preprocessing, inverse edges
 # added): node types, edge types, nodes, edges.
 SHAPES = {
@@ -160,10 +162,6 @@ def compile_cpu(text, function=""):
 # The decorator front end: a layer written in Python over a graph and its
 # node and edge data, traced into a graph function.
 # ---------------------------------------------------------------------------
-
-class TraceError(Exception):
-    """A layer that the graph dialect cannot express."""
-
 
 class _Param:
     """An annotation of a traced layer's parameter."""
