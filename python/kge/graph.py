@@ -229,6 +229,8 @@ class _Value:
         self.tracer, self.name, self.type, self.kind = tracer, name, type, kind
 
     def __add__(self, other):
+        if isinstance(other, int) and other == 0:  # sum()'s start
+            return self
         if not isinstance(other, _Value) or other.type != self.type or other.kind != self.kind:
             raise TraceError("only per-node results of the same shape add up "
                              f"(got {self.kind} {self.type} + {getattr(other, 'kind', other)})")
@@ -305,7 +307,7 @@ class _Tracer:
         self.count = 0
 
     def emit(self, op, body, type, kind):
-        name = f"%v{self.count}"
+        name = f"%__v{self.count}"
         self.count += 1
         self.lines.append(f"  {name} = {op} {body}")
         return _Value(self, name, type, kind)
@@ -325,7 +327,9 @@ class Layer:
         tracer = _Tracer()
         params, args, first_node_data = [], [], None
         graphs = []
-        for p in inspect.signature(fn).parameters.values():
+        parameters = inspect.signature(fn, eval_str=True).parameters.values()
+        reserved = {"out"}  # the result's name
+        for p in parameters:
             annotation = p.annotation
             if isinstance(annotation, type):
                 annotation = annotation()
@@ -334,6 +338,7 @@ class Layer:
                 params += [("src", index), ("dst", index), ("edge_type", "tensor<?xi32>")]
                 if annotation.node_types:
                     params.append(("node_type", index))
+                reserved.update(name for name, _ in params)
                 graphs.append((p.name, annotation))
                 args.append(p.name)
                 continue
@@ -348,17 +353,21 @@ class Layer:
                 first_node_data = value
         if len(graphs) != 1:
             raise TraceError(f"a layer takes one Graph parameter, got {len(graphs)}")
+        for name in args:
+            if isinstance(name, _Value) and name.name[1:] in reserved:
+                raise TraceError(f"parameter '{name.name[1:]}' takes a name the layer's "
+                                 f"interface uses ({', '.join(sorted(reserved))})")
         if first_node_data is None:
             raise TraceError("a layer takes per-node data (NodeData): the graph's node count")
         (graph_name, g), = graphs
         index = f"tensor<?x{g.index_dtype}>"
         header = [
-            "  %c0 = arith.constant 0 : index",
-            f"  %nodes = tensor.dim {first_node_data.name}, %c0 : {first_node_data.type}",
-            f"  %{graph_name} = graph.coo %src, %dst, %edge_type nodes(%nodes)"
+            "  %__c0 = arith.constant 0 : index",
+            f"  %__nodes = tensor.dim {first_node_data.name}, %__c0 : {first_node_data.type}",
+            "  %__graph = graph.coo %src, %dst, %edge_type nodes(%__nodes)"
             + (f" ntypes(%node_type : {index})" if g.node_types else "")
             + f" : {index}, {index}, tensor<?xi32>"]
-        traced_graph = _TracedGraph(tracer, "%" + graph_name)
+        traced_graph = _TracedGraph(tracer, "%__graph")
         result = fn(*[traced_graph if a == graph_name else a for a in args])
         if not isinstance(result, _Value) or result.kind != "nodes":
             raise TraceError("a layer returns per-node rows")

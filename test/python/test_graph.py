@@ -192,7 +192,7 @@ def test_decorator_traces_rgcn():
         messages = g.typed_linear(x, weight, rows="src", by="etype")
         return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
 
-    assert "graph.typed_linear %g, %x, %weight rows(src) by(etype)" in rgcn.text
+    assert "graph.typed_linear %__graph, %x, %weight rows(src) by(etype)" in rgcn.text
     g = graph.synthetic("mutag", seed=2, scale=0.05)
     x = layer_inputs(g, 16, 8, seed=4)
     out = rgcn.run_cpu(**x)
@@ -237,3 +237,46 @@ def test_decorator_diagnoses_what_the_dialect_cannot_express():
         @layer
         def no_graph(x: NodeData, w: Weights):
             return linear(x, w)
+    with pytest.raises(TraceError, match="parameter 'dst' takes a name the layer's interface "
+                                         "uses \\(dst, edge_type, out, src\\)"):
+        @layer
+        def clash(g: Graph, dst: NodeData, w: Weights):
+            return linear(dst, w)
+
+
+def test_decorator_names_and_sums():
+    """Parameters named like the tracer's own values, a graph named src,
+    sum() of terms and postponed annotations all trace."""
+    from kge.graph import Graph, NodeData, Weights, layer, linear
+
+    @layer
+    def named(edges: Graph, nodes: NodeData, v0: Weights, c0: Weights):
+        return sum([linear(nodes, v0), linear(nodes, c0)])
+
+    x = np.ones((3, 2), np.float32)
+    w = np.eye(2, dtype=np.float32)
+    empty = np.zeros(0, np.int32)
+    out = named.run_cpu(nodes=x, v0=w, c0=2 * w, src=empty, dst=empty, edge_type=empty)
+    assert np.allclose(out, 3 * x)
+    namespace = {}
+    exec("from __future__ import annotations\n"
+         "from kge.graph import Graph, NodeData, Weights, layer, linear\n"
+         "@layer\n"
+         "def postponed(g: Graph, x: NodeData, w: Weights):\n"
+         "    return linear(x, w)\n", namespace)
+    assert "graph.linear %x, %w" in namespace["postponed"].text
+
+
+def test_two_results_share_destinations():
+    """Two results scattered through the same destinations: the signature
+    lets one index array address both, and both come out right."""
+    text = RGCN.replace("-> (tensor<?x?xf32> {kge.param = \"out\"})",
+                        "-> (tensor<?x?xf32> {kge.param = \"out\"}, tensor<?x?xf32> "
+                        "{kge.param = \"again\"})").replace(
+        "return %out : tensor<?x?xf32>", "return %out, %out : tensor<?x?xf32>, tensor<?x?xf32>")
+    g = graph.synthetic("aifb", seed=4, scale=0.05)
+    x = layer_inputs(g, 8, 4, seed=6)
+    results = graph.compile_cpu(text, "rgcn")(x)
+    expected = graph.rgcn_reference(x["x"], x["weight"], x["root"], x["bias"],
+                                    g.src, g.dst, g.etype)
+    assert check(results["out"], expected) and check(results["again"], expected)

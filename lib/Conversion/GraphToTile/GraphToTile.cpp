@@ -297,6 +297,18 @@ LogicalResult FunctionLowering::run() {
   Location loc = func.getLoc();
   SmallVector<Type> types;
   SmallVector<DictionaryAttr> attrs;
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError() << "has " << func.getBody().getBlocks().size()
+                              << " blocks; a graph function is one block of "
+                                 "layers";
+  if (func.getNumResults() == 0)
+    return func.emitOpError() << "returns nothing; a graph function returns "
+                                 "its layers' results";
+  if (auto uses = SymbolTable::getSymbolUses(func, func->getParentOp());
+      uses && !uses->empty())
+    return func.emitOpError() << "is referenced in the module; graph "
+                                 "functions are entry points (their lowering "
+                                 "changes their signature)";
   for (auto [n, type] : llvm::enumerate(func.getArgumentTypes())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor)
@@ -312,11 +324,25 @@ LogicalResult FunctionLowering::run() {
                                 << "; graph functions return f32 tensors";
     types.push_back(MemRefType::get(tensor.getShape(), tensor.getElementType()));
     NamedAttrList fields(func.getResultAttrDict(n));
-    if (!fields.get("kge.param"))
-      fields.set("kge.param",
-                 b.getStringAttr(func.getNumResults() == 1
-                                     ? std::string("out")
-                                     : "out" + std::to_string(n)));
+    if (!fields.get("kge.param")) {
+      // The first of out, out_1, ... (out0, out1, ... for several results)
+      // that names no parameter.
+      std::string base = func.getNumResults() == 1
+                             ? std::string("out")
+                             : "out" + std::to_string(n);
+      std::string name = base;
+      auto taken = [&](StringRef candidate) {
+        for (DictionaryAttr dict : attrs)
+          if (auto named = dict ? dict.getAs<StringAttr>("kge.param")
+                                : StringAttr();
+              named && named.getValue() == candidate)
+            return true;
+        return false;
+      };
+      for (int suffix = 1; taken(name); ++suffix)
+        name = base + "_" + std::to_string(suffix);
+      fields.set("kge.param", b.getStringAttr(name));
+    }
     fields.set("kge.result", b.getUnitAttr());
     attrs.push_back(fields.getDictionary(context));
   }

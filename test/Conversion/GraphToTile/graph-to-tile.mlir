@@ -74,3 +74,32 @@ func.func @reverse(%x: tensor<?x?xbf16>, %w: tensor<?x?x?xbf16>, %root: tensor<?
   %o = arith.addf %h, %s : tensor<?x?xf32>
   return %o : tensor<?x?xf32>
 }
+
+// -----
+
+// Two results scattered through the same destinations (each its own
+// aggregate task keyed by dst); a parameter already named out: the
+// results are named out0 and out1, a single one would be out_1.
+// CHECK-LABEL: func.func @two_results
+// CHECK-SAME: %{{.*}}: memref<?x?xf32> {kge.param = "out0", kge.result}, %{{.*}}: memref<?x?xf32> {kge.param = "out1", kge.result})
+// CHECK-COUNT-2: output aggregate
+// CHECK-LABEL: func.func @named_out
+// CHECK-SAME: %{{.*}}: memref<?x?xf32> {kge.param = "out"}, %{{.*}}: memref<?x?xf32> {kge.param = "out_1", kge.result})
+func.func @two_results(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %root: tensor<?x?xf32>,
+                       %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %o = arith.addf %h, %s : tensor<?x?xf32>
+  return %o, %o : tensor<?x?xf32>, tensor<?x?xf32>
+}
+func.func @named_out(%out: tensor<?x?xf32> {kge.param = "out"}, %root: tensor<?x?xf32>)
+    -> tensor<?x?xf32> {
+  %o = graph.linear %out, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}

@@ -74,3 +74,33 @@ func.func @other_result(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?
   %s = arith.addf %o, %e : tensor<?x?xf32>
   return %s : tensor<?x?xf32>
 }
+
+// -----
+
+// expected-error @+1 {{has 2 blocks; a graph function is one block of layers}}
+func.func @two_blocks(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  cf.br ^bb1
+^bb1:
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+// expected-error @+1 {{returns nothing; a graph function returns its layers' results}}
+func.func @no_results(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) {
+  %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{is referenced in the module; graph functions are entry points (their lowering changes their signature)}}
+func.func @called(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+func.func @caller(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %o = func.call @called(%x, %root) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}

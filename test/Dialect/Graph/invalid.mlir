@@ -133,6 +133,17 @@ func.func @aggregate_weights(%m: tensor<7x8xf32>, %norm: tensor<6xf32>,
 
 // -----
 
+func.func @aggregate_weights_edges(%m: tensor<?x8xf32>, %norm: tensor<5xf32>,
+    %src: tensor<7xi32>, %dst: tensor<7xi32>, %etype: tensor<7xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<7xi32>, tensor<7xi32>, tensor<7xi32>
+  // expected-error @+1 {{the weights' length (one per edge) has 5 but the graph's edge count has 7}}
+  %h = graph.aggregate %g, %m weights(%norm : tensor<5xf32>) to(dst) reduce(sum)
+      : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
 func.func @aggregate_edge_count(%m: tensor<6x8xf32>,
     %src: tensor<7xi32>, %dst: tensor<7xi32>, %etype: tensor<7xi32>, %n: index) {
   %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<7xi32>, tensor<7xi32>, tensor<7xi32>

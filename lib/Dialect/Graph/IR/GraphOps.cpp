@@ -111,9 +111,12 @@ LogicalResult AggregateOp::verify() {
                         "the graph's edge count")))
     return failure();
   if (getWeight() &&
-      failed(sameExtent(*this, dim(getWeight(), 0), dim(getInput(), 0),
-                        "the weights' length (one per edge)",
-                        "the input's row count")))
+      (failed(sameExtent(*this, dim(getWeight(), 0), dim(getInput(), 0),
+                         "the weights' length (one per edge)",
+                         "the input's row count")) ||
+       failed(sameExtent(*this, dim(getWeight(), 0), staticEdges(getGraph()),
+                         "the weights' length (one per edge)",
+                         "the graph's edge count"))))
     return failure();
   return success();
 }

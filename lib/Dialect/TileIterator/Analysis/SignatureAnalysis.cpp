@@ -107,12 +107,17 @@ mlir::tile::computeSignature(func::FuncOp func) {
                                   << "', which another task reads as keys";
       unsigned groups = argNumber(task.getOutputs()[0]);
       if (param.role == kge_runtime::ParamRole::Indices &&
-          (param.indexedDim != dim || param.indexedTables.front() != groups))
+          param.indexedDim != dim)
         return task.emitOpError()
                << "uses '" << param.name
                << "' as the keys of two different output dimensions";
+      // Keys of several outputs (two results scattered through one index
+      // array): every output's groups must hold its keys.
+      if (param.role != kge_runtime::ParamRole::Indices)
+        param.indexedTables.clear();
+      if (!llvm::is_contained(param.indexedTables, groups))
+        param.indexedTables.push_back(groups);
       param.role = kge_runtime::ParamRole::Indices;
-      param.indexedTables = {groups};
       param.indexedDim = dim;
     }
   }
