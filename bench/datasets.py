@@ -27,6 +27,10 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+from kge import graph  # noqa: E402
+from kge.graph import power_law_endpoints, zipf_probabilities  # noqa: E402,F401
+
 FB15K_ENTITIES, FB15K_RELATIONS, FB15K_TRIPLES = 14951, 1345, 592213
 BIOKG_ENTITIES, BIOKG_RELATIONS, BIOKG_TRIPLES = 93773, 51, 5088434
 ENTITY_EXPONENT, RELATION_EXPONENT = 0.7, 1.1
@@ -43,11 +47,6 @@ WN18_RELATIONS = {
 }
 
 
-def zipf_probabilities(n, exponent=1.1):
-    p = np.arange(1, n + 1, dtype=np.float64) ** -exponent
-    return p / p.sum()
-
-
 def skewed_graph(entities, relations, triples, seed, entity_exponent=ENTITY_EXPONENT,
                  relation_exponent=RELATION_EXPONENT):
     """(triples [n, 3] int64: head, relation, tail), entities, relations:
@@ -55,10 +54,7 @@ def skewed_graph(entities, relations, triples, seed, entity_exponent=ENTITY_EXPO
     shuffled."""
     rng = np.random.default_rng(seed)
     rel = rng.choice(relations, triples, p=zipf_probabilities(relations, relation_exponent))
-    p = zipf_probabilities(entities, entity_exponent)
-    ids = rng.permutation(entities)
-    heads = ids[rng.choice(entities, triples, p=p)]
-    tails = ids[rng.choice(entities, triples, p=p)]
+    heads, tails = power_law_endpoints(rng, entities, triples, entity_exponent)
     return np.stack([heads, rel, tails], 1), entities, relations
 
 
@@ -84,8 +80,6 @@ def skew_summary(triples, entities):
 def wn18_like(wordnet=pathlib.Path("/usr/share/wordnet"), min_degree=5):
     """Triples of WordNet 3.0 pointers of WN18's relation types between
     synsets with at least `min_degree` such edges."""
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
-    from kge import graph
     g = graph.wordnet(wordnet, relations=set(WN18_RELATIONS))
     # Relations numbered in WN18_RELATIONS' order.
     order = np.array([list(WN18_RELATIONS).index(s) for s in g.edge_type_names])

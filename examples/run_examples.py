@@ -118,13 +118,7 @@ def run_graph_examples(tools, out_root):
                                 output=out / f"{name}.kgebundle"))
         show(f"GPU path: kernel bundle ({out / f'{name}.kgebundle'})", bundle_outline(bundle))
         g = graph.synthetic("aifb", seed=0)
-        rng = np.random.default_rng(0)
-        x = {"x": rng.standard_normal((g.num_nodes, 16)).astype(np.float32),
-             "weight": rng.standard_normal((g.num_edge_types, 16, 8)).astype(np.float32) / 4,
-             "root": rng.standard_normal((16, 8)).astype(np.float32) / 4,
-             "bias": rng.standard_normal(8).astype(np.float32),
-             "src": g.src, "dst": g.dst, "edge_type": g.etype,
-             "norm": graph.rgcn_norm(g.dst, g.etype, g.num_nodes, g.num_edge_types)}
+        x = graph.rgcn_inputs(g, 16, 8, seed=0)
         got = graph.compile_cpu(source.read_text(), name)(x)["out"]
         expected = references[name](x["x"], x["weight"], x["root"], x["bias"], g.src, g.dst,
                                     g.etype)

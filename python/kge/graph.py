@@ -64,9 +64,19 @@ class HeteroGraph:
         return len(self.src)
 
 
-def zipf(n, exponent):
+def zipf_probabilities(n, exponent=1.1):
+    """Probabilities proportional to rank^-exponent over n items."""
     p = np.arange(1, n + 1, dtype=np.float64) ** -exponent
     return p / p.sum()
+
+
+def power_law_endpoints(rng, nodes, edges, exponent):
+    """(src, dst) of `edges` edges whose endpoints are drawn with
+    probability proportional to rank^-exponent over `nodes` nodes, ids
+    shuffled (hubs are not the first rows)."""
+    p = zipf_probabilities(nodes, exponent)
+    ids = rng.permutation(nodes)
+    return ids[rng.choice(nodes, edges, p=p)], ids[rng.choice(nodes, edges, p=p)]
 
 
 def synthetic(name, seed=0, scale=1.0, index_dtype=np.int32):
@@ -78,12 +88,9 @@ def synthetic(name, seed=0, scale=1.0, index_dtype=np.int32):
     nodes = max(node_types, int(round(nodes * scale)))
     edges = max(1, int(round(edges * scale)))
     rng = np.random.default_rng(seed)
-    ntype = rng.choice(node_types, nodes, p=zipf(node_types, TYPE_EXPONENT))
-    p = zipf(nodes, NODE_EXPONENT)
-    ids = rng.permutation(nodes)
-    src = ids[rng.choice(nodes, edges, p=p)]
-    dst = ids[rng.choice(nodes, edges, p=p)]
-    etype = rng.choice(edge_types, edges, p=zipf(edge_types, TYPE_EXPONENT))
+    ntype = rng.choice(node_types, nodes, p=zipf_probabilities(node_types, TYPE_EXPONENT))
+    src, dst = power_law_endpoints(rng, nodes, edges, NODE_EXPONENT)
+    etype = rng.choice(edge_types, edges, p=zipf_probabilities(edge_types, TYPE_EXPONENT))
     return HeteroGraph(src.astype(index_dtype), dst.astype(index_dtype),
                        etype.astype(np.int32), ntype.astype(np.int32), edge_types,
                        node_types)
@@ -132,6 +139,22 @@ def rgcn_norm(dst, etype, num_nodes, num_edge_types):
     group = dst.astype(np.int64) * num_edge_types + etype.astype(np.int64)
     counts = np.bincount(group, minlength=num_nodes * num_edge_types)
     return (1.0 / counts[group]).astype(np.float32)
+
+
+def rgcn_inputs(g, features, outputs, seed):
+    """Random arguments of one RGCN layer (examples/graph/rgcn.mlir) on
+    graph `g`: features, weights scaled by 1 / sqrt(features), bias, the
+    graph's arrays and its normalization, as NumPy arrays by parameter."""
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.standard_normal((g.num_nodes, features)).astype(np.float32),
+        "weight": (rng.standard_normal((g.num_edge_types, features, outputs)) /
+                   np.sqrt(features)).astype(np.float32),
+        "root": (rng.standard_normal((features, outputs)) / np.sqrt(features)).astype(np.float32),
+        "bias": rng.standard_normal(outputs).astype(np.float32),
+        "src": g.src, "dst": g.dst, "edge_type": g.etype,
+        "norm": rgcn_norm(g.dst, g.etype, g.num_nodes, g.num_edge_types),
+    }
 
 
 def rgcn_reference(x, weight, root, bias, src, dst, etype):
@@ -272,16 +295,22 @@ class _TracedGraph:
             raise TraceError(f"to='{to}' is not dst or src")
         if input.kind != "edges":
             raise TraceError(f"aggregate sums per-edge rows, got {input.kind} rows")
-        weighted = ""
-        if weights is not None:
-            if weights.kind != "edge_weights":
-                raise TraceError("aggregate's weights are EdgeWeights")
-            weighted = f" weights({weights.name} : {weights.type})"
+        weighted = _clause("weights", weights, "edge_weights", "aggregate's weights are EdgeWeights")
         result = "tensor<?x?xf32>"
         return self.tracer.emit(
             "graph.aggregate",
             f"{self.name}, {input.name}{weighted} to({to}) reduce(sum) : {input.type} -> {result}",
             result, "nodes")
+
+
+def _clause(keyword, value, kind, message):
+    """The optional operand clause ` keyword(%value : type)` of `value` (of
+    `kind`; none: empty)."""
+    if value is None:
+        return ""
+    if value.kind != kind:
+        raise TraceError(message)
+    return f" {keyword}({value.name} : {value.type})"
 
 
 def linear(input, weights, bias=None):
@@ -290,11 +319,7 @@ def linear(input, weights, bias=None):
         raise TraceError("linear takes per-node or per-edge rows")
     if weights.kind != "weights":
         raise TraceError("linear takes Weights")
-    with_bias = ""
-    if bias is not None:
-        if bias.kind != "bias":
-            raise TraceError("linear's bias is a Bias")
-        with_bias = f" bias({bias.name} : {bias.type})"
+    with_bias = _clause("bias", bias, "bias", "linear's bias is a Bias")
     result = "tensor<?x?xf32>"
     return input.tracer.emit(
         "graph.linear", f"{input.name}, {weights.name}{with_bias} : {input.type}, "

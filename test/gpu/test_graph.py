@@ -32,16 +32,7 @@ def program(rt, variant):
 
 
 def layer(g, features, outputs, seed):
-    rng = np.random.default_rng(seed)
-    arrays = {
-        "x": rng.standard_normal((g.num_nodes, features)).astype(np.float32),
-        "weight": (rng.standard_normal((g.num_edge_types, features, outputs)) /
-                   np.sqrt(features)).astype(np.float32),
-        "root": (rng.standard_normal((features, outputs)) / np.sqrt(features)).astype(np.float32),
-        "bias": rng.standard_normal(outputs).astype(np.float32),
-        "src": g.src, "dst": g.dst, "edge_type": g.etype,
-        "norm": graph.rgcn_norm(g.dst, g.etype, g.num_nodes, g.num_edge_types),
-    }
+    arrays = graph.rgcn_inputs(g, features, outputs, seed)
     return arrays, {n: torch.from_numpy(a).cuda() for n, a in arrays.items()}
 
 

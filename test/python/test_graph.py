@@ -19,17 +19,7 @@ def rgcn():
     return graph.compile_cpu(RGCN, "rgcn")
 
 
-def layer_inputs(g, features, outputs, seed):
-    rng = np.random.default_rng(seed)
-    return {
-        "x": rng.standard_normal((g.num_nodes, features)).astype(np.float32),
-        "weight": (rng.standard_normal((g.num_edge_types, features, outputs)) /
-                   np.sqrt(features)).astype(np.float32),
-        "root": (rng.standard_normal((features, outputs)) / np.sqrt(features)).astype(np.float32),
-        "bias": rng.standard_normal(outputs).astype(np.float32),
-        "src": g.src, "dst": g.dst, "edge_type": g.etype,
-        "norm": graph.rgcn_norm(g.dst, g.etype, g.num_nodes, g.num_edge_types),
-    }
+layer_inputs = graph.rgcn_inputs
 
 
 def check(out, expected):

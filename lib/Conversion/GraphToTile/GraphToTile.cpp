@@ -52,6 +52,11 @@ private:
   /// A region of one block with `types` arguments at the end of
   /// `region`; returns its builder.
   OpBuilder block(Region &region, TypeRange types);
+  /// `task`'s regions: the inner computation multiplies its first two
+  /// inputs in f32; with `Scale`, the projection combines the accumulator
+  /// with the last input (a spatial operand: a bias, an edge's weight).
+  template <typename Scale = void>
+  void buildProduct(tile::TaskOp task, Location loc);
   /// `value` widened to f32.
   Value widen(OpBuilder &builder, Value value);
 
@@ -118,8 +123,27 @@ Value FunctionLowering::widen(OpBuilder &builder, Value value) {
                                value);
 }
 
-static Type elementOf(Value value) {
-  return cast<ShapedType>(value.getType()).getElementType();
+template <typename Scale>
+void FunctionLowering::buildProduct(tile::TaskOp task, Location loc) {
+  SmallVector<Type> scalars;
+  for (Value input : task.getInputs())
+    scalars.push_back(cast<ShapedType>(input.getType()).getElementType());
+  OpBuilder inner = block(task.getInner(), scalars);
+  Block *innerBlock = inner.getInsertionBlock();
+  tile::YieldOp::create(
+      inner, loc,
+      arith::MulFOp::create(inner, loc, widen(inner, innerBlock->getArgument(0)),
+                            widen(inner, innerBlock->getArgument(1)))
+          .getResult());
+  if constexpr (!std::is_void_v<Scale>) {
+    Type f32 = b.getF32Type(), index = b.getIndexType();
+    OpBuilder project = block(task.getProject(), {f32, index, index, f32});
+    Block *projectBlock = project.getInsertionBlock();
+    tile::YieldOp::create(project, loc,
+                          Scale::create(project, loc, projectBlock->getArgument(0),
+                                        projectBlock->getArgument(3))
+                              .getResult());
+  }
 }
 
 LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
@@ -149,25 +173,10 @@ LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
       tile::OutputKindAttr::get(context, tile::OutputKind::dense), TypedAttr(),
       UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
       AffineMapAttr(), accumulate ? b.getUnitAttr() : UnitAttr(), ArrayAttr());
-  SmallVector<Type> scalars;
-  for (Value input : inputs)
-    scalars.push_back(elementOf(input));
-  OpBuilder inner = block(task.getInner(), scalars);
-  Block *innerBlock = inner.getInsertionBlock();
-  Value product = arith::MulFOp::create(inner, loc,
-                                        widen(inner, innerBlock->getArgument(0)),
-                                        widen(inner, innerBlock->getArgument(1)));
-  tile::YieldOp::create(inner, loc, product);
-  if (op.getBias()) {
-    Type f32 = b.getF32Type(), index = b.getIndexType();
-    OpBuilder project = block(task.getProject(), {f32, index, index, f32});
-    Block *projectBlock = project.getInsertionBlock();
-    tile::YieldOp::create(
-        project, loc,
-        arith::AddFOp::create(project, loc, projectBlock->getArgument(0),
-                              projectBlock->getArgument(3))
-            .getResult());
-  }
+  if (op.getBias())
+    buildProduct<arith::AddFOp>(task, loc);
+  else
+    buildProduct(task, loc);
   return success();
 }
 
@@ -230,26 +239,10 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
       tile::OutputKindAttr::get(context, tile::OutputKind::aggregate),
       TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
       AffineMapAttr(), UnitAttr(), b.getArrayAttr(gathered));
-  SmallVector<Type> scalars;
-  for (Value input : inputs)
-    scalars.push_back(elementOf(input));
-  OpBuilder inner = block(task.getInner(), scalars);
-  Block *innerBlock = inner.getInsertionBlock();
-  tile::YieldOp::create(
-      inner, loc,
-      arith::MulFOp::create(inner, loc, widen(inner, innerBlock->getArgument(0)),
-                            widen(inner, innerBlock->getArgument(1)))
-          .getResult());
-  if (op.getWeight()) {
-    Type f32 = b.getF32Type(), index = b.getIndexType();
-    OpBuilder project = block(task.getProject(), {f32, index, index, f32});
-    Block *projectBlock = project.getInsertionBlock();
-    tile::YieldOp::create(
-        project, loc,
-        arith::MulFOp::create(project, loc, projectBlock->getArgument(0),
-                              projectBlock->getArgument(3))
-            .getResult());
-  }
+  if (op.getWeight())
+    buildProduct<arith::MulFOp>(task, loc);
+  else
+    buildProduct(task, loc);
   return success();
 }
 

@@ -23,6 +23,17 @@ LogicalResult sameExtent(Operation *op, int64_t extent, int64_t otherExtent,
                            << " has " << otherExtent;
 }
 
+/// Fails with a diagnostic when a layer's input and weights hold different
+/// element types.
+LogicalResult sameElements(Operation *op, ShapedType input,
+                           ShapedType weights) {
+  if (input.getElementType() == weights.getElementType())
+    return success();
+  return op->emitOpError() << "the input's elements (" << input.getElementType()
+                           << ") and the weights' ("
+                           << weights.getElementType() << ") differ";
+}
+
 int64_t dim(Value value, unsigned d) {
   return cast<ShapedType>(value.getType()).getDimSize(d);
 }
@@ -62,10 +73,8 @@ LogicalResult TypedLinearOp::verify() {
                               "graph.coo ... ntypes(...)";
   auto input = cast<ShapedType>(getInput().getType());
   auto weights = cast<ShapedType>(getWeights().getType());
-  if (input.getElementType() != weights.getElementType())
-    return emitOpError() << "the input's elements (" << input.getElementType()
-                         << ") and the weights' (" << weights.getElementType()
-                         << ") differ";
+  if (failed(sameElements(*this, input, weights)))
+    return failure();
   if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(1),
                         "the input's row length", "the weights' matrices' rows")) ||
       failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(2),
@@ -85,10 +94,8 @@ LogicalResult TypedLinearOp::verify() {
 LogicalResult LinearOp::verify() {
   auto input = cast<ShapedType>(getInput().getType());
   auto weights = cast<ShapedType>(getWeights().getType());
-  if (input.getElementType() != weights.getElementType())
-    return emitOpError() << "the input's elements (" << input.getElementType()
-                         << ") and the weights' (" << weights.getElementType()
-                         << ") differ";
+  if (failed(sameElements(*this, input, weights)))
+    return failure();
   if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(0),
                         "the input's row length", "the weights' rows")) ||
       failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(1),
