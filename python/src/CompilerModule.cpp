@@ -42,6 +42,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstring>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -730,6 +731,8 @@ struct CpuFunctionHandle {
       const kge_runtime::Parameter &param =
           signature.params[signature.numArguments() + r];
       py::array array(numpyDType(param.dtype), shapes[r]);
+      // Results start at zero (tasks may combine into them).
+      std::memset(array.mutable_data(), 0, array.nbytes());
       kge::HostArray host;
       host.dtype = param.dtype;
       host.data = array.mutable_data();

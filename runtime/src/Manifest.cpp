@@ -358,8 +358,10 @@ Manifest Manifest::parse(const std::string &text) {
       if (l.contains("dependent"))
         fail("'" + where + ".dependent' applies to kernel steps only");
       step.buffer = readBuffer(l, where);
-      if (step.buffer.kind != BufferRef::Kind::Scratch)
-        fail("'" + where + "' may only clear scratch buffers");
+      if (step.buffer.kind != BufferRef::Kind::Scratch &&
+          (step.buffer.kind != BufferRef::Kind::Param ||
+           m.signature.params[step.buffer.index].role != ParamRole::Result))
+        fail("'" + where + "' may only clear scratch buffers and results");
       m.launches.push_back(std::move(step));
       continue;
     }

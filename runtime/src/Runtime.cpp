@@ -385,8 +385,9 @@ struct LaunchPlan::Steps {
   };
   struct Step {
     LaunchStep::Kind kind = LaunchStep::Kind::Kernel;
-    /// Memset: the scratch buffer and its bytes.
+    /// Memset: the buffer (scratch or a result) and its bytes.
     int buffer = -1;
+    BufferRef::Kind bufferKind = BufferRef::Kind::Scratch;
     size_t bytes = 0;
     /// Kernel.
     CUfunction function = nullptr;
@@ -520,7 +521,17 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
     step.source = &launch;
     if (launch.kind == LaunchStep::Kind::Memset) {
       step.buffer = launch.buffer.index;
-      step.bytes = steps->scratchBytes[launch.buffer.index];
+      step.bufferKind = launch.buffer.kind;
+      if (launch.buffer.kind == BufferRef::Kind::Param) {
+        // A result: its elements.
+        const Parameter &p = signature.params[launch.buffer.index];
+        size_t elements = 1;
+        for (int64_t d : b.shapeOf(p))
+          elements *= static_cast<size_t>(d);
+        step.bytes = elements * dtypeSize(p.dtype);
+      } else {
+        step.bytes = steps->scratchBytes[launch.buffer.index];
+      }
       if (step.bytes)
         steps->steps.push_back(std::move(step));
       continue;
@@ -814,11 +825,14 @@ void Program::launch(const LaunchPlan &plan,
   std::vector<void *> params;
   for (const Steps::Step &step : steps.steps) {
     if (step.kind == LaunchStep::Kind::Memset) {
-      check(d.cuMemsetD8Async(scratch.buffers[step.buffer].first, 0,
+      check(d.cuMemsetD8Async(bufferData(step.bufferKind, step.buffer), 0,
                               step.bytes, stream),
             [&] {
-              return "clearing scratch buffer '" +
-                     manifest_.scratch[step.buffer].name + "'";
+              return step.bufferKind == BufferRef::Kind::Param
+                         ? "clearing result '" +
+                               manifest_.signature.params[step.buffer].name + "'"
+                         : "clearing scratch buffer '" +
+                               manifest_.scratch[step.buffer].name + "'";
             });
       continue;
     }

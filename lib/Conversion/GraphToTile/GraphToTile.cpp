@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 
@@ -49,6 +50,12 @@ private:
   LogicalResult emit(Value value, Value dest, bool accumulate);
   LogicalResult emitLinear(graph::LinearOp op, Value dest, bool accumulate);
   LogicalResult emitAggregate(graph::AggregateOp op, Value dest);
+  LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest,
+                             bool accumulate);
+  /// Names dimension 0 of `dest` (a matrix per type) like dimension 0 of
+  /// the parameter that `numTypes` reads (`tensor.dim %w, 0`), so that the
+  /// signature gives the result the weights' count.
+  LogicalResult tieTypes(Operation *op, Value numTypes, Value dest);
   /// A region of one block with `types` arguments at the end of
   /// `region`; returns its builder.
   OpBuilder block(Region &region, TypeRange types);
@@ -154,11 +161,16 @@ LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
   if (failed(parameters(op, {op.getInput(), op.getWeights()}, inputs)))
     return failure();
   auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
+  // (Transposed weights: [N, K], read at (j, k).)
   SmallVector<Attribute> maps = {
       AffineMapAttr::get(AffineMap::get(
           3, 0, {dim(tile::TaskOp::I), dim(tile::TaskOp::K)}, context)),
       AffineMapAttr::get(AffineMap::get(
-          3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::J)}, context))};
+          3, 0,
+          op.getTransposed()
+              ? ArrayRef<AffineExpr>{dim(tile::TaskOp::J), dim(tile::TaskOp::K)}
+              : ArrayRef<AffineExpr>{dim(tile::TaskOp::K), dim(tile::TaskOp::J)},
+          context))};
   if (Value bias = op.getBias()) {
     FailureOr<Value> biasParam = parameter(bias, op);
     if (failed(biasParam))
@@ -223,7 +235,13 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
           3, 0, {dim(tile::TaskOp::I), dim(tile::TaskOp::K)}, context)),
       AffineMapAttr::get(AffineMap::get(
           3, 0,
-          {dim(tile::TaskOp::I), dim(tile::TaskOp::K), dim(tile::TaskOp::J)},
+          linear.getTransposed()
+              ? ArrayRef<AffineExpr>{dim(tile::TaskOp::I),
+                                     dim(tile::TaskOp::J),
+                                     dim(tile::TaskOp::K)}
+              : ArrayRef<AffineExpr>{dim(tile::TaskOp::I),
+                                     dim(tile::TaskOp::K),
+                                     dim(tile::TaskOp::J)},
           context))};
   if (Value weight = op.getWeight()) {
     FailureOr<Value> weightParam = parameter(weight, op);
@@ -246,27 +264,140 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
   return success();
 }
 
+LogicalResult FunctionLowering::tieTypes(Operation *op, Value numTypes,
+                                         Value dest) {
+  auto dimOp = numTypes.getDefiningOp<tensor::DimOp>();
+  std::optional<int64_t> index =
+      dimOp ? dimOp.getConstantIndex() : std::optional<int64_t>();
+  auto weights = dimOp ? dyn_cast<BlockArgument>(dimOp.getSource())
+                       : BlockArgument();
+  if (!dimOp || index != 0 || !weights ||
+      weights.getOwner() != &func.getBody().front())
+    return op->emitOpError()
+           << "takes types(...) that is not dimension 0 of a parameter "
+              "(tensor.dim %weights, 0): the lowering sizes the result by "
+              "that parameter";
+  unsigned w = weights.getArgNumber();
+  unsigned d = cast<BlockArgument>(dest).getArgNumber();
+  std::string symbol = "T";
+  if (auto name = lowered.getArgAttrOfType<StringAttr>(w, "kge.param"))
+    symbol = "T_" + name.str();
+  auto dimsOf = [&](unsigned arg) {
+    SmallVector<Attribute> dims;
+    if (auto given = lowered.getArgAttrOfType<ArrayAttr>(arg, "kge.dims"))
+      dims.assign(given.begin(), given.end());
+    int64_t rank = cast<MemRefType>(lowered.getArgument(arg).getType()).getRank();
+    dims.resize(rank, b.getStringAttr(""));
+    return dims;
+  };
+  SmallVector<Attribute> weightDims = dimsOf(w), destDims = dimsOf(d);
+  if (auto named = dyn_cast<StringAttr>(weightDims[0]);
+      named && !named.getValue().empty())
+    symbol = named.str();
+  weightDims[0] = destDims[0] = b.getStringAttr(symbol);
+  lowered.setArgAttr(w, "kge.dims", b.getArrayAttr(weightDims));
+  lowered.setArgAttr(d, "kge.dims", b.getArrayAttr(destDims));
+  return success();
+}
+
+LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op, Value dest,
+                                             bool accumulate) {
+  MLIRContext *context = op.getContext();
+  Location loc = op.getLoc();
+  SmallVector<Value> inputs;
+  if (failed(parameters(op, {op.getLhs(), op.getRhs()}, inputs)))
+    return failure();
+  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
+  SmallVector<Attribute> maps = {
+      AffineMapAttr::get(AffineMap::get(
+          3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::I)}, context)),
+      AffineMapAttr::get(AffineMap::get(
+          3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::J)}, context))};
+  if (op.getLhsRows() == graph::Rows::nodes) {
+    // lhs^T rhs: a dense task reducing over the nodes.
+    auto task = tile::TaskOp::create(
+        b, loc, inputs, ValueRange(), ValueRange{dest}, ValueRange(),
+        b.getArrayAttr(maps),
+        tile::CombinerAttr::get(context, tile::Combiner::add),
+        tile::OutputKindAttr::get(context, tile::OutputKind::dense),
+        TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(),
+        UnitAttr(), AffineMapAttr(), accumulate ? b.getUnitAttr() : UnitAttr(),
+        ArrayAttr());
+    buildProduct(task, loc);
+    return success();
+  }
+  if (!op.getBy())
+    return op.emitOpError() << "sums edge rows without by(etype): not lowered "
+                               "to tile (the sum by type is)";
+  auto coo = op.getGraph().getDefiningOp<graph::CooOp>();
+  if (!coo)
+    return op.emitOpError() << "takes a graph that is not a graph.coo";
+  SmallVector<Value> structure;
+  if (failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
+                        structure)))
+    return failure();
+  // The edges are the reduction: rows of per-node tensors gathered along k.
+  SmallVector<Value> gathers;
+  SmallVector<Attribute> gathered;
+  graph::Rows sides[2] = {op.getLhsRows(), op.getRhsRows()};
+  for (auto [n, rows] : llvm::enumerate(sides)) {
+    if (rows == graph::Rows::edges)
+      continue;
+    gathers.push_back(rows == graph::Rows::src ? structure[0] : structure[1]);
+    gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
+  }
+  if (Value weight = op.getWeight()) {
+    FailureOr<Value> weightParam = parameter(weight, op);
+    if (failed(weightParam))
+      return failure();
+    inputs.push_back(*weightParam);
+    maps.push_back(AffineMapAttr::get(
+        AffineMap::get(3, 0, {dim(tile::TaskOp::K)}, context)));
+  }
+  if (failed(tieTypes(op, op.getNumTypes(), dest)))
+    return failure();
+  auto task = tile::TaskOp::create(
+      b, loc, inputs, ValueRange{structure[2]}, ValueRange{dest}, gathers,
+      b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
+      tile::OutputKindAttr::get(context, tile::OutputKind::per_key),
+      TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
+      AffineMapAttr(), UnitAttr(), b.getArrayAttr(gathered));
+  // The inner computation: lhs * rhs (* the edge's weight).
+  SmallVector<Type> scalars;
+  for (Value input : task.getInputs())
+    scalars.push_back(cast<ShapedType>(input.getType()).getElementType());
+  OpBuilder inner = block(task.getInner(), scalars);
+  Block *innerBlock = inner.getInsertionBlock();
+  Value product = arith::MulFOp::create(inner, loc, innerBlock->getArgument(0),
+                                        innerBlock->getArgument(1));
+  if (op.getWeight())
+    product = arith::MulFOp::create(inner, loc, product,
+                                    innerBlock->getArgument(2));
+  tile::YieldOp::create(inner, loc, product);
+  return success();
+}
+
 LogicalResult FunctionLowering::emit(Value value, Value dest,
                                      bool accumulate) {
   SmallVector<Value> terms;
   collectTerms(value, terms);
-  // The first term that can store clears the destination: a linear layer.
+  // The first term that can store writes the destination (a linear
+  // layer, a sum over the nodes); the others add into it. Without one, the
+  // terms add into the result, which starts at zero (the runtimes clear a
+  // result that a task combines into first).
   auto stores = [](Value term) {
-    return isa_and_present<graph::LinearOp>(term.getDefiningOp());
+    Operation *op = term.getDefiningOp();
+    if (auto outer = dyn_cast_or_null<graph::OuterSumOp>(op))
+      return outer.getLhsRows() == graph::Rows::nodes;
+    return isa_and_present<graph::LinearOp>(op);
   };
   auto first = llvm::find_if(terms, stores);
-  if (!accumulate && first == terms.end()) {
-    Operation *op = value.getDefiningOp();
-    return (op ? op : func.getOperation())->emitOpError()
-           << "has no linear layer's term to write its destination first; "
-              "an aggregate alone (which adds into its destination) is not "
-              "lowered to tile yet";
-  }
-  if (!accumulate) {
+  bool stored = accumulate;
+  if (!accumulate && first != terms.end()) {
     std::rotate(terms.begin(), first, first + 1);
   }
-  for (auto [n, term] : llvm::enumerate(terms)) {
-    bool add = accumulate || n > 0;
+  for (Value term : terms) {
+    bool add = stored;
     Operation *op = term.getDefiningOp();
     LogicalResult lowered =
         !op ? func.emitOpError()
@@ -276,9 +407,12 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
             ? emitLinear(cast<graph::LinearOp>(op), dest, add)
         : isa<graph::AggregateOp>(op)
             ? emitAggregate(cast<graph::AggregateOp>(op), dest)
+        : isa<graph::OuterSumOp>(op)
+            ? emitOuterSum(cast<graph::OuterSumOp>(op), dest, add)
             : op->emitOpError() << "is not lowered to tile: a graph "
                                    "function's results are sums of linear "
-                                   "layers and aggregates";
+                                   "layers, aggregates and outer sums";
+    stored = true;
     if (failed(lowered))
       return failure();
   }

@@ -51,6 +51,12 @@ struct TileShape {
   /// Segments: the kernel takes the tiles of bm rows cut from long runs
   /// (a second tile table), beside the segment kernel of its kind.
   bool longRuns = false;
+  /// Segments of the reduction (output per_key, CUDA cores): the steps of
+  /// k sorted by their key and cut into tiles of at most kTileSteps steps
+  /// of one key; a block takes one tile and one bm x bn tile of its key's
+  /// matrix, and combines its partial results into that matrix by atomics.
+  bool reductionSegments = false;
+  static constexpr int64_t kTileSteps = 512;
   /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
   /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
   /// warpsN().
@@ -298,6 +304,10 @@ private:
   void storeStage(Value k0, ValueRange values);
   void storeOutput(Value value, Value acc, Value i, Value j,
                    ValueRange spatial);
+  /// groups[group] = combiner(groups[group], value), atomically (float max
+  /// and min by a compare-and-swap loop).
+  void combineAtomically(Combiner combiner, Value groups, ValueRange group,
+                         Value value);
   /// Select's store iterator: the block counts its pairs, reserves their
   /// slots with one global atomic and writes them (GAMUT's linear mapping).
   void storeSelected(gpu::GPUFuncOp kernel, ArrayRef<Value> values,
@@ -363,6 +373,10 @@ private:
   /// Segment iterators: the sorted row order (positions to rows) and the
   /// block's key (null otherwise).
   Value rowPerm, segmentKey;
+  /// Segments of the reduction: the sorted order of the steps of k
+  /// (positions to steps), the block's first position (null otherwise;
+  /// extents[K] is then the block's end) and whether the block has a tile.
+  Value kPerm, kBegin, hasKTile;
 
   // Tensor cores (TensorCoreIterators.cpp).
   /// This thread's pairs: the rows and the columns of its accumulator

@@ -132,7 +132,12 @@ SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
   for (unsigned d = 0; d < map.getNumResults(); ++d) {
     unsigned axis = map.getDimPosition(d);
     if (axis == TaskOp::K) {
-      indices.push_back(k);
+      // Segments of the reduction: positions in the key order, then the
+      // step's row of a table gathered along k.
+      Value at = kPerm ? loadIndex(kPerm, k) : k;
+      if (Value gather = task.getGather(n, d))
+        at = loadIndex(arg(gather), at);
+      indices.push_back(at);
       continue;
     }
     // The block's matrix of an input with one per key.
@@ -245,27 +250,15 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
                     : j;
     SmallVector<Value> group = {castIndex(row, b.getIndexType()),
                                 castIndex(col, b.getIndexType())};
-    Value groups = arg(outputs[0]);
-    bool isFloat = isa<FloatType>(value.getType());
-    Combiner combiner = task.getAggregateCombiner();
-    if (combiner == Combiner::add || !isFloat) {
-      arith::AtomicRMWKind kind =
-          combiner == Combiner::add
-              ? (isFloat ? arith::AtomicRMWKind::addf
-                         : arith::AtomicRMWKind::addi)
-              : (combiner == Combiner::max ? arith::AtomicRMWKind::maxs
-                                           : arith::AtomicRMWKind::mins);
-      memref::AtomicRMWOp::create(b, loc, kind, value, groups, group);
-      return;
-    }
-    // Float max/min: a compare-and-swap loop.
-    auto rmw = memref::GenericAtomicRMWOp::create(b, loc, groups, group);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(rmw.getBody());
-    Value current = rmw.getCurrentValue();
-    memref::AtomicYieldOp::create(b, loc, combine(combiner, current, value));
+    combineAtomically(task.getAggregateCombiner(), arg(outputs[0]), group,
+                      value);
     return;
   }
+  case OutputKind::per_key:
+    // The block's partial reduction into its key's matrix.
+    combineAtomically(task.getAccumulate(), arg(outputs[0]),
+                      {segmentKey, i, j}, value);
+    return;
   case OutputKind::select:
   case OutputKind::top_k:
   case OutputKind::distinct:
@@ -273,6 +266,27 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
     break;
   }
   llvm_unreachable("stored by their own iterators");
+}
+
+void KernelEmitter::combineAtomically(Combiner combiner, Value groups,
+                                      ValueRange group, Value value) {
+  bool isFloat = isa<FloatType>(value.getType());
+  if (combiner == Combiner::add || !isFloat) {
+    arith::AtomicRMWKind kind =
+        combiner == Combiner::add
+            ? (isFloat ? arith::AtomicRMWKind::addf
+                       : arith::AtomicRMWKind::addi)
+            : (combiner == Combiner::max ? arith::AtomicRMWKind::maxs
+                                         : arith::AtomicRMWKind::mins);
+    memref::AtomicRMWOp::create(b, loc, kind, value, groups, group);
+    return;
+  }
+  // Float max/min: a compare-and-swap loop.
+  auto rmw = memref::GenericAtomicRMWOp::create(b, loc, groups, group);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rmw.getBody());
+  Value current = rmw.getCurrentValue();
+  memref::AtomicYieldOp::create(b, loc, combine(combiner, current, value));
 }
 
 void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
@@ -1458,6 +1472,33 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
                                      idx(shape.bm));
     b.setInsertionPoint(segmentLoop.getBody()->getTerminator());
     rowBase = segmentLoop.getInductionVar();
+  } else if (shape.reductionSegments) {
+    // Segments of the reduction: block (x, y, z) takes tile x of the
+    // steps of k (kge_key_scan_tiles' table: (key, first, end) per tile),
+    // column tile y and row tile z of its key's matrix.
+    unsigned first = func.getNumArguments();
+    kPerm = kernel.getArgument(first);
+    Value table = kernel.getArgument(first + 1);
+    Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    auto word = [&](Value at) { return loadIndex(table, at); };
+    hasKTile = less(t, word(idx(0)));
+    Value at = arith::AddIOp::create(
+        b, loc, idx(1),
+        arith::MulIOp::create(
+            b, loc, arith::SelectOp::create(b, loc, hasKTile, t, idx(0)),
+            idx(3)));
+    segmentKey = word(at);
+    kBegin = word(arith::AddIOp::create(b, loc, at, idx(1)));
+    // A block past the count runs no steps and stores nothing.
+    extents[TaskOp::K] = arith::SelectOp::create(
+        b, loc, hasKTile, word(arith::AddIOp::create(b, loc, at, idx(2))),
+        kBegin);
+    colBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+        idx(shape.bn));
+    rowBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
+        idx(shape.bm));
   } else {
     rowBase = arith::MulIOp::create(
         b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
@@ -1556,6 +1597,8 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       Value pair = inRange;
       if (consumer)
         pair = arith::AndIOp::create(b, loc, pair, consumer);
+      if (hasKTile)
+        pair = arith::AndIOp::create(b, loc, pair, hasKTile);
       if (!task.getWhen().empty()) {
         SmallVector<Value> arguments = {rows[r], cols[c]};
         llvm::append_range(arguments, spatialOf(r, c));
@@ -1581,6 +1624,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     if (shape.mma)
       return emitTensorCoreReduction();
     // The first step's elements, loaded before the loop (when K > 0).
+    Value firstK = kBegin ? kBegin : idx(0);
     SmallVector<Value> first;
     {
       // The types of loadStage's values: per staged input, its element
@@ -1600,10 +1644,10 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
       }
       OpBuilder::InsertionGuard guard(b);
       auto ifAny = scf::IfOp::create(b, loc, types,
-                                     less(idx(0), extents[TaskOp::K]),
+                                     less(firstK, extents[TaskOp::K]),
                                      /*withElseRegion=*/true);
       b.setInsertionPointToStart(ifAny.thenBlock());
-      scf::YieldOp::create(b, loc, loadStage(idx(0)));
+      scf::YieldOp::create(b, loc, loadStage(firstK));
       b.setInsertionPointToStart(ifAny.elseBlock());
       SmallVector<Value> zeros;
       for (Type type : types)
@@ -1613,7 +1657,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     }
     SmallVector<Value> carried(inits);
     llvm::append_range(carried, first);
-    auto kLoop = scf::ForOp::create(b, loc, idx(0), extents[TaskOp::K],
+    auto kLoop = scf::ForOp::create(b, loc, firstK, extents[TaskOp::K],
                                     idx(shape.bk), carried);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(kLoop.getBody());
@@ -2048,6 +2092,9 @@ static TaskOp cloneWithTransposedInputs(TaskOp task,
 /// of its matrix per row's key; null without one), or failure when the
 /// GPU lowering does not take the task's matrix per key.
 static FailureOr<Value> getSegmentKey(TaskOp task) {
+  // Segments of the reduction: the steps of k sorted by their key.
+  if (task.getOutput() == OutputKind::per_key)
+    return task.getKeys()[0];
   std::optional<unsigned> perKey = task.getPerKeyInput();
   if (!perKey)
     return Value();
@@ -2076,6 +2123,7 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
     tile::KernelTiling tiling = tile::getKernelTiling(kernel);
     TileShape shape{tiling.bm, tiling.bn, tiling.bk, tiling.tm, tiling.tn};
     shape.segments = kernel.runsSegments();
+    shape.reductionSegments = kernel.runsReductionSegments();
     shape.longRuns = tiling.longRuns;
     if (tiling.precision) {
       MmaPrecision precision = toMmaPrecision(*tiling.precision);
@@ -2407,6 +2455,10 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
   if (longVariant == variants.end())
     longVariant = nullptr;
   std::string longTiles, longGrid;
+  // The axis the segments sort: k for segments of the reduction, i for
+  // the rows of a task with a matrix per row's key.
+  bool reductionSegments = task.getOutput() == OutputKind::per_key;
+  TaskOp::Axis sorted = reductionSegments ? TaskOp::K : TaskOp::I;
   if (segmentKey) {
     const KernelVariant &shortVariant = *llvm::find_if(
         variants, [](const KernelVariant &v) { return !v.shape.longRuns; });
@@ -2421,25 +2473,26 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     keys = indexRange(*signature, key);
     scratch.push_back(bb.dict({{"name", bb.str("perm")},
                                {"dtype", bb.str("i32")},
-                               {"count", bb.str(extentOf(TaskOp::I))}}));
+                               {"count", bb.str(extentOf(sorted))}}));
     // (The counting sort's steps follow below, once it is known where the
     // kernel of long runs runs: its scan also cuts the runs into tiles.)
     sortKey = &key;
     // Every key's run cut into tiles of the variants' rows (one block
     // each: a frequent key's rows spread over many blocks).
-    segmentRows = shortVariant.shape.bm;
-    segmentTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
+    segmentRows = reductionSegments ? TileShape::kTileSteps
+                                    : shortVariant.shape.bm;
+    segmentTiles = "ceildiv(" + extentOf(sorted) + ", " +
                    std::to_string(segmentRows) + ") + " + keys;
     std::string words = "1 + 3 * (" + segmentTiles + ")";
     scratch.push_back(bb.dict({{"name", bb.str("tiles")},
                                {"dtype", bb.str("i32")},
                                {"count", bb.str(words)}}));
     if (longVariant) {
-      longTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
+      longTiles = "ceildiv(" + extentOf(sorted) + ", " +
                   std::to_string(longVariant->shape.bm) + ")";
       // Never empty where its partner's grid is not (even at M = 0): the
       // partner, which does not wait at its entry, must follow it.
-      longGrid = "1 + " + extentOf(TaskOp::I) + " / " +
+      longGrid = "1 + " + extentOf(sorted) + " / " +
                  std::to_string(longVariant->shape.bm);
       scratch.push_back(bb.dict({{"name", bb.str("long_tiles")},
                                  {"dtype", bb.str("i32")},
@@ -2448,7 +2501,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     // (The step cutting the runs into tiles follows below, once it is known
     // when the kernel of long runs runs.)
     // The kernel's extra arguments follow the function's.
-    kernelArgs.push_back(bb.memref("scratch:perm", {extentOf(TaskOp::I)}));
+    kernelArgs.push_back(bb.memref("scratch:perm", {extentOf(sorted)}));
     kernelArgs.push_back(bb.memref("scratch:tiles", {words}));
   }
   // Reduce: a partial value per row and column tile of the narrowest
@@ -2560,7 +2613,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     }
     bb.appendCountingSort(scratch, steps, "param:" + sortKey->name,
                           sortKey->dtype == kge_runtime::DType::I32 ? 32 : 64,
-                          extentOf(TaskOp::I), keys, "scratch:perm",
+                          extentOf(sorted), keys, "scratch:perm",
                           [](Attribute step) { return step; }, "lengths",
                           scans);
   }
@@ -2651,8 +2704,14 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     std::string columnBlocks = "ceildiv(" + extentOf(TaskOp::J) + ", " +
                                std::to_string(kernelShape.bn) + ")";
     // Segment iterators: keys along x (more than 65,535 of them fit).
+    std::string rowTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
+                           std::to_string(kernelShape.bm) + ")";
     Attribute step =
-        kernelShape.segments
+        kernelShape.reductionSegments
+            ? bb.launch(kernelNames[n], module.getName(),
+                        {segmentTiles, columnBlocks, rowTiles},
+                        kernelShape.blockThreads(), "0", args)
+        : kernelShape.segments
             ? bb.launch(kernelNames[n], module.getName(),
                         {kernelShape.longRuns ? longGrid : segmentTiles,
                          columnBlocks, "1"},
@@ -2809,6 +2868,21 @@ LogicalResult lowerFunction(func::FuncOp func) {
   Builder builder(func.getContext());
   BundleBuilder bb(builder);
   SmallVector<Attribute> steps, scratch, checks;
+  // Results start at zero: one that a task combines into (aggregate,
+  // per_key, update) before any task stores it is cleared first.
+  llvm::SmallDenseSet<unsigned> written;
+  for (TaskOp task : tasks)
+    for (Value output : task.getOutputs()) {
+      unsigned arg = cast<BlockArgument>(output).getArgNumber();
+      bool combines = task.getOutput() == OutputKind::aggregate ||
+                      task.getOutput() == OutputKind::per_key ||
+                      task.getUpdate();
+      if (written.insert(arg).second && combines &&
+          signature->params[arg].role == kge_runtime::ParamRole::Result)
+        steps.push_back(
+            bb.dict({{"kind", bb.str("memset")},
+                     {"buffer", bb.str("param:" + signature->params[arg].name)}}));
+    }
   for (auto [n, task] : llvm::enumerate(tasks)) {
     size_t firstStep = steps.size(), firstScratch = scratch.size();
     std::string prefix = n == 0 ? name : name + "_t" + std::to_string(n);
@@ -2912,6 +2986,14 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
         kept.push_back(v);
     return kept;
   };
+  if (task.getOutput() == OutputKind::per_key) {
+    // Segments of the reduction, on CUDA cores: a block's tile of its key's
+    // matrix (64 x 64 pairs, or the given shape) over one tile of its
+    // key's steps.
+    TileShape shape = o.automatic ? kSmallShape : o.shape;
+    shape.reductionSegments = true;
+    return {{shape, ""}};
+  }
   if (task.getPerKeyInput()) {
     // Segment iterators: tiles of 16 rows (runs are short: a relation's
     // edges in a batch), on mma.sync for products that take tensor cores

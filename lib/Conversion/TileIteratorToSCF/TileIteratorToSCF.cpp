@@ -89,6 +89,9 @@ private:
 
   void initializeOutputs();
   Value reduce(Value i, Value j, ValueRange spatial);
+  /// Output per_key: the reduction of pair (i, j) combined step by step
+  /// into the matrix of each step's key.
+  void reducePerKey(Value i, Value j, ValueRange spatial);
   void store(Value value, Value acc, Value i, Value j, ValueRange spatial);
   void storeSelect(Value value, Value i, Value j);
   void storeDistinct(Value value);
@@ -110,6 +113,7 @@ void TaskLowering::initializeOutputs() {
   case OutputKind::dense:
   case OutputKind::aggregate:
   case OutputKind::reduce:
+  case OutputKind::per_key:
     return;
   case OutputKind::select:
   case OutputKind::distinct: {
@@ -163,6 +167,28 @@ Value TaskLowering::reduce(Value i, Value j, ValueRange spatial) {
   Value next = buildAccumulation(b, loc, task, acc, inner);
   scf::YieldOp::create(b, loc, next);
   return loop.getResult(0);
+}
+
+void TaskLowering::reducePerKey(Value i, Value j, ValueRange spatial) {
+  Value C = task.getOutputs()[0], keys = task.getKeys()[0];
+  auto loop = scf::ForOp::create(b, loc, constantIndex(0), extents[TaskOp::K],
+                                 constantIndex(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value k = loop.getInductionVar();
+  SmallVector<Value> scalars;
+  unsigned nextSpatial = 0;
+  for (unsigned index = 0, e = task.getInputs().size(); index < e; ++index)
+    scalars.push_back(task.inputUses(index, TaskOp::K)
+                          ? loadInput(index, i, j, k)
+                          : spatial[nextSpatial++]);
+  Value inner = inlineRegion(task.getInner(), scalars);
+  Value key = castIndex(memref::LoadOp::create(b, loc, keys, ValueRange{k}),
+                        b.getIndexType());
+  SmallVector<Value> at = {key, i, j};
+  Value old = memref::LoadOp::create(b, loc, C, at);
+  memref::StoreOp::create(b, loc, buildAccumulation(b, loc, task, old, inner),
+                          C, at);
 }
 
 void TaskLowering::storeSelect(Value value, Value i, Value j) {
@@ -333,6 +359,8 @@ void TaskLowering::store(Value value, Value acc, Value i, Value j,
     return guarded([&] { storeTopK(value, i, j); });
   case OutputKind::reduce:
     llvm_unreachable("a reduce output combines along the column loop");
+  case OutputKind::per_key:
+    llvm_unreachable("a per_key output combines along the reduction loop");
   }
 }
 
@@ -371,6 +399,11 @@ void TaskLowering::lower() {
                                                     : TypeRange(),
                                  joined, /*withElseRegion=*/reduceRows);
     b.setInsertionPointToStart(ifJoined.thenBlock());
+  }
+  if (task.getOutput() == OutputKind::per_key) {
+    reducePerKey(i, j, spatial);
+    task.erase();
+    return;
   }
   Value acc = reduce(i, j, spatial);
   Value value = acc;

@@ -136,7 +136,10 @@ def Graph_TypedLinearOp : Graph_Op<"typed_linear", [Pure]> {
     (the node's; with `nodes` only), `src_ntype` / `dst_ntype` (the type of
     the edge's source or destination node; not with `nodes`). Node types
     need a graph built with `ntypes`. `weights` holds one `[K, N]` matrix
-    per type; `input` has `K` columns and the result `N`, in f32.
+    per type; `input` has `K` columns and the result `N`, in f32. With
+    `transposed`, `weights` holds `[N, K]` matrices and each row is
+    multiplied by the transpose (the backward of a typed linear layer with
+    respect to its input).
 
     Example: RGCN's messages, each source node's features times the
     matrix of the edge's relation.
@@ -148,10 +151,12 @@ def Graph_TypedLinearOp : Graph_Op<"typed_linear", [Pure]> {
   }];
   let arguments = (ins Graph_GraphType:$graph, Graph_DataTensor:$input,
                        3DTensorOf<[F32, F16, BF16]>:$weights,
-                       Graph_Rows:$rows, Graph_TypeOf:$by);
+                       Graph_Rows:$rows, Graph_TypeOf:$by,
+                       UnitAttr:$transposed);
   let results = (outs 2DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $graph `,` $input `,` $weights `rows` `(` $rows `)` `by` `(` $by `)`
+    (`transposed` $transposed^)?
     attr-dict `:` type($input) `,` type($weights) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -162,7 +167,8 @@ def Graph_LinearOp : Graph_Op<"linear", [Pure]> {
   let description = [{
     `result[r] = input[r] weights (+ bias)`: the untyped linear layer
     (RGCN's root weight `W_0 h_v`). `weights` is `[K, N]`, `bias` `[N]`;
-    the result is f32.
+    the result is f32. With `transposed`, `weights` is `[N, K]` and
+    `result[r] = input[r] weights^T`.
 
     Example:
 
@@ -173,10 +179,12 @@ def Graph_LinearOp : Graph_Op<"linear", [Pure]> {
   }];
   let arguments = (ins Graph_DataTensor:$input,
                        2DTensorOf<[F32, F16, BF16]>:$weights,
-                       Optional<1DTensorOf<[F32]>>:$bias);
+                       Optional<1DTensorOf<[F32]>>:$bias,
+                       UnitAttr:$transposed);
   let results = (outs 2DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $input `,` $weights (`bias` `(` $bias^ `:` type($bias) `)`)? attr-dict
+    $input `,` $weights (`bias` `(` $bias^ `:` type($bias) `)`)?
+    (`transposed` $transposed^)? attr-dict
     `:` type($input) `,` type($weights) `->` type($result)
   }];
   let hasVerifier = 1;
@@ -211,6 +219,56 @@ def Graph_AggregateOp : Graph_Op<"aggregate", [Pure]> {
     $graph `,` $input (`weights` `(` $weight^ `:` type($weight) `)`)?
     `to` `(` $to `)` `reduce` `(` $reduce `)` attr-dict
     `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_OuterSumOp : Graph_Op<"outer_sum", [Pure, AttrSizedOperandSegments]> {
+  let summary = "sums of outer products of rows: a linear layer's weight gradient";
+  let description = [{
+    `result = sum over r of w[r] lhs_row(r)^T rhs_row(r)`: the outer
+    products of matching rows of `lhs` (`[*, K]`) and `rhs` (`[*, N]`)
+    summed into a `[K, N]` matrix, each first scaled by the row's
+    `weights` when given. `rows(a, b)` says which rows pair up:
+
+    - `rows(nodes, nodes)`: row `v` of both, per node (`lhs^T rhs`: the
+      gradient of `graph.linear`'s weights);
+    - edge rows, `src`, `dst` or `edges` on either side: for each edge `e`,
+      row `src[e]` / `dst[e]` of a per-node tensor or row `e` of a per-edge
+      one.
+
+    With `by(etype)` (edge rows only), the sum is split by the edge's type:
+    the result is `[T, K, N]`, one matrix per type, `T` given by `types`
+    (the weights' count, read from the weights as `tensor.dim %w, 0`).
+    This is the gradient of a typed linear layer's weights, Pigeon's
+    segment matrix multiplication with the edges sorted by type; `weights`
+    are an aggregate's per-edge weights.
+
+    Example: the gradient of RGCN's relation matrices and of its root
+    weight, given the layer's input `%x` and the gradient `%dy` of its
+    output.
+
+    ```mlir
+    %c0 = arith.constant 0 : index
+    %t = tensor.dim %w, %c0 : tensor<?x?x?xf32>
+    %dw = graph.outer_sum %g, %x, %dy rows(src, dst) by(etype) types(%t)
+        weights(%norm : tensor<?xf32>)
+        : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?x?xf32>
+    %droot = graph.outer_sum %g, %x, %dy rows(nodes, nodes)
+        : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$lhs,
+                       2DTensorOf<[F32]>:$rhs, Graph_Rows:$lhs_rows,
+                       Graph_Rows:$rhs_rows, OptionalAttr<Graph_TypeOf>:$by,
+                       Optional<Index>:$num_types,
+                       Optional<1DTensorOf<[F32]>>:$weight);
+  let results = (outs TensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $graph `,` $lhs `,` $rhs `rows` `(` $lhs_rows `,` $rhs_rows `)`
+    (`by` `(` $by^ `)`)? (`types` `(` $num_types^ `)`)?
+    (`weights` `(` $weight^ `:` type($weight) `)`)? attr-dict
+    `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;
 }

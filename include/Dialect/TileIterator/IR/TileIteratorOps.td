@@ -44,6 +44,7 @@ def TileIterator_OutputKind : I32EnumAttr<"OutputKind",
       I32EnumAttrCase<"top_k", 3>,
       I32EnumAttrCase<"distinct", 4>,
       I32EnumAttrCase<"reduce", 5>,
+      I32EnumAttrCase<"per_key", 6>,
     ]> {
   let cppNamespace = "::mlir::tile";
 }
@@ -87,6 +88,7 @@ def TileIterator_StoreKind : I32EnumAttr<"StoreKind",
       I32EnumAttrCase<"top_k", 5>,
       I32EnumAttrCase<"distinct", 6>,
       I32EnumAttrCase<"reduce", 7>,
+      I32EnumAttrCase<"per_key", 8>,
     ]> {
   let cppNamespace = "::mlir::tile";
 }
@@ -125,7 +127,10 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     (`i` or `j`) that the input's indexing map selects at that dimension;
     the input is read there at `gather[i]` (or `gather[j]`) instead of at
     the axis itself, so the dimension is a table of any size (rows gathered
-    by an index array, a matrix chosen per row by a key). An input with a
+    by an index array, a matrix chosen per row by a key). A task with
+    `output per_key` may also gather along `k` (the gather's length is the
+    extent of `k`): `X[src[k], i]`, an edge's source row read at reduction
+    step `k`. An input with a
     gathered dimension may be indexed by both spatial axes, e.g.
     `W[r[i], k, j]` (`(i, k, j)`, dimension 0 gathered by `r`): row `i`
     multiplies the matrix of its key (an input indexed by `i`, `j` and
@@ -133,8 +138,8 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     both spatial axes but not by `k` (one of them gathered) is a *pair
     operand*: a spatial-only input read at every pair, e.g. `R[r[i], j]`,
     a row of a table chosen per row and read along `j` (an epilogue's
-    bias, the vector a projected row is compared with). The reduction axis
-    is never gathered.
+    bias, the vector a projected row is compared with). Other tasks never
+    gather the reduction axis.
     Gather values must lie in `[0, size of the dimension)`; the CPU and GPU
     runtimes check them before running (the GPU's checked mode).
 
@@ -200,6 +205,15 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
       order (the result is deterministic). This is a row's norm,
       distance or inner product after a matrix product: TransR's and
       RESCAL's scores, an attention logit `a . (W[r] x)`.
+    - `per_key`: `keys(%kKeys)` (an integer memref indexed by `k`) and one
+      memref `C` of rank 3, a matrix per key: `C[key, i, j] =
+      combine(C[key, i, j], reduction of inner(i, j, k) over the k with
+      kKeys[k] = key)` with the accumulator's combination (`add`, `max` or
+      `min`). The reduction is split into groups by a key of its steps: a
+      segment matrix multiplication with segments along `k`, as the
+      gradient of a typed linear layer, `dW[r] = sum over the edges e of
+      type r of x[src[e]]^T g[dst[e]]`. `C` is read: initialize it. No
+      `project` or `when`.
 
     Example: GAMUT's query 1 (a threshold inside the inner computation):
 
@@ -283,6 +297,25 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
         inner {
         ^bb0(%p: f32, %r: f32):
           %v = arith.mulf %p, %r : f32
+          tile.yield %v : f32
+        }
+    ```
+
+    Example: the weight gradient of a typed linear layer over a graph's
+    edges, `dW[etype[e]] += norm[e] x[src[e]]^T g[dst[e]]` (the rows of `x`
+    and `g` gathered along `k`, the edges):
+
+    ```mlir
+    tile.task ins(%x, %g, %norm : memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>)
+        keys(%etype : memref<?xi32>) outs(%dW : memref<?x?x?xf32>)
+        gathers(%src, %dst : memref<?xi32>, memref<?xi32>)
+        maps [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>,
+              affine_map<(i, j, k) -> (k)>]
+        accumulate add output per_key {gathered = [[0, 0], [1, 0]]}
+        inner {
+        ^bb0(%a: f32, %b: f32, %w: f32):
+          %p = arith.mulf %a, %b : f32
+          %v = arith.mulf %p, %w : f32
           tile.yield %v : f32
         }
     ```
@@ -413,6 +446,10 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     one `tile.store` of its accumulators. A block whose kernel has a load
     of kind `per_key` (an input with a matrix per row's key) runs over a
     *segment*: `block-m` rows of one key, the rows sorted by the key.
+    A kernel whose store is `per_key` (a task with `output per_key`) runs
+    over *segments of the reduction*: each block takes one tile of at most
+    `block-k` times 64 steps of `k` of one key (the steps sorted by the
+    key) and one `block-m x block-n` tile of that key's matrix.
 
     A segment kernel marked `long_runs` takes the tiles of `block-m` rows
     cut from the runs of at least that many rows of one key (each key's
@@ -476,6 +513,9 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     LoadOp getLoadOf(unsigned n);
     /// Whether the kernel runs over segments (a load of kind per_key).
     bool runsSegments();
+    /// Whether the kernel runs over segments of the reduction (a store of
+    /// kind per_key).
+    bool runsReductionSegments();
   }];
 }
 
@@ -493,7 +533,8 @@ def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
     array for it: rows of a table picked by a batch), `per_key` (the matrix
     of the block's key, for an input indexed by both spatial axes). With
     `sorted`, the block's rows are positions in the rows sorted by the
-    key (segments): row `perm[p]` at position `p`.
+    key (segments): row `perm[p]` at position `p`; in a kernel of
+    segments of the reduction, its steps of `k` likewise.
 
     With `transposed` (warpgroup MMA at tf32, whose operands must be
     k-major in shared memory: an operand stored with `k` as its outer
@@ -629,6 +670,8 @@ def TileIterator_StoreOp : TileIterator_IteratorOp<"store"> {
       and writes one partial value per row and column tile to scratch
       memory; a second kernel combines a row's partial values in column
       order and applies `finalize`.
+    - `per_key`: atomics into the block's tile of its key's matrix (one
+      per pair and block: the block's steps of `k` are combined first).
 
     Example:
 

@@ -75,11 +75,16 @@ LogicalResult TypedLinearOp::verify() {
   auto weights = cast<ShapedType>(getWeights().getType());
   if (failed(sameElements(*this, input, weights)))
     return failure();
-  if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(1),
-                        "the input's row length", "the weights' matrices' rows")) ||
-      failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(2),
+  // (Transposed: [N, K] matrices.)
+  unsigned inDim = getTransposed() ? 2 : 1, outDim = getTransposed() ? 1 : 2;
+  if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(inDim),
+                        "the input's row length",
+                        getTransposed() ? "the weights' matrices' columns"
+                                        : "the weights' matrices' rows")) ||
+      failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(outDim),
                         "the result's row length",
-                        "the weights' matrices' columns")))
+                        getTransposed() ? "the weights' matrices' rows"
+                                        : "the weights' matrices' columns")))
     return failure();
   // One result row per input row (edges, nodes) or per edge (src, dst).
   if (rows == Rows::edges || rows == Rows::nodes)
@@ -96,15 +101,20 @@ LogicalResult LinearOp::verify() {
   auto weights = cast<ShapedType>(getWeights().getType());
   if (failed(sameElements(*this, input, weights)))
     return failure();
-  if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(0),
-                        "the input's row length", "the weights' rows")) ||
-      failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(1),
-                        "the result's row length", "the weights' columns")) ||
+  unsigned inDim = getTransposed() ? 1 : 0, outDim = getTransposed() ? 0 : 1;
+  if (failed(sameExtent(*this, input.getDimSize(1), weights.getDimSize(inDim),
+                        "the input's row length",
+                        getTransposed() ? "the weights' columns"
+                                        : "the weights' rows")) ||
+      failed(sameExtent(*this, dim(getResult(), 1), weights.getDimSize(outDim),
+                        "the result's row length",
+                        getTransposed() ? "the weights' rows"
+                                        : "the weights' columns")) ||
       failed(sameExtent(*this, dim(getResult(), 0), input.getDimSize(0),
                         "the result's row count", "the input's")))
     return failure();
   if (getBias() &&
-      failed(sameExtent(*this, dim(getBias(), 0), weights.getDimSize(1),
+      failed(sameExtent(*this, dim(getBias(), 0), weights.getDimSize(outDim),
                         "the bias' length", "the weights' columns")))
     return failure();
   return success();
@@ -125,5 +135,58 @@ LogicalResult AggregateOp::verify() {
                          "the weights' length (one per edge)",
                          "the graph's edge count"))))
     return failure();
+  return success();
+}
+
+LogicalResult OuterSumOp::verify() {
+  Rows lhsRows = getLhsRows(), rhsRows = getRhsRows();
+  bool nodes = lhsRows == Rows::nodes || rhsRows == Rows::nodes;
+  if (nodes && (lhsRows != rhsRows))
+    return emitOpError() << "rows(" << stringifyRows(lhsRows) << ", "
+                         << stringifyRows(rhsRows)
+                         << ") pair a node's row with an edge's; rows(nodes) "
+                            "go with rows(nodes)";
+  std::optional<TypeOf> by = getBy();
+  if (by && *by != TypeOf::etype)
+    return emitOpError() << "by(" << stringifyTypeOf(*by)
+                         << ") is not supported: the sum is split by the "
+                            "edge's type, by(etype)";
+  if (by && nodes)
+    return emitOpError() << "by(etype) takes edge rows, not rows(nodes)";
+  if (static_cast<bool>(by) != static_cast<bool>(getNumTypes()))
+    return emitOpError() << (by ? "by(etype) needs types(...): the number of "
+                                  "matrices"
+                                : "types(...) is for by(etype)");
+  auto result = cast<ShapedType>(getResult().getType());
+  unsigned rank = by ? 3 : 2;
+  if (result.getRank() != rank)
+    return emitOpError() << "the result must have rank " << rank
+                         << (by ? " (a matrix per type)" : " (one matrix)")
+                         << ", got " << result;
+  if (failed(sameExtent(*this, dim(getLhs(), 1), result.getDimSize(rank - 2),
+                        "the lhs row length", "the result's rows")) ||
+      failed(sameExtent(*this, dim(getRhs(), 1), result.getDimSize(rank - 1),
+                        "the rhs row length", "the result's columns")))
+    return failure();
+  if (nodes && failed(sameExtent(*this, dim(getLhs(), 0), dim(getRhs(), 0),
+                                 "the lhs row count", "the rhs'")))
+    return failure();
+  for (auto [value, rows, what] :
+       {std::tuple<Value, Rows, StringRef>{getLhs(), lhsRows, "lhs"},
+        std::tuple<Value, Rows, StringRef>{getRhs(), rhsRows, "rhs"}})
+    if (rows == Rows::edges &&
+        failed(sameExtent(*this, dim(value, 0), staticEdges(getGraph()),
+                          Twine("the ") + what + " row count (one per edge)",
+                          "the graph's edge count")))
+      return failure();
+  if (getWeight()) {
+    if (nodes)
+      return emitOpError() << "weights(...) are per edge: not with "
+                              "rows(nodes)";
+    if (failed(sameExtent(*this, dim(getWeight(), 0), staticEdges(getGraph()),
+                          "the weights' length (one per edge)",
+                          "the graph's edge count")))
+      return failure();
+  }
   return success();
 }

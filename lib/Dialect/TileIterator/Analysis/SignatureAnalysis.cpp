@@ -180,8 +180,9 @@ mlir::tile::computeSignature(func::FuncOp func) {
           tie(map.getDimPosition(d), input, d);
       }
     }
+    // (The keys of output per_key index k.)
     for (auto [axis, key] : llvm::enumerate(task.getKeys()))
-      tie(axis, key, 0);
+      tie(task.getOutput() == OutputKind::per_key ? TaskOp::K : axis, key, 0);
     ValueRange outputs = task.getOutputs();
     switch (task.getOutput()) {
     case OutputKind::dense: {
@@ -203,6 +204,10 @@ mlir::tile::computeSignature(func::FuncOp func) {
       // Row keys alone: the groups' columns are j.
       if (task.getKeys().size() == 1)
         tie(TaskOp::J, outputs[0], 1);
+      break;
+    case OutputKind::per_key:
+      tie(TaskOp::I, outputs[0], 1);
+      tie(TaskOp::J, outputs[0], 2);
       break;
     case OutputKind::top_k:
     case OutputKind::distinct:

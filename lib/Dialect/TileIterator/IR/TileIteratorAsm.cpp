@@ -133,7 +133,7 @@ using namespace mlir::tile;
     ::llvm::StringRef attrStr;
     ::mlir::NamedAttrList attrStorage;
     auto loc = parser.getCurrentLocation();
-    if (parser.parseOptionalKeyword(&attrStr, {"dense","aggregate","select","top_k","distinct","reduce"})) {
+    if (parser.parseOptionalKeyword(&attrStr, {"dense","aggregate","select","top_k","distinct","reduce","per_key"})) {
       ::mlir::StringAttr attrVal;
       ::mlir::OptionalParseResult parseResult =
         parser.parseOptionalAttribute(attrVal,
@@ -144,7 +144,7 @@ using namespace mlir::tile;
           return ::mlir::failure();
         attrStr = attrVal.getValue();
       } else {
-        return parser.emitError(loc, "expected string or keyword containing one of the following enum values for attribute 'output' [dense, aggregate, select, top_k, distinct, reduce]");
+        return parser.emitError(loc, "expected string or keyword containing one of the following enum values for attribute 'output' [dense, aggregate, select, top_k, distinct, reduce, per_key]");
       }
     }
     if (!attrStr.empty()) {

@@ -194,6 +194,12 @@ std::pair<Value, unsigned> TaskOp::getExtentSource(Axis axis) {
       getOutputs().size() == 1)
     return axis == I ? std::pair<Value, unsigned>{getKeys()[0], 0}
                      : std::pair<Value, unsigned>{getOutputs()[0], 1};
+  if (getOutput() == OutputKind::per_key && getOutputs().size() == 1) {
+    if (axis == K && getKeys().size() == 1)
+      return {getKeys()[0], 0};
+    if (axis != K)
+      return {getOutputs()[0], axis + 1};
+  }
   if (getOutput() == OutputKind::reduce && axis == I &&
       getOutputs().size() == 1)
     return {getOutputs()[0], 0};
@@ -222,7 +228,8 @@ void TaskOp::getEffects(
   for (OpOperand &operand : getOutputsMutable()) {
     // An aggregate combines into its output, and join leaves rejected
     // pairs of a dense output as they were.
-    if (getOutput() == OutputKind::aggregate || getUpdate())
+    if (getOutput() == OutputKind::aggregate ||
+        getOutput() == OutputKind::per_key || getUpdate())
       effects.emplace_back(MemoryEffects::Read::get(), &operand,
                            SideEffects::DefaultResource::get());
     effects.emplace_back(MemoryEffects::Write::get(), &operand,
@@ -320,11 +327,13 @@ LogicalResult TaskOp::verify() {
                            << dim.getInt() << " of input #" << in.getInt()
                            << ", which has " << map.getNumResults();
     if (map.getNumDims() == 3 && map.isProjectedPermutation() &&
-        map.getDimPosition(dim.getInt()) == K)
+        map.getDimPosition(dim.getInt()) == K &&
+        getOutput() != OutputKind::per_key)
       return emitOpError() << "gather #" << n << " indexes the reduction axis k "
                               "(dimension "
                            << dim.getInt() << " of input #" << in.getInt()
-                           << "); only the spatial axes i and j are gathered";
+                           << "); only tasks with output per_key gather k, "
+                              "others the spatial axes i and j";
     if (!gatheredSlots.insert({in.getInt(), dim.getInt()}).second)
       return emitOpError() << "dimension " << dim.getInt() << " of input #"
                            << in.getInt() << " is gathered twice";
@@ -439,8 +448,9 @@ LogicalResult TaskOp::verify() {
     return emitOpError() << "'output_map' is for output dense";
   if (getUpdate() && kind != OutputKind::dense)
     return emitOpError() << "'update' is for output dense";
-  if (!getKeys().empty() && kind != OutputKind::aggregate)
-    return emitOpError() << "keys are for output aggregate";
+  if (!getKeys().empty() && kind != OutputKind::aggregate &&
+      kind != OutputKind::per_key)
+    return emitOpError() << "keys are for outputs aggregate and per_key";
   if (!getPredicate().empty() && kind != OutputKind::select &&
       kind != OutputKind::distinct && kind != OutputKind::top_k)
     return emitOpError() << "a predicate region is for outputs select, "
@@ -556,6 +566,47 @@ LogicalResult TaskOp::verify() {
       return emitOpError() << "reduce " << stringifyCombiner(combiner)
                            << " is not supported: a row's values combine "
                               "with add, max or min";
+    break;
+  }
+  case OutputKind::per_key: {
+    if (getKeys().size() != 1)
+      return emitOpError() << "output per_key takes one key array indexed by "
+                              "k, got "
+                           << getKeys().size() << " key arrays";
+    if (failed(expectOutputs(1, "C")))
+      return failure();
+    MemRefType type = outputType(0);
+    if (type.getRank() != 3)
+      return emitOpError() << "the per_key output must have rank 3 (a matrix "
+                              "per key), got "
+                           << type;
+    auto keys = cast<MemRefType>(getKeys()[0].getType());
+    if (keys.getRank() != 1 || !isIndexElement(keys.getElementType()))
+      return emitOpError() << "the keys must be a rank-1 memref of i32 or "
+                              "i64, got "
+                           << keys;
+    if (failed(extents.record(op, K, keys.getDimSize(0), "the keys")))
+      return failure();
+    for (unsigned axis : {I, J}) {
+      axisSeen[axis] = true;
+      if (failed(extents.record(op, axis, type.getDimSize(axis + 1),
+                                "output dimension " +
+                                    std::to_string(axis + 1))))
+        return failure();
+    }
+    if (getAccumulate() != Combiner::add && getAccumulate() != Combiner::max &&
+        getAccumulate() != Combiner::min)
+      return emitOpError() << "output per_key combines into its matrices with "
+                              "the accumulator: accumulate add, max or min, "
+                              "got "
+                           << stringifyCombiner(getAccumulate());
+    if (!getProject().empty() || !getWhen().empty())
+      return emitOpError() << "output per_key takes no project or when "
+                              "region: a key's matrix combines partial "
+                              "reductions";
+    if (getPerKeyInput())
+      return emitOpError() << "output per_key does not take an input with a "
+                              "matrix per row's key";
     break;
   }
   case OutputKind::select:
@@ -712,6 +763,7 @@ LogicalResult TaskOp::verifyRegions() {
   case OutputKind::top_k:
   case OutputKind::distinct:
   case OutputKind::reduce:
+  case OutputKind::per_key:
     valuesOperand = 0;
     break;
   case OutputKind::select:

@@ -106,6 +106,9 @@ LoadKind mlir::tile::getLoadKind(TaskOp task, unsigned n) {
 }
 
 bool mlir::tile::isLoadSorted(TaskOp task, unsigned n) {
+  // Segments of the reduction: the steps of k in the key order.
+  if (task.getOutput() == OutputKind::per_key)
+    return task.inputUses(n, TaskOp::K);
   return task.getPerKeyInput().has_value() &&
          getLoadKind(task, n) != LoadKind::per_key &&
          task.inputUses(n, TaskOp::I);
@@ -171,6 +174,8 @@ StoreKind mlir::tile::getStoreKind(TaskOp task, bool tensorCores) {
     return StoreKind::distinct;
   case OutputKind::reduce:
     return StoreKind::reduce;
+  case OutputKind::per_key:
+    return StoreKind::per_key;
   }
   llvm_unreachable("unknown output kind");
 }
@@ -264,6 +269,13 @@ LoadOp KernelOp::getLoadOf(unsigned n) {
     if (load.getInputAttr().getInt() == static_cast<int64_t>(n))
       return load;
   return nullptr;
+}
+
+bool KernelOp::runsReductionSegments() {
+  for (StoreOp store : getBody().front().getOps<StoreOp>())
+    if (store.getKind() == StoreKind::per_key)
+      return true;
+  return false;
 }
 
 bool KernelOp::runsSegments() {
@@ -526,6 +538,10 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
       return mma.emitOpError()
              << "warpgroup MMA loads whole tiles by TMA: it takes neither "
                 "gathered rows nor segments (mma.sync does)";
+    if (task.getOutput() == OutputKind::per_key)
+      return mma.emitOpError()
+             << "cannot feed output per_key: the segments of the reduction "
+                "run on CUDA cores (tile.compute)";
   } else {
     auto compute = cast<ComputeOp>(step);
     if (compute.getOperands() != ValueRange(loads))
