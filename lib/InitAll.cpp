@@ -7,6 +7,7 @@
 #include "Dialect/BatchedVector/Transforms/Passes.h"
 #include "Dialect/Graph/IR/GraphDialect.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
+#include "Dialect/Graph/Transforms/Passes.h"
 #include "Dialect/TileIterator/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "Transforms/Passes.h"
@@ -89,6 +90,7 @@ void kge::registerAllPasses() {
   std::call_once(once, [] {
     registerKGEConversionPasses();
     bvec::registerBatchedVectorPasses();
+    graph::registerGraphPasses();
     tile::registerTileIteratorPasses();
     registerKGETransformsPasses();
     registerPipelines();

@@ -168,6 +168,36 @@ def rgcn_reference(x, weight, root, bias, src, dst, etype):
     return out
 
 
+def rgcn_gradients_reference(x, weight, root, src, dst, etype, grad_out):
+    """The gradients of rgcn_reference's output with respect to x, weight
+    and root, given the output's gradient `grad_out`, in float64: a dict by
+    grad_x, grad_weight, grad_root (the backward function's results)."""
+    x, weight, root = (a.astype(np.float64) for a in (x, weight, root))
+    dy = grad_out.astype(np.float64)
+    norm = rgcn_norm(dst, etype, len(x), len(weight)).astype(np.float64)
+    # Each edge's message gradient: its destination's, scaled.
+    dm = dy[dst] * norm[:, None]
+    grad_x = dy @ root.T
+    np.add.at(grad_x, src, np.einsum("eo,eko->ek", dm, weight[etype]))
+    grad_weight = np.zeros_like(weight)
+    np.add.at(grad_weight, etype, x[src][:, :, None] * dm[:, None, :])
+    return {"grad_x": grad_x, "grad_weight": grad_weight, "grad_root": x.T @ dy}
+
+
+def differentiate(text, keep_forward=True):
+    """The module `text` with the backward function `@<f>_grad` of each of
+    its graph functions (graph-differentiate): `@f`'s parameters and
+    `grad_<result>` in, `grad_<parameter>` out for the inputs and weights of
+    its layers. Without `keep_forward`, the forward functions are dropped
+    (a bundle holds one function)."""
+    from . import ir
+    module = ir.Module.parse(ir.Context(), text)
+    pm = ir.PassManager(module.context)
+    pm.add("graph-differentiate" + ("" if keep_forward else "{keep-forward=0}"))
+    pm.run(module)
+    return str(module)
+
+
 def compile_cpu(text, function=""):
     """The graph function `function` of the module `text`, lowered to tile
     tasks (convert-graph-to-tile) and compiled for the host CPU: call it with
@@ -401,10 +431,19 @@ class Layer:
                      f"    -> ({result.type} {{kge.param = \"out\"}}) {{\n"
                      + "\n".join(header + tracer.lines)
                      + f"\n  return {result.name} : {result.type}\n}}\n")
-        self._cpu = None
+        self._cpu = self._backward_cpu = self._backward_text = None
 
     def __str__(self):
         return self.text
+
+    @property
+    def backward_text(self):
+        """The backward function `@<name>_grad` alone (graph-differentiate):
+        the layer's parameters and `grad_out` in, the gradients of its
+        inputs and weights out (`grad_<parameter>`)."""
+        if self._backward_text is None:
+            self._backward_text = differentiate(self.text, keep_forward=False)
+        return self._backward_text
 
     def run_cpu(self, **arrays):
         """Runs the layer on the CPU over NumPy arrays; returns its output."""
@@ -412,15 +451,31 @@ class Layer:
             self._cpu = compile_cpu(self.text, self.name)
         return self._cpu(arrays)["out"]
 
-    def compile(self, cubin=True, matrix_math=None):
-        """The layer's GPU bundle (kge.compiler.Bundle)."""
-        from . import compiler, ir
-        module = ir.Module.parse(ir.Context(), self.text)
-        pm = ir.PassManager(module.context)
-        lowering = "kge-lower-to-gpu" + (f"{{matrix-math={matrix_math}}}" if matrix_math else "")
-        pm.add(f"convert-graph-to-tile,{lowering}")
-        pm.run(module)
-        return compiler.Bundle(ir.to_bundle(module, cubin))
+    def run_backward_cpu(self, **arrays):
+        """The gradients of the layer's inputs and weights on the CPU, given
+        its arguments and `grad_out`: a dict by `grad_<parameter>`."""
+        if self._backward_cpu is None:
+            self._backward_cpu = compile_cpu(self.backward_text, self.name + "_grad")
+        return self._backward_cpu(arrays)
+
+    def compile(self, cubin=True, matrix_math=None, backward=False, cache=True):
+        """The layer's GPU bundle (kge.compiler.Bundle), or with `backward`
+        its backward function's; compiled once, then read from the bundle
+        cache (kge.tile.cache_dir())."""
+        from . import compiler, ir, tile
+        text = self.backward_text if backward else self.text
+
+        def build():
+            module = ir.Module.parse(ir.Context(), text)
+            pm = ir.PassManager(module.context)
+            lowering = "kge-lower-to-gpu" + (f"{{matrix-math={matrix_math}}}"
+                                             if matrix_math else "")
+            pm.add(f"convert-graph-to-tile,{lowering}")
+            pm.run(module)
+            return compiler.Bundle(ir.to_bundle(module, cubin))
+
+        payload = {"graph": text, "matrix_math": matrix_math, "cubin": cubin}
+        return tile.cached_bundle(payload, build, cache)
 
 
 def layer(fn):

@@ -215,11 +215,28 @@ def _compiler_identity():
     return f"{__version__}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
-def _cache_key(query, options, cubin):
-    text = json.dumps({"query": query.text, "name": query.name, "dtypes": query.dtypes,
-                       "options": options, "cubin": cubin, "target": "sm_90",
-                       "compiler": _compiler_identity()}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
+def cached_bundle(payload, build, cache=True):
+    """The bundle that `build()` compiles, read from the cache when a
+    bundle of the same `payload` (a JSON-able description of the IR and the
+    options) was compiled by the same compiler before (cache_dir(); a hash
+    of the payload, the target and the compiler names the file)."""
+    from . import compiler
+    path = None
+    if cache:
+        text = json.dumps({**payload, "target": "sm_90", "compiler": _compiler_identity()},
+                          sort_keys=True)
+        path = cache_dir() / f"{hashlib.sha256(text.encode()).hexdigest()}.kgebundle"
+        if path.exists():
+            return compiler.Bundle(path.read_text())
+    bundle = build()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Written whole under another name, then renamed: a reader never
+        # sees half a bundle.
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(bundle.text)
+        partial.replace(path)
+    return bundle
 
 
 def _pass_options(options):
@@ -285,20 +302,10 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
     multicast. `tile_shape` (block_m, block_n, block_k,
     thread_m, thread_n) fixes one CUDA-core kernel instead of GAMUT's
     heuristic."""
-    from . import compiler
     options = _schedule_options(matrix_math, warpgroup, cluster_m, tile_shape)
-    path = cache_dir() / f"{_cache_key(query, options, cubin)}.kgebundle" if cache else None
-    if path is not None and path.exists():
-        return compiler.Bundle(path.read_text())
-    bundle = _compile(query, options, cubin)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Written whole under another name, then renamed: a reader never
-        # sees half a bundle.
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(bundle.text)
-        partial.replace(path)
-    return bundle
+    payload = {"query": query.text, "name": query.name, "dtypes": query.dtypes,
+               "options": options, "cubin": cubin}
+    return cached_bundle(payload, lambda: _compile(query, options, cubin), cache)
 
 
 # Tile shapes the autotuner tries on CUDA cores (block m, n, k, thread m,

@@ -3,7 +3,8 @@
 for the GPU suite and the benchmarks (run here, where the compiler is; the
 bundles travel to the GPU machine):
 
-  <out>/<example>.<variant>.kgebundle
+  <out>/<example>.<variant>.kgebundle       the layer
+  <out>/<example>_grad.<variant>.kgebundle  its backward function
 
 variants: default (kge-lower-to-gpu's defaults: f32 layers on CUDA cores,
 typed linear layers' matrices per edge type at 3xTF32 through the segment
@@ -44,11 +45,16 @@ def main():
         variants += [(f"F{n}", fixed(text, n), "") for n in FIXED]
         for name, body, options in variants:
             lowering = f"-kge-lower-to-gpu={options}" if options else "-kge-lower-to-gpu"
-            lowered = run(opt, "-", "-convert-graph-to-tile", lowering, stdin=body)
-            bundle = run(translate, "--kge-to-bundle", stdin=lowered)
-            path = args.out / f"{source.stem}.{name}.kgebundle"
-            path.write_text(bundle)
-            print(path.name, len(bundle))
+            # The layer and its backward function (graph-differentiate).
+            for stem, differentiate in ((source.stem, []),
+                                        (source.stem + "_grad",
+                                         ["-graph-differentiate=keep-forward=0"])):
+                lowered = run(opt, "-", *differentiate, "-convert-graph-to-tile", lowering,
+                              stdin=body)
+                bundle = run(translate, "--kge-to-bundle", stdin=lowered)
+                path = args.out / f"{stem}.{name}.kgebundle"
+                path.write_text(bundle)
+                print(path.name, len(bundle))
 
 
 if __name__ == "__main__":

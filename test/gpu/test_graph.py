@@ -1,7 +1,9 @@
 """The graph dialect's bundles (build_graph_bundles.py into
-KGE_GPU_GRAPH_BUNDLES, default .carry/graph) on the GPU: RGCN against a
-float64 reference and against PyG's RGCNConv with the same weights, on
-graphs of Pigeon's dataset shapes; bad indices refused before launch."""
+KGE_GPU_GRAPH_BUNDLES, default .carry/graph) on the GPU: RGCN's forward and
+backward functions against float64 and against PyG's RGCNConv with the
+same weights, on graphs of Pigeon's dataset shapes; kge.nn.RGCNConv's
+outputs, gradients and training against PyG's; bad indices refused before
+launch."""
 
 import os
 import pathlib
@@ -22,8 +24,8 @@ TOLERANCES = {"default": 1e-4, "fma": 1e-4, "F64": 1e-4, "tf32": 5e-3}
 _programs = {}
 
 
-def program(rt, variant):
-    path = GRAPH_BUNDLES / f"rgcn.{variant}.kgebundle"
+def program(rt, variant, stem="rgcn"):
+    path = GRAPH_BUNDLES / f"{stem}.{variant}.kgebundle"
     if path not in _programs:
         if not path.exists():
             pytest.fail(f"missing {path}; run test/gpu/build_graph_bundles.py")
@@ -105,3 +107,136 @@ def test_rgcn_refuses_bad_indices(rt, param, value):
     tensors[param][5] = value
     with pytest.raises(IndexError, match=f"of '{param}' is out of range"):
         program(rt, "default")(**tensors, checked=True)
+
+
+# The backward function (graph-differentiate): the gradients of x, the
+# relation matrices (segments of the reduction per edge type) and the root
+# weight, against float64.
+def grad_program(rt, variant):
+    return program(rt, variant, stem="rgcn_grad")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name,scale", GRAPHS, ids=[g for g, _ in GRAPHS])
+def test_rgcn_backward_matches_float64(rt, variant, name, scale):
+    g = graph.synthetic(name, seed=9, scale=scale)
+    arrays, tensors = layer(g, 64, 64, seed=len(name) + 1)
+    grad_out = np.random.default_rng(3).standard_normal((g.num_nodes, 64)).astype(np.float32)
+    grads = grad_program(rt, variant)(**tensors, grad_out=torch.from_numpy(grad_out).cuda())
+    torch.cuda.synchronize()
+    expected = graph.rgcn_gradients_reference(arrays["x"], arrays["weight"], arrays["root"],
+                                              g.src, g.dst, g.etype, grad_out)
+    for key, value in expected.items():
+        error = relative_error(grads[key].cpu().numpy(), value)
+        assert error < TOLERANCES[variant], (key, error)
+
+
+def test_rgcn_backward_without_edges_of_a_type(rt):
+    """Types without edges get zero gradients (the result is cleared before
+    the segments add into it), an empty graph the root term's alone."""
+    g = graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
+                          etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
+                          num_edge_types=4, num_node_types=1)
+    arrays, tensors = layer(g, 64, 64, seed=2)
+    grad_out = torch.randn(6, 64, device="cuda")
+    for variant in VARIANTS:
+        grads = grad_program(rt, variant)(**tensors, grad_out=grad_out)
+        expected = graph.rgcn_gradients_reference(arrays["x"], arrays["weight"], arrays["root"],
+                                                  g.src, g.dst, g.etype, grad_out.cpu().numpy())
+        assert not grads["grad_weight"][[1, 3]].any(), variant
+        for key, value in expected.items():
+            assert relative_error(grads[key].cpu().numpy(), value) < TOLERANCES[variant], \
+                (variant, key)
+    empty = dict(tensors)
+    for n in ("src", "dst", "edge_type", "norm"):
+        empty[n] = tensors[n][:0]
+    grads = grad_program(rt, "default")(**empty, grad_out=grad_out)
+    assert not grads["grad_weight"].any()
+    assert torch.allclose(grads["grad_x"], grad_out @ tensors["root"].T, rtol=1e-4, atol=1e-4)
+
+
+def pyg_and_kge_layers(g, features, outputs, variant="default"):
+    """PyG's RGCNConv and kge.nn.RGCNConv with PyG's parameters loaded."""
+    pyg = pytest.importorskip("torch_geometric.nn")
+    from kge import nn
+    torch.manual_seed(0)
+    reference = pyg.RGCNConv(features, outputs, g.num_edge_types, aggr="mean").cuda()
+    torch.nn.init.normal_(reference.bias)
+    conv = nn.RGCNConv(features, outputs, g.num_edge_types,
+                       bundles=nn.load_bundles(GRAPH_BUNDLES, variant=variant)).cuda()
+    conv.load_state_dict(reference.state_dict())
+    return reference, conv
+
+
+@pytest.mark.parametrize("variant", ("default", "F64"))
+@pytest.mark.parametrize("name", ("aifb", "mutag"))
+def test_rgcnconv_forward_and_backward_equal_pygs(variant, name):
+    """kge.nn.RGCNConv with PyG's weights: the same output and the same
+    gradients of the input and of every parameter as PyG's RGCNConv."""
+    g = graph.synthetic(name, seed=4, scale=0.5)
+    reference, conv = pyg_and_kge_layers(g, 64, 64, variant)
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    x = torch.randn(g.num_nodes, 64, device="cuda")
+    target = torch.randn(g.num_nodes, 64, device="cuda")
+    outs, grads = [], []
+    for layer_ in (reference, conv):
+        xi = x.clone().requires_grad_()
+        out = layer_(xi, edge_index, edge_type)
+        ((out - target) ** 2).sum().backward()
+        outs.append(out.detach())
+        grads.append({"x": xi.grad, **{n: p.grad for n, p in layer_.named_parameters()}})
+    assert torch.allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+    assert set(grads[0]) == set(grads[1]) == {"x", "weight", "root", "bias"}
+    for key in grads[0]:
+        scale = max(1.0, float(grads[0][key].abs().max()))
+        error = float((grads[0][key] - grads[1][key]).abs().max()) / scale
+        assert error < 1e-4, (key, error)
+
+
+@pytest.mark.parametrize("optimizer", ("sgd", "adam"))
+def test_rgcnconv_trains_like_pyg(optimizer):
+    """Ten steps of a two-layer RGCN on a node-classification loss: KGE's
+    layers follow PyG's (the same losses; with SGD, whose updates are
+    linear in the gradients, the same parameters; Adam divides each update
+    by the gradient's running magnitude, which turns the rounding of
+    near-zero gradients into differences of up to the learning rate)."""
+    g = graph.synthetic("aifb", seed=5)
+    layers = [pyg_and_kge_layers(g, 64, 64), pyg_and_kge_layers(g, 64, 4)]
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    x = torch.randn(g.num_nodes, 64, device="cuda")
+    labels = torch.randint(0, 4, (g.num_nodes,), device="cuda")
+    losses = []
+    for side in (0, 1):
+        model = [pair[side] for pair in layers]
+        params = [p for m in model for p in m.parameters()]
+        step = (torch.optim.SGD(params, lr=0.1, momentum=0.9) if optimizer == "sgd"
+                else torch.optim.Adam(params, lr=1e-2))
+        history = []
+        for _ in range(10):
+            step.zero_grad()
+            h = torch.relu(model[0](x, edge_index, edge_type))
+            loss = torch.nn.functional.cross_entropy(model[1](h, edge_index, edge_type), labels)
+            loss.backward()
+            step.step()
+            history.append(float(loss))
+        losses.append(history)
+    assert losses[1][-1] < losses[1][0]
+    assert np.allclose(losses[0], losses[1], rtol=1e-3), losses
+    if optimizer == "sgd":
+        for reference, conv in layers:
+            ours = dict(conv.named_parameters())
+            for name, p in reference.named_parameters():
+                assert torch.allclose(p, ours[name], rtol=1e-3, atol=1e-4), name
+
+
+@pytest.mark.parametrize("param,value", [("src", 10**6), ("dst", -1), ("edge_type", 104)])
+def test_rgcn_backward_refuses_bad_indices(rt, param, value):
+    g = graph.synthetic("aifb", seed=0, scale=0.1)
+    _, tensors = layer(g, 64, 64, seed=0)
+    tensors[param] = tensors[param].clone()
+    tensors[param][5] = value
+    grad_out = torch.zeros(g.num_nodes, 64, device="cuda")
+    with pytest.raises(IndexError, match=f"of '{param}' is out of range"):
+        grad_program(rt, "default")(**tensors, grad_out=grad_out, checked=True)

@@ -50,8 +50,7 @@ private:
   LogicalResult emit(Value value, Value dest, bool accumulate);
   LogicalResult emitLinear(graph::LinearOp op, Value dest, bool accumulate);
   LogicalResult emitAggregate(graph::AggregateOp op, Value dest);
-  LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest,
-                             bool accumulate);
+  LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest);
   /// Names dimension 0 of `dest` (a matrix per type) like dimension 0 of
   /// the parameter that `numTypes` reads (`tensor.dim %w, 0`), so that the
   /// signature gives the result the weights' count.
@@ -300,8 +299,8 @@ LogicalResult FunctionLowering::tieTypes(Operation *op, Value numTypes,
   return success();
 }
 
-LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op, Value dest,
-                                             bool accumulate) {
+LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
+                                             Value dest) {
   MLIRContext *context = op.getContext();
   Location loc = op.getLoc();
   SmallVector<Value> inputs;
@@ -314,15 +313,16 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op, Value dest,
       AffineMapAttr::get(AffineMap::get(
           3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::J)}, context))};
   if (op.getLhsRows() == graph::Rows::nodes) {
-    // lhs^T rhs: a dense task reducing over the nodes.
+    // lhs^T rhs: a dense task reducing over the nodes, added into the
+    // destination (which starts at zero): a reduction this long and an
+    // output this small take the split reduction's kernel on the GPU.
     auto task = tile::TaskOp::create(
         b, loc, inputs, ValueRange(), ValueRange{dest}, ValueRange(),
         b.getArrayAttr(maps),
         tile::CombinerAttr::get(context, tile::Combiner::add),
         tile::OutputKindAttr::get(context, tile::OutputKind::dense),
         TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(),
-        UnitAttr(), AffineMapAttr(), accumulate ? b.getUnitAttr() : UnitAttr(),
-        ArrayAttr());
+        UnitAttr(), AffineMapAttr(), b.getUnitAttr(), ArrayAttr());
     buildProduct(task, loc);
     return success();
   }
@@ -382,14 +382,11 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
   SmallVector<Value> terms;
   collectTerms(value, terms);
   // The first term that can store writes the destination (a linear
-  // layer, a sum over the nodes); the others add into it. Without one, the
-  // terms add into the result, which starts at zero (the runtimes clear a
-  // result that a task combines into first).
+  // layer); the others add into it. Without one, the terms add into the
+  // result, which starts at zero (the runtimes clear a result that a task
+  // combines into first).
   auto stores = [](Value term) {
-    Operation *op = term.getDefiningOp();
-    if (auto outer = dyn_cast_or_null<graph::OuterSumOp>(op))
-      return outer.getLhsRows() == graph::Rows::nodes;
-    return isa_and_present<graph::LinearOp>(op);
+    return isa_and_present<graph::LinearOp>(term.getDefiningOp());
   };
   auto first = llvm::find_if(terms, stores);
   bool stored = accumulate;
@@ -408,7 +405,7 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
         : isa<graph::AggregateOp>(op)
             ? emitAggregate(cast<graph::AggregateOp>(op), dest)
         : isa<graph::OuterSumOp>(op)
-            ? emitOuterSum(cast<graph::OuterSumOp>(op), dest, add)
+            ? emitOuterSum(cast<graph::OuterSumOp>(op), dest)
             : op->emitOpError() << "is not lowered to tile: a graph "
                                    "function's results are sums of linear "
                                    "layers, aggregates and outer sums";

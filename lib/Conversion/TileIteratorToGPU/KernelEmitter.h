@@ -57,6 +57,11 @@ struct TileShape {
   /// matrix, and combines its partial results into that matrix by atomics.
   bool reductionSegments = false;
   static constexpr int64_t kTileSteps = 512;
+  /// Split reduction (CUDA cores, dense update): block x takes steps
+  /// [x kSplitSteps(), (x + 1) kSplitSteps()) of k and combines its
+  /// partial results into the output by atomics.
+  bool splitK = false;
+  int64_t splitSteps() const { return 64 * bk; }
   /// Tensor cores: a warp computes (8 tm) x (4 tn) pairs as (tm / 2) x
   /// (tn / 2) products of 16 x 8; the warps of a block form warpsM() x
   /// warpsN().

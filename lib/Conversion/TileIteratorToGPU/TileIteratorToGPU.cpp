@@ -236,6 +236,11 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
   switch (task.getOutput()) {
   case OutputKind::dense: {
     SmallVector<Value, 2> at = getDenseOutputIndices(task, i, j);
+    // A split reduction's blocks combine their partial results.
+    if (shape.splitK) {
+      combineAtomically(task.getAccumulate(), arg(outputs[0]), at, value);
+      return;
+    }
     if (task.getUpdate())
       value = accumulate(memref::LoadOp::create(b, loc, arg(outputs[0]), at),
                          value);
@@ -1472,6 +1477,20 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
                                      idx(shape.bm));
     b.setInsertionPoint(segmentLoop.getBody()->getTerminator());
     rowBase = segmentLoop.getInductionVar();
+  } else if (shape.splitK) {
+    // Split reduction: block (x, y, z) takes x's steps of k, column tile y
+    // and row tile z.
+    Value x = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    kBegin = arith::MulIOp::create(b, loc, x, idx(shape.splitSteps()));
+    extents[TaskOp::K] = minIndex(
+        arith::AddIOp::create(b, loc, kBegin, idx(shape.splitSteps())),
+        extents[TaskOp::K]);
+    colBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+        idx(shape.bn));
+    rowBase = arith::MulIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
+        idx(shape.bm));
   } else if (shape.reductionSegments) {
     // Segments of the reduction: block (x, y, z) takes tile x of the
     // steps of k (kge_key_scan_tiles' table: (key, first, end) per tile),
@@ -2124,6 +2143,7 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
     TileShape shape{tiling.bm, tiling.bn, tiling.bk, tiling.tm, tiling.tn};
     shape.segments = kernel.runsSegments();
     shape.reductionSegments = kernel.runsReductionSegments();
+    shape.splitK = tiling.splitK;
     shape.longRuns = tiling.longRuns;
     if (tiling.precision) {
       MmaPrecision precision = toMmaPrecision(*tiling.precision);
@@ -2707,7 +2727,13 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     std::string rowTiles = "ceildiv(" + extentOf(TaskOp::I) + ", " +
                            std::to_string(kernelShape.bm) + ")";
     Attribute step =
-        kernelShape.reductionSegments
+        kernelShape.splitK
+            ? bb.launch(kernelNames[n], module.getName(),
+                        {"ceildiv(" + extentOf(TaskOp::K) + ", " +
+                             std::to_string(kernelShape.splitSteps()) + ")",
+                         columnBlocks, rowTiles},
+                        kernelShape.blockThreads(), "0", args)
+        : kernelShape.reductionSegments
             ? bb.launch(kernelNames[n], module.getName(),
                         {segmentTiles, columnBlocks, rowTiles},
                         kernelShape.blockThreads(), "0", args)
@@ -3041,6 +3067,16 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
                     {kSmallShape, "_small"}});
   if (precision)
     return fitting({{mma(false), "_mma_small"}, {kSmallShape, "_small"}});
+  // A dense update whose grid does not fill the GPU splits its reduction
+  // (the last CUDA-core kernel: it runs where no other fills the GPU).
+  if (task.getOutput() == OutputKind::dense && task.getUpdate() &&
+      task.getProject().empty() && task.getWhen().empty() &&
+      llvm::is_contained({Combiner::add, Combiner::max, Combiner::min},
+                         task.getAccumulate())) {
+    TileShape split = kSmallShape;
+    split.splitK = true;
+    return {{kLargeShape, ""}, {kSmallShape, "_small"}, {split, "_split_k"}};
+  }
   if (!topK)
     return {{kLargeShape, ""}, {kSmallShape, "_small"}};
   return {{kSmallShape, ""}};
@@ -3076,6 +3112,7 @@ static LogicalResult scheduleTask(TaskOp task, const ScheduleOptions &o) {
     tiling.clusterM = shape.clusterM;
     tiling.minK = variant.minK;
     tiling.longRuns = shape.longRuns;
+    tiling.splitK = shape.splitK;
     tile::buildKernel(b, task, variant.suffix, tiling);
   }
   // The schedule's rules are the verifier's: a kernel the heuristic

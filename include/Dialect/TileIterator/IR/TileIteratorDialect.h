@@ -88,6 +88,8 @@ struct KernelTiling {
   /// Segments: the kernel takes the tiles of block-m rows cut from long
   /// runs, beside the segment kernel of its kind that takes the rest.
   bool longRuns = false;
+  /// CUDA cores, dense update: blocks split the reduction (atomics).
+  bool splitK = false;
 };
 
 /// Which elements the load of input `n` reads.

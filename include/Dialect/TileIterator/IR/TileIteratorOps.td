@@ -457,6 +457,13 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     the other segment kernel); it runs together with the next segment
     kernel of its kind, which takes the rest of every run.
 
+    A kernel marked `split_k` (CUDA cores, a dense output with `update`
+    and accumulate add, max or min) splits the reduction: block `(x, y,
+    z)` takes steps `[64 block-k x, 64 block-k (x + 1))` of `k` and
+    combines its partial results into the output by atomics. It serves
+    reductions much longer than the output is wide (`x^T y` over a graph's
+    nodes), whose other kernels have too few blocks to fill the GPU.
+
     A schedule lists its kernels from the most preferred; the launch plan
     runs, among the kernels of one kind (tensor cores or not), the first
     whose grid gives every multiprocessor a block and whose reduction is
@@ -492,12 +499,14 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     OptionalAttr<I64Attr>:$stages,
     OptionalAttr<I64Attr>:$cluster_m,
     OptionalAttr<I64Attr>:$min_k,
-    UnitAttr:$long_runs
+    UnitAttr:$long_runs,
+    UnitAttr:$split_k
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     $suffix `block` $block_shape `thread` $thread_shape (`stages` $stages^)?
     (`cluster_m` $cluster_m^)? (`min_k` $min_k^)? (`long_runs` $long_runs^)?
+    (`split_k` $split_k^)?
     attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;

@@ -200,7 +200,7 @@ KernelOp mlir::tile::buildKernel(OpBuilder &b, TaskOp task, StringRef suffix,
       b.getDenseI64ArrayAttr({tiling.tm, tiling.tn}),
       tensorCores ? b.getI64IntegerAttr(tiling.stages) : IntegerAttr(),
       optional(tiling.clusterM, 1), optional(tiling.minK, 0),
-      tiling.longRuns);
+      tiling.longRuns, tiling.splitK);
   b.createBlock(&kernel.getBody());
   int64_t block[3] = {tiling.bm, tiling.bn, tiling.bk};
   SmallVector<Value> loads;
@@ -250,6 +250,7 @@ KernelTiling mlir::tile::getKernelTiling(KernelOp kernel) {
   tiling.clusterM = valueOr(kernel.getClusterMAttr(), 1);
   tiling.minK = valueOr(kernel.getMinKAttr(), 0);
   tiling.longRuns = kernel.getLongRuns();
+  tiling.splitK = kernel.getSplitK();
   return tiling;
 }
 
@@ -538,6 +539,9 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
       return mma.emitOpError()
              << "warpgroup MMA loads whole tiles by TMA: it takes neither "
                 "gathered rows nor segments (mma.sync does)";
+    if (kernel.getSplitK())
+      return kernel.emitOpError() << "splits the reduction on CUDA cores "
+                                     "only (tile.compute)";
     if (task.getOutput() == OutputKind::per_key)
       return mma.emitOpError()
              << "cannot feed output per_key: the segments of the reduction "
@@ -550,6 +554,16 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << " inputs in the order of the task's inputs";
   }
 
+  if (kernel.getSplitK() &&
+      (task.getOutput() != OutputKind::dense || !task.getUpdate() ||
+       !task.getProject().empty() || !task.getWhen().empty() ||
+       (task.getAccumulate() != Combiner::add &&
+        task.getAccumulate() != Combiner::max &&
+        task.getAccumulate() != Combiner::min)))
+    return kernel.emitOpError()
+           << "splits the reduction, which takes a dense output with "
+              "'update', accumulate add, max or min and no project or when "
+              "region (blocks combine partial results into the output)";
   auto store = *kernel.getBody().front().getOps<StoreOp>().begin();
   if (store.getAcc() != step->getResult(0))
     return store.emitOpError() << "must store the compute step's accumulators";

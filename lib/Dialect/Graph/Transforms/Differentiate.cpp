@@ -1,0 +1,299 @@
+//===- Differentiate.cpp - backward functions of graph functions ----------===//
+//
+// Reverse-mode automatic differentiation at the inter-operator level: the
+// gradient of a graph function's result with respect to the inputs and
+// weights of its layers, written in graph operations (transposed typed
+// linear layers aggregated to the other end, outer sums per edge type),
+// so that the backward function lowers through tile like the forward one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/Graph/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/Verifier.h"
+
+namespace mlir {
+namespace graph {
+#define GEN_PASS_DEF_GRAPHDIFFERENTIATE
+#include "Dialect/Graph/Transforms/Passes.h.inc"
+} // namespace graph
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::graph;
+
+namespace {
+
+/// The other end of an edge's rows: the end a message came from when its
+/// gradient flows back.
+Rows endRows(End end) { return end == End::dst ? Rows::dst : Rows::src; }
+
+/// Builds `@<f>_grad` for the graph function `f`.
+class Differentiation {
+public:
+  explicit Differentiation(func::FuncOp f) : f(f), b(f.getContext()) {}
+  LogicalResult run();
+
+private:
+  /// Adds `delta` to the gradient of `value`.
+  void accumulate(Value value, Value delta);
+  /// The gradient flowing into each operand of `op`, given `dy`, the
+  /// gradient of its result.
+  LogicalResult backward(Operation *op, Value dy);
+  LogicalResult backwardLinear(LinearOp op, Value dy);
+  LogicalResult backwardAggregate(AggregateOp op, Value dy);
+  /// A graph of the function (for outer sums over its nodes).
+  Value anyGraph();
+  /// `%w`'s number of matrices (dimension 0).
+  Value numTypes(Value weights, Location loc);
+  /// Fails unless `value` is an f32 tensor (the gradients' type).
+  LogicalResult expectF32(Operation *op, Value value, StringRef what);
+
+  func::FuncOp f;
+  func::FuncOp grad;
+  OpBuilder b;
+  llvm::DenseMap<Value, Value> gradients;
+  /// Typed linear layers differentiated with their aggregate.
+  llvm::SmallPtrSet<Operation *, 4> fused;
+};
+
+void Differentiation::accumulate(Value value, Value delta) {
+  auto [it, inserted] = gradients.try_emplace(value, delta);
+  if (!inserted)
+    it->second = arith::AddFOp::create(b, delta.getLoc(), it->second, delta);
+}
+
+Value Differentiation::anyGraph() {
+  for (auto coo : grad.getBody().getOps<CooOp>())
+    return coo.getResult();
+  return Value();
+}
+
+Value Differentiation::numTypes(Value weights, Location loc) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  return tensor::DimOp::create(b, loc, weights, zero);
+}
+
+LogicalResult Differentiation::expectF32(Operation *op, Value value,
+                                         StringRef what) {
+  if (cast<ShapedType>(value.getType()).getElementType().isF32())
+    return success();
+  return op->emitOpError() << "is differentiated with respect to its " << what
+                           << " of type " << value.getType()
+                           << "; gradients are computed in f32";
+}
+
+LogicalResult Differentiation::backwardLinear(LinearOp op, Value dy) {
+  Location loc = op.getLoc();
+  Value x = op.getInput(), w = op.getWeights();
+  if (failed(expectF32(op, x, "input")) || failed(expectF32(op, w, "weights")))
+    return failure();
+  bool t = op.getTransposed();
+  // y = x w (+ b): dx = dy w^T; y = x w^T: dx = dy w.
+  Value dx = LinearOp::create(b, loc, x.getType(), dy, w, Value(),
+                              /*transposed=*/!t);
+  Value g = anyGraph();
+  if (!g)
+    return op.emitOpError() << "is differentiated with respect to its "
+                               "weights, but the function builds no graph "
+                               "(graph.outer_sum sums over a graph's nodes)";
+  // dw = x^T dy (transposed weights: dy^T x).
+  Value dw = OuterSumOp::create(b, loc, w.getType(), g, t ? dy : x, t ? x : dy,
+                                Rows::nodes, Rows::nodes, TypeOfAttr(),
+                                Value(), Value());
+  accumulate(x, dx);
+  accumulate(w, dw);
+  return success();
+}
+
+LogicalResult Differentiation::backwardAggregate(AggregateOp op, Value dy) {
+  Location loc = op.getLoc();
+  auto linear = op.getInput().getDefiningOp<TypedLinearOp>();
+  if (!linear || !linear->hasOneUse())
+    return op.emitOpError() << "aggregates rows that are not a typed linear "
+                               "layer's result used only here; its backward "
+                               "is not derived (per-edge tensors)";
+  Rows rows = linear.getRows();
+  if ((rows != Rows::src && rows != Rows::dst) ||
+      linear.getBy() != TypeOf::etype)
+    return linear.emitOpError()
+           << "rows(" << stringifyRows(rows) << ") by("
+           << stringifyTypeOf(linear.getBy())
+           << ") is not differentiated: the backward of an aggregated typed "
+              "linear layer takes a node's rows at an edge's end by the edge "
+              "type";
+  if (linear.getGraph() != op.getGraph())
+    return op.emitOpError() << "aggregates rows of another graph value";
+  Value g = op.getGraph(), x = linear.getInput(), w = linear.getWeights();
+  if (failed(expectF32(linear, x, "input")) ||
+      failed(expectF32(linear, w, "weights")))
+    return failure();
+  bool t = linear.getTransposed();
+  Rows to = endRows(op.getTo());
+  // Each edge's message went from rows(rows) to its `to` end: the gradient
+  // goes back, the destination's rows times the transposed matrix summed
+  // into the source.
+  auto edgeType = RankedTensorType::get({ShapedType::kDynamic,
+                                         ShapedType::kDynamic},
+                                        b.getF32Type());
+  Value messages = TypedLinearOp::create(
+      b, loc, edgeType, g, dy, w, to, TypeOf::etype, /*transposed=*/!t);
+  Value dx = AggregateOp::create(b, loc, x.getType(), g, messages,
+                                 op.getWeight(),
+                                 rows == Rows::src ? End::src : End::dst,
+                                 op.getReduce());
+  Value dw = OuterSumOp::create(
+      b, loc, w.getType(), g, t ? dy : x, t ? x : dy, t ? to : rows,
+      t ? rows : to, TypeOfAttr::get(b.getContext(), TypeOf::etype),
+      numTypes(w, loc), op.getWeight());
+  fused.insert(linear);
+  accumulate(x, dx);
+  accumulate(w, dw);
+  return success();
+}
+
+LogicalResult Differentiation::backward(Operation *op, Value dy) {
+  if (auto add = dyn_cast<arith::AddFOp>(op)) {
+    accumulate(add.getLhs(), dy);
+    accumulate(add.getRhs(), dy);
+    return success();
+  }
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return backwardLinear(linear, dy);
+  if (auto aggregate = dyn_cast<AggregateOp>(op))
+    return backwardAggregate(aggregate, dy);
+  return op->emitOpError() << "has no backward rule (graph-differentiate "
+                              "derives sums, linear layers and aggregated "
+                              "typed linear layers)";
+}
+
+LogicalResult Differentiation::run() {
+  MLIRContext *context = f.getContext();
+  Location loc = f.getLoc();
+  if (!f.getBody().hasOneBlock() || f.getNumResults() != 1)
+    return f.emitOpError() << "is differentiated as one block returning one "
+                              "result (the layer's output)";
+  std::string name = (f.getSymName() + "_grad").str();
+  auto module = f->getParentOfType<ModuleOp>();
+  if (SymbolTable::lookupSymbolIn(module, name))
+    return f.emitOpError() << "has a backward function '@" << name
+                           << "' already";
+  auto resultType = dyn_cast<RankedTensorType>(f.getResultTypes()[0]);
+  if (!resultType || !resultType.getElementType().isF32())
+    return f.emitOpError() << "returns " << f.getResultTypes()[0]
+                           << "; graph-differentiate takes an f32 tensor";
+
+  // The parameters' names (kge.param) and the result's.
+  auto paramName = [&](unsigned n) -> std::string {
+    if (auto named = f.getArgAttrOfType<StringAttr>(n, "kge.param"))
+      return named.str();
+    return "arg" + std::to_string(n);
+  };
+  std::string resultName = "out";
+  if (auto named = f.getResultAttrOfType<StringAttr>(0, "kge.param"))
+    resultName = named.str();
+
+  SmallVector<Type> inputs(f.getArgumentTypes());
+  inputs.push_back(resultType);
+  b.setInsertionPointAfter(f);
+  grad = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {}));
+  Block *body = grad.addEntryBlock();
+  for (unsigned n = 0; n < f.getNumArguments(); ++n)
+    if (DictionaryAttr attrs = f.getArgAttrDict(n))
+      grad.setArgAttrs(n, attrs);
+  grad.setArgAttr(f.getNumArguments(), "kge.param",
+                  b.getStringAttr("grad_" + resultName));
+
+  // The forward computation, cloned (what the backward does not read is
+  // erased below).
+  IRMapping mapping;
+  for (unsigned n = 0; n < f.getNumArguments(); ++n)
+    mapping.map(f.getArgument(n), body->getArgument(n));
+  b.setInsertionPointToStart(body);
+  auto ret = cast<func::ReturnOp>(f.getBody().front().getTerminator());
+  for (Operation &op : f.getBody().front().without_terminator())
+    b.clone(op, mapping);
+
+  // Reverse mode, last operation first.
+  Value dy = body->getArgument(f.getNumArguments());
+  gradients[mapping.lookup(ret.getOperand(0))] = dy;
+  SmallVector<Operation *> ops;
+  for (Operation &op : *body)
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->getNumResults() != 1)
+      continue;
+    auto it = gradients.find(op->getResult(0));
+    if (it == gradients.end() || fused.contains(op))
+      continue;
+    if (failed(backward(op, it->second))) {
+      grad.erase();
+      return failure();
+    }
+  }
+
+  // The gradients of the parameters, in their order.
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  SmallVector<std::string> names;
+  for (unsigned n = 0; n < f.getNumArguments(); ++n) {
+    auto it = gradients.find(body->getArgument(n));
+    if (it == gradients.end())
+      continue;
+    results.push_back(it->second);
+    resultTypes.push_back(it->second.getType());
+    names.push_back("grad_" + paramName(n));
+  }
+  if (results.empty()) {
+    grad.erase();
+    return f.emitOpError() << "has no parameter that its result depends on "
+                              "through a differentiated layer";
+  }
+  func::ReturnOp::create(b, loc, results);
+  grad.setType(b.getFunctionType(inputs, resultTypes));
+  for (auto [n, resultName] : llvm::enumerate(names))
+    grad.setResultAttr(n, "kge.param", b.getStringAttr(resultName));
+
+  // Dead forward operations (all pure) go.
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+      if (!op.hasTrait<OpTrait::IsTerminator>() && op.use_empty() &&
+          isPure(&op)) {
+        op.erase();
+        erased = true;
+      }
+  }
+  (void)context;
+  return mlir::verify(grad);
+}
+
+struct GraphDifferentiatePass
+    : graph::impl::GraphDifferentiateBase<GraphDifferentiatePass> {
+  using GraphDifferentiateBase::GraphDifferentiateBase;
+  void runOnOperation() override {
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      bool hasGraphOps = false;
+      func.walk([&](Operation *op) {
+        hasGraphOps |= isa<GraphDialect>(op->getDialect());
+      });
+      if (!func.isExternal() && hasGraphOps)
+        funcs.push_back(func);
+    }
+    for (func::FuncOp func : funcs)
+      if (failed(Differentiation(func).run()))
+        return signalPassFailure();
+    if (!keepForward)
+      for (func::FuncOp func : funcs)
+        func.erase();
+  }
+};
+} // namespace

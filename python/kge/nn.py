@@ -1,0 +1,180 @@
+"""PyTorch layers that run KGE's kernels: drop-in replacements for PyG's.
+
+    conv = kge.nn.RGCNConv(64, 64, num_relations)      # PyG's arguments
+    conv.load_state_dict(pyg_conv.state_dict())         # PyG's parameters
+    out = conv(x, edge_index, edge_type)                 # PyG's call
+    out.sum().backward()                                 # KGE's backward
+
+The layer's forward and backward are graph functions (the forward traced
+by kge.graph.layer, the backward derived by graph-differentiate) compiled
+into GPU bundles: where the compiler is installed, on first use (then read
+from the bundle cache, kge.tile.cache_dir()); on a machine with the runtime
+alone, from bundles compiled elsewhere (`bundles=`, see load_bundles).
+Forward and backward run through torch.autograd, so any torch optimizer
+trains the layer.
+"""
+
+import pathlib
+
+import torch
+
+from . import graph
+from .errors import CompilerUnavailableError
+from .graph import Bias, EdgeWeights, Graph, NodeData, TypedWeights, Weights
+
+
+@graph.layer
+def rgcn(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias: Bias,
+         norm: EdgeWeights):
+    """One RGCN layer (examples/graph/rgcn.mlir)."""
+    messages = g.typed_linear(x, weight, rows="src", by="etype")
+    return g.aggregate(messages, weights=norm, to="dst") + graph.linear(x, root, bias)
+
+
+def load_bundles(directory, name="rgcn", variant=None):
+    """The (forward, backward) bundle texts of a layer compiled elsewhere:
+    `<name>[.<variant>].kgebundle` and `<name>_grad[.<variant>].kgebundle`
+    in `directory` (test/gpu/build_graph_bundles.py writes them)."""
+    suffix = f".{variant}" if variant else ""
+    directory = pathlib.Path(directory)
+    paths = [directory / f"{name}{suffix}.kgebundle", directory / f"{name}_grad{suffix}.kgebundle"]
+    for path in paths:
+        if not path.exists():
+            raise FileNotFoundError(f"no bundle {path}: compile the layer where the KGE "
+                                    "compiler is installed (test/gpu/build_graph_bundles.py)")
+    return tuple(path.read_text() for path in paths)
+
+
+_programs = {}
+
+
+def _program(text, device):
+    """The runtime's program of a bundle on a CUDA device (one per bundle
+    and device, shared by every layer)."""
+    from . import runtime
+    key = (hash(text), text, device)
+    if key not in _programs:
+        _programs[key] = runtime.Program(text, device)
+    return _programs[key]
+
+
+class _RGCNFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, root, bias, src, dst, edge_type, norm, programs):
+        forward, backward = programs
+        out = forward(x=x, weight=weight, root=root, bias=bias, src=src, dst=dst,
+                      edge_type=edge_type, norm=norm)["out"]
+        ctx.save_for_backward(x, weight, root, bias, src, dst, edge_type, norm)
+        ctx.backward_program = backward
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, weight, root, bias, src, dst, edge_type, norm = ctx.saved_tensors
+        grads = ctx.backward_program(x=x, weight=weight, root=root, bias=bias, src=src,
+                                     dst=dst, edge_type=edge_type, norm=norm,
+                                     grad_out=grad_out.contiguous())
+        # A bias' gradient is the column sum of the output's.
+        grad_bias = grad_out.sum(0) if ctx.needs_input_grad[3] else None
+        return (grads["grad_x"], grads["grad_weight"], grads["grad_root"], grad_bias,
+                None, None, None, None, None)
+
+
+class RGCNConv(torch.nn.Module):
+    """PyG's RGCNConv (Schlichtkrull et al.) on KGE's kernels:
+
+        out[v] = sum_r sum_{u in N_v^r} norm x_u W_r + x_v W_0 + b
+
+    with `norm` = 1 / |N_v^r| (aggr="mean", PyG's default) or 1
+    (aggr="add"). Parameters as PyG names them: `weight` [R, in, out],
+    `root` [in, out] (root_weight) and `bias` [out], so that a PyG layer's
+    state_dict loads. Basis and block decompositions (num_bases,
+    num_blocks) are not supported.
+
+    `bundles`: (forward, backward) bundle texts or kge.Bundle objects (see
+    load_bundles) where the compiler is not installed; `matrix_math` the
+    compiler's choice for the products (None: 3xTF32 for the typed layers).
+    """
+
+    def __init__(self, in_channels, out_channels, num_relations, num_bases=None,
+                 num_blocks=None, aggr="mean", root_weight=True, bias=True, bundles=None,
+                 matrix_math=None):
+        super().__init__()
+        if num_bases is not None or num_blocks is not None:
+            raise NotImplementedError("kge.nn.RGCNConv takes full relation matrices: "
+                                      "num_bases and num_blocks are not supported")
+        if aggr not in ("mean", "add", "sum"):
+            raise ValueError(f"aggr must be 'mean' or 'add', got {aggr!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.num_relations, self.aggr = num_relations, aggr
+        self.weight = torch.nn.Parameter(torch.empty(num_relations, in_channels, out_channels))
+        self.root = (torch.nn.Parameter(torch.empty(in_channels, out_channels))
+                     if root_weight else None)
+        self.bias = torch.nn.Parameter(torch.empty(out_channels)) if bias else None
+        self._bundles = bundles
+        self._matrix_math = matrix_math
+        self._graph = None  # (key, src, dst, edge_type, norm)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        torch.nn.init.xavier_uniform_(self.weight)
+        if self.root is not None:
+            torch.nn.init.xavier_uniform_(self.root)
+        if self.bias is not None:
+            torch.nn.init.zeros_(self.bias)
+
+    def _texts(self):
+        if self._bundles is None:
+            try:
+                self._bundles = (rgcn.compile(matrix_math=self._matrix_math),
+                                 rgcn.compile(matrix_math=self._matrix_math, backward=True))
+            except CompilerUnavailableError as error:
+                raise CompilerUnavailableError(
+                    "kge.nn.RGCNConv compiles its kernels on first use, and the KGE "
+                    "compiler is not installed here: pass bundles= (kge.nn.load_bundles) "
+                    f"compiled where it is ({error})") from error
+        return tuple(b.text if hasattr(b, "text") else b for b in self._bundles)
+
+    def _structure(self, edge_index, edge_type, num_nodes):
+        """The graph's int32 arrays and its per-edge normalization, computed
+        once per graph (kept while the same tensors are passed)."""
+        key = (edge_index.data_ptr(), edge_index._version, edge_type.data_ptr(),
+               edge_type._version, edge_index.shape[1], num_nodes)
+        if self._graph is None or self._graph[0] != key:
+            if edge_index.dim() != 2 or edge_index.shape[0] != 2:
+                raise ValueError(f"edge_index must be [2, E], got {list(edge_index.shape)}")
+            if edge_type.shape != (edge_index.shape[1],):
+                raise ValueError(f"edge_type must hold one type per edge "
+                                 f"({edge_index.shape[1]}), got {list(edge_type.shape)}")
+            src = edge_index[0].to(torch.int32).contiguous()
+            dst = edge_index[1].to(torch.int32).contiguous()
+            types = edge_type.to(torch.int32).contiguous()
+            if self.aggr == "mean":
+                group = edge_index[1].long() * self.num_relations + edge_type.long()
+                counts = torch.bincount(group, minlength=num_nodes * self.num_relations)
+                norm = (1.0 / counts[group].float()).contiguous()
+            else:
+                norm = torch.ones(edge_index.shape[1], device=edge_index.device)
+            self._graph = (key, src, dst, types, norm)
+        return self._graph[1:]
+
+    def forward(self, x, edge_index, edge_type):
+        if not x.is_cuda:
+            raise ValueError("kge.nn.RGCNConv runs on CUDA tensors")
+        if x.dim() != 2 or x.shape[1] != self.in_channels:
+            raise ValueError(f"x must be [N, {self.in_channels}], got {list(x.shape)}")
+        src, dst, types, norm = self._structure(edge_index, edge_type, x.shape[0])
+        device = x.device.index if x.device.index is not None else torch.cuda.current_device()
+        programs = tuple(_program(text, device) for text in self._texts())
+        root = self.root if self.root is not None else x.new_zeros(self.in_channels,
+                                                                   self.out_channels)
+        bias = self.bias if self.bias is not None else x.new_zeros(self.out_channels)
+        return _RGCNFunction.apply(x.contiguous(), self.weight, root, bias, src, dst, types,
+                                   norm, programs)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, "
+                f"num_relations={self.num_relations}, aggr={self.aggr!r}")
+
+
+__all__ = ["RGCNConv", "load_bundles", "rgcn"]
