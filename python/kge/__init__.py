@@ -24,7 +24,9 @@ Modules:
   kge.runtime   running bundles on a GPU (works without the compiler)
   kge.tile      matmul-like tasks (GAMUT's queries) on the `tile` dialect
   kge.graph     relational GNN layers (the `graph` dialect): graphs, references,
-                the decorator front end kge.graph.layer
+                the decorator front end kge.graph.layer, backward functions
+  kge.nn        PyTorch layers on KGE's kernels (RGCNConv, a drop-in for PyG's;
+                needs torch and the runtime)
   kge.autotune  timing compiled variants on the GPU, choices kept on disk
                 (works without the compiler)
 """

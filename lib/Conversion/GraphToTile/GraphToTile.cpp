@@ -51,10 +51,14 @@ private:
   LogicalResult emitLinear(graph::LinearOp op, Value dest, bool accumulate);
   LogicalResult emitAggregate(graph::AggregateOp op, Value dest);
   LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest);
-  /// Names dimension 0 of `dest` (a matrix per type) like dimension 0 of
-  /// the parameter that `numTypes` reads (`tensor.dim %w, 0`), so that the
-  /// signature gives the result the weights' count.
-  LogicalResult tieTypes(Operation *op, Value numTypes, Value dest);
+  /// Names dimension `destDim` of `dest` like the dimension of a parameter
+  /// that `size` reads (`tensor.dim %p, d`), so that the signature sizes
+  /// the result by that parameter (a matrix per type: the weights' count;
+  /// a node's rows: the node count); `prefix` starts the symbol when the
+  /// parameter's dimension has none. Fails (diagnosed on `op`) when `size`
+  /// is not such a dimension.
+  LogicalResult tieDim(Operation *op, Value size, Value dest, unsigned destDim,
+                       StringRef prefix);
   /// A region of one block with `types` arguments at the end of
   /// `region`; returns its builder.
   OpBuilder block(Region &region, TypeRange types);
@@ -263,24 +267,19 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
   return success();
 }
 
-LogicalResult FunctionLowering::tieTypes(Operation *op, Value numTypes,
-                                         Value dest) {
-  auto dimOp = numTypes.getDefiningOp<tensor::DimOp>();
+LogicalResult FunctionLowering::tieDim(Operation *op, Value size, Value dest,
+                                       unsigned destDim, StringRef prefix) {
+  auto dimOp = size.getDefiningOp<tensor::DimOp>();
   std::optional<int64_t> index =
       dimOp ? dimOp.getConstantIndex() : std::optional<int64_t>();
-  auto weights = dimOp ? dyn_cast<BlockArgument>(dimOp.getSource())
-                       : BlockArgument();
-  if (!dimOp || index != 0 || !weights ||
-      weights.getOwner() != &func.getBody().front())
+  auto source = dimOp ? dyn_cast<BlockArgument>(dimOp.getSource())
+                      : BlockArgument();
+  if (!index || !source || source.getOwner() != &func.getBody().front())
     return op->emitOpError()
-           << "takes types(...) that is not dimension 0 of a parameter "
-              "(tensor.dim %weights, 0): the lowering sizes the result by "
-              "that parameter";
-  unsigned w = weights.getArgNumber();
-  unsigned d = cast<BlockArgument>(dest).getArgNumber();
-  std::string symbol = "T";
-  if (auto name = lowered.getArgAttrOfType<StringAttr>(w, "kge.param"))
-    symbol = "T_" + name.str();
+           << "takes a size that is not a dimension of a parameter "
+              "(tensor.dim %param, d): the lowering sizes the result by that "
+              "parameter";
+  unsigned p = source.getArgNumber(), d = cast<BlockArgument>(dest).getArgNumber();
   auto dimsOf = [&](unsigned arg) {
     SmallVector<Attribute> dims;
     if (auto given = lowered.getArgAttrOfType<ArrayAttr>(arg, "kge.dims"))
@@ -289,12 +288,15 @@ LogicalResult FunctionLowering::tieTypes(Operation *op, Value numTypes,
     dims.resize(rank, b.getStringAttr(""));
     return dims;
   };
-  SmallVector<Attribute> weightDims = dimsOf(w), destDims = dimsOf(d);
-  if (auto named = dyn_cast<StringAttr>(weightDims[0]);
+  SmallVector<Attribute> sourceDims = dimsOf(p), destDims = dimsOf(d);
+  std::string symbol = prefix.str();
+  if (auto name = lowered.getArgAttrOfType<StringAttr>(p, "kge.param"))
+    symbol += "_" + name.str();
+  if (auto named = dyn_cast<StringAttr>(sourceDims[*index]);
       named && !named.getValue().empty())
     symbol = named.str();
-  weightDims[0] = destDims[0] = b.getStringAttr(symbol);
-  lowered.setArgAttr(w, "kge.dims", b.getArrayAttr(weightDims));
+  sourceDims[*index] = destDims[destDim] = b.getStringAttr(symbol);
+  lowered.setArgAttr(p, "kge.dims", b.getArrayAttr(sourceDims));
   lowered.setArgAttr(d, "kge.dims", b.getArrayAttr(destDims));
   return success();
 }
@@ -354,7 +356,7 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
     maps.push_back(AffineMapAttr::get(
         AffineMap::get(3, 0, {dim(tile::TaskOp::K)}, context)));
   }
-  if (failed(tieTypes(op, op.getNumTypes(), dest)))
+  if (failed(tieDim(op, op.getNumTypes(), dest, 0, "T")))
     return failure();
   auto task = tile::TaskOp::create(
       b, loc, inputs, ValueRange{structure[2]}, ValueRange{dest}, gathers,
@@ -393,6 +395,14 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
   if (!accumulate && first != terms.end()) {
     std::rotate(terms.begin(), first, first + 1);
   }
+  // Aggregates alone: the result has a row per node of their graph.
+  if (!accumulate && first == terms.end())
+    if (auto aggregate = dyn_cast_or_null<graph::AggregateOp>(
+            terms.front().getDefiningOp()))
+      if (auto coo = aggregate.getGraph().getDefiningOp<graph::CooOp>();
+          coo && cast<MemRefType>(dest.getType()).isDynamicDim(0) &&
+          failed(tieDim(aggregate, coo.getNumNodes(), dest, 0, "V")))
+        return failure();
   for (Value term : terms) {
     bool add = stored;
     Operation *op = term.getDefiningOp();

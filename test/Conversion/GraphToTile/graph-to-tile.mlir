@@ -103,3 +103,68 @@ func.func @named_out(%out: tensor<?x?xf32> {kge.param = "out"}, %root: tensor<?x
   %o = graph.linear %out, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
   return %o : tensor<?x?xf32>
 }
+
+// -----
+
+// RGCN's backward function (graph-differentiate's): the transposed root
+// term stored first ((j, k): root read transposed), the messages of the
+// output's gradient through the transposed matrices ((i, j, k)) added into
+// the sources, the relation matrices' gradient an output per_key over the
+// edges (k) sorted by type, its count named like the weights' (kge.dims),
+// and the root's gradient added over the nodes into a result that starts at
+// zero.
+// CHECK-DAG: #[[IK:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[JK:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[IJK:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[KI:.*]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[KJ:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-LABEL: func.func @rgcn_grad
+// CHECK-SAME: %[[W:[^:]*]]: memref<?x?x?xf32> {kge.dims = ["T_weight", "", ""], kge.param = "weight"}
+// CHECK-SAME: %[[DW:[^:]*]]: memref<?x?x?xf32> {kge.dims = ["T_weight", "", ""], kge.param = "grad_weight", kge.result}
+// CHECK: tile.task ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?xf32>) outs(%{{.*}} : memref<?x?xf32>) maps [#[[IK]], #[[JK]]] accumulate add output dense inner
+// CHECK: tile.task ins(%{{.*}}, %[[W]], %{{.*}} : {{.*}}) keys(%{{.*}} : memref<?xi32>) {{.*}} maps [#[[IK]], #[[IJK]], #{{.*}}] accumulate add output aggregate
+// CHECK: tile.task ins({{.*}}) keys(%{{.*}} : memref<?xi32>) outs(%[[DW]] : memref<?x?x?xf32>) gathers({{.*}}) maps [#[[KI]], #[[KJ]], #{{.*}}] accumulate add output per_key {gathered = {{\[}}[0, 0], [1, 0]]}
+// CHECK: tile.task ins({{.*}}) outs(%{{.*}} : memref<?x?xf32>) maps [#[[KI]], #[[KJ]]] accumulate add output dense {update}
+func.func @rgcn_grad(%x: tensor<?x?xf32> {kge.param = "x"},
+                %weight: tensor<?x?x?xf32> {kge.param = "weight"},
+                %root: tensor<?x?xf32> {kge.param = "root"},
+                %src: tensor<?xi32> {kge.param = "src"},
+                %dst: tensor<?xi32> {kge.param = "dst"},
+                %etype: tensor<?xi32> {kge.param = "edge_type"},
+                %norm: tensor<?xf32> {kge.param = "norm"},
+                %dout: tensor<?x?xf32> {kge.param = "grad_out"})
+    -> (tensor<?x?xf32> {kge.param = "grad_x"}, tensor<?x?x?xf32> {kge.param = "grad_weight"}, tensor<?x?xf32> {kge.param = "grad_root"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %t = tensor.dim %weight, %c0 : tensor<?x?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %dout, %weight rows(dst) by(etype) transposed
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %dxe = graph.aggregate %g, %m weights(%norm : tensor<?xf32>) to(src) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  %dxs = graph.linear %dout, %root transposed : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %dx = arith.addf %dxe, %dxs : tensor<?x?xf32>
+  %dw = graph.outer_sum %g, %x, %dout rows(src, dst) by(etype) types(%t) weights(%norm : tensor<?xf32>)
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?x?xf32>
+  %dr = graph.outer_sum %g, %x, %dout rows(nodes, nodes) : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %dx, %dw, %dr : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// An aggregate alone adds into its result, which the runtimes clear first;
+// the result has a row per node (named like the features' rows).
+// CHECK-LABEL: func.func @aggregate_alone
+// CHECK-SAME: {kge.dims = ["V", ""]}
+// CHECK-SAME: {kge.dims = ["V", ""], kge.param = "out", kge.result}
+// CHECK: tile.task {{.*}} accumulate add output aggregate
+// CHECK-NOT: tile.task
+func.func @aggregate_alone(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: tensor<?xi32>,
+                           %dst: tensor<?xi32>, %etype: tensor<?xi32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %h : tensor<?x?xf32>
+}

@@ -1,19 +1,5 @@
 // RUN: kge-opt %s -split-input-file --convert-graph-to-tile -verify-diagnostics
 
-func.func @aggregate_alone(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: tensor<?xi32>,
-                           %dst: tensor<?xi32>, %etype: tensor<?xi32>) -> tensor<?x?xf32> {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
-  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
-  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
-      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{has no linear layer's term to write its destination first; an aggregate alone (which adds into its destination) is not lowered to tile yet}}
-  %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
-  return %h : tensor<?x?xf32>
-}
-
-// -----
-
 func.func @messages_used_twice(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %root: tensor<?x?xf32>,
                                %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
     -> (tensor<?x?xf32>, tensor<?x?xf32>) {
@@ -69,7 +55,7 @@ func.func @index_parameter(%x: tensor<?x?xf32>, %n: index, %root: tensor<?x?xf32
 
 func.func @other_result(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{is not lowered to tile: a graph function's results are sums of linear layers and aggregates}}
+  // expected-error @+1 {{is not lowered to tile: a graph function's results are sums of linear layers, aggregates and outer sums}}
   %e = math.exp %o : tensor<?x?xf32>
   %s = arith.addf %o, %e : tensor<?x?xf32>
   return %s : tensor<?x?xf32>
@@ -103,4 +89,31 @@ func.func @called(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32
 func.func @caller(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %o = func.call @called(%x, %root) : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %o : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @outer_sum_of_edges_untyped(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32>, %src: tensor<?xi32>,
+                                      %dst: tensor<?xi32>, %etype: tensor<?xi32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{sums edge rows without by(etype): not lowered to tile (the sum by type is)}}
+  %w = graph.outer_sum %g, %x, %dy rows(src, dst) : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %w : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @outer_sum_types_not_a_dimension(%x: tensor<?x?xf32>, %dy: tensor<?x?xf32>, %src: tensor<?xi32>,
+                                           %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> tensor<?x?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %t = arith.constant 4 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{takes a size that is not a dimension of a parameter (tensor.dim %param, d): the lowering sizes the result by that parameter}}
+  %w = graph.outer_sum %g, %x, %dy rows(src, dst) by(etype) types(%t)
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?x?xf32>
+  return %w : tensor<?x?x?xf32>
 }

@@ -189,3 +189,37 @@ func.func @row_max(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %lo: memref<?xf32>,
       }
   return
 }
+
+// Output per_key: for each pair, the reduction loop combines each step's
+// value into the matrix of the step's key; rows of x and g are read
+// through the step's gathers (x[src[k], i], g[dst[k], j]).
+// CHECK-LABEL: func.func @per_key
+// CHECK-SAME: (%[[X:.*]]: memref<?x?xf32>, %[[G:.*]]: memref<?x?xf32>, %[[SRC:.*]]: memref<?xi32>, %[[DST:.*]]: memref<?xi32>, %[[T:.*]]: memref<?xi32>, %[[DW:.*]]: memref<?x?x?xf32>)
+// CHECK: scf.for %[[I:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK: scf.for %[[J:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK: scf.for %[[K:.*]] = %c0 to %{{.*}} step %c1 {
+// CHECK: %[[S:.*]] = memref.load %[[SRC]][%[[K]]]
+// CHECK: %[[SI:.*]] = arith.index_cast %[[S]]
+// CHECK: memref.load %[[X]][%[[SI]], %[[I]]]
+// CHECK: %[[D:.*]] = memref.load %[[DST]][%[[K]]]
+// CHECK: %[[DI:.*]] = arith.index_cast %[[D]]
+// CHECK: memref.load %[[G]][%[[DI]], %[[J]]]
+// CHECK: %[[P:.*]] = arith.mulf
+// CHECK: %[[KEY:.*]] = memref.load %[[T]][%[[K]]]
+// CHECK: %[[KI:.*]] = arith.index_cast %[[KEY]]
+// CHECK: %[[OLD:.*]] = memref.load %[[DW]][%[[KI]], %[[I]], %[[J]]]
+// CHECK: %[[NEW:.*]] = arith.addf %[[OLD]], %[[P]]
+// CHECK: memref.store %[[NEW]], %[[DW]][%[[KI]], %[[I]], %[[J]]]
+func.func @per_key(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %src: memref<?xi32>, %dst: memref<?xi32>,
+                   %t: memref<?xi32>, %dW: memref<?x?x?xf32>) {
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>) gathers(%src, %dst : memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output per_key {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}

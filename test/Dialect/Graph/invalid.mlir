@@ -171,3 +171,64 @@ func.func @aggregate_unknown_end(%m: tensor<?x8xf32>,
   %h = graph.aggregate %g, %m to(middle) reduce(sum) : tensor<?x8xf32> -> tensor<?x8xf32>
   return
 }
+
+// -----
+
+func.func @transposed_shapes(%dy: tensor<?x8xf32>, %w: tensor<4x8x16xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{the input's row length has 8 but the weights' matrices' columns has 16}}
+  %m = graph.typed_linear %g, %dy, %w rows(dst) by(etype) transposed
+      : tensor<?x8xf32>, tensor<4x8x16xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_mixed_rows(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{rows(nodes, dst) pair a node's row with an edge's; rows(nodes) go with rows(nodes)}}
+  %w = graph.outer_sum %g, %x, %dy rows(nodes, dst) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_by_without_types(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{by(etype) needs types(...): the number of matrices}}
+  %w = graph.outer_sum %g, %x, %dy rows(src, dst) by(etype) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_rank(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index, %t: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{the result must have rank 3 (a matrix per type), got 'tensor<16x8xf32>'}}
+  %w = graph.outer_sum %g, %x, %dy rows(src, dst) by(etype) types(%t) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_columns(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{the rhs row length has 8 but the result's columns has 4}}
+  %w = graph.outer_sum %g, %x, %dy rows(nodes, nodes) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_node_weights(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>, %norm: tensor<?xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{weights(...) are per edge: not with rows(nodes)}}
+  %w = graph.outer_sum %g, %x, %dy rows(nodes, nodes) weights(%norm : tensor<?xf32>) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
+  return
+}

@@ -40,3 +40,24 @@ func.func @layers(%x: tensor<?x16xf32>, %e: tensor<?x8xbf16>, %w: tensor<4x16x8x
   %h2 = graph.aggregate %g, %m to(src) reduce(sum) : tensor<?x8xf32> -> tensor<?x8xf32>
   return
 }
+
+// Backward forms: transposed layers (the gradient of their input) and
+// outer sums (the gradient of their weights), per type and over the nodes.
+// CHECK-LABEL: func.func @backward_forms
+// CHECK: graph.typed_linear %{{.*}}, %{{.*}}, %{{.*}} rows(dst) by(etype) transposed : tensor<?x8xf32>, tensor<4x16x8xf32> -> tensor<?x16xf32>
+// CHECK: graph.linear %{{.*}}, %{{.*}} transposed : tensor<?x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+// CHECK: graph.outer_sum %{{.*}}, %{{.*}}, %{{.*}} rows(src, dst) by(etype) types(%{{.*}}) weights(%{{.*}} : tensor<?xf32>) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
+// CHECK: graph.outer_sum %{{.*}}, %{{.*}}, %{{.*}} rows(nodes, nodes) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
+func.func @backward_forms(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>, %w: tensor<4x16x8xf32>,
+                          %root: tensor<16x8xf32>, %src: tensor<?xi32>, %dst: tensor<?xi32>,
+                          %etype: tensor<?xi32>, %norm: tensor<?xf32>, %n: index, %t: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %dy, %w rows(dst) by(etype) transposed
+      : tensor<?x8xf32>, tensor<4x16x8xf32> -> tensor<?x16xf32>
+  %s = graph.linear %dy, %root transposed : tensor<?x8xf32>, tensor<16x8xf32> -> tensor<?x16xf32>
+  %dw = graph.outer_sum %g, %x, %dy rows(src, dst) by(etype) types(%t) weights(%norm : tensor<?xf32>)
+      : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
+  %dr = graph.outer_sum %g, %x, %dy rows(nodes, nodes)
+      : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
+  return
+}

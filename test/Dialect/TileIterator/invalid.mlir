@@ -625,7 +625,7 @@ func.func @aggregate_attr_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: me
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @keys_dense(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %r: memref<?xi32>, %c: memref<?xi32>, %C: memref<?x?xf32>) {
-  // expected-error @+1 {{keys are for output aggregate}}
+  // expected-error @+1 {{keys are for outputs aggregate and per_key}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>)
       keys(%r, %c : memref<?xi32>, memref<?xi32>) outs(%C : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output dense
@@ -999,7 +999,7 @@ func.func @gather_dim(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf
 #ik = affine_map<(i, j, k) -> (i, k)>
 #kj = affine_map<(i, j, k) -> (k, j)>
 func.func @gather_k(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<6x?xf32>, %h: memref<?xi32>) {
-  // expected-error @+1 {{gather #0 indexes the reduction axis k (dimension 1 of input #0); only the spatial axes i and j are gathered}}
+  // expected-error @+1 {{gather #0 indexes the reduction axis k (dimension 1 of input #0); only tasks with output per_key gather k, others the spatial axes i and j}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<6x?xf32>)
       gathers(%h : memref<?xi32>)
       maps [#ik, #kj] accumulate add output dense {gathered = [[0, 1]]}
@@ -1213,6 +1213,95 @@ func.func @two_matrices(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %V: memref<?
         %p = arith.mulf %e, %w : f32
         %q2 = arith.mulf %p, %v : f32
         tile.yield %q2 : f32
+      }
+  return
+}
+
+// -----
+
+#ki = affine_map<(i, j, k) -> (k, i)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @per_key_two_keys(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t: memref<?xi32>,
+                            %dW: memref<?x?x?xf32>) {
+  // expected-error @+1 {{output per_key takes one key array indexed by k, got 2 key arrays}}
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>) keys(%t, %t : memref<?xi32>, memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>) maps [#ki, #kj] accumulate add output per_key
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ki = affine_map<(i, j, k) -> (k, i)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @per_key_rank(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t: memref<?xi32>,
+                        %dW: memref<?x?xf32>) {
+  // expected-error @+1 {{the per_key output must have rank 3 (a matrix per key), got 'memref<?x?xf32>'}}
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?xf32>) maps [#ki, #kj] accumulate add output per_key
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ki = affine_map<(i, j, k) -> (k, i)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @per_key_keys_length(%x: memref<100x?xf32>, %g: memref<?x?xf32>, %t: memref<99xi32>,
+                               %dW: memref<?x?x?xf32>) {
+  // expected-error @+1 {{axis k has extent 99 in the keys but 100 in input #0 dimension 0}}
+  tile.task ins(%x, %g : memref<100x?xf32>, memref<?x?xf32>) keys(%t : memref<99xi32>)
+      outs(%dW : memref<?x?x?xf32>) maps [#ki, #kj] accumulate add output per_key
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ki = affine_map<(i, j, k) -> (k, i)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @per_key_mul(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t: memref<?xi32>,
+                       %dW: memref<?x?x?xf32>) {
+  // expected-error @+1 {{output per_key combines into its matrices with the accumulator: accumulate add, max or min, got mul}}
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>) maps [#ki, #kj] accumulate mul output per_key
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+#ki = affine_map<(i, j, k) -> (k, i)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @per_key_project(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t: memref<?xi32>,
+                           %dW: memref<?x?x?xf32>) {
+  // expected-error @+1 {{output per_key takes no project or when region: a key's matrix combines partial reductions}}
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>) maps [#ki, #kj] accumulate add output per_key
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+      project {
+      ^bb0(%acc: f32, %i: index, %j: index):
+        tile.yield %acc : f32
       }
   return
 }

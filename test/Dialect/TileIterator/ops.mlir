@@ -206,3 +206,25 @@ func.func @reduce(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %R: memref<?x?xf32
       }
   return
 }
+
+// Output per_key: a matrix per key of the reduction's steps, rows gathered
+// along k.
+// CHECK-LABEL: func.func @per_key
+// CHECK: tile.task ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>) keys(%{{.*}} : memref<?xi32>) outs(%{{.*}} : memref<?x?x?xf32>) gathers(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>)
+// CHECK-SAME: accumulate add output per_key {gathered = {{\[}}[0, 0], [1, 0]]} inner {
+func.func @per_key(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %n: memref<?xf32>, %src: memref<?xi32>,
+                   %dst: memref<?xi32>, %t: memref<?xi32>, %dW: memref<?x?x?xf32>) {
+  tile.task ins(%x, %g, %n : memref<?x?xf32>, memref<?x?xf32>, memref<?xf32>)
+      keys(%t : memref<?xi32>) outs(%dW : memref<?x?x?xf32>)
+      gathers(%src, %dst : memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>,
+            affine_map<(i, j, k) -> (k)>]
+      accumulate add output per_key {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32, %w: f32):
+        %p = arith.mulf %a, %b : f32
+        %v = arith.mulf %p, %w : f32
+        tile.yield %v : f32
+      }
+  return
+}

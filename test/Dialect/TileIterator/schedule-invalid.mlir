@@ -1326,3 +1326,50 @@ func.func @warpgroup_reduce(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %S: memref
       }
   return
 }
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+func.func @split_k_store(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [#ik, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        // expected-error @below {{splits the reduction, which takes a dense output with 'update', accumulate add, max or min and no project or when region (blocks combine partial results into the output)}}
+        tile.kernel "" block [64, 64, 16] thread [4, 4] split_k {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense via shared : !tile.tile<16x64xf32>
+          %acc = tile.compute %a, %b : !tile.tile<64x16xf32>, !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+func.func @per_key_on_tensor_cores(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t: memref<?xi32>,
+                                   %dW: memref<?x?x?xf32>) {
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output per_key
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_mma" block [64, 64, 16] thread [4, 4] stages 4 {
+          %a = tile.load input 0 dense sorted via async : !tile.tile<64x16xf32>
+          %b = tile.load input 1 dense sorted via async : !tile.tile<16x64xf32>
+          // expected-error @below {{cannot feed output per_key: the segments of the reduction run on CUDA cores (tile.compute)}}
+          %acc = tile.mma %a x %b tf32 : !tile.tile<64x16xf32> x !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
+          tile.store %acc per_key : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}

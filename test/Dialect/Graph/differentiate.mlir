@@ -1,0 +1,102 @@
+// RUN: kge-opt %s -split-input-file --graph-differentiate -verify-diagnostics | FileCheck %s
+// RUN: kge-opt %s -split-input-file --graph-differentiate=keep-forward=0 -verify-diagnostics | FileCheck %s --check-prefix=ALONE
+
+// RGCN's backward function: the forward's parameters and the output's
+// gradient in; the gradients of x (through the transposed relation
+// matrices, summed into the edges' sources, plus the transposed root term),
+// of the relation matrices (an outer sum per edge type, the edges' norm
+// applied) and of the root weight (an outer sum over the nodes) out. The
+// forward layers it does not read are gone; the bias and the norm get no
+// gradient.
+// CHECK-LABEL: func.func @rgcn(
+// CHECK-LABEL: func.func @rgcn_grad(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<?x?xf32> {kge.param = "x"}, %[[W:[^:]*]]: tensor<?x?x?xf32> {kge.param = "weight"}, %[[ROOT:[^:]*]]: tensor<?x?xf32> {kge.param = "root"}, %{{[^:]*}}: tensor<?xf32> {kge.param = "bias"}, %[[SRC:[^:]*]]: tensor<?xi32> {kge.param = "src"}, %[[DST:[^:]*]]: tensor<?xi32> {kge.param = "dst"}, %[[ET:[^:]*]]: tensor<?xi32> {kge.param = "edge_type"}, %[[NORM:[^:]*]]: tensor<?xf32> {kge.param = "norm"}, %[[DY:[^:]*]]: tensor<?x?xf32> {kge.param = "grad_out"})
+// CHECK-SAME: -> (tensor<?x?xf32> {kge.param = "grad_x"}, tensor<?x?x?xf32> {kge.param = "grad_weight"}, tensor<?x?xf32> {kge.param = "grad_root"})
+// CHECK: %[[G:.*]] = graph.coo %[[SRC]], %[[DST]], %[[ET]]
+// CHECK-NOT: graph.typed_linear %[[G]], %[[X]]
+// CHECK-DAG: %[[DXS:.*]] = graph.linear %[[DY]], %[[ROOT]] transposed
+// CHECK-DAG: %[[DR:.*]] = graph.outer_sum %[[G]], %[[X]], %[[DY]] rows(nodes, nodes)
+// CHECK-DAG: %[[M:.*]] = graph.typed_linear %[[G]], %[[DY]], %[[W]] rows(dst) by(etype) transposed
+// CHECK-DAG: %[[DXE:.*]] = graph.aggregate %[[G]], %[[M]] weights(%[[NORM]] : tensor<?xf32>) to(src) reduce(sum)
+// CHECK-DAG: %[[T:.*]] = tensor.dim %[[W]], %{{.*}} : tensor<?x?x?xf32>
+// CHECK-DAG: %[[DW:.*]] = graph.outer_sum %[[G]], %[[X]], %[[DY]] rows(src, dst) by(etype) types(%[[T]]) weights(%[[NORM]] : tensor<?xf32>)
+// CHECK: %[[DX:.*]] = arith.addf %[[DXS]], %[[DXE]]
+// CHECK: return %[[DX]], %[[DW]], %[[DR]]
+// ALONE-NOT: func.func @rgcn(
+// ALONE: func.func @rgcn_grad(
+func.func @rgcn(%x: tensor<?x?xf32> {kge.param = "x"},
+                %weight: tensor<?x?x?xf32> {kge.param = "weight"},
+                %root: tensor<?x?xf32> {kge.param = "root"},
+                %bias: tensor<?xf32> {kge.param = "bias"},
+                %src: tensor<?xi32> {kge.param = "src"},
+                %dst: tensor<?xi32> {kge.param = "dst"},
+                %etype: tensor<?xi32> {kge.param = "edge_type"},
+                %norm: tensor<?xf32> {kge.param = "norm"})
+    -> (tensor<?x?xf32> {kge.param = "out"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %messages = graph.typed_linear %g, %x, %weight rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %neighbours = graph.aggregate %g, %messages weights(%norm : tensor<?xf32>)
+      to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  %self = graph.linear %x, %root bias(%bias : tensor<?xf32>)
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %out = arith.addf %neighbours, %self : tensor<?x?xf32>
+  return %out : tensor<?x?xf32>
+}
+
+// -----
+
+// Messages along the other direction (rows of the destinations summed into
+// the sources), a transposed layer: the rules exchange the ends and the
+// transposition.
+// CHECK-LABEL: func.func @reverse_grad(
+// CHECK-DAG: graph.typed_linear %{{.*}}, %{{.*}}, %{{.*}} rows(src) by(etype) : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+// CHECK-DAG: graph.aggregate %{{.*}}, %{{.*}} to(dst) reduce(sum)
+// CHECK-DAG: graph.outer_sum %{{.*}}, %[[DY:[^,]*]], %[[H:[^ ]*]] rows(src, dst) by(etype)
+func.func @reverse(%h: tensor<?x?xf32> {kge.param = "h"}, %w: tensor<?x?x?xf32> {kge.param = "w"},
+                   %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %h, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %h, %w rows(dst) by(etype) transposed
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %r = graph.aggregate %g, %m to(src) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @node_types(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: tensor<?xi32>,
+                      %dst: tensor<?xi32>, %etype: tensor<?xi32>, %ntype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{rows(src) by(src_ntype) is not differentiated: the backward of an aggregated typed linear layer takes a node's rows at an edge's end by the edge type}}
+  %m = graph.typed_linear %g, %x, %w rows(src) by(src_ntype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %r = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @half_input(%x: tensor<?x?xf16>, %root: tensor<?x?xf16>, %src: tensor<?xi32>,
+                      %dst: tensor<?xi32>, %etype: tensor<?xi32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{is differentiated with respect to its input of type 'tensor<?x?xf16>'; gradients are computed in f32}}
+  %s = graph.linear %x, %root : tensor<?x?xf16>, tensor<?x?xf16> -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @no_rule(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{has no backward rule (graph-differentiate derives sums, linear layers and aggregated typed linear layers)}}
+  %e = math.exp %s : tensor<?x?xf32>
+  return %e : tensor<?x?xf32>
+}
