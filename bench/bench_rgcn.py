@@ -26,6 +26,7 @@ import json
 import pathlib
 import sys
 
+import numpy as np
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -43,8 +44,10 @@ def norm_torch(dst, etype, nodes, types):
     return (1.0 / counts[group]).float()
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__,
+def arguments(doc, extra=()):
+    """The RGCN benchmarks' command line (`extra`: (flag, keywords) pairs
+    of their own options)."""
+    parser = argparse.ArgumentParser(description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bundles", type=pathlib.Path, required=True)
     parser.add_argument("--out", type=pathlib.Path)
@@ -52,19 +55,31 @@ def main():
     parser.add_argument("--hidden", type=int, nargs="*", default=[64, 128])
     parser.add_argument("--wordnet", type=pathlib.Path,
                         help="a .npz of kge.graph.wordnet() arrays (src, dst, etype, ntype)")
-    args = parser.parse_args()
+    for flag, keywords in extra:
+        parser.add_argument(flag, **keywords)
+    return parser.parse_args()
+
+
+def graphs(args):
+    """(name, graph) of the datasets asked for: Pigeon's shapes, then
+    WordNet when its arrays are given."""
+    result = [(name, graph.synthetic(name, seed=0)) for name in args.datasets]
+    if args.wordnet:
+        w = dict(np.load(args.wordnet))
+        result.append(("wordnet", graph.HeteroGraph(w["src"], w["dst"], w["etype"], w["ntype"],
+                                                     int(w["etype"].max()) + 1, 4)))
+    return result
+
+
+def main():
+    args = arguments(__doc__)
     import kge_runtime as rt
     from torch_geometric.nn import FastRGCNConv, RGCNConv
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "timing": "median (min, max) of interleaved rounds, CUDA events, us",
                "rows": []}
-    graphs = [(name, graph.synthetic(name, seed=0)) for name in args.datasets]
-    if args.wordnet:
-        w = dict(__import__("numpy").load(args.wordnet))
-        graphs.append(("wordnet", graph.HeteroGraph(w["src"], w["dst"], w["etype"], w["ntype"],
-                                                     int(w["etype"].max()) + 1, 4)))
-    for name, g in graphs:
+    for name, g in graphs(args):
         src = torch.from_numpy(g.src).cuda()
         dst = torch.from_numpy(g.dst).cuda()
         etype = torch.from_numpy(g.etype).cuda()

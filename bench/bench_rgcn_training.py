@@ -25,45 +25,30 @@ step, and the peak memory of PyTorch's allocator during one step.
     python3 bench/bench_rgcn_training.py --bundles .carry/graph --out results.json
 """
 
-import argparse
 import json
 import pathlib
 import sys
 
+import numpy as np
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
-from kge import graph, nn  # noqa: E402
+from kge import nn  # noqa: E402
+from bench_rgcn import arguments, graphs  # noqa: E402
 from bench_score_functions import interleaved_per_call, peak_bytes  # noqa: E402
-
-DATASETS = ("aifb", "mutag", "bgs", "fb15k", "biokg", "am")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bundles", type=pathlib.Path, required=True)
-    parser.add_argument("--out", type=pathlib.Path)
-    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
-    parser.add_argument("--hidden", type=int, nargs="*", default=[64, 128])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--wordnet", type=pathlib.Path,
-                        help="a .npz of kge.graph.wordnet() arrays (src, dst, etype, ntype)")
-    args = parser.parse_args()
+    args = arguments(__doc__, [("--rounds", {"type": int, "default": 5})])
     from torch_geometric.nn import FastRGCNConv, RGCNConv
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
                "timing": "median (min, max) of interleaved rounds, CUDA events, us per step",
                "rows": []}
-    graphs = [(name, graph.synthetic(name, seed=0)) for name in args.datasets]
-    if args.wordnet:
-        w = dict(__import__("numpy").load(args.wordnet))
-        graphs.append(("wordnet", graph.HeteroGraph(w["src"], w["dst"], w["etype"], w["ntype"],
-                                                     int(w["etype"].max()) + 1, 4)))
-    for name, g in graphs:
-        edge_index = torch.from_numpy(__import__("numpy").stack([g.src, g.dst])).long().cuda()
+    for name, g in graphs(args):
+        edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
         edge_type = torch.from_numpy(g.etype).long().cuda()
         types = g.num_edge_types
         for hidden in args.hidden:

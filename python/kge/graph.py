@@ -489,3 +489,12 @@ def layer(fn):
             return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
     """
     return Layer(fn)
+
+
+@layer
+def rgcn_layer(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias: Bias,
+               norm: EdgeWeights):
+    """One RGCN layer (examples/graph/rgcn.mlir) through the decorator front
+    end: the layer kge.nn.RGCNConv compiles, forward and backward."""
+    messages = g.typed_linear(x, weight, rows="src", by="etype")
+    return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)

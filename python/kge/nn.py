@@ -20,15 +20,9 @@ import torch
 
 from . import graph
 from .errors import CompilerUnavailableError
-from .graph import Bias, EdgeWeights, Graph, NodeData, TypedWeights, Weights
 
-
-@graph.layer
-def rgcn(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias: Bias,
-         norm: EdgeWeights):
-    """One RGCN layer (examples/graph/rgcn.mlir)."""
-    messages = g.typed_linear(x, weight, rows="src", by="etype")
-    return g.aggregate(messages, weights=norm, to="dst") + graph.linear(x, root, bias)
+#: The traced RGCN layer (kge.graph.rgcn_layer) whose bundles RGCNConv runs.
+rgcn = graph.rgcn_layer
 
 
 def load_bundles(directory, name="rgcn", variant=None):

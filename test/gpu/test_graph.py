@@ -45,6 +45,15 @@ def relative_error(out, expected):
 GRAPHS = [("aifb", 1.0), ("mutag", 0.3), ("bgs", 0.1), ("fb15k", 0.2), ("biokg", 0.05)]
 
 
+def small_graph():
+    """Six nodes (4 and 5 isolated), four edges of types 0 and 2 of four
+    (types 1 and 3 have no edges)."""
+    return graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32),
+                             dst=np.array([1, 1, 2, 1], np.int32),
+                             etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
+                             num_edge_types=4, num_node_types=1)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("name,scale", GRAPHS, ids=[g for g, _ in GRAPHS])
 def test_rgcn_matches_float64(rt, variant, name, scale):
@@ -79,9 +88,7 @@ def test_rgcn_equals_pyg(rt, variant):
 
 
 def test_rgcn_isolated_nodes_and_empty_graph(rt):
-    g = graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
-                          etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
-                          num_edge_types=4, num_node_types=1)
+    g = small_graph()
     arrays, tensors = layer(g, 64, 64, seed=2)
     tensors["weight"][1] = float("nan")  # never read: no edge of types 1, 3
     tensors["weight"][3] = float("nan")
@@ -134,9 +141,7 @@ def test_rgcn_backward_matches_float64(rt, variant, name, scale):
 def test_rgcn_backward_without_edges_of_a_type(rt):
     """Types without edges get zero gradients (the result is cleared before
     the segments add into it), an empty graph the root term's alone."""
-    g = graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
-                          etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
-                          num_edge_types=4, num_node_types=1)
+    g = small_graph()
     arrays, tensors = layer(g, 64, 64, seed=2)
     grad_out = torch.randn(6, 64, device="cuda")
     for variant in VARIANTS:

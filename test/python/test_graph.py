@@ -28,6 +28,15 @@ def check(out, expected):
                                                        atol=1e-5 * scale)
 
 
+def small_graph():
+    """Six nodes (4 and 5 isolated), four edges of types 0 and 2 of four
+    (types 1 and 3 have no edges)."""
+    return graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32),
+                             dst=np.array([1, 1, 2, 1], np.int32),
+                             etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
+                             num_edge_types=4, num_node_types=1)
+
+
 @pytest.mark.parametrize("name,scale,features,outputs", [
     ("aifb", 1.0, 16, 8), ("mutag", 0.1, 16, 16), ("bgs", 0.02, 8, 8), ("fb15k", 0.05, 16, 4),
     ("biokg", 0.002, 32, 8)])
@@ -59,9 +68,7 @@ def test_rgcn_on_wordnet(rgcn):
 def test_rgcn_isolated_nodes_and_unused_types(rgcn):
     """Nodes without incoming edges get the root term alone; a type with no
     edges leaves its matrix unread; an empty graph gives the root term."""
-    g = graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
-                          etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
-                          num_edge_types=4, num_node_types=1)
+    g = small_graph()
     x = layer_inputs(g, 8, 4, seed=3)
     x["weight"][1] = np.nan  # never read
     x["weight"][3] = np.nan
@@ -186,15 +193,8 @@ def test_rgcn_bundle_validates_and_runs_both_tasks():
 def test_decorator_traces_rgcn():
     """The decorator front end gives the example's layer: same output on the
     CPU, and a GPU bundle with the same kernels."""
-    from kge.graph import (Bias, EdgeWeights, Graph, NodeData, TypedWeights, Weights, layer,
-                           linear)
-
-    @layer
-    def rgcn(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias: Bias,
-             norm: EdgeWeights):
-        messages = g.typed_linear(x, weight, rows="src", by="etype")
-        return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
-
+    rgcn = graph.rgcn_layer  # traced by kge.graph.layer
+    assert rgcn.name == "rgcn_layer"
     assert "graph.typed_linear %__graph, %x, %weight rows(src) by(etype)" in rgcn.text
     g = graph.synthetic("mutag", seed=2, scale=0.05)
     x = layer_inputs(g, 16, 8, seed=4)
@@ -206,7 +206,7 @@ def test_decorator_traces_rgcn():
     assert np.array_equal(out, example)
     kernels = [s["function"] for s in rgcn.compile(cubin=False).manifest["launches"]
                if s["kind"] == "kernel"]
-    assert kernels[:2] == ["rgcn", "rgcn_small"] and kernels[-1] == "rgcn_t1_small"
+    assert kernels[:2] == ["rgcn_layer", "rgcn_layer_small"] and kernels[-1] == "rgcn_layer_t1_small"
 
 
 def test_decorator_diagnoses_what_the_dialect_cannot_express():
@@ -340,9 +340,7 @@ def test_rgcn_backward_is_the_forwards_derivative(rgcn, rgcn_grad):
 def test_rgcn_backward_without_edges_of_a_type(rgcn_grad):
     """Types without edges get zero gradients (results start at zero), an
     empty graph the root term's alone."""
-    g = graph.HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
-                          etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
-                          num_edge_types=4, num_node_types=1)
+    g = small_graph()
     x = grad_inputs(g, 8, 8, seed=2)
     grads = rgcn_grad(x)
     assert not grads["grad_weight"][[1, 3]].any()
@@ -368,17 +366,10 @@ def test_rgcn_backward_refuses_out_of_range_types(rgcn_grad):
 
 
 def test_decorated_layer_differentiates_like_the_example(rgcn_grad):
-    """kge.nn's traced RGCN layer (kge.graph.layer) has the example's
+    """kge.nn's traced RGCN layer (kge.graph.rgcn_layer) has the example's
     backward function: the same gradients on the CPU."""
-    from kge.graph import Bias, EdgeWeights, Graph, NodeData, TypedWeights, Weights, layer, linear
-
-    @layer
-    def rgcn(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias: Bias,
-             norm: EdgeWeights):
-        messages = g.typed_linear(x, weight, rows="src", by="etype")
-        return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
-
-    assert "func.func @rgcn_grad" in rgcn.backward_text
+    rgcn = graph.rgcn_layer
+    assert "func.func @rgcn_layer_grad" in rgcn.backward_text
     g = graph.synthetic("mutag", seed=1, scale=0.02)
     x = grad_inputs(g, 8, 8, seed=7)
     ours, example = rgcn.run_backward_cpu(**x), rgcn_grad(x)

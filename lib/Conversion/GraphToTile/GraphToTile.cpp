@@ -69,6 +69,15 @@ private:
   void buildProduct(tile::TaskOp task, Location loc);
   /// `value` widened to f32.
   Value widen(OpBuilder &builder, Value value);
+  /// The indexing map (i, j, k) -> (axes...).
+  Attribute axes(ArrayRef<tile::TaskOp::Axis> axes);
+  /// A task accumulating by add (its regions still empty): `keys` for an
+  /// aggregate or per_key output, `gathered` the [input, dimension] pairs
+  /// of `gathers`, `update` for a dense output added into.
+  tile::TaskOp task(Location loc, ValueRange inputs, ValueRange keys,
+                    Value dest, ValueRange gathers, ArrayRef<Attribute> maps,
+                    tile::OutputKind output, bool update,
+                    ArrayRef<Attribute> gathered);
 
   func::FuncOp func;
   func::FuncOp lowered;
@@ -133,6 +142,29 @@ Value FunctionLowering::widen(OpBuilder &builder, Value value) {
                                value);
 }
 
+Attribute FunctionLowering::axes(ArrayRef<tile::TaskOp::Axis> axes) {
+  SmallVector<AffineExpr> results;
+  for (tile::TaskOp::Axis axis : axes)
+    results.push_back(b.getAffineDimExpr(axis));
+  return AffineMapAttr::get(AffineMap::get(3, 0, results, b.getContext()));
+}
+
+tile::TaskOp FunctionLowering::task(Location loc, ValueRange inputs,
+                                    ValueRange keys, Value dest,
+                                    ValueRange gathers,
+                                    ArrayRef<Attribute> maps,
+                                    tile::OutputKind output, bool update,
+                                    ArrayRef<Attribute> gathered) {
+  MLIRContext *context = b.getContext();
+  return tile::TaskOp::create(
+      b, loc, inputs, keys, ValueRange{dest}, gathers, b.getArrayAttr(maps),
+      tile::CombinerAttr::get(context, tile::Combiner::add),
+      tile::OutputKindAttr::get(context, output), TypedAttr(), UnitAttr(),
+      tile::CombinerAttr(), IntegerAttr(), UnitAttr(), AffineMapAttr(),
+      update ? b.getUnitAttr() : UnitAttr(),
+      gathered.empty() ? ArrayAttr() : b.getArrayAttr(gathered));
+}
+
 template <typename Scale>
 void FunctionLowering::buildProduct(tile::TaskOp task, Location loc) {
   SmallVector<Type> scalars;
@@ -158,46 +190,33 @@ void FunctionLowering::buildProduct(tile::TaskOp task, Location loc) {
 
 LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
                                            bool accumulate) {
-  MLIRContext *context = op.getContext();
+  using Axis = tile::TaskOp::Axis;
   Location loc = op.getLoc();
   SmallVector<Value> inputs;
   if (failed(parameters(op, {op.getInput(), op.getWeights()}, inputs)))
     return failure();
-  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
   // (Transposed weights: [N, K], read at (j, k).)
   SmallVector<Attribute> maps = {
-      AffineMapAttr::get(AffineMap::get(
-          3, 0, {dim(tile::TaskOp::I), dim(tile::TaskOp::K)}, context)),
-      AffineMapAttr::get(AffineMap::get(
-          3, 0,
-          op.getTransposed()
-              ? ArrayRef<AffineExpr>{dim(tile::TaskOp::J), dim(tile::TaskOp::K)}
-              : ArrayRef<AffineExpr>{dim(tile::TaskOp::K), dim(tile::TaskOp::J)},
-          context))};
+      axes({Axis::I, Axis::K}),
+      op.getTransposed() ? axes({Axis::J, Axis::K}) : axes({Axis::K, Axis::J})};
   if (Value bias = op.getBias()) {
     FailureOr<Value> biasParam = parameter(bias, op);
     if (failed(biasParam))
       return failure();
     inputs.push_back(*biasParam);
-    maps.push_back(AffineMapAttr::get(
-        AffineMap::get(3, 0, {dim(tile::TaskOp::J)}, context)));
+    maps.push_back(axes({Axis::J}));
   }
-  auto task = tile::TaskOp::create(
-      b, loc, inputs, ValueRange(), ValueRange{dest}, ValueRange(),
-      b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
-      tile::OutputKindAttr::get(context, tile::OutputKind::dense), TypedAttr(),
-      UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
-      AffineMapAttr(), accumulate ? b.getUnitAttr() : UnitAttr(), ArrayAttr());
+  auto dense = task(loc, inputs, {}, dest, {}, maps, tile::OutputKind::dense,
+                    accumulate, {});
   if (op.getBias())
-    buildProduct<arith::AddFOp>(task, loc);
+    buildProduct<arith::AddFOp>(dense, loc);
   else
-    buildProduct(task, loc);
+    buildProduct(dense, loc);
   return success();
 }
 
 LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
                                               Value dest) {
-  MLIRContext *context = op.getContext();
   Location loc = op.getLoc();
   auto linear = op.getInput().getDefiningOp<graph::TypedLinearOp>();
   if (!linear || !linear->hasOneUse())
@@ -232,38 +251,25 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
   }
   gathers.push_back(types);
   gathered.push_back(b.getI64ArrayAttr({1, 0}));
-  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
+  using Axis = tile::TaskOp::Axis;
+  // (Transposed matrices: [N, K], read at (r[i], j, k).)
   SmallVector<Attribute> maps = {
-      AffineMapAttr::get(AffineMap::get(
-          3, 0, {dim(tile::TaskOp::I), dim(tile::TaskOp::K)}, context)),
-      AffineMapAttr::get(AffineMap::get(
-          3, 0,
-          linear.getTransposed()
-              ? ArrayRef<AffineExpr>{dim(tile::TaskOp::I),
-                                     dim(tile::TaskOp::J),
-                                     dim(tile::TaskOp::K)}
-              : ArrayRef<AffineExpr>{dim(tile::TaskOp::I),
-                                     dim(tile::TaskOp::K),
-                                     dim(tile::TaskOp::J)},
-          context))};
+      axes({Axis::I, Axis::K}),
+      linear.getTransposed() ? axes({Axis::I, Axis::J, Axis::K})
+                             : axes({Axis::I, Axis::K, Axis::J})};
   if (Value weight = op.getWeight()) {
     FailureOr<Value> weightParam = parameter(weight, op);
     if (failed(weightParam))
       return failure();
     inputs.push_back(*weightParam);
-    maps.push_back(AffineMapAttr::get(
-        AffineMap::get(3, 0, {dim(tile::TaskOp::I)}, context)));
+    maps.push_back(axes({Axis::I}));
   }
-  auto task = tile::TaskOp::create(
-      b, loc, inputs, ValueRange{keys}, ValueRange{dest}, gathers,
-      b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
-      tile::OutputKindAttr::get(context, tile::OutputKind::aggregate),
-      TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
-      AffineMapAttr(), UnitAttr(), b.getArrayAttr(gathered));
+  auto aggregate = task(loc, inputs, {keys}, dest, gathers, maps,
+                        tile::OutputKind::aggregate, false, gathered);
   if (op.getWeight())
-    buildProduct<arith::MulFOp>(task, loc);
+    buildProduct<arith::MulFOp>(aggregate, loc);
   else
-    buildProduct(task, loc);
+    buildProduct(aggregate, loc);
   return success();
 }
 
@@ -303,29 +309,20 @@ LogicalResult FunctionLowering::tieDim(Operation *op, Value size, Value dest,
 
 LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
                                              Value dest) {
-  MLIRContext *context = op.getContext();
+  using Axis = tile::TaskOp::Axis;
   Location loc = op.getLoc();
   SmallVector<Value> inputs;
   if (failed(parameters(op, {op.getLhs(), op.getRhs()}, inputs)))
     return failure();
-  auto dim = [&](unsigned axis) { return b.getAffineDimExpr(axis); };
-  SmallVector<Attribute> maps = {
-      AffineMapAttr::get(AffineMap::get(
-          3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::I)}, context)),
-      AffineMapAttr::get(AffineMap::get(
-          3, 0, {dim(tile::TaskOp::K), dim(tile::TaskOp::J)}, context))};
+  SmallVector<Attribute> maps = {axes({Axis::K, Axis::I}),
+                                 axes({Axis::K, Axis::J})};
   if (op.getLhsRows() == graph::Rows::nodes) {
     // lhs^T rhs: a dense task reducing over the nodes, added into the
     // destination (which starts at zero): a reduction this long and an
     // output this small take the split reduction's kernel on the GPU.
-    auto task = tile::TaskOp::create(
-        b, loc, inputs, ValueRange(), ValueRange{dest}, ValueRange(),
-        b.getArrayAttr(maps),
-        tile::CombinerAttr::get(context, tile::Combiner::add),
-        tile::OutputKindAttr::get(context, tile::OutputKind::dense),
-        TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(),
-        UnitAttr(), AffineMapAttr(), b.getUnitAttr(), ArrayAttr());
-    buildProduct(task, loc);
+    buildProduct(task(loc, inputs, {}, dest, {}, maps, tile::OutputKind::dense,
+                      /*update=*/true, {}),
+                 loc);
     return success();
   }
   if (!op.getBy())
@@ -353,22 +350,17 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
     if (failed(weightParam))
       return failure();
     inputs.push_back(*weightParam);
-    maps.push_back(AffineMapAttr::get(
-        AffineMap::get(3, 0, {dim(tile::TaskOp::K)}, context)));
+    maps.push_back(axes({Axis::K}));
   }
   if (failed(tieDim(op, op.getNumTypes(), dest, 0, "T")))
     return failure();
-  auto task = tile::TaskOp::create(
-      b, loc, inputs, ValueRange{structure[2]}, ValueRange{dest}, gathers,
-      b.getArrayAttr(maps), tile::CombinerAttr::get(context, tile::Combiner::add),
-      tile::OutputKindAttr::get(context, tile::OutputKind::per_key),
-      TypedAttr(), UnitAttr(), tile::CombinerAttr(), IntegerAttr(), UnitAttr(),
-      AffineMapAttr(), UnitAttr(), b.getArrayAttr(gathered));
+  auto perKey = task(loc, inputs, {structure[2]}, dest, gathers, maps,
+                     tile::OutputKind::per_key, false, gathered);
   // The inner computation: lhs * rhs (* the edge's weight).
   SmallVector<Type> scalars;
-  for (Value input : task.getInputs())
+  for (Value input : perKey.getInputs())
     scalars.push_back(cast<ShapedType>(input.getType()).getElementType());
-  OpBuilder inner = block(task.getInner(), scalars);
+  OpBuilder inner = block(perKey.getInner(), scalars);
   Block *innerBlock = inner.getInsertionBlock();
   Value product = arith::MulFOp::create(inner, loc, innerBlock->getArgument(0),
                                         innerBlock->getArgument(1));

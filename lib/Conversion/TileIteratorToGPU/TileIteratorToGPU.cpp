@@ -1448,83 +1448,73 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   tx = arith::RemUIOp::create(b, loc, tid, idx(shape.colThreads()));
   ty = arith::DivUIOp::create(b, loc, tid, idx(shape.colThreads()));
   scf::ForOp segmentLoop;
-  if (shape.segments) {
-    // Segment iterators: block (x, y) takes tile x of the table the plan
-    // built (kge_key_scan_tiles: its count, then (key, first, end) per
-    // tile; blocks past the count have no rows) and column tile y.
-    unsigned first = func.getNumArguments();
-    rowPerm = kernel.getArgument(first);
-    Value table = kernel.getArgument(first + 1);
+  // The block's tile along dimension `d` of the grid: its first index.
+  auto blockBase = [&](gpu::Dimension d, int64_t extent) -> Value {
+    return arith::MulIOp::create(b, loc, gpu::BlockIdOp::create(b, loc, d),
+                                 idx(extent));
+  };
+  // The segment tile of block x (kge_key_scan_tiles' table: its count,
+  // then (key, first, end) per tile): whether the block has one, and its
+  // key, first and end position (a block past the count reads tile 0's
+  // words and gets an empty range).
+  struct SegmentTile {
+    Value hasTile, key, first, end;
+  };
+  auto segmentTile = [&](Value table) {
     Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     auto word = [&](Value at) { return loadIndex(table, at); };
-    Value hasTile = less(t, word(idx(0)));
-    // A block past the count reads tile 0's words (whatever they hold) and
-    // takes no rows: its loop below is empty.
+    SegmentTile tile;
+    tile.hasTile = less(t, word(idx(0)));
     Value at = arith::AddIOp::create(
         b, loc, idx(1),
         arith::MulIOp::create(
-            b, loc, arith::SelectOp::create(b, loc, hasTile, t, idx(0)),
+            b, loc, arith::SelectOp::create(b, loc, tile.hasTile, t, idx(0)),
             idx(3)));
-    segmentKey = word(at);
-    Value start = word(arith::AddIOp::create(b, loc, at, idx(1)));
-    extents[TaskOp::I] = arith::SelectOp::create(
-        b, loc, hasTile, word(arith::AddIOp::create(b, loc, at, idx(2))),
-        start);
-    colBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-        idx(shape.bn));
-    segmentLoop = scf::ForOp::create(b, loc, start, extents[TaskOp::I],
+    tile.key = word(at);
+    tile.first = word(arith::AddIOp::create(b, loc, at, idx(1)));
+    tile.end = arith::SelectOp::create(
+        b, loc, tile.hasTile, word(arith::AddIOp::create(b, loc, at, idx(2))),
+        tile.first);
+    return tile;
+  };
+  if (shape.segments) {
+    // Segment iterators: block (x, y) takes segment tile x (its rows) and
+    // column tile y; a block past the count takes no rows.
+    unsigned first = func.getNumArguments();
+    rowPerm = kernel.getArgument(first);
+    SegmentTile tile = segmentTile(kernel.getArgument(first + 1));
+    segmentKey = tile.key;
+    extents[TaskOp::I] = tile.end;
+    colBase = blockBase(gpu::Dimension::y, shape.bn);
+    segmentLoop = scf::ForOp::create(b, loc, tile.first, extents[TaskOp::I],
                                      idx(shape.bm));
     b.setInsertionPoint(segmentLoop.getBody()->getTerminator());
     rowBase = segmentLoop.getInductionVar();
   } else if (shape.splitK) {
     // Split reduction: block (x, y, z) takes x's steps of k, column tile y
     // and row tile z.
-    Value x = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    kBegin = arith::MulIOp::create(b, loc, x, idx(shape.splitSteps()));
+    kBegin = blockBase(gpu::Dimension::x, shape.splitSteps());
     extents[TaskOp::K] = minIndex(
         arith::AddIOp::create(b, loc, kBegin, idx(shape.splitSteps())),
         extents[TaskOp::K]);
-    colBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-        idx(shape.bn));
-    rowBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
-        idx(shape.bm));
+    colBase = blockBase(gpu::Dimension::y, shape.bn);
+    rowBase = blockBase(gpu::Dimension::z, shape.bm);
   } else if (shape.reductionSegments) {
-    // Segments of the reduction: block (x, y, z) takes tile x of the
-    // steps of k (kge_key_scan_tiles' table: (key, first, end) per tile),
-    // column tile y and row tile z of its key's matrix.
+    // Segments of the reduction: block (x, y, z) takes segment tile x (its
+    // steps of k), column tile y and row tile z of its key's matrix; a
+    // block past the count runs no steps and stores nothing.
     unsigned first = func.getNumArguments();
     kPerm = kernel.getArgument(first);
-    Value table = kernel.getArgument(first + 1);
-    Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-    auto word = [&](Value at) { return loadIndex(table, at); };
-    hasKTile = less(t, word(idx(0)));
-    Value at = arith::AddIOp::create(
-        b, loc, idx(1),
-        arith::MulIOp::create(
-            b, loc, arith::SelectOp::create(b, loc, hasKTile, t, idx(0)),
-            idx(3)));
-    segmentKey = word(at);
-    kBegin = word(arith::AddIOp::create(b, loc, at, idx(1)));
-    // A block past the count runs no steps and stores nothing.
-    extents[TaskOp::K] = arith::SelectOp::create(
-        b, loc, hasKTile, word(arith::AddIOp::create(b, loc, at, idx(2))),
-        kBegin);
-    colBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-        idx(shape.bn));
-    rowBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
-        idx(shape.bm));
+    SegmentTile tile = segmentTile(kernel.getArgument(first + 1));
+    hasKTile = tile.hasTile;
+    segmentKey = tile.key;
+    kBegin = tile.first;
+    extents[TaskOp::K] = tile.end;
+    colBase = blockBase(gpu::Dimension::y, shape.bn);
+    rowBase = blockBase(gpu::Dimension::z, shape.bm);
   } else {
-    rowBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
-        idx(shape.bm));
-    colBase = arith::MulIOp::create(
-        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
-        idx(shape.bn));
+    rowBase = blockBase(gpu::Dimension::y, shape.bm);
+    colBase = blockBase(gpu::Dimension::x, shape.bn);
   }
 
   // The pairs of this thread: rows (r / w) * rowThreads * w + ty * w +

@@ -88,6 +88,9 @@ private:
   }
 
   void initializeOutputs();
+  /// The inner computation at (i, j, k): inputs indexed by k loaded
+  /// there, the pair's spatial-only elements `spatial` given.
+  Value innerValue(Value i, Value j, Value k, ValueRange spatial);
   Value reduce(Value i, Value j, ValueRange spatial);
   /// Output per_key: the reduction of pair (i, j) combined step by step
   /// into the matrix of each step's key.
@@ -143,6 +146,17 @@ void TaskLowering::initializeOutputs() {
   }
 }
 
+Value TaskLowering::innerValue(Value i, Value j, Value k, ValueRange spatial) {
+  // Spatial-only elements were loaded once per pair.
+  SmallVector<Value> scalars;
+  unsigned nextSpatial = 0;
+  for (unsigned index = 0, e = task.getInputs().size(); index < e; ++index)
+    scalars.push_back(task.inputUses(index, TaskOp::K)
+                          ? loadInput(index, i, j, k)
+                          : spatial[nextSpatial++]);
+  return inlineRegion(task.getInner(), scalars);
+}
+
 Value TaskLowering::reduce(Value i, Value j, ValueRange spatial) {
   Type accType = task.getAccumulatorType();
   TypedAttr identity = task.getIdentityAttr();
@@ -154,15 +168,7 @@ Value TaskLowering::reduce(Value i, Value j, ValueRange spatial) {
                                  ValueRange{init});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
-  Value k = loop.getInductionVar();
-  // Spatial-only elements were loaded once per pair.
-  SmallVector<Value> scalars;
-  unsigned nextSpatial = 0;
-  for (unsigned index = 0, e = task.getInputs().size(); index < e; ++index)
-    scalars.push_back(task.inputUses(index, TaskOp::K)
-                          ? loadInput(index, i, j, k)
-                          : spatial[nextSpatial++]);
-  Value inner = inlineRegion(task.getInner(), scalars);
+  Value inner = innerValue(i, j, loop.getInductionVar(), spatial);
   Value acc = loop.getRegionIterArg(0);
   Value next = buildAccumulation(b, loc, task, acc, inner);
   scf::YieldOp::create(b, loc, next);
@@ -176,13 +182,7 @@ void TaskLowering::reducePerKey(Value i, Value j, ValueRange spatial) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value k = loop.getInductionVar();
-  SmallVector<Value> scalars;
-  unsigned nextSpatial = 0;
-  for (unsigned index = 0, e = task.getInputs().size(); index < e; ++index)
-    scalars.push_back(task.inputUses(index, TaskOp::K)
-                          ? loadInput(index, i, j, k)
-                          : spatial[nextSpatial++]);
-  Value inner = inlineRegion(task.getInner(), scalars);
+  Value inner = innerValue(i, j, k, spatial);
   Value key = castIndex(memref::LoadOp::create(b, loc, keys, ValueRange{k}),
                         b.getIndexType());
   SmallVector<Value> at = {key, i, j};
