@@ -132,6 +132,15 @@ def wordnet(root=WORDNET, relations=None, index_dtype=np.int32):
                        len(PARTS_OF_SPEECH), names)
 
 
+def corner_case_graph():
+    """The smallest graph with a relational layer's corner cases: six nodes
+    (4 and 5 isolated, 1 with a self-loop), four edges of types 0 and 2 of
+    four (types 1 and 3 have no edges)."""
+    return HeteroGraph(src=np.array([0, 1, 1, 3], np.int32), dst=np.array([1, 1, 2, 1], np.int32),
+                       etype=np.array([0, 0, 2, 2], np.int32), ntype=np.zeros(6, np.int32),
+                       num_edge_types=4, num_node_types=1)
+
+
 def rgcn_norm(dst, etype, num_nodes, num_edge_types):
     """RGCN's normalization per edge, 1 / |N_v^r| for the edge's destination
     v and type r (PyG's RGCNConv with aggr='mean': the mean over a node's
