@@ -245,7 +245,10 @@ private:
         "rows(nodes)",     "by(etype)",          "by(ntype)",
         "by(src_ntype)",   "to(dst)",            "to(src)",
         "reduce(sum)",     "ntypes(",            "weights(",
-        "bias(",           "nodes(",             "!graph.graph"};
+        "bias(",           "nodes(",             "!graph.graph",
+        "graph.outer_sum", "transposed",         "rows(src, dst)",
+        "rows(nodes, nodes)", "types(",          "output per_key",
+        "split_k"};
     // Words of GAMUT's query syntax.
     static const std::vector<std::string> query = {
         "where", "when", "reduce", "in", "+=", "*=", "=", "max(", "min(",
@@ -525,6 +528,13 @@ int main(int argc, char **argv) {
                   // path and the GPU one.
                   {"graph to cpu", "convert-graph-to-tile,kge-lower-to-cpu"},
                   {"graph to gpu", "convert-graph-to-tile,kge-lower-to-gpu"},
+                  // Their backward functions (graph-differentiate), on both
+                  // paths.
+                  {"graph backward to cpu",
+                   "graph-differentiate,convert-graph-to-tile,kge-lower-to-cpu"},
+                  {"graph backward to gpu",
+                   "graph-differentiate{keep-forward=0},convert-graph-to-tile,"
+                   "kge-lower-to-gpu"},
                   {"bundle", ""}};
 
   auto context = makeContext();
