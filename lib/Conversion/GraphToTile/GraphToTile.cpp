@@ -50,6 +50,20 @@ private:
   LogicalResult emit(Value value, Value dest, bool accumulate);
   LogicalResult emitLinear(graph::LinearOp op, Value dest, bool accumulate);
   LogicalResult emitAggregate(graph::AggregateOp op, Value dest);
+  /// A typed linear layer's result stored (or added) whole: one row per
+  /// edge or node.
+  LogicalResult emitTypedLinear(graph::TypedLinearOp op, Value dest,
+                                bool accumulate);
+  /// A typed linear layer's product as a task's operands: its input's rows
+  /// (gathered through the edges' endpoints for rows(src|dst)) times the
+  /// matrix of each row's type (gathered through the edge or node types).
+  struct TypedProduct {
+    SmallVector<Value> inputs, gathers;
+    SmallVector<Attribute> gathered, maps;
+    /// The graph's sources and destinations (parameters).
+    Value src, dst;
+  };
+  FailureOr<TypedProduct> typedProduct(graph::TypedLinearOp linear);
   LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest);
   /// Names dimension `destDim` of `dest` like the dimension of a parameter
   /// that `size` reads (`tensor.dim %p, d`), so that the signature sizes
@@ -215,8 +229,71 @@ LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
   return success();
 }
 
+FailureOr<FunctionLowering::TypedProduct>
+FunctionLowering::typedProduct(graph::TypedLinearOp linear) {
+  using Axis = tile::TaskOp::Axis;
+  graph::Rows rows = linear.getRows();
+  graph::TypeOf by = linear.getBy();
+  bool edgeRows = rows != graph::Rows::nodes;
+  if ((edgeRows && by != graph::TypeOf::etype) ||
+      (!edgeRows && by != graph::TypeOf::ntype))
+    return linear.emitOpError()
+           << "rows(" << graph::stringifyRows(rows) << ") by("
+           << graph::stringifyTypeOf(by)
+           << ") is not lowered to tile yet: a typed linear layer takes an "
+              "edge's rows by its edge type or a node's by its node type";
+  auto coo = linear.getGraph().getDefiningOp<graph::CooOp>();
+  if (!coo)
+    return linear.emitOpError() << "takes a graph that is not a graph.coo";
+  TypedProduct product;
+  if (failed(parameters(linear, {linear.getInput(), linear.getWeights()},
+                        product.inputs)))
+    return failure();
+  SmallVector<Value> structure;
+  if (failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
+                        structure)))
+    return failure();
+  product.src = structure[0];
+  product.dst = structure[1];
+  // The input's rows: through the edges' endpoints for rows(src|dst).
+  if (rows == graph::Rows::src || rows == graph::Rows::dst) {
+    product.gathers.push_back(rows == graph::Rows::src ? product.src
+                                                       : product.dst);
+    product.gathered.push_back(b.getI64ArrayAttr({0, 0}));
+  }
+  // The matrix of each row's type.
+  Value types = structure[2];
+  if (!edgeRows) {
+    FailureOr<Value> ntype = parameter(coo.getNtype(), coo);
+    if (failed(ntype))
+      return failure();
+    types = *ntype;
+  }
+  product.gathers.push_back(types);
+  product.gathered.push_back(b.getI64ArrayAttr({1, 0}));
+  // (Transposed matrices: [N, K], read at (t[i], j, k).)
+  product.maps = {axes({Axis::I, Axis::K}),
+                  linear.getTransposed() ? axes({Axis::I, Axis::J, Axis::K})
+                                         : axes({Axis::I, Axis::K, Axis::J})};
+  return product;
+}
+
+LogicalResult FunctionLowering::emitTypedLinear(graph::TypedLinearOp op,
+                                                Value dest, bool accumulate) {
+  FailureOr<TypedProduct> product = typedProduct(op);
+  if (failed(product))
+    return failure();
+  // One result row per task row: the edges (or nodes) in order.
+  buildProduct(task(op.getLoc(), product->inputs, {}, dest, product->gathers,
+                    product->maps, tile::OutputKind::dense, accumulate,
+                    product->gathered),
+               op.getLoc());
+  return success();
+}
+
 LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
                                               Value dest) {
+  using Axis = tile::TaskOp::Axis;
   Location loc = op.getLoc();
   auto linear = op.getInput().getDefiningOp<graph::TypedLinearOp>();
   if (!linear || !linear->hasOneUse())
@@ -226,46 +303,20 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
               "not materialize per-edge tensors yet";
   if (linear.getGraph() != op.getGraph())
     return op.emitOpError() << "aggregates rows of another graph value";
-  if (linear.getRows() == graph::Rows::nodes ||
-      linear.getBy() != graph::TypeOf::etype)
-    return linear.emitOpError()
-           << "rows(" << graph::stringifyRows(linear.getRows()) << ") by("
-           << graph::stringifyTypeOf(linear.getBy())
-           << ") is not lowered to tile yet: an aggregated typed linear "
-              "layer takes an edge's rows by its edge type";
-  auto coo = op.getGraph().getDefiningOp<graph::CooOp>();
-  if (!coo)
-    return op.emitOpError() << "takes a graph that is not a graph.coo";
-  SmallVector<Value> inputs, structure, gathers;
-  if (failed(parameters(linear, {linear.getInput(), linear.getWeights()},
-                        inputs)) ||
-      failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
-                        structure)))
+  FailureOr<TypedProduct> product = typedProduct(linear);
+  if (failed(product))
     return failure();
-  Value src = structure[0], dst = structure[1], types = structure[2];
-  Value keys = op.getTo() == graph::End::dst ? dst : src;
-  SmallVector<Attribute> gathered;
-  if (linear.getRows() != graph::Rows::edges) {
-    gathers.push_back(linear.getRows() == graph::Rows::src ? src : dst);
-    gathered.push_back(b.getI64ArrayAttr({0, 0}));
-  }
-  gathers.push_back(types);
-  gathered.push_back(b.getI64ArrayAttr({1, 0}));
-  using Axis = tile::TaskOp::Axis;
-  // (Transposed matrices: [N, K], read at (r[i], j, k).)
-  SmallVector<Attribute> maps = {
-      axes({Axis::I, Axis::K}),
-      linear.getTransposed() ? axes({Axis::I, Axis::J, Axis::K})
-                             : axes({Axis::I, Axis::K, Axis::J})};
+  Value keys = op.getTo() == graph::End::dst ? product->dst : product->src;
   if (Value weight = op.getWeight()) {
     FailureOr<Value> weightParam = parameter(weight, op);
     if (failed(weightParam))
       return failure();
-    inputs.push_back(*weightParam);
-    maps.push_back(axes({Axis::I}));
+    product->inputs.push_back(*weightParam);
+    product->maps.push_back(axes({Axis::I}));
   }
-  auto aggregate = task(loc, inputs, {keys}, dest, gathers, maps,
-                        tile::OutputKind::aggregate, false, gathered);
+  auto aggregate = task(loc, product->inputs, {keys}, dest, product->gathers,
+                        product->maps, tile::OutputKind::aggregate, false,
+                        product->gathered);
   if (op.getWeight())
     buildProduct<arith::MulFOp>(aggregate, loc);
   else
@@ -316,7 +367,7 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
     return failure();
   SmallVector<Attribute> maps = {axes({Axis::K, Axis::I}),
                                  axes({Axis::K, Axis::J})};
-  if (op.getLhsRows() == graph::Rows::nodes) {
+  if (op.getLhsRows() == graph::Rows::nodes && !op.getBy()) {
     // lhs^T rhs: a dense task reducing over the nodes, added into the
     // destination (which starts at zero): a reduction this long and an
     // output this small take the split reduction's kernel on the GPU.
@@ -335,12 +386,19 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
   if (failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
                         structure)))
     return failure();
+  // By node type: the nodes are the reduction, keyed by their types.
+  if (*op.getBy() == graph::TypeOf::ntype) {
+    FailureOr<Value> ntype = parameter(coo.getNtype(), coo);
+    if (failed(ntype))
+      return failure();
+    structure[2] = *ntype;
+  }
   // The edges are the reduction: rows of per-node tensors gathered along k.
   SmallVector<Value> gathers;
   SmallVector<Attribute> gathered;
   graph::Rows sides[2] = {op.getLhsRows(), op.getRhsRows()};
   for (auto [n, rows] : llvm::enumerate(sides)) {
-    if (rows == graph::Rows::edges)
+    if (rows == graph::Rows::edges || rows == graph::Rows::nodes)
       continue;
     gathers.push_back(rows == graph::Rows::src ? structure[0] : structure[1]);
     gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
@@ -380,7 +438,8 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
   // result, which starts at zero (the runtimes clear a result that a task
   // combines into first).
   auto stores = [](Value term) {
-    return isa_and_present<graph::LinearOp>(term.getDefiningOp());
+    return isa_and_present<graph::LinearOp, graph::TypedLinearOp>(
+        term.getDefiningOp());
   };
   auto first = llvm::find_if(terms, stores);
   bool stored = accumulate;
@@ -406,11 +465,14 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
             ? emitLinear(cast<graph::LinearOp>(op), dest, add)
         : isa<graph::AggregateOp>(op)
             ? emitAggregate(cast<graph::AggregateOp>(op), dest)
+        : isa<graph::TypedLinearOp>(op)
+            ? emitTypedLinear(cast<graph::TypedLinearOp>(op), dest, add)
         : isa<graph::OuterSumOp>(op)
             ? emitOuterSum(cast<graph::OuterSumOp>(op), dest)
             : op->emitOpError() << "is not lowered to tile: a graph "
                                    "function's results are sums of linear "
-                                   "layers, aggregates and outer sums";
+                                   "and typed linear layers, aggregates and "
+                                   "outer sums";
     stored = true;
     if (failed(lowered))
       return failure();

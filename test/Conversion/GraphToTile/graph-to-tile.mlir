@@ -168,3 +168,46 @@ func.func @aggregate_alone(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: ten
   %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
   return %h : tensor<?x?xf32>
 }
+
+// -----
+
+// Typed linear layers as terms: by node type (HGT's per-node-type
+// projections: the matrix of each node's type through the segment
+// iterators, a dense output), stored first; the linear layer added.
+// CHECK-LABEL: func.func @node_type_projection
+// CHECK-SAME: %[[NT:[^:]*]]: memref<?xi32> {kge.param = "node_type"}
+// CHECK: tile.task ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?x?xf32>) outs(%{{.*}} : memref<?x?xf32>) gathers(%[[NT]] : memref<?xi32>) maps [#{{.*}}, #{{.*}}] accumulate add output dense {gathered = {{\[}}[1, 0]]}
+// CHECK: tile.task ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?xf32>) outs(%{{.*}} : memref<?x?xf32>) maps [#{{.*}}, #{{.*}}] accumulate add output dense {update}
+func.func @node_type_projection(%x: tensor<?x?xf32> {kge.param = "x"}, %w: tensor<?x?x?xf32> {kge.param = "weight"},
+                %root: tensor<?x?xf32> {kge.param = "root"}, %src: tensor<?xi32> {kge.param = "src"},
+                %dst: tensor<?xi32> {kge.param = "dst"}, %etype: tensor<?xi32> {kge.param = "edge_type"},
+                %ntype: tensor<?xi32> {kge.param = "node_type"}) -> (tensor<?x?xf32> {kge.param = "out"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %p = graph.typed_linear %g, %x, %w rows(nodes) by(ntype) : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  %o = arith.addf %p, %s : tensor<?x?xf32>
+  return %o : tensor<?x?xf32>
+}
+
+// -----
+
+// An edge's projected source row, one result row per edge: the rows
+// gathered through the sources, the matrices through the edge types.
+// CHECK-LABEL: func.func @edge_projection
+// CHECK: tile.task ins({{.*}}) outs(%{{.*}} : memref<?x?xf32>) gathers(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) maps [#{{.*}}, #{{.*}}] accumulate add output dense {gathered = {{\[}}[0, 0], [1, 0]]}
+
+func.func @edge_projection(%x: tensor<?x?xf32> {kge.param = "x"},
+                   %w: tensor<?x?x?xf32> {kge.param = "w"},
+                   %src: tensor<?xi32> {kge.param = "src"},
+                   %dst: tensor<?xi32> {kge.param = "dst"},
+                   %etype: tensor<?xi32> {kge.param = "edge_type"})
+    -> (tensor<?x?xf32> {kge.param = "y"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %y = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}

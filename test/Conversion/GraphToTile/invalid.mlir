@@ -24,7 +24,7 @@ func.func @typed_by_node_type(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %root:
   %n = tensor.dim %x, %c0 : tensor<?x?xf32>
   %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%nt : tensor<?xi32>)
       : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
-  // expected-error @+1 {{rows(src) by(src_ntype) is not lowered to tile yet: an aggregated typed linear layer takes an edge's rows by its edge type}}
+  // expected-error @+1 {{rows(src) by(src_ntype) is not lowered to tile yet: a typed linear layer takes an edge's rows by its edge type or a node's by its node type}}
   %m = graph.typed_linear %g, %x, %w rows(src) by(src_ntype)
       : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
   %h = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
@@ -55,7 +55,7 @@ func.func @index_parameter(%x: tensor<?x?xf32>, %n: index, %root: tensor<?x?xf32
 
 func.func @other_result(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{is not lowered to tile: a graph function's results are sums of linear layers, aggregates and outer sums}}
+  // expected-error @+1 {{is not lowered to tile: a graph function's results are sums of linear and typed linear layers, aggregates and outer sums}}
   %e = math.exp %o : tensor<?x?xf32>
   %s = arith.addf %o, %e : tensor<?x?xf32>
   return %s : tensor<?x?xf32>

@@ -96,7 +96,46 @@ func.func @half_input(%x: tensor<?x?xf16>, %root: tensor<?x?xf16>, %src: tensor<
 
 func.func @no_rule(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{has no backward rule (graph-differentiate derives sums, linear layers and aggregated typed linear layers)}}
+  // expected-error @+1 {{has no backward rule (graph-differentiate derives sums, linear and typed linear layers and aggregates of typed linear layers)}}
   %e = math.exp %s : tensor<?x?xf32>
   return %e : tensor<?x?xf32>
+}
+
+// -----
+
+// Typed linear layers alone: by node type, the transposed layer over the
+// nodes and an outer sum per node type.
+// CHECK-LABEL: func.func @node_types_grad(
+// CHECK-DAG: graph.typed_linear %[[G:[^,]*]], %[[DY:[^,]*]], %{{[^ ]*}} rows(nodes) by(ntype) transposed
+// CHECK-DAG: graph.outer_sum %[[G]], %{{[^,]*}}, %[[DY]] rows(nodes, nodes) by(ntype) types(%{{.*}})
+func.func @node_types(%x: tensor<?x?xf32> {kge.param = "x"}, %wn: tensor<?x?x?xf32> {kge.param = "wn"},
+                      %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>,
+                      %ntype: tensor<?xi32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %p = graph.typed_linear %g, %x, %wn rows(nodes) by(ntype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  return %p : tensor<?x?xf32>
+}
+
+// -----
+
+// Over an edge's source rows (one result row per edge): the rows of the
+// output's gradient through the transposed matrices, summed back into the
+// sources, and an outer sum per edge type.
+// CHECK-LABEL: func.func @edge_rows_grad(
+// CHECK-DAG: %[[B:.*]] = graph.typed_linear %[[G:[^,]*]], %[[DY:[^,]*]], %{{[^ ]*}} rows(edges) by(etype) transposed
+// CHECK-DAG: graph.aggregate %[[G]], %[[B]] to(src) reduce(sum)
+// CHECK-DAG: graph.outer_sum %[[G]], %{{[^,]*}}, %[[DY]] rows(src, edges) by(etype) types(%{{.*}})
+func.func @edge_rows(%x: tensor<?x?xf32> {kge.param = "x"}, %w: tensor<?x?x?xf32> {kge.param = "w"},
+                     %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %y = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
 }

@@ -198,7 +198,7 @@ func.func @outer_sum_mixed_rows(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
 func.func @outer_sum_by_without_types(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
     %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
   %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
-  // expected-error @+1 {{by(etype) needs types(...): the number of matrices}}
+  // expected-error @+1 {{by(...) needs types(...): the number of matrices}}
   %w = graph.outer_sum %g, %x, %dy rows(src, dst) by(etype) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
   return
 }
@@ -230,5 +230,25 @@ func.func @outer_sum_node_weights(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>, %n
   %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
   // expected-error @+1 {{weights(...) are per edge: not with rows(nodes)}}
   %w = graph.outer_sum %g, %x, %dy rows(nodes, nodes) weights(%norm : tensor<?xf32>) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_ntype_of_edges(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>, %ntype: tensor<?xi32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index, %t: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{by(ntype) takes rows(nodes), not edge rows}}
+  %w = graph.outer_sum %g, %x, %dy rows(src, dst) by(ntype) types(%t) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @outer_sum_ntype_without_node_types(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>,
+    %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index, %t: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{by(ntype) needs node types: a graph built with graph.coo ... ntypes(...)}}
+  %w = graph.outer_sum %g, %x, %dy rows(nodes, nodes) by(ntype) types(%t) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
   return
 }

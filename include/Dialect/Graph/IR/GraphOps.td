@@ -237,9 +237,11 @@ def Graph_OuterSumOp : Graph_Op<"outer_sum", [Pure, AttrSizedOperandSegments]> {
       row `src[e]` / `dst[e]` of a per-node tensor or row `e` of a per-edge
       one.
 
-    With `by(etype)` (edge rows only), the sum is split by the edge's type:
-    the result is `[T, K, N]`, one matrix per type, `T` given by `types`
-    (the weights' count, read from the weights as `tensor.dim %w, 0`).
+    With `by(etype)` (edge rows) or `by(ntype)` (`rows(nodes, nodes)`, a
+    graph with node types), the sum is split by the edge's or the node's
+    type: the result is `[T, K, N]`, one matrix per type, `T` given by
+    `types` (the weights' count, read from the weights as `tensor.dim %w,
+    0`).
     This is the gradient of a typed linear layer's weights, Pigeon's
     segment matrix multiplication with the edges sorted by type; `weights`
     are an aggregate's per-edge weights.

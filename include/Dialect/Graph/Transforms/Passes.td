@@ -24,7 +24,12 @@ def GraphDifferentiate : Pass<"graph-differentiate", "ModuleOp"> {
       x[src e] w[etype e]`): `dx += aggregate(typed_linear(dy rows(dst),
       w transposed), a, to(src))`, and `dw += outer_sum(x, dy rows(src,
       dst) by(etype), a)` (a segment matrix multiplication per edge type);
-      likewise with the ends exchanged.
+      likewise with the ends exchanged;
+    - a typed linear layer as a result, `y = typed_linear(x, w rows(r)
+      by(t))`: the transposed layer of `dy` (`rows(nodes)` or
+      `rows(edges)`), summed back into an edge's end for `rows(src|dst)`,
+      and `dw += outer_sum(x, dy rows(r, ...) by(t))` (per node type over
+      the nodes, per edge type over the edges).
 
     Per-edge weights (normalizations: graph data) and biases get no
     gradient here: a bias' gradient is the column sum of `dy`. Layers the

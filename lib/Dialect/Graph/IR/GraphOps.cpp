@@ -147,16 +147,23 @@ LogicalResult OuterSumOp::verify() {
                          << ") pair a node's row with an edge's; rows(nodes) "
                             "go with rows(nodes)";
   std::optional<TypeOf> by = getBy();
-  if (by && *by != TypeOf::etype)
+  if (by && *by != TypeOf::etype && *by != TypeOf::ntype)
     return emitOpError() << "by(" << stringifyTypeOf(*by)
                          << ") is not supported: the sum is split by the "
-                            "edge's type, by(etype)";
-  if (by && nodes)
-    return emitOpError() << "by(etype) takes edge rows, not rows(nodes)";
+                            "edge's type (by(etype), edge rows) or the "
+                            "node's (by(ntype), rows(nodes))";
+  if (by && nodes != (*by == TypeOf::ntype))
+    return emitOpError() << "by(" << stringifyTypeOf(*by) << ") takes "
+                         << (nodes ? "edge rows, not rows(nodes)"
+                                   : "rows(nodes), not edge rows");
+  if (by == TypeOf::ntype)
+    if (auto coo = getGraph().getDefiningOp<CooOp>(); coo && !coo.getNtype())
+      return emitOpError() << "by(ntype) needs node types: a graph built "
+                              "with graph.coo ... ntypes(...)";
   if (static_cast<bool>(by) != static_cast<bool>(getNumTypes()))
-    return emitOpError() << (by ? "by(etype) needs types(...): the number of "
+    return emitOpError() << (by ? "by(...) needs types(...): the number of "
                                   "matrices"
-                                : "types(...) is for by(etype)");
+                                : "types(...) is for by(...)");
   auto result = cast<ShapedType>(getResult().getType());
   unsigned rank = by ? 3 : 2;
   if (result.getRank() != rank)

@@ -48,6 +48,7 @@ private:
   LogicalResult backward(Operation *op, Value dy);
   LogicalResult backwardLinear(LinearOp op, Value dy);
   LogicalResult backwardAggregate(AggregateOp op, Value dy);
+  LogicalResult backwardTypedLinear(TypedLinearOp op, Value dy);
   /// A graph of the function (for outer sums over its nodes).
   Value anyGraph();
   /// `%w`'s number of matrices (dimension 0).
@@ -158,6 +159,43 @@ LogicalResult Differentiation::backwardAggregate(AggregateOp op, Value dy) {
   return success();
 }
 
+LogicalResult Differentiation::backwardTypedLinear(TypedLinearOp op, Value dy) {
+  Location loc = op.getLoc();
+  Rows rows = op.getRows();
+  TypeOf by = op.getBy();
+  bool nodes = rows == Rows::nodes;
+  if ((nodes && by != TypeOf::ntype) || (!nodes && by != TypeOf::etype))
+    return op.emitOpError()
+           << "rows(" << stringifyRows(rows) << ") by(" << stringifyTypeOf(by)
+           << ") is not differentiated: a typed linear layer's backward takes "
+              "an edge's rows by the edge type or a node's by the node type";
+  Value g = op.getGraph(), x = op.getInput(), w = op.getWeights();
+  if (failed(expectF32(op, x, "input")) || failed(expectF32(op, w, "weights")))
+    return failure();
+  bool t = op.getTransposed();
+  auto rowsType = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+  // dy's rows are the result's: one per node (rows(nodes)) or per edge.
+  Rows dyRows = nodes ? Rows::nodes : Rows::edges;
+  Value back = TypedLinearOp::create(b, loc, nodes || rows == Rows::edges
+                                                 ? x.getType()
+                                                 : Type(rowsType),
+                                     g, dy, w, dyRows, by, /*transposed=*/!t);
+  // Rows read at an edge's end go back to that end.
+  Value dx = back;
+  if (rows == Rows::src || rows == Rows::dst)
+    dx = AggregateOp::create(b, loc, x.getType(), g, back, Value(),
+                             rows == Rows::src ? End::src : End::dst,
+                             Reduce::sum);
+  Value dw = OuterSumOp::create(
+      b, loc, w.getType(), g, t ? dy : x, t ? x : dy, t ? dyRows : rows,
+      t ? rows : dyRows, TypeOfAttr::get(b.getContext(), by), numTypes(w, loc),
+      Value());
+  accumulate(x, dx);
+  accumulate(w, dw);
+  return success();
+}
+
 LogicalResult Differentiation::backward(Operation *op, Value dy) {
   if (auto add = dyn_cast<arith::AddFOp>(op)) {
     accumulate(add.getLhs(), dy);
@@ -168,9 +206,11 @@ LogicalResult Differentiation::backward(Operation *op, Value dy) {
     return backwardLinear(linear, dy);
   if (auto aggregate = dyn_cast<AggregateOp>(op))
     return backwardAggregate(aggregate, dy);
+  if (auto typed = dyn_cast<TypedLinearOp>(op))
+    return backwardTypedLinear(typed, dy);
   return op->emitOpError() << "has no backward rule (graph-differentiate "
-                              "derives sums, linear layers and aggregated "
-                              "typed linear layers)";
+                              "derives sums, linear and typed linear layers "
+                              "and aggregates of typed linear layers)";
 }
 
 LogicalResult Differentiation::run() {
