@@ -80,10 +80,14 @@ class RGCNConv(torch.nn.Module):
         out[v] = sum_r sum_{u in N_v^r} norm x_u W_r + x_v W_0 + b
 
     with `norm` = 1 / |N_v^r| (aggr="mean", PyG's default) or 1
-    (aggr="add"). Parameters as PyG names them: `weight` [R, in, out],
-    `root` [in, out] (root_weight) and `bias` [out], so that a PyG layer's
-    state_dict loads. Basis and block decompositions (num_bases,
-    num_blocks) are not supported.
+    (aggr="add"). Parameters as PyG names and shapes them, so that a PyG
+    layer's state_dict loads: `weight` [R, in, out], or with `num_bases`
+    the bases `weight` [B, in, out] and their coefficients `comp` [R, B]
+    (W_r = sum_b comp[r, b] weight[b]), or with `num_blocks` the diagonal
+    blocks `weight` [R, blocks, in / blocks, out / blocks]; `root` [in,
+    out] (root_weight) and `bias` [out]. The decompositions are composed
+    into the relations' matrices with torch (whose autograd takes their
+    gradients back to the parameters) before KGE's kernels run.
 
     `bundles`: (forward, backward) bundle texts or kge.Bundle objects (see
     load_bundles) where the compiler is not installed; `matrix_math` the
@@ -94,14 +98,28 @@ class RGCNConv(torch.nn.Module):
                  num_blocks=None, aggr="mean", root_weight=True, bias=True, bundles=None,
                  matrix_math=None):
         super().__init__()
-        if num_bases is not None or num_blocks is not None:
-            raise NotImplementedError("kge.nn.RGCNConv takes full relation matrices: "
-                                      "num_bases and num_blocks are not supported")
+        if num_bases is not None and num_blocks is not None:
+            raise ValueError("give num_bases or num_blocks, not both")
+        if num_blocks is not None and (in_channels % num_blocks or out_channels % num_blocks):
+            raise ValueError(f"num_blocks ({num_blocks}) must divide in_channels "
+                             f"({in_channels}) and out_channels ({out_channels})")
         if aggr not in ("mean", "add", "sum"):
             raise ValueError(f"aggr must be 'mean' or 'add', got {aggr!r}")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.num_relations, self.aggr = num_relations, aggr
-        self.weight = torch.nn.Parameter(torch.empty(num_relations, in_channels, out_channels))
+        self.num_bases, self.num_blocks = num_bases, num_blocks
+        if num_bases is not None:
+            self.weight = torch.nn.Parameter(torch.empty(num_bases, in_channels, out_channels))
+            self.comp = torch.nn.Parameter(torch.empty(num_relations, num_bases))
+        elif num_blocks is not None:
+            self.weight = torch.nn.Parameter(torch.empty(
+                num_relations, num_blocks, in_channels // num_blocks,
+                out_channels // num_blocks))
+            self.comp = None
+        else:
+            self.weight = torch.nn.Parameter(torch.empty(num_relations, in_channels,
+                                                         out_channels))
+            self.comp = None
         self.root = (torch.nn.Parameter(torch.empty(in_channels, out_channels))
                      if root_weight else None)
         self.bias = torch.nn.Parameter(torch.empty(out_channels)) if bias else None
@@ -112,6 +130,8 @@ class RGCNConv(torch.nn.Module):
 
     def reset_parameters(self):
         torch.nn.init.xavier_uniform_(self.weight)
+        if self.comp is not None:
+            torch.nn.init.xavier_uniform_(self.comp)
         if self.root is not None:
             torch.nn.init.xavier_uniform_(self.root)
         if self.bias is not None:
@@ -131,7 +151,9 @@ class RGCNConv(torch.nn.Module):
 
     def _structure(self, edge_index, edge_type, num_nodes):
         """The graph's int32 arrays and its per-edge normalization, computed
-        once per graph (kept while the same tensors are passed)."""
+        once per graph (kept while the same tensors are passed); the
+        indices are checked then, so that a bad one is an IndexError here,
+        never an access outside the kernels' arrays."""
         key = (edge_index.data_ptr(), edge_index._version, edge_type.data_ptr(),
                edge_type._version, edge_index.shape[1], num_nodes)
         if self._graph is None or self._graph[0] != key:
@@ -140,6 +162,16 @@ class RGCNConv(torch.nn.Module):
             if edge_type.shape != (edge_index.shape[1],):
                 raise ValueError(f"edge_type must hold one type per edge "
                                  f"({edge_index.shape[1]}), got {list(edge_type.shape)}")
+            if edge_index.dtype.is_floating_point or edge_type.dtype.is_floating_point:
+                raise TypeError(f"edge_index and edge_type hold integers, got "
+                                f"{edge_index.dtype} and {edge_type.dtype}")
+            if edge_index.shape[1]:
+                for name, values, bound in (("edge_index", edge_index, num_nodes),
+                                            ("edge_type", edge_type, self.num_relations)):
+                    low, high = int(values.min()), int(values.max())
+                    if low < 0 or high >= bound:
+                        raise IndexError(f"{name} holds {low if low < 0 else high}, outside "
+                                         f"[0, {bound})")
             src = edge_index[0].to(torch.int32).contiguous()
             dst = edge_index[1].to(torch.int32).contiguous()
             types = edge_type.to(torch.int32).contiguous()
@@ -157,18 +189,39 @@ class RGCNConv(torch.nn.Module):
             raise ValueError("kge.nn.RGCNConv runs on CUDA tensors")
         if x.dim() != 2 or x.shape[1] != self.in_channels:
             raise ValueError(f"x must be [N, {self.in_channels}], got {list(x.shape)}")
+        if x.dtype != torch.float32:
+            raise TypeError(f"kge.nn.RGCNConv computes in float32, got x of {x.dtype}")
+        if edge_index.device != x.device or edge_type.device != x.device:
+            raise ValueError(f"edge_index ({edge_index.device}) and edge_type "
+                             f"({edge_type.device}) must be on x's device ({x.device})")
         src, dst, types, norm = self._structure(edge_index, edge_type, x.shape[0])
         device = x.device.index if x.device.index is not None else torch.cuda.current_device()
         programs = tuple(_program(text, device) for text in self._texts())
         root = self.root if self.root is not None else x.new_zeros(self.in_channels,
                                                                    self.out_channels)
         bias = self.bias if self.bias is not None else x.new_zeros(self.out_channels)
-        return _RGCNFunction.apply(x.contiguous(), self.weight, root, bias, src, dst, types,
-                                   norm, programs)
+        return _RGCNFunction.apply(x.contiguous(), self.relation_weights(), root, bias, src,
+                                   dst, types, norm, programs)
+
+    def relation_weights(self):
+        """The relations' matrices [R, in, out]: `weight` itself, or composed
+        from the bases or the diagonal blocks (differentiably)."""
+        if self.num_bases is not None:
+            return (self.comp @ self.weight.reshape(self.num_bases, -1)).reshape(
+                self.num_relations, self.in_channels, self.out_channels)
+        if self.num_blocks is not None:
+            # Block b maps inputs [b i, (b + 1) i) to outputs [b o, (b + 1) o).
+            r, nb, i, o = self.weight.shape
+            eye = torch.eye(nb, dtype=self.weight.dtype, device=self.weight.device)
+            dense = torch.einsum("rbio,bc->rbico", self.weight, eye)
+            return dense.reshape(r, nb * i, nb * o)
+        return self.weight
 
     def extra_repr(self):
+        extra = "".join(f", {name}={getattr(self, name)}" for name in ("num_bases", "num_blocks")
+                        if getattr(self, name) is not None)
         return (f"{self.in_channels}, {self.out_channels}, "
-                f"num_relations={self.num_relations}, aggr={self.aggr!r}")
+                f"num_relations={self.num_relations}{extra}, aggr={self.aggr!r}")
 
 
 __all__ = ["RGCNConv", "load_bundles", "rgcn"]

@@ -156,26 +156,34 @@ def test_rgcn_backward_without_edges_of_a_type(rt):
     assert torch.allclose(grads["grad_x"], grad_out @ tensors["root"].T, rtol=1e-4, atol=1e-4)
 
 
-def pyg_and_kge_layers(g, features, outputs, variant="default"):
-    """PyG's RGCNConv and kge.nn.RGCNConv with PyG's parameters loaded."""
+def pyg_and_kge_layers(g, features, outputs, variant="default", **decomposition):
+    """PyG's RGCNConv and kge.nn.RGCNConv with PyG's parameters loaded
+    (`decomposition`: num_bases or num_blocks)."""
     pyg = pytest.importorskip("torch_geometric.nn")
     from kge import nn
     torch.manual_seed(0)
-    reference = pyg.RGCNConv(features, outputs, g.num_edge_types, aggr="mean").cuda()
+    reference = pyg.RGCNConv(features, outputs, g.num_edge_types, aggr="mean",
+                             **decomposition).cuda()
     torch.nn.init.normal_(reference.bias)
     conv = nn.RGCNConv(features, outputs, g.num_edge_types,
-                       bundles=nn.load_bundles(GRAPH_BUNDLES, variant=variant)).cuda()
+                       bundles=nn.load_bundles(GRAPH_BUNDLES, variant=variant),
+                       **decomposition).cuda()
     conv.load_state_dict(reference.state_dict())
     return reference, conv
 
 
+DECOMPOSITIONS = [{}, {"num_bases": 8}, {"num_blocks": 4}]
+
+
+@pytest.mark.parametrize("decomposition", DECOMPOSITIONS, ids=["full", "bases", "blocks"])
 @pytest.mark.parametrize("variant", ("default", "F64"))
 @pytest.mark.parametrize("name", ("aifb", "mutag"))
-def test_rgcnconv_forward_and_backward_equal_pygs(variant, name):
+def test_rgcnconv_forward_and_backward_equal_pygs(variant, name, decomposition):
     """kge.nn.RGCNConv with PyG's weights: the same output and the same
-    gradients of the input and of every parameter as PyG's RGCNConv."""
+    gradients of the input and of every parameter as PyG's RGCNConv (also
+    with PyG's basis and block decompositions)."""
     g = graph.synthetic(name, seed=4, scale=0.5)
-    reference, conv = pyg_and_kge_layers(g, 64, 64, variant)
+    reference, conv = pyg_and_kge_layers(g, 64, 64, variant, **decomposition)
     edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
     edge_type = torch.from_numpy(g.etype).long().cuda()
     x = torch.randn(g.num_nodes, 64, device="cuda")
@@ -188,7 +196,9 @@ def test_rgcnconv_forward_and_backward_equal_pygs(variant, name):
         outs.append(out.detach())
         grads.append({"x": xi.grad, **{n: p.grad for n, p in layer_.named_parameters()}})
     assert torch.allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
-    assert set(grads[0]) == set(grads[1]) == {"x", "weight", "root", "bias"}
+    expected = {"x", "weight", "root", "bias"} | ({"comp"} if decomposition.get("num_bases")
+                                                  else set())
+    assert set(grads[0]) == set(grads[1]) == expected
     for key in grads[0]:
         scale = max(1.0, float(grads[0][key].abs().max()))
         error = float((grads[0][key] - grads[1][key]).abs().max()) / scale
@@ -230,3 +240,31 @@ def test_rgcnconv_trains_like_pyg(optimizer):
             ours = dict(conv.named_parameters())
             for name, p in reference.named_parameters():
                 assert torch.allclose(p, ours[name], rtol=1e-3, atol=1e-4), name
+
+
+def test_rgcnconv_refuses_bad_input():
+    """Bad indices, feature sizes, dtypes and devices: clear errors before
+    any launch (the indices checked once per graph)."""
+    g = graph.synthetic("aifb", seed=1, scale=0.1)
+    _, conv = pyg_and_kge_layers(g, 64, 64)
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    x = torch.randn(g.num_nodes, 64, device="cuda")
+    bad = edge_index.clone()
+    bad[1, 3] = g.num_nodes
+    with pytest.raises(IndexError, match=f"edge_index holds {g.num_nodes}, outside"):
+        conv(x, bad, edge_type)
+    bad_types = edge_type.clone()
+    bad_types[0] = -1
+    with pytest.raises(IndexError, match="edge_type holds -1, outside"):
+        conv(x, edge_index, bad_types)
+    with pytest.raises(ValueError, match=r"x must be \[N, 64\]"):
+        conv(x[:, :32], edge_index, edge_type)
+    with pytest.raises(TypeError, match="computes in float32"):
+        conv(x.double(), edge_index, edge_type)
+    with pytest.raises(ValueError, match="must be on x's device"):
+        conv(x, edge_index.cpu(), edge_type)
+    with pytest.raises(ValueError, match="edge_type must hold one type per edge"):
+        conv(x, edge_index, edge_type[:-1])
+    # A good call after the bad ones.
+    assert conv(x, edge_index, edge_type).shape == (g.num_nodes, 64)
