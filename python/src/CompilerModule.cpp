@@ -21,6 +21,7 @@
 
 #include "Dialect/BatchedVector/Analysis/SignatureAnalysis.h"
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
+#include "Dialect/Graph/IR/GraphDialect.h"
 #include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
 #include "Dialect/TileIterator/Query/QueryParser.h"
 #include "ExecutionEngine/CpuRunner.h"
@@ -30,6 +31,9 @@
 #include "Target/SignatureJSON.h"
 
 #include "mlir/AsmParser/AsmParser.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -758,6 +762,208 @@ py::object jsonToPython(const std::string &text) {
   return py::module_::import("json").attr("loads")(text);
 }
 
+//===----------------------------------------------------------------------===//
+// The graph builder: graph functions (func.func over tensors) op by op
+//===----------------------------------------------------------------------===//
+
+struct GraphFunctionHandle {
+  ModuleRef owner;
+  func::FuncOp func;
+};
+
+/// Builds graph functions: one method per graph operation, values checked
+/// by the operations' verifiers as they are built (MLIRError).
+class GraphBuilder {
+public:
+  explicit GraphBuilder(ContextRef context)
+      : context(std::move(context)), builder(this->context->get()),
+        loc(UnknownLoc::get(this->context->get())) {}
+
+  ContextRef context;
+  OpBuilder builder;
+  Location loc;
+  ModuleRef module;
+  func::FuncOp func;
+  std::vector<std::string> resultNames;
+
+  GraphFunctionHandle
+  createFunction(const ModuleRef &target, const std::string &name,
+                 const std::vector<std::pair<std::string, TypeHandle>> &params,
+                 const std::vector<std::string> &results) {
+    SmallVector<Type> types;
+    for (const auto &[paramName, type] : params) {
+      if (!isa<RankedTensorType>(type.type))
+        throw py::type_error("parameter '" + paramName +
+                             "' must be a ranked tensor, got " +
+                             printed(type.type));
+      types.push_back(type.type);
+    }
+    builder.setInsertionPointToEnd(target->module->getBody());
+    auto function =
+        func::FuncOp::create(builder, loc, name, builder.getFunctionType(types, {}));
+    for (auto [n, param] : llvm::enumerate(params))
+      function.setArgAttr(n, "kge.param", builder.getStringAttr(param.first));
+    builder.setInsertionPointToEnd(function.addEntryBlock());
+    module = target;
+    func = function;
+    resultNames = results;
+    return {target, function};
+  }
+
+  Value operand(const ValueHandle &value, const char *role) {
+    if (!func)
+      throw py::value_error("the builder has no function to insert into; "
+                            "call create_function first");
+    if (value.owner != module)
+      throw py::value_error(std::string(role) +
+                            " belongs to another module than the builder's "
+                            "function");
+    return value.value;
+  }
+  Value optional(const std::optional<ValueHandle> &value, const char *role) {
+    return value ? operand(*value, role) : Value();
+  }
+
+  template <typename Op, typename... Args>
+  ValueHandle create(Type resultType, Args &&...args) {
+    DiagnosticCollector diagnostics(context->get());
+    auto op = Op::create(builder, loc, resultType, std::forward<Args>(args)...);
+    if (failed(verify(op, /*verifyRecursively=*/false))) {
+      op->erase();
+      diagnostics.fail();
+    }
+    return {module, op->getResult(0)};
+  }
+
+  /// Dimension `d` of `value` (tensor.dim).
+  Value dim(Value value, int64_t d) {
+    if (!isa<RankedTensorType>(value.getType()) ||
+        cast<RankedTensorType>(value.getType()).getRank() <= d)
+      throw py::value_error("takes the size of a tensor of rank > " +
+                            std::to_string(d) + ", got " +
+                            printed(value.getType()));
+    Value index = arith::ConstantIndexOp::create(builder, loc, d);
+    return tensor::DimOp::create(builder, loc, value, index);
+  }
+
+  Type rows(int64_t rank) {
+    return RankedTensorType::get(SmallVector<int64_t>(rank, ShapedType::kDynamic),
+                                 builder.getF32Type());
+  }
+
+  template <typename Enum>
+  static Enum symbol(std::optional<Enum> (*parse)(StringRef),
+                     const std::string &text, const char *what,
+                     const char *choices) {
+    std::optional<Enum> value = parse(text);
+    if (!value)
+      throw py::value_error(std::string(what) + " must be one of " + choices +
+                            ", got '" + text + "'");
+    return *value;
+  }
+
+  ValueHandle coo(const ValueHandle &src, const ValueHandle &dst,
+                  const ValueHandle &etype, const ValueHandle &nodesOf,
+                  const std::optional<ValueHandle> &ntype) {
+    Value nodes = dim(operand(nodesOf, "the per-node tensor"), 0);
+    return create<graph::CooOp>(
+        graph::GraphType::get(context->get()), operand(src, "src"),
+        operand(dst, "dst"), operand(etype, "etype"), nodes,
+        optional(ntype, "ntype"));
+  }
+
+  ValueHandle typedLinear(const ValueHandle &g, const ValueHandle &input,
+                          const ValueHandle &weights, const std::string &rows,
+                          const std::string &by, bool transposed) {
+    auto r = symbol<graph::Rows>(graph::symbolizeRows, rows, "rows",
+                                 "src, dst, edges, nodes");
+    auto t = symbol<graph::TypeOf>(graph::symbolizeTypeOf, by, "by",
+                                   "etype, ntype, src_ntype, dst_ntype");
+    return create<graph::TypedLinearOp>(this->rows(2), operand(g, "the graph"),
+                                        operand(input, "the input"),
+                                        operand(weights, "the weights"), r, t,
+                                        transposed);
+  }
+
+  ValueHandle linear(const ValueHandle &input, const ValueHandle &weights,
+                     const std::optional<ValueHandle> &bias, bool transposed) {
+    return create<graph::LinearOp>(rows(2), operand(input, "the input"),
+                                   operand(weights, "the weights"),
+                                   optional(bias, "the bias"), transposed);
+  }
+
+  ValueHandle aggregate(const ValueHandle &g, const ValueHandle &input,
+                        const std::optional<ValueHandle> &weights,
+                        const std::string &to) {
+    auto end = symbol<graph::End>(graph::symbolizeEnd, to, "to", "dst, src");
+    return create<graph::AggregateOp>(rows(2), operand(g, "the graph"),
+                                      operand(input, "the input"),
+                                      optional(weights, "the weights"), end,
+                                      graph::Reduce::sum);
+  }
+
+  ValueHandle outerSum(const ValueHandle &g, const ValueHandle &lhs,
+                       const ValueHandle &rhs,
+                       const std::pair<std::string, std::string> &rowPair,
+                       const std::optional<std::string> &by,
+                       const std::optional<ValueHandle> &typesOf,
+                       const std::optional<ValueHandle> &weights) {
+    auto rowsOf = [](const std::string &text) {
+      return symbol<graph::Rows>(graph::symbolizeRows, text, "rows",
+                                 "src, dst, edges, nodes");
+    };
+    graph::TypeOfAttr byAttr;
+    Value numTypes;
+    if (by) {
+      byAttr = graph::TypeOfAttr::get(
+          context->get(),
+          symbol<graph::TypeOf>(graph::symbolizeTypeOf, *by, "by",
+                                "etype, ntype, src_ntype, dst_ntype"));
+      if (!typesOf)
+        throw py::value_error("outer_sum by(...) needs types_of: the weights "
+                              "whose count of matrices it takes");
+      numTypes = dim(operand(*typesOf, "types_of"), 0);
+    }
+    return create<graph::OuterSumOp>(
+        rows(by ? 3 : 2), operand(g, "the graph"), operand(lhs, "lhs"),
+        operand(rhs, "rhs"), rowsOf(rowPair.first), rowsOf(rowPair.second),
+        byAttr, numTypes, optional(weights, "the weights"));
+  }
+
+  ValueHandle add(const ValueHandle &lhs, const ValueHandle &rhs) {
+    Value a = operand(lhs, "lhs"), b = operand(rhs, "rhs");
+    if (a.getType() != b.getType())
+      throw py::value_error("add takes two tensors of one type, got " +
+                            printed(a.getType()) + " and " +
+                            printed(b.getType()));
+    return {module, arith::AddFOp::create(builder, loc, a, b).getResult()};
+  }
+
+  void ret(const std::vector<ValueHandle> &values) {
+    if (!func)
+      throw py::value_error("the builder has no function; call "
+                            "create_function first");
+    if (values.size() != resultNames.size())
+      throw py::value_error("@" + func.getSymName().str() + " returns " +
+                            std::to_string(resultNames.size()) +
+                            " result(s) (result_names), got " +
+                            std::to_string(values.size()));
+    SmallVector<Value> results;
+    SmallVector<Type> types;
+    for (const ValueHandle &v : values) {
+      results.push_back(operand(v, "a result"));
+      types.push_back(results.back().getType());
+    }
+    func::ReturnOp::create(builder, loc, results);
+    func.setType(builder.getFunctionType(func.getArgumentTypes(), types));
+    for (auto [n, name] : llvm::enumerate(resultNames))
+      func.setResultAttr(n, "kge.param", builder.getStringAttr(name));
+    DiagnosticCollector diagnostics(context->get());
+    if (failed(verify(func)))
+      diagnostics.fail();
+  }
+};
+
 } // namespace
 
 PYBIND11_MODULE(_compiler, m) {
@@ -832,6 +1038,17 @@ PYBIND11_MODULE(_compiler, m) {
               dims.push_back(sizeOf(d));
             return makeType<bvec::TableType>(c, ArrayRef<int64_t>(dims),
                                              elementType(c->get(), dtype));
+          },
+          py::arg("context"), py::arg("shape"), py::arg("dtype") = "f32")
+      .def_static(
+          "tensor",
+          [](const ContextRef &c, const std::vector<std::optional<int64_t>> &shape,
+             const std::string &dtype) {
+            SmallVector<int64_t> dims;
+            for (auto d : shape)
+              dims.push_back(sizeOf(d));
+            return TypeHandle{c, RankedTensorType::get(
+                                     dims, elementType(c->get(), dtype))};
           },
           py::arg("context"), py::arg("shape"), py::arg("dtype") = "f32")
       .def_static(
@@ -1039,6 +1256,44 @@ PYBIND11_MODULE(_compiler, m) {
       .def("slice", &IRBuilder::slice, py::arg("input"), py::arg("offset"),
            py::arg("length"))
       .def("ret", &IRBuilder::ret);
+
+  py::class_<GraphFunctionHandle>(m, "GraphFunction")
+      .def_property_readonly("name", [](GraphFunctionHandle f) {
+        return f.func.getSymName().str();
+      })
+      .def_property_readonly("arguments", [](GraphFunctionHandle f) {
+        std::vector<ValueHandle> values;
+        for (BlockArgument arg : f.func.getArguments())
+          values.push_back({f.owner, arg});
+        return values;
+      });
+
+  py::class_<GraphBuilder>(m, "GraphBuilder")
+      .def(py::init<ContextRef>(), py::arg("context"))
+      .def("create_module", [](GraphBuilder &b) {
+        return std::make_shared<ModuleHandle>(
+            ModuleHandle{b.context, OwningOpRef<ModuleOp>(ModuleOp::create(b.loc))});
+      })
+      .def("create_function", &GraphBuilder::createFunction, py::arg("module"),
+           py::arg("name"), py::arg("params"),
+           py::arg("result_names") = std::vector<std::string>{"out"})
+      .def("coo", &GraphBuilder::coo, py::arg("src"), py::arg("dst"),
+           py::arg("etype"), py::arg("nodes_of"), py::arg("ntype") = py::none())
+      .def("typed_linear", &GraphBuilder::typedLinear, py::arg("graph"),
+           py::arg("input"), py::arg("weights"), py::arg("rows") = "src",
+           py::arg("by") = "etype", py::arg("transposed") = false)
+      .def("linear", &GraphBuilder::linear, py::arg("input"), py::arg("weights"),
+           py::arg("bias") = py::none(), py::arg("transposed") = false)
+      .def("aggregate", &GraphBuilder::aggregate, py::arg("graph"),
+           py::arg("input"), py::arg("weights") = py::none(),
+           py::arg("to") = "dst")
+      .def("outer_sum", &GraphBuilder::outerSum, py::arg("graph"), py::arg("lhs"),
+           py::arg("rhs"), py::arg("rows") = std::make_pair(std::string("nodes"),
+                                                            std::string("nodes")),
+           py::arg("by") = py::none(), py::arg("types_of") = py::none(),
+           py::arg("weights") = py::none())
+      .def("add", &GraphBuilder::add)
+      .def("ret", &GraphBuilder::ret);
 
   py::class_<PassManagerHandle>(m, "PassManager")
       .def(py::init<ContextRef>(), py::arg("context"))

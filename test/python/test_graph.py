@@ -443,3 +443,81 @@ def test_edge_projection_forward_and_backward():
     grad_w = np.zeros_like(w64)
     np.add.at(grad_w, g.etype, x64[g.src][:, :, None] * d64[:, None, :])
     assert check(grads["grad_x"], grad_x) and check(grads["grad_w"], grad_w)
+
+
+# The Python builder of graph functions (kge.ir.GraphBuilder).
+
+def build_rgcn(ctx, backward=False):
+    """RGCN built op by op (and, with `backward`, its backward function as
+    graph-differentiate writes it)."""
+    from kge import ir
+    b = ir.GraphBuilder(ctx)
+    module = b.create_module()
+    rows, ints = ir.Type.tensor(ctx, [None, None]), ir.Type.tensor(ctx, [None], "i32")
+    params = [("x", rows), ("weight", ir.Type.tensor(ctx, [None, None, None])),
+              ("root", rows), ("bias", ir.Type.tensor(ctx, [None])), ("src", ints),
+              ("dst", ints), ("edge_type", ints), ("norm", ir.Type.tensor(ctx, [None]))]
+    if not backward:
+        f = b.create_function(module, "rgcn", params)
+        x, w, root, bias, src, dst, etype, norm = f.arguments
+        g = b.coo(src, dst, etype, nodes_of=x)
+        messages = b.typed_linear(g, x, w, rows="src", by="etype")
+        b.ret([b.add(b.aggregate(g, messages, weights=norm, to="dst"),
+                     b.linear(x, root, bias=bias))])
+        return b, module
+    f = b.create_function(module, "rgcn_grad", params + [("grad_out", rows)],
+                          result_names=["grad_x", "grad_weight", "grad_root"])
+    x, w, root, bias, src, dst, etype, norm, dy = f.arguments
+    g = b.coo(src, dst, etype, nodes_of=x)
+    back = b.typed_linear(g, dy, w, rows="dst", by="etype", transposed=True)
+    grad_x = b.add(b.aggregate(g, back, weights=norm, to="src"),
+                   b.linear(dy, root, transposed=True))
+    grad_w = b.outer_sum(g, x, dy, rows=("src", "dst"), by="etype", types_of=w, weights=norm)
+    b.ret([grad_x, grad_w, b.outer_sum(g, x, dy)])
+    return b, module
+
+
+def test_builder_builds_the_examples_layer_and_its_backward(rgcn, rgcn_grad):
+    from kge import ir
+    ctx = ir.Context()
+    _, forward = build_rgcn(ctx)
+    _, backward = build_rgcn(ctx, backward=True)
+    assert "graph.typed_linear %0, %arg0, %arg1 rows(src) by(etype)" in str(forward)
+    g = graph.synthetic("aifb", seed=8, scale=0.1)
+    x = grad_inputs(g, 8, 4, seed=9)
+    inputs = {k: v for k, v in x.items() if k != "grad_out"}
+    built = graph.compile_cpu(str(forward), "rgcn")(inputs)["out"]
+    assert np.array_equal(built, rgcn(inputs)["out"])
+    grads = graph.compile_cpu(str(backward), "rgcn_grad")(x)
+    expected = rgcn_grad(x)
+    for key in expected:
+        assert check(grads[key], expected[key].astype(np.float64)), key
+
+
+def test_builder_diagnoses_bad_operations():
+    from kge import ir
+    ctx = ir.Context()
+    b, module = build_rgcn(ctx)
+    other = ir.GraphBuilder(ctx)
+    other.create_module()
+    rows = ir.Type.tensor(ctx, [None, None])
+    ints = ir.Type.tensor(ctx, [None], "i32")
+    f = other.create_function(other.create_module(), "f",
+                              [("x", rows), ("w", ir.Type.tensor(ctx, [4, 8, 8])),
+                               ("src", ints), ("dst", ints), ("t", ints)])
+    x, w, src, dst, t = f.arguments
+    g = other.coo(src, dst, t, nodes_of=x)
+    with pytest.raises(ValueError, match="rows must be one of src, dst, edges, nodes, got 'middle'"):
+        other.typed_linear(g, x, w, rows="middle")
+    with pytest.raises(MLIRError, match="by\\(ntype\\) is for rows\\(nodes\\)"):
+        other.typed_linear(g, x, w, rows="src", by="ntype")
+    with pytest.raises(ValueError, match="outer_sum by\\(...\\) needs types_of"):
+        other.outer_sum(g, x, x, rows=("src", "dst"), by="etype")
+    with pytest.raises(ValueError, match="add takes two tensors of one type"):
+        other.add(x, src)
+    with pytest.raises(ValueError, match="belongs to another module"):
+        b.linear(x, x)
+    with pytest.raises(ValueError, match="returns 1 result"):
+        other.ret([x, x])
+    with pytest.raises(TypeError, match="must be a ranked tensor"):
+        other.create_function(other.create_module(), "g", [("x", ir.Type.indices(ctx))])
