@@ -362,9 +362,12 @@ func::FuncOp findTileFunction(const ModuleRef &module,
 // Builder
 //===----------------------------------------------------------------------===//
 
-class IRBuilder {
+/// What the builders share: their context, their function and insertion
+/// point, the check that operands belong to that function's module, and
+/// operations created under their verifiers.
+template <typename FuncT> class BuilderBase {
 public:
-  explicit IRBuilder(ContextRef context)
+  explicit BuilderBase(ContextRef context)
       : context(std::move(context)), builder(this->context->get()),
         loc(UnknownLoc::get(this->context->get())) {}
 
@@ -372,13 +375,47 @@ public:
   OpBuilder builder;
   Location loc;
   ModuleRef module;
-  bvec::FuncOp func;
+  FuncT func;
 
   ModuleRef createModule() {
     auto module = ModuleOp::create(loc);
     return std::make_shared<ModuleHandle>(
         ModuleHandle{context, OwningOpRef<ModuleOp>(module)});
   }
+
+  void requireFunction() {
+    if (!func)
+      throw py::value_error("the builder has no function to insert into; "
+                            "call create_function first");
+  }
+
+  Value operand(const ValueHandle &value, const char *role) {
+    requireFunction();
+    if (value.owner != module)
+      throw py::value_error(std::string(role) +
+                            " belongs to another module than the builder's "
+                            "function");
+    return value.value;
+  }
+
+  /// Creates `Op` with `resultType`, checks it with its verifier and
+  /// returns its result; on failure erases it and raises MLIRError.
+  template <typename Op, typename... Args>
+  ValueHandle create(Type resultType, Args &&...args) {
+    requireFunction();
+    DiagnosticCollector diagnostics(context->get());
+    auto op = Op::create(builder, loc, resultType, std::forward<Args>(args)...);
+    if (failed(verify(op, /*verifyRecursively=*/false))) {
+      op->erase();
+      diagnostics.fail();
+    }
+    return {module, op->getResult(0)};
+  }
+};
+
+class IRBuilder : public BuilderBase<bvec::FuncOp> {
+public:
+  using BuilderBase::BuilderBase;
 
   FunctionHandle createFunction(const ModuleRef &target, const std::string &name,
                             const std::vector<std::pair<std::string, TypeHandle>>
@@ -408,38 +445,10 @@ public:
     builder.setInsertionPointToEnd(&func.getBody().front());
   }
 
-  void requireFunction() {
-    if (!func)
-      throw py::value_error("the builder has no function to insert into; "
-                            "call create_function first");
-  }
-
   [[noreturn]] void fail(const Twine &message) {
     DiagnosticCollector diagnostics(context->get());
     emitError(loc) << message;
     diagnostics.fail();
-  }
-
-  Value operand(const ValueHandle &value, const char *role) {
-    if (value.owner != module)
-      throw py::value_error(std::string(role) +
-                            " belongs to another module than the builder's "
-                            "function");
-    return value.value;
-  }
-
-  /// Creates `Op` with `resultType`, checks it with its verifier and
-  /// returns its result; on failure erases it and raises MLIRError.
-  template <typename Op, typename... Args>
-  ValueHandle create(Type resultType, Args &&...args) {
-    requireFunction();
-    DiagnosticCollector diagnostics(context->get());
-    auto op = Op::create(builder, loc, resultType, std::forward<Args>(args)...);
-    if (failed(verify(op, /*verifyRecursively=*/false))) {
-      op->erase();
-      diagnostics.fail();
-    }
-    return {module, op->getResult(0)};
   }
 
   /// The type of a batch of `item` shapes with `like`'s batch size.
@@ -773,17 +782,9 @@ struct GraphFunctionHandle {
 
 /// Builds graph functions: one method per graph operation, values checked
 /// by the operations' verifiers as they are built (MLIRError).
-class GraphBuilder {
+class GraphBuilder : public BuilderBase<func::FuncOp> {
 public:
-  explicit GraphBuilder(ContextRef context)
-      : context(std::move(context)), builder(this->context->get()),
-        loc(UnknownLoc::get(this->context->get())) {}
-
-  ContextRef context;
-  OpBuilder builder;
-  Location loc;
-  ModuleRef module;
-  func::FuncOp func;
+  using BuilderBase::BuilderBase;
   std::vector<std::string> resultNames;
 
   GraphFunctionHandle
@@ -810,29 +811,8 @@ public:
     return {target, function};
   }
 
-  Value operand(const ValueHandle &value, const char *role) {
-    if (!func)
-      throw py::value_error("the builder has no function to insert into; "
-                            "call create_function first");
-    if (value.owner != module)
-      throw py::value_error(std::string(role) +
-                            " belongs to another module than the builder's "
-                            "function");
-    return value.value;
-  }
   Value optional(const std::optional<ValueHandle> &value, const char *role) {
     return value ? operand(*value, role) : Value();
-  }
-
-  template <typename Op, typename... Args>
-  ValueHandle create(Type resultType, Args &&...args) {
-    DiagnosticCollector diagnostics(context->get());
-    auto op = Op::create(builder, loc, resultType, std::forward<Args>(args)...);
-    if (failed(verify(op, /*verifyRecursively=*/false))) {
-      op->erase();
-      diagnostics.fail();
-    }
-    return {module, op->getResult(0)};
   }
 
   /// Dimension `d` of `value` (tensor.dim).
@@ -940,9 +920,7 @@ public:
   }
 
   void ret(const std::vector<ValueHandle> &values) {
-    if (!func)
-      throw py::value_error("the builder has no function; call "
-                            "create_function first");
+    requireFunction();
     if (values.size() != resultNames.size())
       throw py::value_error("@" + func.getSymName().str() + " returns " +
                             std::to_string(resultNames.size()) +
@@ -1270,10 +1248,7 @@ PYBIND11_MODULE(_compiler, m) {
 
   py::class_<GraphBuilder>(m, "GraphBuilder")
       .def(py::init<ContextRef>(), py::arg("context"))
-      .def("create_module", [](GraphBuilder &b) {
-        return std::make_shared<ModuleHandle>(
-            ModuleHandle{b.context, OwningOpRef<ModuleOp>(ModuleOp::create(b.loc))});
-      })
+      .def("create_module", &GraphBuilder::createModule)
       .def("create_function", &GraphBuilder::createFunction, py::arg("module"),
            py::arg("name"), py::arg("params"),
            py::arg("result_names") = std::vector<std::string>{"out"})
