@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from kge import graph  # noqa: E402
 from bench_score_functions import interleaved_per_call, peak_bytes  # noqa: E402
 
-DATASETS = ("aifb", "mutag", "bgs", "fb15k", "biokg", "am")
+DATASETS = ("aifb", "mutag", "bgs", "fb15k", "biokg", "am", "wikikg2")
 
 
 def norm_torch(dst, etype, nodes, types):

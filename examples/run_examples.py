@@ -99,11 +99,14 @@ def run_tile_examples(tools, out_root):
 def run_graph_examples(tools, out_root):
     """The relational GNN layers of examples/graph: graph IR -> tile tasks
     (convert-graph-to-tile) -> loops -> a CPU run on an aifb-shaped graph
-    next to NumPy, and the GPU bundle's launch plan."""
+    next to NumPy, and the GPU bundle's launch plan; then the backward
+    function (graph-differentiate) the same way, its gradients next to
+    NumPy's."""
     sys.path.insert(0, str(pathlib.Path(tools["kge-opt"]).parents[1] / "python_packages"))
     from kge import graph
 
     references = {"rgcn": graph.rgcn_reference}
+    gradients = {"rgcn": graph.rgcn_gradients_reference}
     summary = []
     for source in sorted((ROOT / "examples" / "graph").glob("*.mlir")):
         name = source.stem
@@ -128,6 +131,28 @@ def run_graph_examples(tools, out_root):
               f"{g.num_edge_types} edge types), 16 -> 8 features: output {got.shape}, "
               f"max |KGE - NumPy| = {error:.2e}  {'OK' if ok else 'MISMATCH'}")
         summary.append((name, ok, error))
+
+        # Training: the backward function, its bundle and its gradients.
+        backward = run(tools["kge-opt"], source, "-graph-differentiate=keep-forward=0",
+                       output=out / "backward.mlir")
+        show(f"backward function, graph-differentiate ({out / 'backward.mlir'})", backward)
+        run(tools["kge-opt"], out / "backward.mlir", "-convert-graph-to-tile",
+            "-kge-lower-to-gpu", output=out / "backward.gpu.mlir")
+        bundle = json.loads(run(tools["kge-translate"], "--kge-to-bundle",
+                                out / "backward.gpu.mlir",
+                                output=out / f"{name}_grad.kgebundle"))
+        show(f"GPU path: backward bundle ({out / f'{name}_grad.kgebundle'})",
+             bundle_outline(bundle))
+        x["grad_out"] = np.random.default_rng(1).standard_normal(got.shape).astype(np.float32)
+        grads = graph.compile_cpu(backward, f"{name}_grad")(x)
+        expected = gradients[name](x["x"], x["weight"], x["root"], g.src, g.dst, g.etype,
+                                   x["grad_out"])
+        error = max(float(np.max(np.abs(grads[k] - v))) for k, v in expected.items())
+        ok = all(grads[k].shape == v.shape and np.allclose(grads[k], v, rtol=1e-4, atol=1e-4)
+                 for k, v in expected.items())
+        print(f"--- CPU run of the backward function: {', '.join(sorted(grads))}, "
+              f"max |KGE - NumPy| = {error:.2e}  {'OK' if ok else 'MISMATCH'}")
+        summary.append((f"{name} (backward)", ok, error))
     return summary
 
 
