@@ -56,8 +56,11 @@ class _RGCNFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, root, bias, src, dst, edge_type, norm, programs):
         forward, backward = programs
+        # On torch's current stream (ordered with the work that made the
+        # inputs and that reads the result; capturable in CUDA graphs).
+        stream = torch.cuda.current_stream(x.device).cuda_stream
         out = forward(x=x, weight=weight, root=root, bias=bias, src=src, dst=dst,
-                      edge_type=edge_type, norm=norm)["out"]
+                      edge_type=edge_type, norm=norm, stream=stream)["out"]
         ctx.save_for_backward(x, weight, root, bias, src, dst, edge_type, norm)
         ctx.backward_program = backward
         return out
@@ -65,9 +68,10 @@ class _RGCNFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out):
         x, weight, root, bias, src, dst, edge_type, norm = ctx.saved_tensors
-        grads = ctx.backward_program(x=x, weight=weight, root=root, bias=bias, src=src,
-                                     dst=dst, edge_type=edge_type, norm=norm,
-                                     grad_out=grad_out.contiguous())
+        grads = ctx.backward_program(
+            x=x, weight=weight, root=root, bias=bias, src=src, dst=dst, edge_type=edge_type,
+            norm=norm, grad_out=grad_out.contiguous(),
+            stream=torch.cuda.current_stream(x.device).cuda_stream)
         # A bias' gradient is the column sum of the output's.
         grad_bias = grad_out.sum(0) if ctx.needs_input_grad[3] else None
         return (grads["grad_x"], grads["grad_weight"], grads["grad_root"], grad_bias,
@@ -125,7 +129,7 @@ class RGCNConv(torch.nn.Module):
         self.bias = torch.nn.Parameter(torch.empty(out_channels)) if bias else None
         self._bundles = bundles
         self._matrix_math = matrix_math
-        self._graph = None  # (key, src, dst, edge_type, norm)
+        self._graph = None  # the graph's arrays, kept per graph (_structure)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -151,38 +155,50 @@ class RGCNConv(torch.nn.Module):
 
     def _structure(self, edge_index, edge_type, num_nodes):
         """The graph's int32 arrays and its per-edge normalization, computed
-        once per graph (kept while the same tensors are passed); the
-        indices are checked then, so that a bad one is an IndexError here,
-        never an access outside the kernels' arrays."""
-        key = (edge_index.data_ptr(), edge_index._version, edge_type.data_ptr(),
-               edge_type._version, edge_index.shape[1], num_nodes)
-        if self._graph is None or self._graph[0] != key:
-            if edge_index.dim() != 2 or edge_index.shape[0] != 2:
-                raise ValueError(f"edge_index must be [2, E], got {list(edge_index.shape)}")
-            if edge_type.shape != (edge_index.shape[1],):
-                raise ValueError(f"edge_type must hold one type per edge "
-                                 f"({edge_index.shape[1]}), got {list(edge_type.shape)}")
-            if edge_index.dtype.is_floating_point or edge_type.dtype.is_floating_point:
-                raise TypeError(f"edge_index and edge_type hold integers, got "
-                                f"{edge_index.dtype} and {edge_type.dtype}")
-            if edge_index.shape[1]:
-                for name, values, bound in (("edge_index", edge_index, num_nodes),
-                                            ("edge_type", edge_type, self.num_relations)):
-                    low, high = int(values.min()), int(values.max())
-                    if low < 0 or high >= bound:
-                        raise IndexError(f"{name} holds {low if low < 0 else high}, outside "
-                                         f"[0, {bound})")
-            src = edge_index[0].to(torch.int32).contiguous()
-            dst = edge_index[1].to(torch.int32).contiguous()
-            types = edge_type.to(torch.int32).contiguous()
-            if self.aggr == "mean":
-                group = edge_index[1].long() * self.num_relations + edge_type.long()
-                counts = torch.bincount(group, minlength=num_nodes * self.num_relations)
-                norm = (1.0 / counts[group].float()).contiguous()
-            else:
-                norm = torch.ones(edge_index.shape[1], device=edge_index.device)
-            self._graph = (key, src, dst, types, norm)
-        return self._graph[1:]
+        once per graph: kept while the same tensors (the same objects,
+        unchanged since: their version counters) are passed with the same
+        node count. The indices are checked then, so that a bad one is an
+        IndexError here, never an access outside the kernels' arrays.
+        (Edits through `.data` bypass the version counters: pass new
+        tensors after those.)"""
+        cached = self._graph
+        if (cached is not None and cached["edge_index"] is edge_index
+                and cached["edge_type"] is edge_type
+                and cached["versions"] == (edge_index._version, edge_type._version)
+                and cached["num_nodes"] == num_nodes):
+            return cached["arrays"]
+        if edge_index.dim() != 2 or edge_index.shape[0] != 2:
+            raise ValueError(f"edge_index must be [2, E], got {list(edge_index.shape)}")
+        if edge_type.shape != (edge_index.shape[1],):
+            raise ValueError(f"edge_type must hold one type per edge "
+                             f"({edge_index.shape[1]}), got {list(edge_type.shape)}")
+        if edge_index.dtype.is_floating_point or edge_type.dtype.is_floating_point:
+            raise TypeError(f"edge_index and edge_type hold integers, got "
+                            f"{edge_index.dtype} and {edge_type.dtype}")
+        if edge_index.shape[1]:
+            for name, values, bound in (("edge_index", edge_index, num_nodes),
+                                        ("edge_type", edge_type, self.num_relations)):
+                low, high = int(values.min()), int(values.max())
+                if low < 0 or high >= bound:
+                    raise IndexError(f"{name} holds {low if low < 0 else high}, outside "
+                                     f"[0, {bound})")
+        src = edge_index[0].to(torch.int32).contiguous()
+        dst = edge_index[1].to(torch.int32).contiguous()
+        types = edge_type.to(torch.int32).contiguous()
+        if self.aggr == "mean":
+            # 1 / |N_v^r|: the edges of each (destination, type) pair counted
+            # (memory per edge, not per node and type).
+            group = edge_index[1].long() * self.num_relations + edge_type.long()
+            _, inverse, counts = torch.unique(group, return_inverse=True, return_counts=True)
+            norm = (1.0 / counts[inverse].float()).contiguous()
+        else:
+            norm = torch.ones(edge_index.shape[1], device=edge_index.device)
+        # (The tensors themselves are kept: a new tensor never takes the
+        # address, and so the key, of a freed one.)
+        self._graph = {"edge_index": edge_index, "edge_type": edge_type,
+                       "versions": (edge_index._version, edge_type._version),
+                       "num_nodes": num_nodes, "arrays": (src, dst, types, norm)}
+        return self._graph["arrays"]
 
     def forward(self, x, edge_index, edge_type):
         if not x.is_cuda:

@@ -407,9 +407,21 @@ public:
     auto op = Op::create(builder, loc, resultType, std::forward<Args>(args)...);
     if (failed(verify(op, /*verifyRecursively=*/false))) {
       op->erase();
+      eraseUnused(helpers);
       diagnostics.fail();
     }
+    helpers.clear();
     return {module, op->getResult(0)};
+  }
+
+  /// Operations built for the next operation (a size it reads): erased
+  /// with it when it fails to verify.
+  SmallVector<Operation *> helpers;
+  static void eraseUnused(SmallVectorImpl<Operation *> &ops) {
+    for (Operation *op : llvm::reverse(ops))
+      if (op->use_empty())
+        op->erase();
+    ops.clear();
   }
 };
 
@@ -815,15 +827,19 @@ public:
     return value ? operand(*value, role) : Value();
   }
 
-  /// Dimension `d` of `value` (tensor.dim).
+  /// Dimension `d` of `value` (tensor.dim; a helper of the next
+  /// operation).
   Value dim(Value value, int64_t d) {
     if (!isa<RankedTensorType>(value.getType()) ||
         cast<RankedTensorType>(value.getType()).getRank() <= d)
       throw py::value_error("takes the size of a tensor of rank > " +
                             std::to_string(d) + ", got " +
                             printed(value.getType()));
-    Value index = arith::ConstantIndexOp::create(builder, loc, d);
-    return tensor::DimOp::create(builder, loc, value, index);
+    auto index = arith::ConstantIndexOp::create(builder, loc, d);
+    auto size = tensor::DimOp::create(builder, loc, value, index.getResult());
+    helpers.push_back(index);
+    helpers.push_back(size);
+    return size;
   }
 
   Type rows(int64_t rank) {
@@ -845,11 +861,11 @@ public:
   ValueHandle coo(const ValueHandle &src, const ValueHandle &dst,
                   const ValueHandle &etype, const ValueHandle &nodesOf,
                   const std::optional<ValueHandle> &ntype) {
+    Value s = operand(src, "src"), d = operand(dst, "dst"),
+          t = operand(etype, "etype"), nt = optional(ntype, "ntype");
     Value nodes = dim(operand(nodesOf, "the per-node tensor"), 0);
-    return create<graph::CooOp>(
-        graph::GraphType::get(context->get()), operand(src, "src"),
-        operand(dst, "dst"), operand(etype, "etype"), nodes,
-        optional(ntype, "ntype"));
+    return create<graph::CooOp>(graph::GraphType::get(context->get()), s, d, t,
+                                nodes, nt);
   }
 
   ValueHandle typedLinear(const ValueHandle &g, const ValueHandle &input,
@@ -892,6 +908,9 @@ public:
       return symbol<graph::Rows>(graph::symbolizeRows, text, "rows",
                                  "src, dst, edges, nodes");
     };
+    Value g0 = operand(g, "the graph"), l = operand(lhs, "lhs"),
+          r = operand(rhs, "rhs"), w = optional(weights, "the weights");
+    graph::Rows lhsRows = rowsOf(rowPair.first), rhsRows = rowsOf(rowPair.second);
     graph::TypeOfAttr byAttr;
     Value numTypes;
     if (by) {
@@ -904,10 +923,8 @@ public:
                               "whose count of matrices it takes");
       numTypes = dim(operand(*typesOf, "types_of"), 0);
     }
-    return create<graph::OuterSumOp>(
-        rows(by ? 3 : 2), operand(g, "the graph"), operand(lhs, "lhs"),
-        operand(rhs, "rhs"), rowsOf(rowPair.first), rowsOf(rowPair.second),
-        byAttr, numTypes, optional(weights, "the weights"));
+    return create<graph::OuterSumOp>(rows(by ? 3 : 2), g0, l, r, lhsRows,
+                                     rhsRows, byAttr, numTypes, w);
   }
 
   ValueHandle add(const ValueHandle &lhs, const ValueHandle &rhs) {
@@ -932,13 +949,19 @@ public:
       results.push_back(operand(v, "a result"));
       types.push_back(results.back().getType());
     }
-    func::ReturnOp::create(builder, loc, results);
+    FunctionType before = func.getFunctionType();
+    auto ret = func::ReturnOp::create(builder, loc, results);
     func.setType(builder.getFunctionType(func.getArgumentTypes(), types));
     for (auto [n, name] : llvm::enumerate(resultNames))
       func.setResultAttr(n, "kge.param", builder.getStringAttr(name));
     DiagnosticCollector diagnostics(context->get());
-    if (failed(verify(func)))
+    if (failed(verify(func))) {
+      // As it was: the function may still be completed.
+      ret->erase();
+      func.setType(before);
+      func.removeResAttrsAttr();
       diagnostics.fail();
+    }
   }
 };
 

@@ -521,3 +521,31 @@ def test_builder_diagnoses_bad_operations():
         other.ret([x, x])
     with pytest.raises(TypeError, match="must be a ranked tensor"):
         other.create_function(other.create_module(), "g", [("x", ir.Type.indices(ctx))])
+
+
+def test_builder_leaves_nothing_behind_a_failed_operation():
+    """An operation its verifier refuses leaves no operation behind, nor
+    the sizes built for it; the function is then completed as usual."""
+    from kge import ir
+    ctx = ir.Context()
+    b = ir.GraphBuilder(ctx)
+    module = b.create_module()
+    f = b.create_function(module, "f", [("x", ir.Type.tensor(ctx, [None, 8])),
+                                        ("w", ir.Type.tensor(ctx, [4, 16, 8])),
+                                        ("src", ir.Type.tensor(ctx, [4], "i32")),
+                                        ("t", ir.Type.tensor(ctx, [5], "i32")),
+                                        ("t4", ir.Type.tensor(ctx, [4], "i32"))])
+    x, w, src, t, t4 = f.arguments
+    before = str(module)
+    with pytest.raises(MLIRError, match="the source indices' length has 4 but the edge "
+                                        "types' has 5"):
+        b.coo(src, src, t, nodes_of=x)
+    assert str(module) == before
+    g = b.coo(src, src, t4, nodes_of=x)
+    after_coo = str(module)
+    with pytest.raises(MLIRError, match="the input's row length has 8 but the weights' "
+                                        "matrices' rows has 16"):
+        b.typed_linear(g, x, w)
+    assert str(module) == after_coo
+    b.ret([x])
+    assert "return %arg0" in str(module)

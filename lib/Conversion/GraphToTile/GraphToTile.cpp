@@ -303,6 +303,10 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
               "not materialize per-edge tensors yet";
   if (linear.getGraph() != op.getGraph())
     return op.emitOpError() << "aggregates rows of another graph value";
+  if (linear.getRows() == graph::Rows::nodes)
+    return op.emitOpError() << "aggregates a typed linear layer's node rows "
+                               "(rows(nodes)); an aggregate takes one row per "
+                               "edge";
   FailureOr<TypedProduct> product = typedProduct(linear);
   if (failed(product))
     return failure();

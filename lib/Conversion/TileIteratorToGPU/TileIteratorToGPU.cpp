@@ -2885,14 +2885,17 @@ LogicalResult lowerFunction(func::FuncOp func) {
   BundleBuilder bb(builder);
   SmallVector<Attribute> steps, scratch, checks;
   // Results start at zero: one that a task combines into (aggregate,
-  // per_key, update) before any task stores it is cleared first.
+  // per_key, update) or leaves partly unwritten (a dense output's join)
+  // before any task stores it whole is cleared first.
   llvm::SmallDenseSet<unsigned> written;
   for (TaskOp task : tasks)
     for (Value output : task.getOutputs()) {
       unsigned arg = cast<BlockArgument>(output).getArgNumber();
       bool combines = task.getOutput() == OutputKind::aggregate ||
                       task.getOutput() == OutputKind::per_key ||
-                      task.getUpdate();
+                      task.getUpdate() ||
+                      (task.getOutput() == OutputKind::dense &&
+                       !task.getWhen().empty());
       if (written.insert(arg).second && combines &&
           signature->params[arg].role == kge_runtime::ParamRole::Result)
         steps.push_back(

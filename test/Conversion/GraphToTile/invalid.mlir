@@ -117,3 +117,19 @@ func.func @outer_sum_types_not_a_dimension(%x: tensor<?x?xf32>, %dy: tensor<?x?x
       : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?x?xf32>
   return %w : tensor<?x?x?xf32>
 }
+
+// -----
+
+func.func @aggregate_node_rows(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: tensor<?xi32>,
+                               %dst: tensor<?xi32>, %etype: tensor<?xi32>, %ntype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %p = graph.typed_linear %g, %x, %w rows(nodes) by(ntype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{aggregates a typed linear layer's node rows (rows(nodes)); an aggregate takes one row per edge}}
+  %h = graph.aggregate %g, %p to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %h : tensor<?x?xf32>
+}

@@ -139,3 +139,16 @@ func.func @edge_rows(%x: tensor<?x?xf32> {kge.param = "x"}, %w: tensor<?x?x?xf32
       : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// expected-error @+1 {{has a parameter named 'grad_x', the name of a gradient of its backward function; rename it}}
+func.func @name_clash(%x: tensor<?x?xf32> {kge.param = "x"}, %grad_x: tensor<?x?xf32> {kge.param = "grad_x"},
+                      %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %s = graph.linear %x, %grad_x : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  return %s : tensor<?x?xf32>
+}

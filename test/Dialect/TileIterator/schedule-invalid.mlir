@@ -1373,3 +1373,27 @@ func.func @per_key_on_tensor_cores(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t:
       }
   return
 }
+
+// -----
+
+func.func @split_k_segments(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %r: memref<?xi32>,
+                            %Y: memref<?x?xf32>) {
+  tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>) outs(%Y : memref<?x?xf32>)
+      gathers(%r : memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (i, k, j)>]
+      accumulate add output dense {gathered = [[1, 0]], update}
+      inner {
+      ^bb0(%e: f32, %w: f32):
+        %p = arith.mulf %e, %w : f32
+        tile.yield %p : f32
+      } schedule {
+        // expected-error @below {{splits the reduction, but its task has a matrix per row's key (segment iterators take whole reductions)}}
+        tile.kernel "" block [16, 128, 8] thread [2, 4] split_k {
+          %e = tile.load input 0 dense sorted via shared : !tile.tile<16x8xf32>
+          %w = tile.load input 1 per_key via shared : !tile.tile<8x128xf32>
+          %acc = tile.compute %e, %w : !tile.tile<16x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<16x128xf32>
+          tile.store %acc update : !tile.tile<16x128xf32>
+        }
+      }
+  return
+}

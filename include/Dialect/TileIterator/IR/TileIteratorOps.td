@@ -448,8 +448,8 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     *segment*: `block-m` rows of one key, the rows sorted by the key.
     A kernel whose store is `per_key` (a task with `output per_key`) runs
     over *segments of the reduction*: each block takes one tile of at most
-    `block-k` times 64 steps of `k` of one key (the steps sorted by the
-    key) and one `block-m x block-n` tile of that key's matrix.
+    512 steps of `k` of one key (the steps sorted by the key) and one
+    `block-m x block-n` tile of that key's matrix.
 
     A segment kernel marked `long_runs` takes the tiles of `block-m` rows
     cut from the runs of at least that many rows of one key (each key's

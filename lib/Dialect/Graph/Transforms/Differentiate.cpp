@@ -17,6 +17,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace graph {
@@ -239,6 +240,19 @@ LogicalResult Differentiation::run() {
   if (auto named = f.getResultAttrOfType<StringAttr>(0, "kge.param"))
     resultName = named.str();
 
+  // The gradients' names must not be taken by the parameters.
+  llvm::StringSet<> taken;
+  for (unsigned n = 0; n < f.getNumArguments(); ++n)
+    taken.insert(paramName(n));
+  auto clash = [&](const std::string &name) -> LogicalResult {
+    if (!taken.contains(name))
+      return success();
+    return f.emitOpError() << "has a parameter named '" << name
+                           << "', the name of a gradient of its backward "
+                              "function; rename it";
+  };
+  if (failed(clash("grad_" + resultName)))
+    return failure();
   SmallVector<Type> inputs(f.getArgumentTypes());
   inputs.push_back(resultType);
   b.setInsertionPointAfter(f);
@@ -289,6 +303,10 @@ LogicalResult Differentiation::run() {
     results.push_back(it->second);
     resultTypes.push_back(it->second.getType());
     names.push_back("grad_" + paramName(n));
+    if (failed(clash(names.back()))) {
+      grad.erase();
+      return failure();
+    }
   }
   if (results.empty()) {
     grad.erase();

@@ -554,6 +554,10 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << " inputs in the order of the task's inputs";
   }
 
+  if (kernel.getSplitK() && (kernel.runsSegments() || task.getPerKeyInput()))
+    return kernel.emitOpError()
+           << "splits the reduction, but its task has a matrix per row's key "
+              "(segment iterators take whole reductions)";
   if (kernel.getSplitK() &&
       (task.getOutput() != OutputKind::dense || !task.getUpdate() ||
        !task.getProject().empty() || !task.getWhen().empty() ||
