@@ -57,11 +57,17 @@ private:
   /// A typed linear layer's product as a task's operands: its input's rows
   /// (gathered through the edges' endpoints for rows(src|dst)) times the
   /// matrix of each row's type (gathered through the edge or node types).
+  /// The parameters holding a graph's structure: its edges' sources,
+  /// destinations and types, and (with `nodeTypes`) its nodes' types.
+  struct Structure {
+    Value src, dst, etype, ntype;
+  };
+  FailureOr<Structure> structure(Operation *user, Value graph,
+                                 bool nodeTypes);
   struct TypedProduct {
     SmallVector<Value> inputs, gathers;
     SmallVector<Attribute> gathered, maps;
-    /// The graph's sources and destinations (parameters).
-    Value src, dst;
+    Structure graph;
   };
   FailureOr<TypedProduct> typedProduct(graph::TypedLinearOp linear);
   LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest);
@@ -229,6 +235,25 @@ LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
   return success();
 }
 
+FailureOr<FunctionLowering::Structure>
+FunctionLowering::structure(Operation *user, Value graph, bool nodeTypes) {
+  auto coo = graph.getDefiningOp<graph::CooOp>();
+  if (!coo)
+    return user->emitOpError() << "takes a graph that is not a graph.coo";
+  SmallVector<Value> params;
+  if (failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
+                        params)))
+    return failure();
+  Structure result{params[0], params[1], params[2], Value()};
+  if (nodeTypes) {
+    FailureOr<Value> ntype = parameter(coo.getNtype(), coo);
+    if (failed(ntype))
+      return failure();
+    result.ntype = *ntype;
+  }
+  return result;
+}
+
 FailureOr<FunctionLowering::TypedProduct>
 FunctionLowering::typedProduct(graph::TypedLinearOp linear) {
   using Axis = tile::TaskOp::Axis;
@@ -242,34 +267,23 @@ FunctionLowering::typedProduct(graph::TypedLinearOp linear) {
            << graph::stringifyTypeOf(by)
            << ") is not lowered to tile yet: a typed linear layer takes an "
               "edge's rows by its edge type or a node's by its node type";
-  auto coo = linear.getGraph().getDefiningOp<graph::CooOp>();
-  if (!coo)
-    return linear.emitOpError() << "takes a graph that is not a graph.coo";
+  FailureOr<Structure> g =
+      structure(linear, linear.getGraph(), /*nodeTypes=*/!edgeRows);
+  if (failed(g))
+    return failure();
   TypedProduct product;
+  product.graph = *g;
   if (failed(parameters(linear, {linear.getInput(), linear.getWeights()},
                         product.inputs)))
     return failure();
-  SmallVector<Value> structure;
-  if (failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
-                        structure)))
-    return failure();
-  product.src = structure[0];
-  product.dst = structure[1];
   // The input's rows: through the edges' endpoints for rows(src|dst).
   if (rows == graph::Rows::src || rows == graph::Rows::dst) {
-    product.gathers.push_back(rows == graph::Rows::src ? product.src
-                                                       : product.dst);
+    product.gathers.push_back(rows == graph::Rows::src ? g->src
+                                                       : g->dst);
     product.gathered.push_back(b.getI64ArrayAttr({0, 0}));
   }
   // The matrix of each row's type.
-  Value types = structure[2];
-  if (!edgeRows) {
-    FailureOr<Value> ntype = parameter(coo.getNtype(), coo);
-    if (failed(ntype))
-      return failure();
-    types = *ntype;
-  }
-  product.gathers.push_back(types);
+  product.gathers.push_back(edgeRows ? g->etype : g->ntype);
   product.gathered.push_back(b.getI64ArrayAttr({1, 0}));
   // (Transposed matrices: [N, K], read at (t[i], j, k).)
   product.maps = {axes({Axis::I, Axis::K}),
@@ -310,7 +324,8 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
   FailureOr<TypedProduct> product = typedProduct(linear);
   if (failed(product))
     return failure();
-  Value keys = op.getTo() == graph::End::dst ? product->dst : product->src;
+  Value keys =
+      op.getTo() == graph::End::dst ? product->graph.dst : product->graph.src;
   if (Value weight = op.getWeight()) {
     FailureOr<Value> weightParam = parameter(weight, op);
     if (failed(weightParam))
@@ -383,28 +398,19 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
   if (!op.getBy())
     return op.emitOpError() << "sums edge rows without by(etype): not lowered "
                                "to tile (the sum by type is)";
-  auto coo = op.getGraph().getDefiningOp<graph::CooOp>();
-  if (!coo)
-    return op.emitOpError() << "takes a graph that is not a graph.coo";
-  SmallVector<Value> structure;
-  if (failed(parameters(coo, {coo.getSrc(), coo.getDst(), coo.getEtype()},
-                        structure)))
+  // By edge type the edges are the reduction, by node type the nodes.
+  bool byNodeType = *op.getBy() == graph::TypeOf::ntype;
+  FailureOr<Structure> g = structure(op, op.getGraph(), byNodeType);
+  if (failed(g))
     return failure();
-  // By node type: the nodes are the reduction, keyed by their types.
-  if (*op.getBy() == graph::TypeOf::ntype) {
-    FailureOr<Value> ntype = parameter(coo.getNtype(), coo);
-    if (failed(ntype))
-      return failure();
-    structure[2] = *ntype;
-  }
-  // The edges are the reduction: rows of per-node tensors gathered along k.
+  // Rows of per-node tensors at an edge's end: gathered along k.
   SmallVector<Value> gathers;
   SmallVector<Attribute> gathered;
   graph::Rows sides[2] = {op.getLhsRows(), op.getRhsRows()};
   for (auto [n, rows] : llvm::enumerate(sides)) {
     if (rows == graph::Rows::edges || rows == graph::Rows::nodes)
       continue;
-    gathers.push_back(rows == graph::Rows::src ? structure[0] : structure[1]);
+    gathers.push_back(rows == graph::Rows::src ? g->src : g->dst);
     gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
   }
   if (Value weight = op.getWeight()) {
@@ -416,7 +422,8 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
   }
   if (failed(tieDim(op, op.getNumTypes(), dest, 0, "T")))
     return failure();
-  auto perKey = task(loc, inputs, {structure[2]}, dest, gathers, maps,
+  auto perKey = task(loc, inputs, {byNodeType ? g->ntype : g->etype},
+                     dest, gathers, maps,
                      tile::OutputKind::per_key, false, gathered);
   // The inner computation: lhs * rhs (* the edge's weight).
   SmallVector<Type> scalars;
