@@ -50,6 +50,13 @@ private:
   LogicalResult backwardLinear(LinearOp op, Value dy);
   LogicalResult backwardAggregate(AggregateOp op, Value dy);
   LogicalResult backwardTypedLinear(TypedLinearOp op, Value dy);
+  /// The gradients of `linear`'s input and weights given `dy`, the
+  /// gradient of its rows as they reach `dyRows` (rows(nodes), rows(edges),
+  /// or the end an aggregate sums them into, each scaled by `weight`): the
+  /// rows of `dy` through the transposed matrices (summed back into the
+  /// edge's end the input was read at) and an outer sum per type.
+  LogicalResult backwardTyped(TypedLinearOp linear, Value dy, Rows dyRows,
+                              Value weight);
   /// A graph of the function (for outer sums over its nodes).
   Value anyGraph();
   /// `%w`'s number of matrices (dimension 0).
@@ -114,8 +121,38 @@ LogicalResult Differentiation::backwardLinear(LinearOp op, Value dy) {
   return success();
 }
 
+LogicalResult Differentiation::backwardTyped(TypedLinearOp linear, Value dy,
+                                             Rows dyRows, Value weight) {
+  Location loc = linear.getLoc();
+  Value g = linear.getGraph(), x = linear.getInput(), w = linear.getWeights();
+  if (failed(expectF32(linear, x, "input")) ||
+      failed(expectF32(linear, w, "weights")))
+    return failure();
+  Rows rows = linear.getRows();
+  TypeOf by = linear.getBy();
+  bool t = linear.getTransposed();
+  bool atEnd = rows == Rows::src || rows == Rows::dst;
+  auto edgeRows = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
+  // One row per row of dy (an edge's rows at an edge's end: per edge).
+  Value back = TypedLinearOp::create(b, loc, atEnd ? Type(edgeRows) : x.getType(),
+                                     g, dy, w, dyRows, by, /*transposed=*/!t);
+  Value dx = back;
+  if (atEnd)
+    dx = AggregateOp::create(b, loc, x.getType(), g, back, weight,
+                             rows == Rows::src ? End::src : End::dst,
+                             Reduce::sum);
+  // dw = x^T dy per type (transposed matrices: dy^T x).
+  Value dw = OuterSumOp::create(
+      b, loc, w.getType(), g, t ? dy : x, t ? x : dy, t ? dyRows : rows,
+      t ? rows : dyRows, TypeOfAttr::get(b.getContext(), by),
+      numTypes(w, loc), weight);
+  accumulate(x, dx);
+  accumulate(w, dw);
+  return success();
+}
+
 LogicalResult Differentiation::backwardAggregate(AggregateOp op, Value dy) {
-  Location loc = op.getLoc();
   auto linear = op.getInput().getDefiningOp<TypedLinearOp>();
   if (!linear || !linear->hasOneUse())
     return op.emitOpError() << "aggregates rows that are not a typed linear "
@@ -132,36 +169,13 @@ LogicalResult Differentiation::backwardAggregate(AggregateOp op, Value dy) {
               "type";
   if (linear.getGraph() != op.getGraph())
     return op.emitOpError() << "aggregates rows of another graph value";
-  Value g = op.getGraph(), x = linear.getInput(), w = linear.getWeights();
-  if (failed(expectF32(linear, x, "input")) ||
-      failed(expectF32(linear, w, "weights")))
-    return failure();
-  bool t = linear.getTransposed();
-  Rows to = endRows(op.getTo());
   // Each edge's message went from rows(rows) to its `to` end: the gradient
-  // goes back, the destination's rows times the transposed matrix summed
-  // into the source.
-  auto edgeType = RankedTensorType::get({ShapedType::kDynamic,
-                                         ShapedType::kDynamic},
-                                        b.getF32Type());
-  Value messages = TypedLinearOp::create(
-      b, loc, edgeType, g, dy, w, to, TypeOf::etype, /*transposed=*/!t);
-  Value dx = AggregateOp::create(b, loc, x.getType(), g, messages,
-                                 op.getWeight(),
-                                 rows == Rows::src ? End::src : End::dst,
-                                 op.getReduce());
-  Value dw = OuterSumOp::create(
-      b, loc, w.getType(), g, t ? dy : x, t ? x : dy, t ? to : rows,
-      t ? rows : to, TypeOfAttr::get(b.getContext(), TypeOf::etype),
-      numTypes(w, loc), op.getWeight());
+  // is read at that end.
   fused.insert(linear);
-  accumulate(x, dx);
-  accumulate(w, dw);
-  return success();
+  return backwardTyped(linear, dy, endRows(op.getTo()), op.getWeight());
 }
 
 LogicalResult Differentiation::backwardTypedLinear(TypedLinearOp op, Value dy) {
-  Location loc = op.getLoc();
   Rows rows = op.getRows();
   TypeOf by = op.getBy();
   bool nodes = rows == Rows::nodes;
@@ -170,31 +184,8 @@ LogicalResult Differentiation::backwardTypedLinear(TypedLinearOp op, Value dy) {
            << "rows(" << stringifyRows(rows) << ") by(" << stringifyTypeOf(by)
            << ") is not differentiated: a typed linear layer's backward takes "
               "an edge's rows by the edge type or a node's by the node type";
-  Value g = op.getGraph(), x = op.getInput(), w = op.getWeights();
-  if (failed(expectF32(op, x, "input")) || failed(expectF32(op, w, "weights")))
-    return failure();
-  bool t = op.getTransposed();
-  auto rowsType = RankedTensorType::get(
-      {ShapedType::kDynamic, ShapedType::kDynamic}, b.getF32Type());
   // dy's rows are the result's: one per node (rows(nodes)) or per edge.
-  Rows dyRows = nodes ? Rows::nodes : Rows::edges;
-  Value back = TypedLinearOp::create(b, loc, nodes || rows == Rows::edges
-                                                 ? x.getType()
-                                                 : Type(rowsType),
-                                     g, dy, w, dyRows, by, /*transposed=*/!t);
-  // Rows read at an edge's end go back to that end.
-  Value dx = back;
-  if (rows == Rows::src || rows == Rows::dst)
-    dx = AggregateOp::create(b, loc, x.getType(), g, back, Value(),
-                             rows == Rows::src ? End::src : End::dst,
-                             Reduce::sum);
-  Value dw = OuterSumOp::create(
-      b, loc, w.getType(), g, t ? dy : x, t ? x : dy, t ? dyRows : rows,
-      t ? rows : dyRows, TypeOfAttr::get(b.getContext(), by), numTypes(w, loc),
-      Value());
-  accumulate(x, dx);
-  accumulate(w, dw);
-  return success();
+  return backwardTyped(op, dy, nodes ? Rows::nodes : Rows::edges, Value());
 }
 
 LogicalResult Differentiation::backward(Operation *op, Value dy) {
