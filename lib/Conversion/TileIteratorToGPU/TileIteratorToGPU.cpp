@@ -2096,7 +2096,6 @@ static TaskOp cloneWithTransposedInputs(TaskOp task,
   return clone;
 }
 
-
 /// The key by which the segment iterators sort `task`'s rows (the gather
 /// of its matrix per row's key; null without one), or failure when the
 /// GPU lowering does not take the task's matrix per key.
@@ -2208,21 +2207,19 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
   return variants;
 }
 
-/// Lowers the tile function `func` to a gpu.module with its bundle
-/// description: one kernel per kernel of its task's schedule. With several, the launch plan
-/// chooses: tensor-core kernels when the operands' contiguous extents are
-/// multiples of 16 bytes (cp.async's chunks), the CUDA-core kernel
-/// otherwise; among the kernels of one kind (largest first), the first whose
-/// grid fills the GPU (and whose minimum K the reduction reaches).
-/// Lowers `task` of the tile function `func` (whose signature is `sig`):
-/// its kernels, named from `name`, into `module`, its launch steps and
-/// scratch buffers appended to `steps` and `scratch`.
+/// Lowers `task` of the tile function `func` (whose signature is
+/// `signature`): one kernel per kernel of its schedule, named from `prefix`,
+/// into `module`; its launch steps and scratch buffers appended to `steps`
+/// and `scratch`. With several kernels, the launch plan chooses: tensor-core
+/// kernels when the operands' contiguous extents are multiples of 16 bytes
+/// (cp.async's chunks), the CUDA-core kernel otherwise; among the kernels of
+/// one kind (largest first), the first whose grid fills the GPU (and whose
+/// minimum K the reduction reaches).
 static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
-                               const kge_runtime::Signature &sig,
+                               const kge_runtime::Signature &signature,
                                gpu::GPUModuleOp module, StringRef prefix,
                                SmallVectorImpl<Attribute> &steps,
                                SmallVectorImpl<Attribute> &scratch) {
-  const kge_runtime::Signature *signature = &sig;
   // An input with one matrix per row's key (W[r[i], k, j]) takes the
   // segment iterators: rows sorted by that key.
   FailureOr<Value> key = getSegmentKey(task);
@@ -2346,7 +2343,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
   Builder builder(func.getContext());
   BundleBuilder bb(builder);
   SmallVector<Attribute> kernelArgs;
-  for (const kge_runtime::Parameter &p : signature->params) {
+  for (const kge_runtime::Parameter &p : signature.params) {
     SmallVector<std::string> dims;
     for (const kge_runtime::Dim &d : p.shape)
       dims.push_back(d.str());
@@ -2437,7 +2434,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     // The hash set: twice the capacity's slots (at most half full while the
     // values fit) and the flag word, cleared.
     std::string capacity =
-        signature->params[cast<BlockArgument>(task.getOutputs()[0])
+        signature.params[cast<BlockArgument>(task.getOutputs()[0])
                               .getArgNumber()]
             .shape[0]
             .str();
@@ -2451,7 +2448,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
   }
   auto extentOf = [&](TaskOp::Axis axis) {
     auto [source, dim] = task.getExtentSource(axis);
-    return signature->params[cast<BlockArgument>(source).getArgNumber()]
+    return signature.params[cast<BlockArgument>(source).getArgNumber()]
         .shape[dim]
         .str();
   };
@@ -2479,8 +2476,8 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     // Sort the rows by the key (each key's run of rows, in the order the
     // sort's atomics give), then one block per key and column tile.
     const kge_runtime::Parameter &key =
-        signature->params[cast<BlockArgument>(segmentKey).getArgNumber()];
-    keys = indexRange(*signature, key);
+        signature.params[cast<BlockArgument>(segmentKey).getArgNumber()];
+    keys = indexRange(signature, key);
     scratch.push_back(bb.dict({{"name", bb.str("perm")},
                                {"dtype", bb.str("i32")},
                                {"count", bb.str(extentOf(sorted))}}));
@@ -2567,7 +2564,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
       int64_t rank = cast<MemRefType>(input.getType()).getRank();
       if (rank >= 2 && task.inputUses(n, TaskOp::K))
         addTerm(wholeChunks(
-            signature->params[cast<BlockArgument>(input).getArgNumber()]
+            signature.params[cast<BlockArgument>(input).getArgNumber()]
                 .shape[rank - 1]
                 .str()));
     }
@@ -2650,7 +2647,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     llvm::SmallDenseMap<unsigned, Copy> copies;
     for (unsigned n : transposed) {
       unsigned arg = cast<BlockArgument>(task.getInputs()[n]).getArgNumber();
-      const kge_runtime::Parameter &p = signature->params[arg];
+      const kge_runtime::Parameter &p = signature.params[arg];
       std::string rows = p.shape[0].str(), cols = p.shape[1].str();
       std::string copy = "transposed_" + p.name;
       if (!llvm::any_of(scratch, [&](Attribute a) {
@@ -2690,8 +2687,8 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
              bb.str(copy != copies.end()
                         ? copy->second.buffer
                         : "param:" + signature
-                                         ->params[cast<BlockArgument>(input)
-                                                      .getArgNumber()]
+                                         .params[cast<BlockArgument>(input)
+                                                     .getArgNumber()]
                                          .name)},
             {b.getStringAttr("box"),
              bb.arr({bb.num(kContiguous ? span : kernelShape.bk),
