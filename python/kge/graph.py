@@ -193,18 +193,25 @@ def rgcn_gradients_reference(x, weight, root, src, dst, etype, grad_out):
     return {"grad_x": grad_x, "grad_weight": grad_weight, "grad_root": x.T @ dy}
 
 
+def _lowered(text, pipeline):
+    """The module `text`, parsed in a new context and run through the pass
+    pipeline `pipeline`."""
+    from . import ir
+    module = ir.Module.parse(ir.Context(), text)
+    pm = ir.PassManager(module.context)
+    pm.add(pipeline)
+    pm.run(module)
+    return module
+
+
 def differentiate(text, keep_forward=True):
     """The module `text` with the backward function `@<f>_grad` of each of
     its graph functions (graph-differentiate): `@f`'s parameters and
     `grad_<result>` in, `grad_<parameter>` out for the inputs and weights of
     its layers. Without `keep_forward`, the forward functions are dropped
     (a bundle holds one function)."""
-    from . import ir
-    module = ir.Module.parse(ir.Context(), text)
-    pm = ir.PassManager(module.context)
-    pm.add("graph-differentiate" + ("" if keep_forward else "{keep-forward=0}"))
-    pm.run(module)
-    return str(module)
+    return str(_lowered(text, "graph-differentiate" +
+                        ("" if keep_forward else "{keep-forward=0}")))
 
 
 def compile_cpu(text, function=""):
@@ -212,12 +219,8 @@ def compile_cpu(text, function=""):
     tasks (convert-graph-to-tile) and compiled for the host CPU: call it with
     a dict of NumPy arrays named by the parameters' kge.param, get a dict of
     its results."""
-    from . import compiler, ir
-    module = ir.Module.parse(ir.Context(), text)
-    pm = ir.PassManager(module.context)
-    pm.add("convert-graph-to-tile")
-    pm.run(module)
-    return compiler.compile_cpu(module, function)
+    from . import compiler
+    return compiler.compile_cpu(_lowered(text, "convert-graph-to-tile"), function)
 
 
 # ---------------------------------------------------------------------------
@@ -475,12 +478,9 @@ class Layer:
         text = self.backward_text if backward else self.text
 
         def build():
-            module = ir.Module.parse(ir.Context(), text)
-            pm = ir.PassManager(module.context)
             lowering = "kge-lower-to-gpu" + (f"{{matrix-math={matrix_math}}}"
                                              if matrix_math else "")
-            pm.add(f"convert-graph-to-tile,{lowering}")
-            pm.run(module)
+            module = _lowered(text, f"convert-graph-to-tile,{lowering}")
             return compiler.Bundle(ir.to_bundle(module, cubin))
 
         payload = {"graph": text, "matrix_math": matrix_math, "cubin": cubin}

@@ -46,7 +46,7 @@ def _program(text, device):
     """The runtime's program of a bundle on a CUDA device (one per bundle
     and device, shared by every layer)."""
     from . import runtime
-    key = (hash(text), text, device)
+    key = (text, device)
     if key not in _programs:
         _programs[key] = runtime.Program(text, device)
     return _programs[key]
