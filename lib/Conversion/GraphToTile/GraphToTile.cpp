@@ -91,6 +91,12 @@ private:
   Value widen(OpBuilder &builder, Value value);
   /// The indexing map (i, j, k) -> (axes...).
   Attribute axes(ArrayRef<tile::TaskOp::Axis> axes);
+  /// Appends the optional operand `value` of `user` (a bias, per-edge
+  /// weights: a parameter) to a task's `inputs`, indexed by `axis`.
+  LogicalResult appendVector(Operation *user, Value value,
+                             tile::TaskOp::Axis axis,
+                             SmallVectorImpl<Value> &inputs,
+                             SmallVectorImpl<Attribute> &maps);
   /// A task accumulating by add (its regions still empty): `keys` for an
   /// aggregate or per_key output, `gathered` the [input, dimension] pairs
   /// of `gathers`, `update` for a dense output added into.
@@ -169,6 +175,20 @@ Attribute FunctionLowering::axes(ArrayRef<tile::TaskOp::Axis> axes) {
   return AffineMapAttr::get(AffineMap::get(3, 0, results, b.getContext()));
 }
 
+LogicalResult FunctionLowering::appendVector(Operation *user, Value value,
+                                            tile::TaskOp::Axis axis,
+                                            SmallVectorImpl<Value> &inputs,
+                                            SmallVectorImpl<Attribute> &maps) {
+  if (!value)
+    return success();
+  FailureOr<Value> param = parameter(value, user);
+  if (failed(param))
+    return failure();
+  inputs.push_back(*param);
+  maps.push_back(axes({axis}));
+  return success();
+}
+
 tile::TaskOp FunctionLowering::task(Location loc, ValueRange inputs,
                                     ValueRange keys, Value dest,
                                     ValueRange gathers,
@@ -219,13 +239,8 @@ LogicalResult FunctionLowering::emitLinear(graph::LinearOp op, Value dest,
   SmallVector<Attribute> maps = {
       axes({Axis::I, Axis::K}),
       op.getTransposed() ? axes({Axis::J, Axis::K}) : axes({Axis::K, Axis::J})};
-  if (Value bias = op.getBias()) {
-    FailureOr<Value> biasParam = parameter(bias, op);
-    if (failed(biasParam))
-      return failure();
-    inputs.push_back(*biasParam);
-    maps.push_back(axes({Axis::J}));
-  }
+  if (failed(appendVector(op, op.getBias(), Axis::J, inputs, maps)))
+    return failure();
   auto dense = task(loc, inputs, {}, dest, {}, maps, tile::OutputKind::dense,
                     accumulate, {});
   if (op.getBias())
@@ -326,13 +341,9 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
     return failure();
   Value keys =
       op.getTo() == graph::End::dst ? product->graph.dst : product->graph.src;
-  if (Value weight = op.getWeight()) {
-    FailureOr<Value> weightParam = parameter(weight, op);
-    if (failed(weightParam))
-      return failure();
-    product->inputs.push_back(*weightParam);
-    product->maps.push_back(axes({Axis::I}));
-  }
+  if (failed(appendVector(op, op.getWeight(), Axis::I, product->inputs,
+                          product->maps)))
+    return failure();
   auto aggregate = task(loc, product->inputs, {keys}, dest, product->gathers,
                         product->maps, tile::OutputKind::aggregate, false,
                         product->gathered);
@@ -413,13 +424,8 @@ LogicalResult FunctionLowering::emitOuterSum(graph::OuterSumOp op,
     gathers.push_back(rows == graph::Rows::src ? g->src : g->dst);
     gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
   }
-  if (Value weight = op.getWeight()) {
-    FailureOr<Value> weightParam = parameter(weight, op);
-    if (failed(weightParam))
-      return failure();
-    inputs.push_back(*weightParam);
-    maps.push_back(axes({Axis::K}));
-  }
+  if (failed(appendVector(op, op.getWeight(), Axis::K, inputs, maps)))
+    return failure();
   if (failed(tieDim(op, op.getNumTypes(), dest, 0, "T")))
     return failure();
   auto perKey = task(loc, inputs, {byNodeType ? g->ntype : g->etype},
