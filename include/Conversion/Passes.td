@@ -113,15 +113,33 @@ def ConvertGraphToTile : Pass<"convert-graph-to-tile", "ModuleOp"> {
       row is scaled by the edge's weight in the projection, and the output
       operator adds the row into its node (`output aggregate` by the
       `to` end's indices alone).
-    - `graph.linear` becomes a dense task (the bias added in its
-      projection).
+    - A typed linear layer stored whole (one row per edge or node),
+      `graph.linear` (the bias added in its projection) and
+      `graph.outer_sum` (a matrix per type: `output per_key`) become their
+      own tasks.
     - `arith.addf` of such results writes them into one destination: the
-      dense task stores first, the aggregates add into it.
+      first task that stores whole writes it, the others add into it (a
+      destination only added into starts at zero).
+    - Attention: `graph.edge_softmax` becomes three tasks over per-edge
+      scalars (each node's largest score as an aggregate by max, the sum
+      of exponentials as an aggregate by add, the normalized score), a
+      `graph.leaky_relu` of its input applied where the scores are read;
+      `graph.inner_product` of a typed linear layer's edge rows (used only
+      there) and other rows is one task whose output operator reduces each
+      edge's products (`output reduce`); the gradients of the softmax and
+      of the leaky ReLU are tasks over per-edge scalars.
+    - Intermediates (a value computed in the function and read by a task,
+      such as the attention scores) are materialized as further results of
+      the tile function, after the function's own: named after the
+      operation that computes them (`attention`, `scores`, ...; a
+      `kge.name` attribute on the operation names one), with each node's
+      largest score and sum beside an edge softmax's (`attention_max`,
+      `attention_sum`). The runtime allocates them like any result.
 
-    Forms not lowered yet are refused with a diagnostic naming the
-    operation: a typed linear layer whose result is used other than by one
-    aggregate, one typed by node types, an aggregate that is not added to
-    a linear layer's result (nothing would clear its destination).
+    Forms not lowered are refused with a diagnostic naming the operation:
+    a typed linear layer over edge rows by a node's type, attention over
+    several heads (scalars other than `[R, 1]`), an edge softmax or leaky
+    ReLU as a term of a sum.
 
     Example:
 
@@ -140,6 +158,7 @@ def ConvertGraphToTile : Pass<"convert-graph-to-tile", "ModuleOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::tile::TileIteratorDialect",
   ];

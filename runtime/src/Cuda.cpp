@@ -51,6 +51,7 @@ Driver load() {
   resolve(library, d.cuMemAlloc, "cuMemAlloc_v2");
   resolve(library, d.cuMemFree, "cuMemFree_v2");
   resolve(library, d.cuMemsetD8Async, "cuMemsetD8Async");
+  resolve(library, d.cuMemsetD32Async, "cuMemsetD32Async");
   resolve(library, d.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   resolve(library, d.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   resolve(library, d.cuStreamSynchronize, "cuStreamSynchronize");

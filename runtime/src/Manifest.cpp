@@ -362,6 +362,20 @@ Manifest Manifest::parse(const std::string &text) {
           (step.buffer.kind != BufferRef::Kind::Param ||
            m.signature.params[step.buffer.index].role != ParamRole::Result))
         fail("'" + where + "' may only clear scratch buffers and results");
+      if (l.contains("value")) {
+        // A 32-bit word written to every element (-inf, say).
+        const json &value = l["value"];
+        DType dtype = step.buffer.kind == BufferRef::Kind::Param
+                          ? m.signature.params[step.buffer.index].dtype
+                          : m.scratch[step.buffer.index].dtype;
+        if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+            value.get<int64_t>() > 0xffffffffll)
+          fail("'" + where + ".value' must be a 32-bit word (0 to 4294967295)");
+        if (dtypeSize(dtype) != 4)
+          fail("'" + where + ".value' fills 32-bit elements; the buffer holds " +
+               dtypeName(dtype));
+        step.value = static_cast<uint32_t>(value.get<int64_t>());
+      }
       m.launches.push_back(std::move(step));
       continue;
     }

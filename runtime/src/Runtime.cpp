@@ -825,8 +825,10 @@ void Program::launch(const LaunchPlan &plan,
   std::vector<void *> params;
   for (const Steps::Step &step : steps.steps) {
     if (step.kind == LaunchStep::Kind::Memset) {
-      check(d.cuMemsetD8Async(bufferData(step.bufferKind, step.buffer), 0,
-                              step.bytes, stream),
+      uint32_t value = step.source->value;
+      CUdeviceptr data = bufferData(step.bufferKind, step.buffer);
+      check(value ? d.cuMemsetD32Async(data, value, step.bytes / 4, stream)
+                  : d.cuMemsetD8Async(data, 0, step.bytes, stream),
             [&] {
               return step.bufferKind == BufferRef::Kind::Param
                          ? "clearing result '" +

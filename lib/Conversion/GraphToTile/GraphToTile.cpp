@@ -12,6 +12,7 @@
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -71,6 +72,40 @@ private:
   };
   FailureOr<TypedProduct> typedProduct(graph::TypedLinearOp linear);
   LogicalResult emitOuterSum(graph::OuterSumOp op, Value dest);
+  LogicalResult emitEdgeSoftmax(graph::EdgeSoftmaxOp op, Value dest);
+  LogicalResult emitEdgeSoftmaxGrad(graph::EdgeSoftmaxGradOp op, Value dest);
+  LogicalResult emitInnerProduct(graph::InnerProductOp op, Value dest);
+  LogicalResult emitLeakyRelu(graph::LeakyReluOp op, Value dest);
+  LogicalResult emitLeakyReluGrad(graph::LeakyReluGradOp op, Value dest);
+
+  /// The memref holding `value`, computed inside the function: a result of
+  /// the tile function added for it (named after its operation), written
+  /// by the tasks emit() builds for it before the tasks that read it.
+  FailureOr<Value> materialize(Value value);
+  /// A result of the tile function added for an intermediate of `type`
+  /// (named `name`, or `name_<n>` when taken).
+  Value addResult(StringRef name, Type type);
+  /// A per-row scalar (`[R, 1]`) read by a task: the memref holding it,
+  /// the index array it is read through (rows of per-node data at an
+  /// edge's end) and the leaky ReLU's slope when one applies on the fly.
+  struct Scalar {
+    Value memref, gather;
+    std::optional<double> leakySlope;
+  };
+  /// `value` as a Scalar; a graph.leaky_relu is applied where read.
+  FailureOr<Scalar> scalar(Operation *user, Value value,
+                           Value gather = Value());
+  /// A task over per-row scalars: each of `scalars` is read at (i, k) (k
+  /// of extent 1), the inner computation is `body` over their elements
+  /// (leaky ReLUs applied), the output is `output` into `dest` (keys for
+  /// an aggregate combined by `aggregate`).
+  using ScalarBody =
+      llvm::function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>;
+  void scalarTask(Location loc, ArrayRef<Scalar> scalars, Value keys,
+                  Value dest, tile::OutputKind output,
+                  tile::Combiner aggregate, ScalarBody body);
+  /// A [V, 1] result for a per-node intermediate of `graph`'s nodes.
+  FailureOr<Value> nodeScalars(Operation *op, Value graph, StringRef name);
   /// Names dimension `destDim` of `dest` like the dimension of a parameter
   /// that `size` reads (`tensor.dim %p, d`), so that the signature sizes
   /// the result by that parameter (a matrix per type: the weights' count;
@@ -108,6 +143,8 @@ private:
   func::FuncOp func;
   func::FuncOp lowered;
   OpBuilder b;
+  /// Intermediates materialized so far.
+  llvm::DenseMap<Value, Value> materialized;
 };
 
 /// The terms of a sum of tensors (`arith.addf` trees), in order.
@@ -133,12 +170,314 @@ bool holdsGraphOps(func::FuncOp func) {
 
 FailureOr<Value> FunctionLowering::parameter(Value value, Operation *user) {
   auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg && isa<RankedTensorType>(value.getType()))
+    return materialize(value);
   if (!arg || arg.getOwner() != &func.getBody().front())
     return user->emitOpError()
-           << "reads a tensor computed inside the function; the lowering to "
-              "tile takes only the function's parameters here (per-edge and "
-              "per-node intermediates are not materialized yet)";
+           << "reads a value that is neither a parameter of the function nor "
+              "a tensor computed in it";
   return Value(lowered.getArgument(arg.getArgNumber()));
+}
+
+Value FunctionLowering::addResult(StringRef name, Type type) {
+  auto taken = [&](StringRef candidate) {
+    for (unsigned n = 0; n < lowered.getNumArguments(); ++n)
+      if (auto named = lowered.getArgAttrOfType<StringAttr>(n, "kge.param");
+          named && named.getValue() == candidate)
+        return true;
+    return false;
+  };
+  std::string unique = name.str();
+  for (int suffix = 1; taken(unique); ++suffix)
+    unique = name.str() + "_" + std::to_string(suffix);
+  auto tensor = cast<ShapedType>(type);
+  Type memref = MemRefType::get(tensor.getShape(), tensor.getElementType());
+  NamedAttrList attrs;
+  attrs.set("kge.param", b.getStringAttr(unique));
+  attrs.set("kge.result", b.getUnitAttr());
+  unsigned n = lowered.getNumArguments();
+  (void)lowered.insertArgument(n, memref,
+                               attrs.getDictionary(b.getContext()),
+                               func.getLoc());
+  return lowered.getArgument(n);
+}
+
+FailureOr<Value> FunctionLowering::materialize(Value value) {
+  if (auto it = materialized.find(value); it != materialized.end())
+    return it->second;
+  auto type = cast<RankedTensorType>(value.getType());
+  Operation *op = value.getDefiningOp();
+  if (!type.getElementType().isF32())
+    return op->emitOpError() << "computes " << type
+                             << ", an intermediate the lowering to tile "
+                                "materializes in f32 only";
+  // Named after what computes it (kge.name names it explicitly).
+  std::string name =
+      isa<graph::EdgeSoftmaxOp>(op)       ? "attention"
+      : isa<graph::EdgeSoftmaxGradOp>(op) ? "attention_grad"
+      : isa<graph::InnerProductOp>(op)    ? "inner_product"
+      : isa<graph::LeakyReluOp>(op)       ? "activation"
+      : isa<graph::LeakyReluGradOp>(op)   ? "activation_grad"
+      : isa<graph::AggregateOp>(op)       ? "node_data"
+                                          : "scores";
+  if (auto named = op->getAttrOfType<StringAttr>("kge.name"))
+    name = named.str();
+  Value dest = addResult(name, type);
+  materialized[value] = dest;
+  if (failed(emit(value, dest, /*accumulate=*/false)))
+    return failure();
+  return dest;
+}
+
+FailureOr<FunctionLowering::Scalar>
+FunctionLowering::scalar(Operation *user, Value value, Value gather) {
+  Scalar result;
+  result.gather = gather;
+  if (auto leaky = value.getDefiningOp<graph::LeakyReluOp>()) {
+    result.leakySlope = leaky.getSlope().convertToDouble();
+    value = leaky.getInput();
+  }
+  auto type = cast<ShapedType>(value.getType());
+  if (type.getRank() != 2 || type.getDimSize(1) != 1)
+    return user->emitOpError()
+           << "reads " << type
+           << " as per-row scalars: the lowering to tile takes [R, 1] here "
+              "(one attention head)";
+  FailureOr<Value> memref = parameter(value, user);
+  if (failed(memref))
+    return failure();
+  result.memref = *memref;
+  return result;
+}
+
+void FunctionLowering::scalarTask(Location loc, ArrayRef<Scalar> scalars,
+                                  Value keys, Value dest,
+                                  tile::OutputKind output,
+                                  tile::Combiner aggregate, ScalarBody body) {
+  using Axis = tile::TaskOp::Axis;
+  SmallVector<Value> inputs, gathers;
+  SmallVector<Attribute> maps, gathered;
+  for (auto [n, scalar] : llvm::enumerate(scalars)) {
+    inputs.push_back(scalar.memref);
+    maps.push_back(axes({Axis::I, Axis::K}));
+    if (scalar.gather) {
+      gathers.push_back(scalar.gather);
+      gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
+    }
+  }
+  tile::TaskOp t = task(loc, inputs, keys ? ValueRange{keys} : ValueRange{},
+                        dest, gathers, maps, output, false, gathered);
+  if (output == tile::OutputKind::aggregate && aggregate != tile::Combiner::add)
+    t.setAggregate(aggregate);
+  SmallVector<Type> types(inputs.size(), b.getF32Type());
+  OpBuilder inner = block(t.getInner(), types);
+  Block *innerBlock = inner.getInsertionBlock();
+  SmallVector<Value> elements;
+  for (auto [n, scalar] : llvm::enumerate(scalars)) {
+    Value x = innerBlock->getArgument(n);
+    if (scalar.leakySlope) {
+      Value zero = arith::ConstantOp::create(inner, loc,
+                                             inner.getF32FloatAttr(0.0f));
+      Value slope = arith::ConstantOp::create(
+          inner, loc, inner.getF32FloatAttr(*scalar.leakySlope));
+      Value positive = arith::CmpFOp::create(
+          inner, loc, arith::CmpFPredicate::OGT, x, zero);
+      x = arith::SelectOp::create(inner, loc, positive, x,
+                                  arith::MulFOp::create(inner, loc, slope, x));
+    }
+    elements.push_back(x);
+  }
+  tile::YieldOp::create(inner, loc, body(inner, loc, elements));
+}
+
+FailureOr<Value> FunctionLowering::nodeScalars(Operation *op, Value graph,
+                                               StringRef name) {
+  auto coo = graph.getDefiningOp<graph::CooOp>();
+  if (!coo)
+    return op->emitOpError() << "takes a graph that is not a graph.coo";
+  Value dest = addResult(name, RankedTensorType::get({ShapedType::kDynamic, 1},
+                                                     b.getF32Type()));
+  if (failed(tieDim(op, coo.getNumNodes(), dest, 0, "V")))
+    return failure();
+  return dest;
+}
+
+LogicalResult FunctionLowering::emitEdgeSoftmax(graph::EdgeSoftmaxOp op,
+                                                Value dest) {
+  Location loc = op.getLoc();
+  FailureOr<Structure> g = structure(op, op.getGraph(), false);
+  if (failed(g))
+    return failure();
+  Value keys = op.getTo() == graph::End::dst ? g->dst : g->src;
+  FailureOr<Scalar> s = scalar(op, op.getInput());
+  std::string name =
+      lowered.getArgAttrOfType<StringAttr>(
+                 cast<BlockArgument>(dest).getArgNumber(), "kge.param")
+          .str();
+  FailureOr<Value> max = failed(s) ? FailureOr<Value>(failure())
+                                   : nodeScalars(op, op.getGraph(), name + "_max");
+  FailureOr<Value> sum = failed(max) ? FailureOr<Value>(failure())
+                                     : nodeScalars(op, op.getGraph(), name + "_sum");
+  if (failed(sum))
+    return failure();
+  // Each node's largest score (from -inf: the result starts at max's
+  // identity), the sum of its edges' exp(score - largest), each edge's
+  // exp(score - largest) / sum.
+  Scalar atMax{*max, keys, std::nullopt}, atSum{*sum, keys, std::nullopt};
+  scalarTask(loc, {*s}, keys, *max, tile::OutputKind::aggregate,
+             tile::Combiner::max,
+             [](OpBuilder &, Location, ArrayRef<Value> x) { return x[0]; });
+  auto shifted = [](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
+    return math::ExpOp::create(inner, loc,
+                               arith::SubFOp::create(inner, loc, x[0], x[1]))
+        .getResult();
+  };
+  scalarTask(loc, {*s, atMax}, keys, *sum, tile::OutputKind::aggregate,
+             tile::Combiner::add, shifted);
+  scalarTask(loc, {*s, atMax, atSum}, Value(), dest, tile::OutputKind::dense,
+             tile::Combiner::add,
+             [&](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
+               return arith::DivFOp::create(inner, loc,
+                                            shifted(inner, loc, x), x[2])
+                   .getResult();
+             });
+  return success();
+}
+
+LogicalResult
+FunctionLowering::emitEdgeSoftmaxGrad(graph::EdgeSoftmaxGradOp op,
+                                      Value dest) {
+  Location loc = op.getLoc();
+  FailureOr<Structure> g = structure(op, op.getGraph(), false);
+  if (failed(g))
+    return failure();
+  Value keys = op.getTo() == graph::End::dst ? g->dst : g->src;
+  FailureOr<Scalar> y = scalar(op, op.getOutput());
+  FailureOr<Scalar> dy = failed(y) ? FailureOr<Scalar>(failure())
+                                   : scalar(op, op.getGrad());
+  if (failed(dy))
+    return failure();
+  std::string name =
+      lowered.getArgAttrOfType<StringAttr>(
+                 cast<BlockArgument>(dest).getArgNumber(), "kge.param")
+          .str();
+  FailureOr<Value> dot = nodeScalars(op, op.getGraph(), name + "_dot");
+  if (failed(dot))
+    return failure();
+  // Each node's sum of y dy over its edges, then y (dy - that sum).
+  scalarTask(loc, {*y, *dy}, keys, *dot, tile::OutputKind::aggregate,
+             tile::Combiner::add,
+             [](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
+               return arith::MulFOp::create(inner, loc, x[0], x[1]).getResult();
+             });
+  scalarTask(loc, {*y, *dy, Scalar{*dot, keys, std::nullopt}}, Value(), dest,
+             tile::OutputKind::dense, tile::Combiner::add,
+             [](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
+               return arith::MulFOp::create(
+                          inner, loc, x[0],
+                          arith::SubFOp::create(inner, loc, x[1], x[2]))
+                   .getResult();
+             });
+  return success();
+}
+
+LogicalResult FunctionLowering::emitLeakyRelu(graph::LeakyReluOp op,
+                                              Value dest) {
+  FailureOr<Scalar> x = scalar(op, op.getResult());
+  if (failed(x))
+    return failure();
+  scalarTask(op.getLoc(), {*x}, Value(), dest, tile::OutputKind::dense,
+             tile::Combiner::add,
+             [](OpBuilder &, Location, ArrayRef<Value> x) { return x[0]; });
+  return success();
+}
+
+LogicalResult FunctionLowering::emitLeakyReluGrad(graph::LeakyReluGradOp op,
+                                                  Value dest) {
+  FailureOr<Scalar> x = scalar(op, op.getInput());
+  FailureOr<Scalar> dy = failed(x) ? FailureOr<Scalar>(failure())
+                                   : scalar(op, op.getGrad());
+  if (failed(dy))
+    return failure();
+  double slopeValue = op.getSlope().convertToDouble();
+  scalarTask(op.getLoc(), {*x, *dy}, Value(), dest, tile::OutputKind::dense,
+             tile::Combiner::add,
+             [&](OpBuilder &inner, Location loc, ArrayRef<Value> v) {
+               Value zero = arith::ConstantOp::create(
+                   inner, loc, inner.getF32FloatAttr(0.0f));
+               Value slope = arith::ConstantOp::create(
+                   inner, loc, inner.getF32FloatAttr(slopeValue));
+               Value positive = arith::CmpFOp::create(
+                   inner, loc, arith::CmpFPredicate::OGT, v[0], zero);
+               return arith::SelectOp::create(
+                          inner, loc, positive, v[1],
+                          arith::MulFOp::create(inner, loc, slope, v[1]))
+                   .getResult();
+             });
+  return success();
+}
+
+LogicalResult FunctionLowering::emitInnerProduct(graph::InnerProductOp op,
+                                                 Value dest) {
+  using Axis = tile::TaskOp::Axis;
+  Location loc = op.getLoc();
+  FailureOr<Structure> g = structure(op, op.getGraph(), false);
+  if (failed(g))
+    return failure();
+  auto endOf = [&](graph::Rows rows) {
+    return rows == graph::Rows::src   ? g->src
+           : rows == graph::Rows::dst ? g->dst
+                                      : Value();
+  };
+  // A typed linear layer's edge rows used only here: computed in the task
+  // (its segments' products), each tile's inner products with the other
+  // side's rows a reduce output.
+  for (bool lhsTyped : {true, false}) {
+    Value typedSide = lhsTyped ? op.getLhs() : op.getRhs();
+    Value other = lhsTyped ? op.getRhs() : op.getLhs();
+    graph::Rows typedRows = lhsTyped ? op.getLhsRows() : op.getRhsRows();
+    graph::Rows otherRows = lhsTyped ? op.getRhsRows() : op.getLhsRows();
+    auto linear = typedSide.getDefiningOp<graph::TypedLinearOp>();
+    if (!linear || !linear->hasOneUse() || typedRows != graph::Rows::edges ||
+        linear.getRows() == graph::Rows::nodes ||
+        linear.getGraph() != op.getGraph())
+      continue;
+    FailureOr<TypedProduct> product = typedProduct(linear);
+    FailureOr<Value> otherParam = failed(product)
+                                      ? FailureOr<Value>(failure())
+                                      : parameter(other, op);
+    if (failed(otherParam))
+      return failure();
+    unsigned n = product->inputs.size();
+    product->inputs.push_back(*otherParam);
+    product->maps.push_back(axes({Axis::I, Axis::J}));
+    if (Value end = endOf(otherRows)) {
+      product->gathers.push_back(end);
+      product->gathered.push_back(
+          b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
+    }
+    auto reduce = task(loc, product->inputs, {}, dest, product->gathers,
+                       product->maps, tile::OutputKind::reduce, false,
+                       product->gathered);
+    buildProduct<arith::MulFOp>(reduce, loc);
+    return success();
+  }
+  // Two rows read as they are: one scalar per edge.
+  SmallVector<Value> inputs, gathers;
+  if (failed(parameters(op, {op.getLhs(), op.getRhs()}, inputs)))
+    return failure();
+  SmallVector<Attribute> gathered;
+  graph::Rows sides[2] = {op.getLhsRows(), op.getRhsRows()};
+  for (auto [n, rows] : llvm::enumerate(sides))
+    if (Value end = endOf(rows)) {
+      gathers.push_back(end);
+      gathered.push_back(b.getI64ArrayAttr({static_cast<int64_t>(n), 0}));
+    }
+  buildProduct(task(loc, inputs, {}, dest, gathers,
+                    {axes({Axis::I, Axis::K}), axes({Axis::I, Axis::K})},
+                    tile::OutputKind::dense, false, gathered),
+               loc);
+  return success();
 }
 
 LogicalResult FunctionLowering::parameters(Operation *user,
@@ -486,10 +825,28 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
             ? emitTypedLinear(cast<graph::TypedLinearOp>(op), dest, add)
         : isa<graph::OuterSumOp>(op)
             ? emitOuterSum(cast<graph::OuterSumOp>(op), dest)
+        : isa<graph::EdgeSoftmaxOp, graph::EdgeSoftmaxGradOp,
+              graph::InnerProductOp, graph::LeakyReluOp,
+              graph::LeakyReluGradOp>(op) && terms.size() > 1
+            ? op->emitOpError() << "is a term of a sum; the lowering to "
+                                   "tile stores it alone (materialize the "
+                                   "sum's other terms apart)"
+        : isa<graph::EdgeSoftmaxOp>(op)
+            ? emitEdgeSoftmax(cast<graph::EdgeSoftmaxOp>(op), dest)
+        : isa<graph::EdgeSoftmaxGradOp>(op)
+            ? emitEdgeSoftmaxGrad(cast<graph::EdgeSoftmaxGradOp>(op), dest)
+        : isa<graph::InnerProductOp>(op)
+            ? emitInnerProduct(cast<graph::InnerProductOp>(op), dest)
+        : isa<graph::LeakyReluOp>(op)
+            ? emitLeakyRelu(cast<graph::LeakyReluOp>(op), dest)
+        : isa<graph::LeakyReluGradOp>(op)
+            ? emitLeakyReluGrad(cast<graph::LeakyReluGradOp>(op), dest)
             : op->emitOpError() << "is not lowered to tile: a graph "
-                                   "function's results are sums of linear "
-                                   "and typed linear layers, aggregates and "
-                                   "outer sums";
+                                   "function's values are sums of linear "
+                                   "and typed linear layers, aggregates, "
+                                   "outer sums, edge softmaxes, inner "
+                                   "products and leaky ReLUs (and their "
+                                   "gradients)";
     stored = true;
     if (failed(lowered))
       return failure();

@@ -147,6 +147,10 @@ SmallVector<Value, 3> KernelEmitter::inputIndices(unsigned n, Value spatial,
     }
     indices.push_back(resolved ? spatial : resolveAt(n, d, spatial));
   }
+  // (Trailing unit dimensions: read at 0.)
+  int64_t rank = cast<MemRefType>(task.getInputs()[n].getType()).getRank();
+  if (static_cast<int64_t>(indices.size()) < rank)
+    indices.resize(rank, arith::ConstantIndexOp::create(b, loc, 0));
   return indices;
 }
 
@@ -474,7 +478,11 @@ void KernelEmitter::emitReduceFinalize(gpu::GPUFuncOp kernel) {
     Value reduced = loop.getResult(0);
     if (!task.getFinalize().empty())
       reduced = inlineRegion(task.getFinalize(), {reduced, row});
-    memref::StoreOp::create(b, loc, reduced, output, ValueRange{row});
+    // (S as [M, 1]: column 0.)
+    SmallVector<Value, 2> at = {row};
+    if (cast<MemRefType>(output.getType()).getRank() == 2)
+      at.push_back(idx(0));
+    memref::StoreOp::create(b, loc, reduced, output, at);
   });
   gpu::ReturnOp::create(b, loc);
 }
@@ -2881,24 +2889,31 @@ LogicalResult lowerFunction(func::FuncOp func) {
   Builder builder(func.getContext());
   BundleBuilder bb(builder);
   SmallVector<Attribute> steps, scratch, checks;
-  // Results start at zero: one that a task combines into (aggregate,
-  // per_key, update) or leaves partly unwritten (a dense output's join)
-  // before any task stores it whole is cleared first.
-  llvm::SmallDenseSet<unsigned> written;
-  for (TaskOp task : tasks)
-    for (Value output : task.getOutputs()) {
-      unsigned arg = cast<BlockArgument>(output).getArgNumber();
-      bool combines = task.getOutput() == OutputKind::aggregate ||
-                      task.getOutput() == OutputKind::per_key ||
-                      task.getUpdate() ||
-                      (task.getOutput() == OutputKind::dense &&
-                       !task.getWhen().empty());
-      if (written.insert(arg).second && combines &&
-          signature->params[arg].role == kge_runtime::ParamRole::Result)
-        steps.push_back(
-            bb.dict({{"kind", bb.str("memset")},
-                     {"buffer", bb.str("param:" + signature->params[arg].name)}}));
+  // Results start at their first combination's identity: one that a task
+  // combines into (aggregate, per_key, update) or leaves partly unwritten
+  // (a dense output's join) before any task stores it whole is cleared
+  // first (to a 32-bit word other than zero: -inf for max, +inf for min).
+  for (const tile::ResultStart &start : tile::getResultStarts(func)) {
+    const kge_runtime::Parameter &param = signature->params[start.arg];
+    NamedAttrList fields;
+    fields.append("kind", bb.str("memset"));
+    fields.append("buffer", bb.str("param:" + param.name));
+    APInt bits = isa<FloatAttr>(start.value)
+                     ? cast<FloatAttr>(start.value).getValue().bitcastToAPInt()
+                     : cast<IntegerAttr>(start.value).getValue();
+    if (!bits.isZero()) {
+      if (bits.getBitWidth() != 32) {
+        module.erase();
+        return func.emitOpError()
+               << "result '" << param.name << "' starts at "
+               << start.value
+               << ": the GPU clears results to a value other than zero "
+                  "only for 32-bit elements";
+      }
+      fields.append("value", builder.getI64IntegerAttr(bits.getZExtValue()));
     }
+    steps.push_back(fields.getDictionary(func.getContext()));
+  }
   for (auto [n, task] : llvm::enumerate(tasks)) {
     size_t firstStep = steps.size(), firstScratch = scratch.size();
     std::string prefix = n == 0 ? name : name + "_t" + std::to_string(n);

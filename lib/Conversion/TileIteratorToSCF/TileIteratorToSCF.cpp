@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Conversion/TileIteratorToSCF/TileIteratorToSCF.h"
+#include "Dialect/TileIterator/Analysis/SignatureAnalysis.h"
 
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 
@@ -59,6 +60,10 @@ private:
             memref::LoadOp::create(b, loc, gather, ValueRange{at}));
       indices.push_back(at);
     }
+    // (Trailing unit dimensions: read at 0.)
+    indices.resize(
+        cast<MemRefType>(task.getInputs()[index].getType()).getRank(),
+        constantIndex(0));
     return memref::LoadOp::create(b, loc, task.getInputs()[index], indices);
   }
   Value inlineRegion(Region &region, ValueRange arguments) {
@@ -432,7 +437,11 @@ void TaskLowering::lower() {
   Value reduced = cols.getResult(0);
   if (!task.getFinalize().empty())
     reduced = inlineRegion(task.getFinalize(), {reduced, i});
-  memref::StoreOp::create(b, loc, reduced, task.getOutputs()[0], i);
+  // (S as [M, 1]: column 0.)
+  SmallVector<Value, 2> at = {i};
+  if (cast<MemRefType>(task.getOutputs()[0].getType()).getRank() == 2)
+    at.push_back(constantIndex(0));
+  memref::StoreOp::create(b, loc, reduced, task.getOutputs()[0], at);
   task.erase();
 }
 
@@ -441,13 +450,42 @@ void mlir::kge::lowerTaskToLoops(OpBuilder &builder, TaskOp task) {
   TaskLowering(builder, task).lower();
 }
 
+/// Stores `value` into every element of `memref` (loops over its
+/// dimensions).
+static void fillMemref(OpBuilder &b, Location loc, Value memref,
+                       TypedAttr value) {
+  Value element = arith::ConstantOp::create(b, loc, value);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  int64_t rank = cast<MemRefType>(memref.getType()).getRank();
+  SmallVector<Value> at;
+  OpBuilder::InsertionGuard guard(b);
+  for (int64_t d = 0; d < rank; ++d) {
+    Value extent = memref::DimOp::create(b, loc, memref, d);
+    auto loop = scf::ForOp::create(b, loc, zero, extent, one);
+    at.push_back(loop.getInductionVar());
+    b.setInsertionPointToStart(loop.getBody());
+  }
+  memref::StoreOp::create(b, loc, element, memref, at);
+}
+
 namespace {
 struct ConvertTileIteratorToSCFPass
     : kge::impl::ConvertTileIteratorToSCFBase<ConvertTileIteratorToSCFPass> {
   void runOnOperation() override {
+    OpBuilder builder(&getContext());
+    // Results start at their first combination's identity (the GPU's
+    // launch plan clears them the same way).
+    getOperation()->walk([&](func::FuncOp func) {
+      if (!isTileFunction(func))
+        return;
+      builder.setInsertionPointToStart(&func.getBody().front());
+      for (const ResultStart &start : getResultStarts(func))
+        fillMemref(builder, func.getLoc(), func.getArgument(start.arg),
+                   start.value);
+    });
     SmallVector<TaskOp> tasks;
     getOperation()->walk([&](TaskOp task) { tasks.push_back(task); });
-    OpBuilder builder(&getContext());
     for (TaskOp task : tasks)
       kge::lowerTaskToLoops(builder, task);
   }

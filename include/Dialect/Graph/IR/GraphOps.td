@@ -85,6 +85,8 @@ class Graph_Op<string mnemonic, list<Trait> traits = []>
     : Op<Graph_Dialect, mnemonic, traits>;
 
 def Graph_IndexTensor : 1DTensorOf<[I32, I64]>;
+def Graph_EdgeScalars : AnyTypeOf<[1DTensorOf<[F32]>, 2DTensorOf<[F32]>],
+    "per-edge scalars: [E] or [E, 1] of f32">;
 def Graph_DataTensor : 2DTensorOf<[F32, F16, BF16]>;
 
 def Graph_CooOp : Graph_Op<"coo", [Pure]> {
@@ -195,14 +197,16 @@ def Graph_AggregateOp : Graph_Op<"aggregate", [Pure]> {
   let description = [{
     Row `v` of the result combines the rows of `input` (one per edge) of
     the edges whose `to` end (`dst`: incoming edges, `src`: outgoing ones)
-    is node `v`, each first multiplied by its edge's `weight` when given:
-    `sum` adds them (a node without such edges gets zeros). The result has
-    one row per node of the graph.
+    is node `v`, each first multiplied by its edge's `weight` when given
+    (`[E]` or `[E, 1]`): `sum` adds them (a node without such edges gets
+    zeros). The result has one row per node of the graph.
 
-    Per-edge weights carry normalizations that depend on the graph alone,
-    such as RGCN's `1 / |N_v^r|` (the mean over a node's incoming edges of
-    each relation): they are computed once per graph, before the layer
-    (Pigeon's preprocessing).
+    Per-edge weights given as parameters carry normalizations that depend
+    on the graph alone, such as RGCN's `1 / |N_v^r|` (the mean over a
+    node's incoming edges of each relation): they are computed once per
+    graph, before the layer (Pigeon's preprocessing), and are constants to
+    `graph-differentiate`. Weights computed in the function (RGAT's
+    attention, a `graph.edge_softmax`) are differentiated.
 
     Example: RGCN's messages summed into their destination nodes.
 
@@ -212,7 +216,7 @@ def Graph_AggregateOp : Graph_Op<"aggregate", [Pure]> {
     ```
   }];
   let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$input,
-                       Optional<1DTensorOf<[F32]>>:$weight,
+                       Optional<Graph_EdgeScalars>:$weight,
                        Graph_End:$to, Graph_Reduce:$reduce);
   let results = (outs 2DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
@@ -270,6 +274,143 @@ def Graph_OuterSumOp : Graph_Op<"outer_sum", [Pure, AttrSizedOperandSegments]> {
     $graph `,` $lhs `,` $rhs `rows` `(` $lhs_rows `,` $rhs_rows `)`
     (`by` `(` $by^ `)`)? (`types` `(` $num_types^ `)`)?
     (`weights` `(` $weight^ `:` type($weight) `)`)? attr-dict
+    `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+
+def Graph_LeakyReluOp : Graph_Op<"leaky_relu",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "elementwise leaky ReLU";
+  let description = [{
+    `result = input > 0 ? input : slope * input`, element by element: the
+    activation of RGAT's and GAT's attention scores.
+
+    The lowering to `tile` applies it where its result is read (the edge
+    softmax's tasks read the scores and apply it on the fly); alone it
+    lowers for per-row scalars (`[R, 1]`).
+
+    Example:
+
+    ```mlir
+    %a = graph.leaky_relu %s slope(2.000000e-01) : tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$input, F32Attr:$slope);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `slope` `(` $slope `)` attr-dict `:` type($input)
+  }];
+}
+
+def Graph_LeakyReluGradOp : Graph_Op<"leaky_relu_grad",
+    [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
+  let summary = "the gradient through a leaky ReLU";
+  let description = [{
+    `result = input > 0 ? grad : slope * grad`: the gradient of
+    `graph.leaky_relu`'s input given `grad`, the gradient of its result
+    (`graph-differentiate` writes it).
+
+    Example:
+
+    ```mlir
+    %ds = graph.leaky_relu_grad %s, %da slope(2.000000e-01) : tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$input, 2DTensorOf<[F32]>:$grad,
+                       F32Attr:$slope);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $grad `slope` `(` $slope `)` attr-dict `:` type($input)
+  }];
+}
+
+def Graph_EdgeSoftmaxOp : Graph_Op<"edge_softmax",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "softmax of per-edge scores over the edges of each node";
+  let description = [{
+    `result[e, h] = exp(input[e, h]) / sum over e' of exp(input[e', h])`,
+    the sum over the edges `e'` whose `to` end (`dst`: a node's incoming
+    edges, `src`: its outgoing ones) is `e`'s: the attention of GAT and
+    RGAT (across relations), normalized per node. It is computed stably
+    (each node's largest score subtracted first). `input` has one row per
+    edge.
+
+    The lowering to `tile` materializes each node's largest score and its
+    sum of exponentials (`[V, 1]`) and the result (`[E, 1]`): per-edge
+    scalars, one attention head.
+
+    Example: RGAT's attention over a node's incoming edges.
+
+    ```mlir
+    %alpha = graph.edge_softmax %g, %scores to(dst) : tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$input,
+                       Graph_End:$to);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $graph `,` $input `to` `(` $to `)` attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_EdgeSoftmaxGradOp : Graph_Op<"edge_softmax_grad",
+    [Pure, AllTypesMatch<["output", "grad", "result"]>]> {
+  let summary = "the gradient through an edge softmax";
+  let description = [{
+    Given `output`, the result `y` of a `graph.edge_softmax` to(`to`), and
+    `grad`, the gradient `dy` of that result, the gradient of its input:
+    `result[e] = y[e] (dy[e] - sum over e' of y[e'] dy[e'])`, the sum over
+    the edges `e'` sharing `e`'s `to` end (`graph-differentiate` writes
+    it).
+
+    Example:
+
+    ```mlir
+    %ds = graph.edge_softmax_grad %g, %alpha, %dalpha to(dst) : tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$output,
+                       2DTensorOf<[F32]>:$grad, Graph_End:$to);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $graph `,` $output `,` $grad `to` `(` $to `)` attr-dict `:` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Graph_InnerProductOp : Graph_Op<"inner_product", [Pure]> {
+  let summary = "per-edge inner products of two rows";
+  let description = [{
+    `result[e, 0] = sum over c of lhs_row(e)[c] * rhs_row(e)[c]`: for each
+    edge `e`, the inner product of a row of `lhs` and a row of `rhs`, both
+    `[*, C]`. `rows(a, b)` says which rows: `src` / `dst` read row `src[e]`
+    / `dst[e]` of a per-node tensor, `edges` row `e` of a per-edge one. The
+    result is `[E, 1]`.
+
+    A side that is a typed linear layer used only here is not
+    materialized: the lowering computes its rows in the same task (the
+    edge's row times its type's matrix) and takes the inner product of each
+    tile (the gradient of RGAT's attention: each edge's message against
+    the gradient at its destination).
+
+    Example:
+
+    ```mlir
+    %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+        : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+    %d = graph.inner_product %g, %dy, %m rows(dst, edges)
+        : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x1xf32>
+    ```
+  }];
+  let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$lhs,
+                       2DTensorOf<[F32]>:$rhs, Graph_Rows:$lhs_rows,
+                       Graph_Rows:$rhs_rows);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $graph `,` $lhs `,` $rhs `rows` `(` $lhs_rows `,` $rhs_rows `)` attr-dict
     `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -29,6 +29,21 @@ bool isTileFunction(func::FuncOp func);
 /// static sizes).
 FailureOr<kge_runtime::Signature> computeSignature(func::FuncOp func);
 
+/// A result of a tile function that a task combines into (an aggregate, a
+/// matrix per key, a dense update) or leaves partly unwritten (a joined
+/// dense output) before any task stores it whole: it starts at `value`,
+/// the identity of that first task's combination (zero for add and for
+/// joins, -inf for max, +inf for min). The GPU launch plan clears it, the
+/// CPU lowering fills it.
+struct ResultStart {
+  unsigned arg;
+  TypedAttr value;
+};
+
+/// The results of `func` (arguments marked `kge.result`) that start at a
+/// value, in the order of the tasks that first write them.
+SmallVector<ResultStart> getResultStarts(func::FuncOp func);
+
 } // namespace tile
 } // namespace mlir
 

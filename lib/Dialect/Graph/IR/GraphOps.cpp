@@ -45,6 +45,15 @@ int64_t staticEdges(Value graph) {
     return dim(coo.getSrc(), 0);
   return ShapedType::kDynamic;
 }
+/// Fails unless `value` holds one scalar per row ([R] or [R, 1]).
+LogicalResult edgeScalars(Operation *op, Value value, StringRef what) {
+  auto type = cast<ShapedType>(value.getType());
+  if (type.getRank() == 1 || type.getDimSize(1) == 1)
+    return success();
+  return op->emitOpError() << what << " hold one scalar per edge ([E] or "
+                              "[E, 1]), got "
+                           << type;
+}
 } // namespace
 
 LogicalResult CooOp::verify() {
@@ -127,6 +136,8 @@ LogicalResult AggregateOp::verify() {
                         "the input's row count (one per edge)",
                         "the graph's edge count")))
     return failure();
+  if (getWeight() && failed(edgeScalars(*this, getWeight(), "the weights")))
+    return failure();
   if (getWeight() &&
       (failed(sameExtent(*this, dim(getWeight(), 0), dim(getInput(), 0),
                          "the weights' length (one per edge)",
@@ -196,4 +207,40 @@ LogicalResult OuterSumOp::verify() {
       return failure();
   }
   return success();
+}
+
+LogicalResult EdgeSoftmaxOp::verify() {
+  return sameExtent(*this, dim(getInput(), 0), staticEdges(getGraph()),
+                    "the input's row count (one per edge)",
+                    "the graph's edge count");
+}
+
+LogicalResult EdgeSoftmaxGradOp::verify() {
+  return sameExtent(*this, dim(getOutput(), 0), staticEdges(getGraph()),
+                    "the output's row count (one per edge)",
+                    "the graph's edge count");
+}
+
+LogicalResult InnerProductOp::verify() {
+  for (auto [rows, value, what] :
+       {std::tuple<Rows, Value, StringRef>{getLhsRows(), getLhs(), "lhs"},
+        std::tuple<Rows, Value, StringRef>{getRhsRows(), getRhs(), "rhs"}}) {
+    if (rows == Rows::nodes)
+      return emitOpError() << "rows(nodes) is not an edge's row: the " << what
+                           << " is read at src, dst or edges";
+    if (rows == Rows::edges &&
+        failed(sameExtent(*this, dim(value, 0), staticEdges(getGraph()),
+                          Twine("the ") + what + " row count (one per edge)",
+                          "the graph's edge count")))
+      return failure();
+  }
+  if (failed(sameExtent(*this, dim(getLhs(), 1), dim(getRhs(), 1),
+                        "the lhs row length", "the rhs'")))
+    return failure();
+  if (dim(getResult(), 1) != 1)
+    return emitOpError() << "the result holds one scalar per edge: [E, 1], "
+                            "got "
+                         << getResult().getType();
+  return sameExtent(*this, dim(getResult(), 0), staticEdges(getGraph()),
+                    "the result's row count", "the graph's edge count");
 }

@@ -5,6 +5,7 @@
 #include "Dialect/Common/RuntimeTypes.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
 #include <map>
@@ -272,4 +273,40 @@ mlir::tile::computeSignature(func::FuncOp func) {
     }
   }
   return signature;
+}
+
+SmallVector<ResultStart> mlir::tile::getResultStarts(func::FuncOp func) {
+  SmallVector<ResultStart> starts;
+  llvm::SmallDenseSet<unsigned> written;
+  for (TaskOp task : func.getBody().getOps<TaskOp>())
+    for (Value output : task.getOutputs()) {
+      unsigned arg = argNumber(output);
+      if (!written.insert(arg).second || !func.getArgAttr(arg, "kge.result"))
+        continue;
+      Type element = cast<MemRefType>(output.getType()).getElementType();
+      std::optional<Combiner> combiner;
+      switch (task.getOutput()) {
+      case OutputKind::aggregate:
+        combiner = task.getAggregateCombiner();
+        break;
+      case OutputKind::per_key:
+        combiner = Combiner::add;
+        break;
+      case OutputKind::dense:
+        if (task.getUpdate())
+          combiner = task.getAccumulate();
+        else if (!task.getWhen().empty())
+          combiner = Combiner::add; // pairs a join skips stay zero
+        break;
+      default:
+        break;
+      }
+      if (!combiner)
+        continue;
+      TypedAttr value = getCombinerIdentity(*combiner, element);
+      if (!value) // a custom combination starts at zero
+        value = getCombinerIdentity(Combiner::add, element);
+      starts.push_back({arg, value});
+    }
+  return starts;
 }

@@ -362,10 +362,18 @@ LogicalResult TaskOp::verify() {
         map.getNumResults() == 0)
       return emitOpError() << "indexing map of " << what << " (" << AffineMapAttr::get(map)
                            << ") must select distinct axes";
-    if (type.getRank() != map.getNumResults())
+    // A spatial-only input (a bias, a per-edge weight) may carry trailing
+    // unit dimensions past its axes (an edge's score as [E, 1]): read at 0.
+    bool unitTail = type.getRank() > map.getNumResults() &&
+                    !map.isFunctionOfDim(K) &&
+                    llvm::all_of(type.getShape().drop_front(map.getNumResults()),
+                                 [](int64_t size) { return size == 1; });
+    if (type.getRank() != map.getNumResults() && !unitTail)
       return emitOpError() << what << " has rank " << type.getRank()
                            << " but its indexing map selects "
-                           << map.getNumResults() << " axes";
+                           << map.getNumResults()
+                           << " axes (only an input not indexed by k may "
+                              "carry trailing dimensions of size 1)";
     bool anyGathered = false;
     for (unsigned d = 0; d < map.getNumResults(); ++d)
       anyGathered |= isGathered(index, d);
@@ -554,8 +562,16 @@ LogicalResult TaskOp::verify() {
     break;
   }
   case OutputKind::reduce: {
-    if (failed(expectOutputs(1, "S")) || failed(expectRank1(0, "S")))
+    // S is [M] or [M, 1] (a per-row scalar as a column).
+    if (failed(expectOutputs(1, "S")))
       return failure();
+    if (MemRefType type = outputType(0);
+        type.getRank() == 2 ? type.getDimSize(1) != 1
+                            : failed(expectRank1(0, "S")))
+      return type.getRank() == 2
+                 ? emitOpError() << "output 'S' must be [M] or [M, 1], got "
+                                 << type
+                 : failure();
     axisSeen[I] = true;
     if (failed(extents.record(op, I, outputType(0).getDimSize(0),
                               "the reduce output")))

@@ -51,7 +51,9 @@ struct KernelArg {
 struct LaunchStep {
   enum class Kind { Memset, Kernel };
   Kind kind = Kind::Kernel;
-  BufferRef buffer;       ///< Memset: a scratch buffer, set to zero
+  BufferRef buffer;       ///< Memset: a scratch buffer or a result
+  uint32_t value = 0;     ///< Memset: the word each 32-bit element gets
+                          ///< (zero: every byte cleared)
   std::string function;   ///< Kernel
   std::string module;     ///< A bundle module, or "library"
   ExpressionPtr grid[3], block[3], sharedBytes;
