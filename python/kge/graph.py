@@ -141,6 +141,81 @@ def corner_case_graph():
                        num_edge_types=4, num_node_types=1)
 
 
+def rgat_inputs(g, features, outputs, seed):
+    """Random arguments of one RGAT layer (rgat_layer) on graph `g`:
+    features, relation matrices scaled by 1 / sqrt(features), the attention
+    vectors q and k ([outputs, 1]) composed into `query` = W_r q and `key`
+    = W_r k, and the graph's arrays, as NumPy arrays by parameter (plus
+    `q` and `k` themselves)."""
+    rng = np.random.default_rng(seed)
+    weight = (rng.standard_normal((g.num_edge_types, features, outputs)) /
+              np.sqrt(features)).astype(np.float32)
+    q = (rng.standard_normal((outputs, 1)) / np.sqrt(outputs)).astype(np.float32)
+    k = (rng.standard_normal((outputs, 1)) / np.sqrt(outputs)).astype(np.float32)
+    return {
+        "x": rng.standard_normal((g.num_nodes, features)).astype(np.float32),
+        "weight": weight,
+        "query": np.einsum("tko,oh->tkh", weight, q).astype(np.float32),
+        "key": np.einsum("tko,oh->tkh", weight, k).astype(np.float32),
+        "src": g.src, "dst": g.dst, "edge_type": g.etype, "q": q, "k": k,
+    }
+
+
+def _rgat_forward(x, weight, query, key, src, dst, etype, slope):
+    """rgat_reference's float64 values: (scores, attention, messages, out)."""
+    x, weight = x.astype(np.float64), weight.astype(np.float64)
+    query, key = query.astype(np.float64)[:, :, 0], key.astype(np.float64)[:, :, 0]
+    scores = (x[dst] * query[etype]).sum(1) + (x[src] * key[etype]).sum(1)
+    active = np.where(scores > 0, scores, slope * scores)
+    largest = np.full(len(x), -np.inf)
+    np.maximum.at(largest, dst, active)
+    exp = np.exp(active - largest[dst])
+    total = np.zeros(len(x))
+    np.add.at(total, dst, exp)
+    attention = exp / total[dst]
+    messages = np.einsum("ek,eko->eo", x[src], weight[etype])
+    out = np.zeros((len(x), weight.shape[2]))
+    np.add.at(out, dst, attention[:, None] * messages)
+    return scores, attention, messages, out
+
+
+def rgat_reference(x, weight, query, key, src, dst, etype, slope=0.2):
+    """One RGAT layer (PyG's RGATConv: one head, additive self-attention
+    across relations, no bias) in float64, with `query` = W_r q and `key` =
+    W_r k ([T, K, 1]): out[v] = sum_{e into v} alpha_e x_src W_r, alpha the
+    softmax over v's incoming edges of leaky_relu(x_dst W_r q + x_src W_r k)."""
+    return _rgat_forward(x, weight, query, key, src, dst, etype, slope)[3]
+
+
+def rgat_gradients_reference(x, weight, query, key, src, dst, etype, grad_out, slope=0.2):
+    """The gradients of rgat_reference's output with respect to x, weight,
+    query and key given the output's gradient, in float64: a dict by
+    grad_x, grad_weight, grad_query, grad_key."""
+    scores, attention, messages, _ = _rgat_forward(x, weight, query, key, src, dst, etype,
+                                                   slope)
+    x, weight = x.astype(np.float64), weight.astype(np.float64)
+    q, k = query.astype(np.float64)[:, :, 0], key.astype(np.float64)[:, :, 0]
+    dy = grad_out.astype(np.float64)
+    # The messages: each scaled by its attention.
+    dm = attention[:, None] * dy[dst]
+    grad_x = np.zeros_like(x)
+    np.add.at(grad_x, src, np.einsum("eo,eko->ek", dm, weight[etype]))
+    grad_weight = np.zeros_like(weight)
+    np.add.at(grad_weight, etype, x[src][:, :, None] * dm[:, None, :])
+    # The attention: through the softmax and the leaky ReLU to the scores.
+    dalpha = (dy[dst] * messages).sum(1)
+    dot = np.zeros(len(x))
+    np.add.at(dot, dst, attention * dalpha)
+    ds = attention * (dalpha - dot[dst]) * np.where(scores > 0, 1.0, slope)
+    np.add.at(grad_x, dst, ds[:, None] * q[etype])
+    np.add.at(grad_x, src, ds[:, None] * k[etype])
+    grad_query, grad_key = np.zeros_like(q), np.zeros_like(k)
+    np.add.at(grad_query, etype, ds[:, None] * x[dst])
+    np.add.at(grad_key, etype, ds[:, None] * x[src])
+    return {"grad_x": grad_x, "grad_weight": grad_weight,
+            "grad_query": grad_query[:, :, None], "grad_key": grad_key[:, :, None]}
+
+
 def rgcn_norm(dst, etype, num_nodes, num_edge_types):
     """RGCN's normalization per edge, 1 / |N_v^r| for the edge's destination
     v and type r (PyG's RGCNConv with aggr='mean': the mean over a node's
@@ -254,8 +329,20 @@ class Weights(_Param):
 
 
 class TypedWeights(_Param):
-    """One matrix per type: [types, K, N]."""
+    """One matrix per type: [types, K, N]; with `columns=1`, one column per
+    type ([types, K, 1]: an attention's projection, whose rows are per-edge
+    scalars)."""
     rank = 3
+
+    def __init__(self, dtype="f32", columns=None):
+        super().__init__(dtype)
+        if columns not in (None, 1):
+            raise TraceError(f"columns={columns!r}: typed weights have any number of "
+                             "columns (None) or one (1)")
+        self.columns = columns
+
+    def tensor(self):
+        return f"tensor<?x?x{'1' if self.columns else '?'}x{self.dtype}>"
 
 
 class Bias(_Param):
@@ -323,7 +410,10 @@ class _TracedGraph:
             raise TraceError(f"rows='{rows}' reads {expected} rows, got {input.kind} rows")
         if weights.kind != "typed_weights":
             raise TraceError("typed_linear takes TypedWeights")
-        result = "tensor<?x?xf32>"
+        # One column per type: per-row scalars.
+        result = "tensor<?x1xf32>" if weights.type.endswith("x1xf32>") or \
+            weights.type.endswith("x1xf16>") or weights.type.endswith("x1xbf16>") \
+            else "tensor<?x?xf32>"
         kind = "nodes" if rows == "nodes" else "edges"
         return self.tracer.emit(
             "graph.typed_linear",
@@ -337,12 +427,43 @@ class _TracedGraph:
             raise TraceError(f"to='{to}' is not dst or src")
         if input.kind != "edges":
             raise TraceError(f"aggregate sums per-edge rows, got {input.kind} rows")
-        weighted = _clause("weights", weights, "edge_weights", "aggregate's weights are EdgeWeights")
+        if weights is not None and weights.kind == "edges" and weights.type == _SCALARS:
+            weighted = f" weights({weights.name} : {weights.type})"  # computed (attention)
+        else:
+            weighted = _clause("weights", weights, "edge_weights",
+                               "aggregate's weights are EdgeWeights or per-edge scalars "
+                               "(an edge softmax)")
         result = "tensor<?x?xf32>"
         return self.tracer.emit(
             "graph.aggregate",
             f"{self.name}, {input.name}{weighted} to({to}) reduce(sum) : {input.type} -> {result}",
             result, "nodes")
+
+
+    def edge_softmax(self, scores, to="dst"):
+        """Per-edge scalars normalized over the edges of each node at the
+        `to` end (graph.edge_softmax): attention."""
+        if to not in ("dst", "src"):
+            raise TraceError(f"to='{to}' is not dst or src")
+        if not isinstance(scores, _Value) or scores.kind != "edges" or scores.type != _SCALARS:
+            raise TraceError("edge_softmax takes per-edge scalars (a typed linear layer of "
+                             "TypedWeights(columns=1), sums and leaky ReLUs of them)")
+        return self.tracer.emit("graph.edge_softmax",
+                                f"{self.name}, {scores.name} to({to}) : {_SCALARS}",
+                                _SCALARS, "edges")
+
+
+#: The type of per-row scalars (scores, attention): [rows, 1].
+_SCALARS = "tensor<?x1xf32>"
+
+
+def leaky_relu(input, negative_slope=0.2):
+    """`input > 0 ? input : negative_slope * input` (graph.leaky_relu)."""
+    if not isinstance(input, _Value) or input.type != _SCALARS:
+        raise TraceError("leaky_relu takes per-row scalars (one attention head)")
+    return input.tracer.emit("graph.leaky_relu",
+                             f"{input.name} slope({float(negative_slope)!r}) : {_SCALARS}",
+                             _SCALARS, input.kind)
 
 
 def _clause(keyword, value, kind, message):
@@ -507,3 +628,18 @@ def rgcn_layer(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias:
     end: the layer kge.nn.RGCNConv compiles, forward and backward."""
     messages = g.typed_linear(x, weight, rows="src", by="etype")
     return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
+
+
+@layer
+def rgat_layer(g: Graph, x: NodeData, weight: TypedWeights, query: TypedWeights(columns=1),
+               key: TypedWeights(columns=1)):
+    """One RGAT layer (examples/graph/rgat.mlir; PyG's RGATConv with one
+    head, additive self-attention across relations) through the decorator
+    front end: the layer kge.nn.RGATConv compiles. `query` and `key` are
+    the attention's projections composed with the relations' matrices (W_r
+    q, W_r k: Pigeon's linear-operator fusion), so that the scores are
+    typed linear layers of one column."""
+    scores = g.typed_linear(x, query, rows="dst") + g.typed_linear(x, key, rows="src")
+    attention = g.edge_softmax(leaky_relu(scores, 0.2), to="dst")
+    messages = g.typed_linear(x, weight, rows="src", by="etype")
+    return g.aggregate(messages, weights=attention, to="dst")

@@ -268,7 +268,7 @@ def Graph_OuterSumOp : Graph_Op<"outer_sum", [Pure, AttrSizedOperandSegments]> {
                        2DTensorOf<[F32]>:$rhs, Graph_Rows:$lhs_rows,
                        Graph_Rows:$rhs_rows, OptionalAttr<Graph_TypeOf>:$by,
                        Optional<Index>:$num_types,
-                       Optional<1DTensorOf<[F32]>>:$weight);
+                       Optional<Graph_EdgeScalars>:$weight);
   let results = (outs TensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $graph `,` $lhs `,` $rhs `rows` `(` $lhs_rows `,` $rhs_rows `)`

@@ -201,6 +201,8 @@ LogicalResult OuterSumOp::verify() {
     if (nodes)
       return emitOpError() << "weights(...) are per edge: not with "
                               "rows(nodes)";
+    if (failed(edgeScalars(*this, getWeight(), "the weights")))
+      return failure();
     if (failed(sameExtent(*this, dim(getWeight(), 0), staticEdges(getGraph()),
                           "the weights' length (one per edge)",
                           "the graph's edge count")))

@@ -172,7 +172,22 @@ LogicalResult Differentiation::backwardAggregate(AggregateOp op, Value dy) {
   // Each edge's message went from rows(rows) to its `to` end: the gradient
   // is read at that end.
   fused.insert(linear);
-  return backwardTyped(linear, dy, endRows(op.getTo()), op.getWeight());
+  Value weight = op.getWeight();
+  // Weights computed in the function (attention) are differentiated: each
+  // edge's is the inner product of its message with the gradient at its
+  // end. Parameters (normalizations of the graph) are constants.
+  if (weight && !isa<BlockArgument>(weight)) {
+    auto type = cast<ShapedType>(weight.getType());
+    if (type.getRank() != 2)
+      return op.emitOpError()
+             << "takes computed weights of type " << type
+             << "; their gradient is per-edge scalars [E, 1]";
+    Value dweight = InnerProductOp::create(
+        b, op.getLoc(), weight.getType(), op.getGraph(), dy, linear.getResult(),
+        endRows(op.getTo()), Rows::edges);
+    accumulate(weight, dweight);
+  }
+  return backwardTyped(linear, dy, endRows(op.getTo()), weight);
 }
 
 LogicalResult Differentiation::backwardTypedLinear(TypedLinearOp op, Value dy) {
@@ -200,9 +215,25 @@ LogicalResult Differentiation::backward(Operation *op, Value dy) {
     return backwardAggregate(aggregate, dy);
   if (auto typed = dyn_cast<TypedLinearOp>(op))
     return backwardTypedLinear(typed, dy);
+  if (auto leaky = dyn_cast<LeakyReluOp>(op)) {
+    accumulate(leaky.getInput(),
+               LeakyReluGradOp::create(b, leaky.getLoc(), leaky.getType(),
+                                       leaky.getInput(), dy,
+                                       leaky.getSlopeAttr()));
+    return success();
+  }
+  if (auto softmax = dyn_cast<EdgeSoftmaxOp>(op)) {
+    accumulate(softmax.getInput(),
+               EdgeSoftmaxGradOp::create(b, softmax.getLoc(), softmax.getType(),
+                                         softmax.getGraph(),
+                                         softmax.getResult(), dy,
+                                         softmax.getTo()));
+    return success();
+  }
   return op->emitOpError() << "has no backward rule (graph-differentiate "
-                              "derives sums, linear and typed linear layers "
-                              "and aggregates of typed linear layers)";
+                              "derives sums, linear and typed linear layers, "
+                              "aggregates of typed linear layers, edge "
+                              "softmaxes and leaky ReLUs)";
 }
 
 LogicalResult Differentiation::run() {

@@ -362,18 +362,18 @@ LogicalResult TaskOp::verify() {
         map.getNumResults() == 0)
       return emitOpError() << "indexing map of " << what << " (" << AffineMapAttr::get(map)
                            << ") must select distinct axes";
-    // A spatial-only input (a bias, a per-edge weight) may carry trailing
-    // unit dimensions past its axes (an edge's score as [E, 1]): read at 0.
+    // A vector along one axis (a bias, a per-edge weight) may carry
+    // trailing unit dimensions (an edge's score as [E, 1]): read at 0.
     bool unitTail = type.getRank() > map.getNumResults() &&
-                    !map.isFunctionOfDim(K) &&
-                    llvm::all_of(type.getShape().drop_front(map.getNumResults()),
+                    map.getNumResults() == 1 &&
+                    llvm::all_of(type.getShape().drop_front(1),
                                  [](int64_t size) { return size == 1; });
     if (type.getRank() != map.getNumResults() && !unitTail)
       return emitOpError() << what << " has rank " << type.getRank()
                            << " but its indexing map selects "
                            << map.getNumResults()
-                           << " axes (only an input not indexed by k may "
-                              "carry trailing dimensions of size 1)";
+                           << " axes (only a vector along one axis may carry "
+                              "trailing dimensions of size 1)";
     bool anyGathered = false;
     for (unsigned d = 0; d < map.getNumResults(); ++d)
       anyGathered |= isGathered(index, d);
