@@ -630,16 +630,28 @@ def rgcn_layer(g: Graph, x: NodeData, weight: TypedWeights, root: Weights, bias:
     return g.aggregate(messages, weights=norm, to="dst") + linear(x, root, bias)
 
 
-@layer
-def rgat_layer(g: Graph, x: NodeData, weight: TypedWeights, query: TypedWeights(columns=1),
-               key: TypedWeights(columns=1)):
+_RGAT_LAYERS = {}
+
+
+def rgat(negative_slope=0.2):
     """One RGAT layer (examples/graph/rgat.mlir; PyG's RGATConv with one
     head, additive self-attention across relations) through the decorator
-    front end: the layer kge.nn.RGATConv compiles. `query` and `key` are
+    front end, with the attention's leaky ReLU of `negative_slope`: the
+    layer kge.nn.RGATConv compiles (one per slope). `query` and `key` are
     the attention's projections composed with the relations' matrices (W_r
     q, W_r k: Pigeon's linear-operator fusion), so that the scores are
     typed linear layers of one column."""
-    scores = g.typed_linear(x, query, rows="dst") + g.typed_linear(x, key, rows="src")
-    attention = g.edge_softmax(leaky_relu(scores, 0.2), to="dst")
-    messages = g.typed_linear(x, weight, rows="src", by="etype")
-    return g.aggregate(messages, weights=attention, to="dst")
+    slope = float(negative_slope)
+    if slope not in _RGAT_LAYERS:
+        def rgat_layer(g: Graph, x: NodeData, weight: TypedWeights,
+                       query: TypedWeights(columns=1), key: TypedWeights(columns=1)):
+            scores = g.typed_linear(x, query, rows="dst") + g.typed_linear(x, key, rows="src")
+            attention = g.edge_softmax(leaky_relu(scores, slope), to="dst")
+            messages = g.typed_linear(x, weight, rows="src", by="etype")
+            return g.aggregate(messages, weights=attention, to="dst")
+        _RGAT_LAYERS[slope] = layer(rgat_layer)
+    return _RGAT_LAYERS[slope]
+
+
+#: rgat() with PyG's default slope, 0.2.
+rgat_layer = rgat(0.2)

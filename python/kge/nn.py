@@ -21,8 +21,9 @@ import torch
 from . import graph
 from .errors import CompilerUnavailableError
 
-#: The traced RGCN layer (kge.graph.rgcn_layer) whose bundles RGCNConv runs.
+#: The traced layers whose bundles RGCNConv and RGATConv run.
 rgcn = graph.rgcn_layer
+rgat = graph.rgat_layer
 
 
 def load_bundles(directory, name="rgcn", variant=None):
@@ -78,89 +79,88 @@ class _RGCNFunction(torch.autograd.Function):
                 None, None, None, None, None)
 
 
-class RGCNConv(torch.nn.Module):
-    """PyG's RGCNConv (Schlichtkrull et al.) on KGE's kernels:
+class _RGATFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, query, key, src, dst, edge_type, programs):
+        forward, backward = programs
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+        results = forward(x=x, weight=weight, query=query, key=key, src=src, dst=dst,
+                          edge_type=edge_type, stream=stream)
+        # (The backward function recomputes the attention: per-edge scalars.)
+        ctx.save_for_backward(x, weight, query, key, src, dst, edge_type)
+        ctx.backward_program = backward
+        attention = results["attention"]
+        ctx.mark_non_differentiable(attention)
+        return results["out"], attention
 
-        out[v] = sum_r sum_{u in N_v^r} norm x_u W_r + x_v W_0 + b
+    @staticmethod
+    def backward(ctx, grad_out, grad_attention):
+        x, weight, query, key, src, dst, edge_type = ctx.saved_tensors
+        grads = ctx.backward_program(
+            x=x, weight=weight, query=query, key=key, src=src, dst=dst, edge_type=edge_type,
+            grad_out=grad_out.contiguous(),
+            stream=torch.cuda.current_stream(x.device).cuda_stream)
+        return (grads["grad_x"], grads["grad_weight"], grads["grad_query"], grads["grad_key"],
+                None, None, None, None)
 
-    with `norm` = 1 / |N_v^r| (aggr="mean", PyG's default) or 1
-    (aggr="add"). Parameters as PyG names and shapes them, so that a PyG
-    layer's state_dict loads: `weight` [R, in, out], or with `num_bases`
-    the bases `weight` [B, in, out] and their coefficients `comp` [R, B]
-    (W_r = sum_b comp[r, b] weight[b]), or with `num_blocks` the diagonal
-    blocks `weight` [R, blocks, in / blocks, out / blocks]; `root` [in,
-    out] (root_weight) and `bias` [out]. The decompositions are composed
-    into the relations' matrices with torch (whose autograd takes their
-    gradients back to the parameters) before KGE's kernels run.
 
-    `bundles`: (forward, backward) bundle texts or kge.Bundle objects (see
-    load_bundles) where the compiler is not installed; `matrix_math` the
-    compiler's choice for the products (None: 3xTF32 for the typed layers).
-    """
+class _RelationalConv(torch.nn.Module):
+    """What KGE's relational layers share: their bundles (compiled from a
+    traced layer on first use, or given), the graph's int32 arrays kept per
+    graph, and the checks of their inputs."""
 
-    def __init__(self, in_channels, out_channels, num_relations, num_bases=None,
-                 num_blocks=None, aggr="mean", root_weight=True, bias=True, bundles=None,
-                 matrix_math=None):
+    #: The traced layer (kge.graph.Layer) whose bundles the layer runs.
+    layer = None
+
+    def __init__(self, num_relations, bundles, matrix_math):
         super().__init__()
-        if num_bases is not None and num_blocks is not None:
-            raise ValueError("give num_bases or num_blocks, not both")
-        if num_blocks is not None and (in_channels % num_blocks or out_channels % num_blocks):
-            raise ValueError(f"num_blocks ({num_blocks}) must divide in_channels "
-                             f"({in_channels}) and out_channels ({out_channels})")
-        if aggr not in ("mean", "add", "sum"):
-            raise ValueError(f"aggr must be 'mean' or 'add', got {aggr!r}")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.num_relations, self.aggr = num_relations, aggr
-        self.num_bases, self.num_blocks = num_bases, num_blocks
-        if num_bases is not None:
-            self.weight = torch.nn.Parameter(torch.empty(num_bases, in_channels, out_channels))
-            self.comp = torch.nn.Parameter(torch.empty(num_relations, num_bases))
-        elif num_blocks is not None:
-            self.weight = torch.nn.Parameter(torch.empty(
-                num_relations, num_blocks, in_channels // num_blocks,
-                out_channels // num_blocks))
-            self.comp = None
-        else:
-            self.weight = torch.nn.Parameter(torch.empty(num_relations, in_channels,
-                                                         out_channels))
-            self.comp = None
-        self.root = (torch.nn.Parameter(torch.empty(in_channels, out_channels))
-                     if root_weight else None)
-        self.bias = torch.nn.Parameter(torch.empty(out_channels)) if bias else None
+        self.num_relations = num_relations
         self._bundles = bundles
         self._matrix_math = matrix_math
         self._graph = None  # the graph's arrays, kept per graph (_structure)
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        torch.nn.init.xavier_uniform_(self.weight)
-        if self.comp is not None:
-            torch.nn.init.xavier_uniform_(self.comp)
-        if self.root is not None:
-            torch.nn.init.xavier_uniform_(self.root)
-        if self.bias is not None:
-            torch.nn.init.zeros_(self.bias)
 
     def _texts(self):
         if self._bundles is None:
+            name = type(self).__name__
             try:
-                self._bundles = (rgcn.compile(matrix_math=self._matrix_math),
-                                 rgcn.compile(matrix_math=self._matrix_math, backward=True))
+                self._bundles = (self.layer.compile(matrix_math=self._matrix_math),
+                                 self.layer.compile(matrix_math=self._matrix_math,
+                                                    backward=True))
             except CompilerUnavailableError as error:
                 raise CompilerUnavailableError(
-                    "kge.nn.RGCNConv compiles its kernels on first use, and the KGE "
+                    f"kge.nn.{name} compiles its kernels on first use, and the KGE "
                     "compiler is not installed here: pass bundles= (kge.nn.load_bundles) "
                     f"compiled where it is ({error})") from error
         return tuple(b.text if hasattr(b, "text") else b for b in self._bundles)
 
+    def _programs(self, x):
+        device = x.device.index if x.device.index is not None else torch.cuda.current_device()
+        return tuple(_program(text, device) for text in self._texts())
+
+    def _check(self, x, edge_index, edge_type, in_channels):
+        name = type(self).__name__
+        if not x.is_cuda:
+            raise ValueError(f"kge.nn.{name} runs on CUDA tensors")
+        if x.dim() != 2 or x.shape[1] != in_channels:
+            raise ValueError(f"x must be [N, {in_channels}], got {list(x.shape)}")
+        if x.dtype != torch.float32:
+            raise TypeError(f"kge.nn.{name} computes in float32, got x of {x.dtype}")
+        if edge_index.device != x.device or edge_type.device != x.device:
+            raise ValueError(f"edge_index ({edge_index.device}) and edge_type "
+                             f"({edge_type.device}) must be on x's device ({x.device})")
+
+    def _edge_arrays(self, edge_index, edge_type):
+        """Per-edge arrays of the layer computed once per graph (none)."""
+        return ()
+
     def _structure(self, edge_index, edge_type, num_nodes):
-        """The graph's int32 arrays and its per-edge normalization, computed
-        once per graph: kept while the same tensors (the same objects,
-        unchanged since: their version counters) are passed with the same
-        node count. The indices are checked then, so that a bad one is an
-        IndexError here, never an access outside the kernels' arrays.
-        (Edits through `.data` bypass the version counters: pass new
-        tensors after those.)"""
+        """The graph's int32 arrays (and _edge_arrays), computed once per
+        graph: kept while the same tensors (the same objects, unchanged
+        since: their version counters) are passed with the same node count.
+        The indices are checked then, so that a bad one is an IndexError
+        here, never an access outside the kernels' arrays. (Edits through
+        `.data` bypass the version counters: pass new tensors after
+        those.)"""
         cached = self._graph
         if (cached is not None and cached["edge_index"] is edge_index
                 and cached["edge_type"] is edge_type
@@ -185,53 +185,118 @@ class RGCNConv(torch.nn.Module):
         src = edge_index[0].to(torch.int32).contiguous()
         dst = edge_index[1].to(torch.int32).contiguous()
         types = edge_type.to(torch.int32).contiguous()
+        # (The tensors themselves are kept: a new tensor never takes the
+        # address, and so the key, of a freed one.)
+        self._graph = {"edge_index": edge_index, "edge_type": edge_type,
+                       "versions": (edge_index._version, edge_type._version),
+                       "num_nodes": num_nodes,
+                       "arrays": (src, dst, types) + self._edge_arrays(edge_index, edge_type)}
+        return self._graph["arrays"]
+
+
+def _composed(weight, basis_coefficients, num_blocks, num_relations, in_channels,
+              out_channels):
+    """The relations' matrices [R, in, out] of a relational layer: `weight`
+    itself, composed from bases (`basis_coefficients` [R, B] times `weight`
+    [B, in, out]) or from diagonal blocks (`weight` [R, blocks, in / blocks,
+    out / blocks]), differentiably."""
+    if basis_coefficients is not None:
+        return (basis_coefficients @ weight.reshape(weight.shape[0], -1)).reshape(
+            num_relations, in_channels, out_channels)
+    if num_blocks is not None:
+        # Block b maps inputs [b i, (b + 1) i) to outputs [b o, (b + 1) o).
+        r, nb, i, o = weight.shape
+        eye = torch.eye(nb, dtype=weight.dtype, device=weight.device)
+        return torch.einsum("rbio,bc->rbico", weight, eye).reshape(r, nb * i, nb * o)
+    return weight
+
+
+class RGCNConv(_RelationalConv):
+    """PyG's RGCNConv (Schlichtkrull et al.) on KGE's kernels:
+
+        out[v] = sum_r sum_{u in N_v^r} norm x_u W_r + x_v W_0 + b
+
+    with `norm` = 1 / |N_v^r| (aggr="mean", PyG's default) or 1
+    (aggr="add"). Parameters as PyG names and shapes them, so that a PyG
+    layer's state_dict loads: `weight` [R, in, out], or with `num_bases`
+    the bases `weight` [B, in, out] and their coefficients `comp` [R, B]
+    (W_r = sum_b comp[r, b] weight[b]), or with `num_blocks` the diagonal
+    blocks `weight` [R, blocks, in / blocks, out / blocks]; `root` [in,
+    out] (root_weight) and `bias` [out]. The decompositions are composed
+    into the relations' matrices with torch (whose autograd takes their
+    gradients back to the parameters) before KGE's kernels run.
+
+    `bundles`: (forward, backward) bundle texts or kge.Bundle objects (see
+    load_bundles) where the compiler is not installed; `matrix_math` the
+    compiler's choice for the products (None: 3xTF32 for the typed layers).
+    """
+
+    def __init__(self, in_channels, out_channels, num_relations, num_bases=None,
+                 num_blocks=None, aggr="mean", root_weight=True, bias=True, bundles=None,
+                 matrix_math=None):
+        super().__init__(num_relations, bundles, matrix_math)
+        if num_bases is not None and num_blocks is not None:
+            raise ValueError("give num_bases or num_blocks, not both")
+        if num_blocks is not None and (in_channels % num_blocks or out_channels % num_blocks):
+            raise ValueError(f"num_blocks ({num_blocks}) must divide in_channels "
+                             f"({in_channels}) and out_channels ({out_channels})")
+        if aggr not in ("mean", "add", "sum"):
+            raise ValueError(f"aggr must be 'mean' or 'add', got {aggr!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.aggr = aggr
+        self.num_bases, self.num_blocks = num_bases, num_blocks
+        if num_bases is not None:
+            self.weight = torch.nn.Parameter(torch.empty(num_bases, in_channels, out_channels))
+            self.comp = torch.nn.Parameter(torch.empty(num_relations, num_bases))
+        elif num_blocks is not None:
+            self.weight = torch.nn.Parameter(torch.empty(
+                num_relations, num_blocks, in_channels // num_blocks,
+                out_channels // num_blocks))
+            self.comp = None
+        else:
+            self.weight = torch.nn.Parameter(torch.empty(num_relations, in_channels,
+                                                         out_channels))
+            self.comp = None
+        self.root = (torch.nn.Parameter(torch.empty(in_channels, out_channels))
+                     if root_weight else None)
+        self.bias = torch.nn.Parameter(torch.empty(out_channels)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        torch.nn.init.xavier_uniform_(self.weight)
+        if self.comp is not None:
+            torch.nn.init.xavier_uniform_(self.comp)
+        if self.root is not None:
+            torch.nn.init.xavier_uniform_(self.root)
+        if self.bias is not None:
+            torch.nn.init.zeros_(self.bias)
+
+    layer = graph.rgcn_layer
+
+    def _edge_arrays(self, edge_index, edge_type):
         if self.aggr == "mean":
             # 1 / |N_v^r|: the edges of each (destination, type) pair counted
             # (memory per edge, not per node and type).
             group = edge_index[1].long() * self.num_relations + edge_type.long()
             _, inverse, counts = torch.unique(group, return_inverse=True, return_counts=True)
-            norm = (1.0 / counts[inverse].float()).contiguous()
-        else:
-            norm = torch.ones(edge_index.shape[1], device=edge_index.device)
-        # (The tensors themselves are kept: a new tensor never takes the
-        # address, and so the key, of a freed one.)
-        self._graph = {"edge_index": edge_index, "edge_type": edge_type,
-                       "versions": (edge_index._version, edge_type._version),
-                       "num_nodes": num_nodes, "arrays": (src, dst, types, norm)}
-        return self._graph["arrays"]
+            return ((1.0 / counts[inverse].float()).contiguous(),)
+        return (torch.ones(edge_index.shape[1], device=edge_index.device),)
 
     def forward(self, x, edge_index, edge_type):
-        if not x.is_cuda:
-            raise ValueError("kge.nn.RGCNConv runs on CUDA tensors")
-        if x.dim() != 2 or x.shape[1] != self.in_channels:
-            raise ValueError(f"x must be [N, {self.in_channels}], got {list(x.shape)}")
-        if x.dtype != torch.float32:
-            raise TypeError(f"kge.nn.RGCNConv computes in float32, got x of {x.dtype}")
-        if edge_index.device != x.device or edge_type.device != x.device:
-            raise ValueError(f"edge_index ({edge_index.device}) and edge_type "
-                             f"({edge_type.device}) must be on x's device ({x.device})")
+        self._check(x, edge_index, edge_type, self.in_channels)
         src, dst, types, norm = self._structure(edge_index, edge_type, x.shape[0])
-        device = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        programs = tuple(_program(text, device) for text in self._texts())
         root = self.root if self.root is not None else x.new_zeros(self.in_channels,
                                                                    self.out_channels)
         bias = self.bias if self.bias is not None else x.new_zeros(self.out_channels)
         return _RGCNFunction.apply(x.contiguous(), self.relation_weights(), root, bias, src,
-                                   dst, types, norm, programs)
+                                   dst, types, norm, self._programs(x))
 
     def relation_weights(self):
         """The relations' matrices [R, in, out]: `weight` itself, or composed
         from the bases or the diagonal blocks (differentiably)."""
-        if self.num_bases is not None:
-            return (self.comp @ self.weight.reshape(self.num_bases, -1)).reshape(
-                self.num_relations, self.in_channels, self.out_channels)
-        if self.num_blocks is not None:
-            # Block b maps inputs [b i, (b + 1) i) to outputs [b o, (b + 1) o).
-            r, nb, i, o = self.weight.shape
-            eye = torch.eye(nb, dtype=self.weight.dtype, device=self.weight.device)
-            dense = torch.einsum("rbio,bc->rbico", self.weight, eye)
-            return dense.reshape(r, nb * i, nb * o)
-        return self.weight
+        return _composed(self.weight, self.comp if self.num_bases is not None else None,
+                         self.num_blocks, self.num_relations, self.in_channels,
+                         self.out_channels)
 
     def extra_repr(self):
         extra = "".join(f", {name}={getattr(self, name)}" for name in ("num_bases", "num_blocks")
@@ -240,4 +305,120 @@ class RGCNConv(torch.nn.Module):
                 f"num_relations={self.num_relations}{extra}, aggr={self.aggr!r}")
 
 
-__all__ = ["RGCNConv", "load_bundles", "rgcn"]
+class RGATConv(_RelationalConv):
+    """PyG's RGATConv (Busbridge et al.) on KGE's kernels, in its default
+    configuration (one head, additive self-attention across relations):
+
+        s_e = leaky_relu(x_dst W_r q + x_src W_r k),  e = (src -> dst) of type r
+        alpha_e = softmax of s over the incoming edges of dst
+        out[v] = sum_{e into v} alpha_e x_src W_r + b
+
+    Parameters as PyG names and shapes them, so that a PyG layer's
+    state_dict loads: `weight` [R, in, out] (or with `num_bases` the bases
+    `basis` [B, in, out] and their coefficients `att` [R, B]; with
+    `num_blocks` the diagonal blocks `weight` [R, blocks, in / blocks, out
+    / blocks]), `q` and `k` [out, 1], `bias` [out], and PyG's unused
+    cardinality parameters (`w`, `l1`, `b1`, `l2`, `b2`). The attention's
+    projections are composed with the relations' matrices with torch (W_r q
+    and W_r k: Pigeon's linear-operator fusion, whose gradients torch takes
+    back to the parameters) before KGE's kernels run: the scores are one
+    column per edge, and no per-edge row of W_r x is stored for them.
+
+    The other configurations (several heads, `dim` > 1, within-relation or
+    multiplicative attention, `mod`, edge features, attention dropout while
+    training) raise ValueError. `return_attention_weights=True` returns
+    `(out, (edge_index, alpha))` as PyG's does.
+    """
+
+    def __init__(self, in_channels, out_channels, num_relations, num_bases=None,
+                 num_blocks=None, mod=None, attention_mechanism="across-relation",
+                 attention_mode="additive-self-attention", heads=1, dim=1, concat=True,
+                 negative_slope=0.2, dropout=0.0, edge_dim=None, bias=True, bundles=None,
+                 matrix_math=None):
+        super().__init__(num_relations, bundles, matrix_math)
+        unsupported = {"heads": (heads, 1), "dim": (dim, 1), "mod": (mod, None),
+                       "attention_mechanism": (attention_mechanism, "across-relation"),
+                       "attention_mode": (attention_mode, "additive-self-attention"),
+                       "edge_dim": (edge_dim, None)}
+        for name, (value, supported) in unsupported.items():
+            if value != supported:
+                raise ValueError(f"kge.nn.RGATConv computes {name}={supported!r} "
+                                 f"(one head, additive attention across relations), "
+                                 f"got {value!r}")
+        if num_bases is not None and num_blocks is not None:
+            raise ValueError("give num_bases or num_blocks, not both")
+        if num_blocks is not None and (in_channels % num_blocks or out_channels % num_blocks):
+            raise ValueError(f"num_blocks ({num_blocks}) must divide in_channels "
+                             f"({in_channels}) and out_channels ({out_channels})")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.num_bases, self.num_blocks = num_bases, num_blocks
+        self.heads, self.dim, self.concat = heads, dim, concat
+        self.negative_slope, self.dropout = float(negative_slope), float(dropout)
+        self.layer = graph.rgat(self.negative_slope)
+        Parameter = torch.nn.Parameter
+        self.q = Parameter(torch.empty(out_channels, 1))
+        self.k = Parameter(torch.empty(out_channels, 1))
+        self.bias = Parameter(torch.empty(out_channels)) if bias else None
+        if num_bases is not None:
+            self.att = Parameter(torch.empty(num_relations, num_bases))
+            self.basis = Parameter(torch.empty(num_bases, in_channels, out_channels))
+        elif num_blocks is not None:
+            self.weight = Parameter(torch.empty(num_relations, num_blocks,
+                                                in_channels // num_blocks,
+                                                out_channels // num_blocks))
+        else:
+            self.weight = Parameter(torch.empty(num_relations, in_channels, out_channels))
+        # PyG's parameters of its cardinality-preserving variants (mod),
+        # kept so that its state_dict loads; unused.
+        self.w = Parameter(torch.ones(out_channels))
+        self.l1 = Parameter(torch.empty(1, out_channels))
+        self.b1 = Parameter(torch.empty(1, out_channels))
+        self.l2 = Parameter(torch.empty(out_channels, out_channels))
+        self.b2 = Parameter(torch.empty(1, out_channels))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        for name in ("weight", "basis", "att", "q", "k"):
+            if hasattr(self, name):
+                torch.nn.init.xavier_uniform_(getattr(self, name))
+        for p in (self.l1, self.b1, self.l2, self.b2):
+            torch.nn.init.zeros_(p)
+        torch.nn.init.ones_(self.w)
+        if self.bias is not None:
+            torch.nn.init.zeros_(self.bias)
+
+    def relation_weights(self):
+        """The relations' matrices [R, in, out] (composed from the bases or
+        the diagonal blocks, differentiably)."""
+        if self.num_bases is not None:
+            return _composed(self.basis, self.att, None, self.num_relations,
+                             self.in_channels, self.out_channels)
+        return _composed(self.weight, None, self.num_blocks, self.num_relations,
+                         self.in_channels, self.out_channels)
+
+    def forward(self, x, edge_index, edge_type, return_attention_weights=None):
+        if self.training and self.dropout > 0:
+            raise ValueError("kge.nn.RGATConv does not drop attention coefficients "
+                             f"(dropout={self.dropout} while training)")
+        self._check(x, edge_index, edge_type, self.in_channels)
+        src, dst, types = self._structure(edge_index, edge_type, x.shape[0])
+        weight = self.relation_weights()
+        # Linear-operator fusion: the scores' projections per relation.
+        query, key = weight @ self.q, weight @ self.k
+        out, alpha = _RGATFunction.apply(x.contiguous(), weight.contiguous(),
+                                         query.contiguous(), key.contiguous(), src, dst,
+                                         types, self._programs(x))
+        if self.bias is not None:
+            out = out + self.bias
+        if isinstance(return_attention_weights, bool):
+            return out, (edge_index, alpha)
+        return out
+
+    def extra_repr(self):
+        extra = "".join(f", {name}={getattr(self, name)}" for name in ("num_bases", "num_blocks")
+                        if getattr(self, name) is not None)
+        return (f"{self.in_channels}, {self.out_channels}, "
+                f"num_relations={self.num_relations}{extra}, heads={self.heads}")
+
+
+__all__ = ["RGATConv", "RGCNConv", "load_bundles", "rgat", "rgcn"]

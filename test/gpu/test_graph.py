@@ -268,3 +268,182 @@ def test_rgcnconv_refuses_bad_input():
         conv(x, edge_index, edge_type[:-1])
     # A good call after the bad ones.
     assert conv(x, edge_index, edge_type).shape == (g.num_nodes, 64)
+
+
+# RGAT: the attention's scores, edge softmax and weighted messages
+# (examples/graph/rgat.mlir), and kge.nn.RGATConv against PyG's RGATConv.
+
+def rgat_layer(g, features, outputs, seed):
+    arrays = graph.rgat_inputs(g, features, outputs, seed)
+    del arrays["q"], arrays["k"]
+    return arrays, {n: torch.from_numpy(a).cuda() for n, a in arrays.items()}
+
+
+def rgat_reference(arrays, g):
+    return graph.rgat_reference(arrays["x"], arrays["weight"], arrays["query"], arrays["key"],
+                                g.src, g.dst, g.etype)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name,scale", GRAPHS, ids=[g for g, _ in GRAPHS])
+def test_rgat_matches_float64(rt, variant, name, scale):
+    """The output and the attention (each node's incoming edges' sum to
+    one) against float64."""
+    g = graph.synthetic(name, seed=7, scale=scale)
+    arrays, tensors = rgat_layer(g, 64, 64, seed=len(name))
+    results = program(rt, variant, "rgat")(**tensors)
+    torch.cuda.synchronize()
+    error = relative_error(results["out"].cpu().numpy(), rgat_reference(arrays, g))
+    assert error < TOLERANCES[variant], error
+    attention = results["attention"].cpu().numpy()[:, 0].astype(np.float64)
+    sums = np.zeros(g.num_nodes)
+    np.add.at(sums, g.dst, attention)
+    has_edges = np.bincount(g.dst, minlength=g.num_nodes) > 0
+    assert np.allclose(sums[has_edges], 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name,scale", GRAPHS[:4], ids=[g for g, _ in GRAPHS[:4]])
+def test_rgat_backward_matches_float64(rt, variant, name, scale):
+    g = graph.synthetic(name, seed=8, scale=scale)
+    arrays, tensors = rgat_layer(g, 64, 64, seed=len(name) + 1)
+    grad_out = torch.randn(g.num_nodes, 64, device="cuda")
+    grads = program(rt, variant, "rgat_grad")(**tensors, grad_out=grad_out)
+    torch.cuda.synchronize()
+    expected = graph.rgat_gradients_reference(
+        arrays["x"], arrays["weight"], arrays["query"], arrays["key"], g.src, g.dst, g.etype,
+        grad_out.cpu().numpy())
+    for key, value in expected.items():
+        error = relative_error(grads[key].cpu().numpy(), value)
+        assert error < TOLERANCES[variant], (key, error)
+
+
+def test_rgat_isolated_nodes_types_without_edges_and_empty_graph(rt):
+    """Nodes without incoming edges get zeros, types without edges zero
+    gradients, a graph without edges zero outputs and gradients."""
+    g = graph.corner_case_graph()
+    arrays, tensors = rgat_layer(g, 64, 64, seed=3)
+    for variant in VARIANTS:
+        out = program(rt, variant, "rgat")(**tensors)["out"].cpu().numpy()
+        assert relative_error(out, rgat_reference(arrays, g)) < TOLERANCES[variant], variant
+        grad_out = torch.randn(6, 64, device="cuda")
+        grads = program(rt, variant, "rgat_grad")(**tensors, grad_out=grad_out)
+        assert not grads["grad_weight"][[1, 3]].any(), variant
+        assert not grads["grad_query"][[1, 3]].any(), variant
+    empty = dict(tensors)
+    for n in ("src", "dst", "edge_type"):
+        empty[n] = tensors[n][:0]
+    assert not program(rt, "default", "rgat")(**empty)["out"].any()
+    grads = program(rt, "default", "rgat_grad")(**empty, grad_out=torch.randn(6, 64,
+                                                                             device="cuda"))
+    assert not any(grads[k].any() for k in ("grad_x", "grad_weight", "grad_query", "grad_key"))
+
+
+@pytest.mark.parametrize("stem", ("rgat", "rgat_grad"))
+@pytest.mark.parametrize("param,value", [("src", 10**6), ("dst", -1), ("edge_type", 104)])
+def test_rgat_refuses_bad_indices(rt, stem, param, value):
+    g = graph.synthetic("aifb", seed=2, scale=0.2)
+    _, tensors = rgat_layer(g, 64, 64, seed=1)
+    tensors[param] = tensors[param].clone()
+    tensors[param][5] = value
+    extra = {"grad_out": torch.randn(g.num_nodes, 64, device="cuda")} if "grad" in stem else {}
+    with pytest.raises(IndexError, match=f"of '{param}' is out of range"):
+        program(rt, "default", stem)(**tensors, **extra, checked=True)
+
+
+def pyg_and_kge_rgat(g, features, outputs, variant="default", **decomposition):
+    """PyG's RGATConv and kge.nn.RGATConv with PyG's parameters loaded."""
+    pyg = pytest.importorskip("torch_geometric.nn")
+    from kge import nn
+    torch.manual_seed(0)
+    reference = pyg.RGATConv(features, outputs, g.num_edge_types, **decomposition).cuda()
+    torch.nn.init.normal_(reference.bias)
+    conv = nn.RGATConv(features, outputs, g.num_edge_types,
+                       bundles=nn.load_bundles(GRAPH_BUNDLES, "rgat", variant=variant),
+                       **decomposition).cuda()
+    conv.load_state_dict(reference.state_dict())
+    return reference, conv
+
+
+@pytest.mark.parametrize("decomposition", DECOMPOSITIONS, ids=["full", "bases", "blocks"])
+@pytest.mark.parametrize("variant", ("default", "F64"))
+@pytest.mark.parametrize("name", ("aifb", "mutag"))
+def test_rgatconv_forward_and_backward_equal_pygs(variant, name, decomposition):
+    """kge.nn.RGATConv with PyG's weights: the same output, attention and
+    gradients of the input and of every parameter as PyG's RGATConv."""
+    g = graph.synthetic(name, seed=4, scale=0.5)
+    reference, conv = pyg_and_kge_rgat(g, 64, 64, variant, **decomposition)
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    x = torch.randn(g.num_nodes, 64, device="cuda")
+    target = torch.randn(g.num_nodes, 64, device="cuda")
+    outs, grads, alphas = [], [], []
+    for layer_ in (reference, conv):
+        xi = x.clone().requires_grad_()
+        out, (_, alpha) = layer_(xi, edge_index, edge_type, return_attention_weights=True)
+        ((out - target) ** 2).sum().backward()
+        outs.append(out.detach())
+        alphas.append(alpha.detach().reshape(-1))
+        grads.append({"x": xi.grad, **{n: p.grad for n, p in layer_.named_parameters()
+                                       if p.grad is not None}})
+    assert torch.allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+    assert torch.allclose(alphas[0], alphas[1], rtol=1e-4, atol=1e-5)
+    assert set(grads[0]) == set(grads[1])
+    assert {"x", "q", "k", "bias"} <= set(grads[0])
+    for key in grads[0]:
+        scale = max(1.0, float(grads[0][key].abs().max()))
+        error = float((grads[0][key] - grads[1][key]).abs().max()) / scale
+        assert error < 1e-4, (key, error)
+
+
+def test_rgatconv_trains_like_pyg():
+    """Ten SGD steps of a two-layer RGAT: the same losses and parameters as
+    PyG's."""
+    g = graph.synthetic("aifb", seed=5)
+    layers = [pyg_and_kge_rgat(g, 64, 64), pyg_and_kge_rgat(g, 64, 4)]
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    x = torch.randn(g.num_nodes, 64, device="cuda")
+    labels = torch.randint(0, 4, (g.num_nodes,), device="cuda")
+    losses = []
+    for side in (0, 1):
+        model = [pair[side] for pair in layers]
+        params = [p for m in model for p in m.parameters()]
+        step = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+        history = []
+        for _ in range(10):
+            step.zero_grad()
+            h = torch.relu(model[0](x, edge_index, edge_type))
+            loss = torch.nn.functional.cross_entropy(model[1](h, edge_index, edge_type), labels)
+            loss.backward()
+            step.step()
+            history.append(float(loss))
+        losses.append(history)
+    assert losses[1][-1] < losses[1][0]
+    assert np.allclose(losses[0], losses[1], rtol=1e-3), losses
+    for reference, conv in layers:
+        ours = dict(conv.named_parameters())
+        for name, p in reference.named_parameters():
+            assert torch.allclose(p, ours[name], rtol=1e-3, atol=1e-4), name
+
+
+def test_rgatconv_refuses_bad_input_and_other_configurations():
+    from kge import nn
+    g = graph.synthetic("aifb", seed=1, scale=0.1)
+    _, conv = pyg_and_kge_rgat(g, 64, 64)
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    x = torch.randn(g.num_nodes, 64, device="cuda")
+    bad = edge_index.clone()
+    bad[0, 3] = g.num_nodes
+    with pytest.raises(IndexError, match=f"edge_index holds {g.num_nodes}, outside"):
+        conv(x, bad, edge_type)
+    with pytest.raises(ValueError, match=r"x must be \[N, 64\]"):
+        conv(x[:, :32], edge_index, edge_type)
+    with pytest.raises(TypeError, match="computes in float32"):
+        conv(x.half(), edge_index, edge_type)
+    for option in ({"heads": 2}, {"attention_mechanism": "within-relation"},
+                   {"attention_mode": "multiplicative-self-attention"}, {"mod": "additive"}):
+        with pytest.raises(ValueError, match="computes"):
+            nn.RGATConv(64, 64, 4, **option)
+    assert conv(x, edge_index, edge_type).shape == (g.num_nodes, 64)

@@ -639,10 +639,17 @@ FunctionLowering::typedProduct(graph::TypedLinearOp linear) {
   // The matrix of each row's type.
   product.gathers.push_back(edgeRows ? g->etype : g->ntype);
   product.gathered.push_back(b.getI64ArrayAttr({1, 0}));
-  // (Transposed matrices: [N, K], read at (t[i], j, k).)
+  // (Transposed matrices: [N, K], read at (t[i], j, k).) Matrices of one
+  // column ([T, K, 1]: an attention's projection) are rows gathered by
+  // type, read at (t[i], k) (transposed: (t[i], j), k of extent 1): no
+  // segments to sort.
+  bool oneColumn =
+      cast<ShapedType>(linear.getWeights().getType()).getDimSize(2) == 1;
+  bool t = linear.getTransposed();
   product.maps = {axes({Axis::I, Axis::K}),
-                  linear.getTransposed() ? axes({Axis::I, Axis::J, Axis::K})
-                                         : axes({Axis::I, Axis::K, Axis::J})};
+                  oneColumn ? axes({Axis::I, t ? Axis::J : Axis::K})
+                  : t       ? axes({Axis::I, Axis::J, Axis::K})
+                            : axes({Axis::I, Axis::K, Axis::J})};
   return product;
 }
 

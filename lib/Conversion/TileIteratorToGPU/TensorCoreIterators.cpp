@@ -411,9 +411,13 @@ tilegpu::getTensorCorePrecision(TaskOp task, StringRef matrixMath) {
     return std::nullopt;
   // The tensor-core load iterators copy 16-byte chunks along an operand's
   // contiguous dimension: a gathered dimension must be another one.
+  // (So must an operand's last axis be its memory's: no trailing unit
+  // dimensions.)
   for (unsigned n = 0; n < task.getInputs().size(); ++n) {
     AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-    if (task.isGathered(n, map.getNumResults() - 1))
+    if (task.isGathered(n, map.getNumResults() - 1) ||
+        cast<MemRefType>(task.getInputs()[n].getType()).getRank() !=
+            static_cast<int64_t>(map.getNumResults()))
       return std::nullopt;
   }
   if (task.getAccumulate() != Combiner::add || !task.getCombine().empty() ||

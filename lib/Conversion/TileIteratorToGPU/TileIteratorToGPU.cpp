@@ -280,22 +280,17 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
 void KernelEmitter::combineAtomically(Combiner combiner, Value groups,
                                       ValueRange group, Value value) {
   bool isFloat = isa<FloatType>(value.getType());
-  if (combiner == Combiner::add || !isFloat) {
-    arith::AtomicRMWKind kind =
-        combiner == Combiner::add
-            ? (isFloat ? arith::AtomicRMWKind::addf
-                       : arith::AtomicRMWKind::addi)
-            : (combiner == Combiner::max ? arith::AtomicRMWKind::maxs
-                                         : arith::AtomicRMWKind::mins);
-    memref::AtomicRMWOp::create(b, loc, kind, value, groups, group);
-    return;
-  }
-  // Float max/min: a compare-and-swap loop.
-  auto rmw = memref::GenericAtomicRMWOp::create(b, loc, groups, group);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(rmw.getBody());
-  Value current = rmw.getCurrentValue();
-  memref::AtomicYieldOp::create(b, loc, combine(combiner, current, value));
+  // (Float max/min: LLVM's atomicrmw fmax/fmin, a compare-and-swap loop on
+  // the bits where the GPU has no such atomic.)
+  arith::AtomicRMWKind kind =
+      combiner == Combiner::add
+          ? (isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi)
+      : combiner == Combiner::max
+          ? (isFloat ? arith::AtomicRMWKind::maxnumf
+                     : arith::AtomicRMWKind::maxs)
+          : (isFloat ? arith::AtomicRMWKind::minnumf
+                     : arith::AtomicRMWKind::mins);
+  memref::AtomicRMWOp::create(b, loc, kind, value, groups, group);
 }
 
 void KernelEmitter::storeSelected(gpu::GPUFuncOp kernel,
@@ -1579,7 +1574,10 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
         colAt.push_back(resolveAt(n, colDim, minIndex(c, lastCol)));
       for (Value row : rowAt)
         for (Value col : colAt) {
-          SmallVector<Value, 2> at(2);
+          // (Trailing unit dimensions: read at 0.)
+          SmallVector<Value, 3> at(
+              cast<MemRefType>(task.getInputs()[n].getType()).getRank(),
+              idx(0));
           at[rowDim] = row;
           at[colDim] = col;
           spatialValues[n].push_back(

@@ -35,11 +35,12 @@ func.func @typed_by_node_type(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %root:
 
 // -----
 
-func.func @computed_input(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>, %root2: tensor<?x?xf32>)
+func.func @computed_input(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>, %root2: tensor<?x?xf16>)
     -> tensor<?x?xf32> {
   %h = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{reads a tensor computed inside the function; the lowering to tile takes only the function's parameters here (per-edge and per-node intermediates are not materialized yet)}}
-  %o = graph.linear %h, %root2 : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{computes 'tensor<?x?xf16>', an intermediate the lowering to tile materializes in f32 only}}
+  %c = arith.truncf %h : tensor<?x?xf32> to tensor<?x?xf16>
+  %o = graph.linear %c, %root2 : tensor<?x?xf16>, tensor<?x?xf16> -> tensor<?x?xf32>
   return %o : tensor<?x?xf32>
 }
 
@@ -55,7 +56,7 @@ func.func @index_parameter(%x: tensor<?x?xf32>, %n: index, %root: tensor<?x?xf32
 
 func.func @other_result(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %o = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{is not lowered to tile: a graph function's results are sums of linear and typed linear layers, aggregates and outer sums}}
+  // expected-error @+1 {{is not lowered to tile: a graph function's values are sums of linear and typed linear layers, aggregates, outer sums, edge softmaxes, inner products and leaky ReLUs (and their gradients)}}
   %e = math.exp %o : tensor<?x?xf32>
   %s = arith.addf %o, %e : tensor<?x?xf32>
   return %s : tensor<?x?xf32>

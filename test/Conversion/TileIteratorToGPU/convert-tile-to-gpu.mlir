@@ -80,9 +80,7 @@ func.func @gemm(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.
 // CHECK: %[[F:.*]] = memref.load %[[FLAG]][%c0]
 // CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[F]], %c0_i32
 // CHECK: scf.if %[[ANY]] -> (f32, f32
-// CHECK: memref.generic_atomic_rmw
-// CHECK: arith.maximumf
-// CHECK: memref.atomic_yield
+// CHECK: memref.atomic_rmw maxnumf
 func.func @join_max(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {kge.param = "R"},
                     %pz: memref<?xi32> {kge.param = "pz"}, %rz: memref<?xi32> {kge.param = "rz"},
                     %C: memref<?x?xf32> {kge.param = "C"}) {

@@ -1086,7 +1086,7 @@ func.func @both_spatial_ungathered(%A: memref<?x?xf32>, %W: memref<?x?x?xf32>, %
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @reduce_rank(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %S: memref<?x?xf32>) {
-  // expected-error @+1 {{output 'S' must have rank 1, got 'memref<?x?xf32>'}}
+  // expected-error @+1 {{output 'S' must be [M] or [M, 1], got 'memref<?x?xf32>'}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%S : memref<?x?xf32>)
       maps [#ik, #kj] accumulate add output reduce
       inner {

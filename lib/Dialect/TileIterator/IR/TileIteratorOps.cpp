@@ -362,18 +362,18 @@ LogicalResult TaskOp::verify() {
         map.getNumResults() == 0)
       return emitOpError() << "indexing map of " << what << " (" << AffineMapAttr::get(map)
                            << ") must select distinct axes";
-    // A vector along one axis (a bias, a per-edge weight) may carry
-    // trailing unit dimensions (an edge's score as [E, 1]): read at 0.
+    // An input may carry trailing unit dimensions past its axes, read at
+    // 0 (an edge's score as [E, 1], a matrix per type of one column as
+    // [T, K, 1]; such a task runs on CUDA cores).
     bool unitTail = type.getRank() > map.getNumResults() &&
-                    map.getNumResults() == 1 &&
-                    llvm::all_of(type.getShape().drop_front(1),
-                                 [](int64_t size) { return size == 1; });
+                    llvm::all_of(
+                        type.getShape().drop_front(map.getNumResults()),
+                        [](int64_t size) { return size == 1; });
     if (type.getRank() != map.getNumResults() && !unitTail)
       return emitOpError() << what << " has rank " << type.getRank()
                            << " but its indexing map selects "
                            << map.getNumResults()
-                           << " axes (only a vector along one axis may carry "
-                              "trailing dimensions of size 1)";
+                           << " axes (dimensions past them must have size 1)";
     bool anyGathered = false;
     for (unsigned d = 0; d < map.getNumResults(); ++d)
       anyGathered |= isGathered(index, d);
