@@ -111,7 +111,7 @@ def test_rgcn_refuses_mismatched_arguments(rgcn):
 def test_lowering_errors_name_the_operation():
     text = RGCN.replace("  return %out", "  %e = math.exp %out : tensor<?x?xf32>\n  return %e")
     with pytest.raises(MLIRError, match="'math.exp' op is not lowered to tile: a graph "
-                                        "function's results are sums of linear and typed"):
+                                        "function's values are sums of linear and typed"):
         graph.compile_cpu(text, "rgcn")
 
 

@@ -211,3 +211,76 @@ func.func @edge_projection(%x: tensor<?x?xf32> {kge.param = "x"},
       : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
 }
+
+// -----
+
+// RGAT: the scores (one-column matrices read as rows gathered by the edge
+// type, no segments) materialized as a result after the output, the edge
+// softmax as an aggregate by max (leaky ReLU applied where read), an
+// aggregate of exponentials and the normalized attention, then the
+// messages weighted by the attention ([E, 1] read along i).
+// CHECK-LABEL: func.func @rgat
+// CHECK-SAME: %[[OUT:arg[0-9]+]]: memref<?x?xf32> {kge.dims = ["V_x", ""], kge.param = "out", kge.result}
+// CHECK-SAME: %[[ATT:arg[0-9]+]]: memref<?x1xf32> {kge.param = "attention", kge.result}
+// CHECK-SAME: %[[SC:arg[0-9]+]]: memref<?x1xf32> {kge.param = "scores", kge.result}
+// CHECK-SAME: %[[MAX:arg[0-9]+]]: memref<?x1xf32> {kge.dims = ["V_x", ""], kge.param = "attention_max", kge.result}
+// CHECK-SAME: %[[SUM:arg[0-9]+]]: memref<?x1xf32> {kge.dims = ["V_x", ""], kge.param = "attention_sum", kge.result}
+// CHECK: tile.task ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?x1xf32>) outs(%[[SC]] : memref<?x1xf32>) {{.*}} maps [#[[IK:.*]], #[[IK]]] accumulate add output dense
+// CHECK: tile.task ins(%{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?x1xf32>) outs(%[[SC]] : {{.*}} output dense {{.*}}update
+// CHECK: tile.task ins(%[[SC]] : memref<?x1xf32>) keys(%{{.*}}) outs(%[[MAX]] : {{.*}} output aggregate {aggregate = 2 : i32}
+// CHECK: arith.select
+// CHECK: tile.task ins(%[[SC]], %[[MAX]] : {{.*}} outs(%[[SUM]] : {{.*}} output aggregate
+// CHECK: math.exp
+// CHECK: tile.task ins(%[[SC]], %[[MAX]], %[[SUM]] : {{.*}} outs(%[[ATT]] : {{.*}} output dense
+// CHECK: arith.divf
+// CHECK: tile.task ins(%{{.*}}, %{{.*}}, %[[ATT]] : memref<?x?xf32>, memref<?x?x?xf32>, memref<?x1xf32>) keys(%{{.*}}) outs(%[[OUT]] : {{.*}} output aggregate
+// LOOPS-LABEL: func.func @rgat
+// The largest scores start at -inf.
+// LOOPS: arith.constant 0xFF800000 : f32
+func.func @rgat(%x: tensor<?x?xf32> {kge.param = "x"},
+                %weight: tensor<?x?x?xf32> {kge.param = "weight"},
+                %query: tensor<?x?x1xf32> {kge.param = "query"},
+                %key: tensor<?x?x1xf32> {kge.param = "key"},
+                %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> (tensor<?x?xf32> {kge.param = "out"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %qi = graph.typed_linear %g, %x, %query rows(dst) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x1xf32> -> tensor<?x1xf32>
+  %kj = graph.typed_linear %g, %x, %key rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x1xf32> -> tensor<?x1xf32>
+  %s = arith.addf %qi, %kj : tensor<?x1xf32>
+  %a = graph.leaky_relu %s slope(2.000000e-01) : tensor<?x1xf32>
+  %alpha = graph.edge_softmax %g, %a to(dst) : tensor<?x1xf32>
+  %m = graph.typed_linear %g, %x, %weight rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %out = graph.aggregate %g, %m weights(%alpha : tensor<?x1xf32>) to(dst) reduce(sum)
+      : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %out : tensor<?x?xf32>
+}
+
+// -----
+
+// The gradient of the attention: the messages' products in the task (a
+// matrix per edge type through the segments) reduced per edge against the
+// gradient at the destination (a pair operand gathered by dst): output
+// reduce into [E, 1].
+// CHECK-LABEL: func.func @attention_gradient
+// CHECK: tile.task ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x?xf32>, memref<?x?x?xf32>, memref<?x?xf32>) outs(%{{.*}} : memref<?x1xf32>) {{.*}} output reduce {gathered = {{\[\[}}0, 0], [1, 0], [2, 0]]}
+// CHECK: project
+// CHECK: arith.mulf
+func.func @attention_gradient(%x: tensor<?x?xf32> {kge.param = "x"},
+                              %weight: tensor<?x?x?xf32> {kge.param = "weight"},
+                              %dy: tensor<?x?xf32> {kge.param = "dy"},
+                              %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> (tensor<?x1xf32> {kge.param = "dalpha"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %weight rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %d = graph.inner_product %g, %dy, %m rows(dst, edges)
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x1xf32>
+  return %d : tensor<?x1xf32>
+}

@@ -152,3 +152,47 @@ func.func @name_clash(%x: tensor<?x?xf32> {kge.param = "x"}, %grad_x: tensor<?x?
   %s = graph.linear %x, %grad_x : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
   return %s : tensor<?x?xf32>
 }
+
+// -----
+
+// RGAT: the attention's gradient is each message's inner product with the
+// gradient at its destination (the computed weights are differentiated),
+// then goes back through the edge softmax and the leaky ReLU to the
+// scores' one-column typed linear layers.
+// CHECK-LABEL: func.func @rgat_grad
+// CHECK: %[[SUM:.*]] = arith.addf %[[QI:.*]], %[[KJ:.*]] : tensor<?x1xf32>
+// CHECK: %[[ACT:.*]] = graph.leaky_relu %[[SUM]]
+// CHECK: %[[ALPHA:.*]] = graph.edge_softmax %{{.*}}, %[[ACT]] to(dst)
+// CHECK: %[[M:.*]] = graph.typed_linear %{{.*}}, %{{.*}}, %{{.*}} rows(src) by(etype)
+// CHECK: %[[DA:.*]] = graph.inner_product %{{.*}}, %{{.*}}, %[[M]] rows(dst, edges)
+// CHECK: graph.aggregate %{{.*}}, %{{.*}} weights(%[[ALPHA]] : tensor<?x1xf32>) to(src)
+// CHECK: graph.outer_sum {{.*}} rows(src, dst) by(etype) {{.*}} weights(%[[ALPHA]] : tensor<?x1xf32>)
+// CHECK: %[[DS:.*]] = graph.edge_softmax_grad %{{.*}}, %[[ALPHA]], %[[DA]] to(dst)
+// CHECK: %[[DP:.*]] = graph.leaky_relu_grad %[[SUM]], %[[DS]] slope(2.000000e-01)
+// CHECK: graph.typed_linear %{{.*}}, %[[DP]], %{{.*}} rows(edges) by(etype) transposed
+// CHECK: graph.outer_sum %{{.*}}, %{{.*}}, %[[DP]] rows(src, edges) by(etype)
+// CHECK: graph.outer_sum %{{.*}}, %{{.*}}, %[[DP]] rows(dst, edges) by(etype)
+// CHECK: return {{.*}} : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?x1xf32>, tensor<?x?x1xf32>
+// ALONE-LABEL: func.func @rgat_grad
+func.func @rgat(%x: tensor<?x?xf32> {kge.param = "x"},
+                %weight: tensor<?x?x?xf32> {kge.param = "weight"},
+                %query: tensor<?x?x1xf32> {kge.param = "query"},
+                %key: tensor<?x?x1xf32> {kge.param = "key"},
+                %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %qi = graph.typed_linear %g, %x, %query rows(dst) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x1xf32> -> tensor<?x1xf32>
+  %kj = graph.typed_linear %g, %x, %key rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x1xf32> -> tensor<?x1xf32>
+  %s = arith.addf %qi, %kj : tensor<?x1xf32>
+  %a = graph.leaky_relu %s slope(2.000000e-01) : tensor<?x1xf32>
+  %alpha = graph.edge_softmax %g, %a to(dst) : tensor<?x1xf32>
+  %m = graph.typed_linear %g, %x, %weight rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %out = graph.aggregate %g, %m weights(%alpha : tensor<?x1xf32>) to(dst) reduce(sum)
+      : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %out : tensor<?x?xf32>
+}

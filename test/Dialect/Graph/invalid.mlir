@@ -252,3 +252,72 @@ func.func @outer_sum_ntype_without_node_types(%x: tensor<?x16xf32>, %dy: tensor<
   %w = graph.outer_sum %g, %x, %dy rows(nodes, nodes) by(ntype) types(%t) : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<4x16x8xf32>
   return
 }
+
+// -----
+
+func.func @softmax_rows(%s: tensor<5x1xf32>, %src: tensor<4xi32>, %dst: tensor<4xi32>,
+                        %etype: tensor<4xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>
+  // expected-error @+1 {{the input's row count (one per edge) has 5 but the graph's edge count has 4}}
+  %a = graph.edge_softmax %g, %s to(dst) : tensor<5x1xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_grad_rows(%s: tensor<5x1xf32>, %src: tensor<4xi32>, %dst: tensor<4xi32>,
+                             %etype: tensor<4xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<4xi32>, tensor<4xi32>, tensor<4xi32>
+  // expected-error @+1 {{the output's row count (one per edge) has 5 but the graph's edge count has 4}}
+  %a = graph.edge_softmax_grad %g, %s, %s to(dst) : tensor<5x1xf32>
+  return
+}
+
+// -----
+
+func.func @leaky_types(%s: tensor<?x1xf32>, %d: tensor<?x2xf32>) {
+  // expected-error @+1 {{all of {input, grad, result} have same type}}
+  %a = "graph.leaky_relu_grad"(%s, %d) {slope = 2.0e-01 : f32} : (tensor<?x1xf32>, tensor<?x2xf32>) -> tensor<?x1xf32>
+  return
+}
+
+// -----
+
+func.func @inner_product_nodes(%x: tensor<?x8xf32>, %src: tensor<?xi32>, %dst: tensor<?xi32>,
+                               %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{rows(nodes) is not an edge's row: the rhs is read at src, dst or edges}}
+  %d = graph.inner_product %g, %x, %x rows(src, nodes) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x1xf32>
+  return
+}
+
+// -----
+
+func.func @inner_product_lengths(%x: tensor<?x8xf32>, %y: tensor<?x4xf32>, %src: tensor<?xi32>,
+                                 %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{the lhs row length has 8 but the rhs' has 4}}
+  %d = graph.inner_product %g, %x, %y rows(src, dst) : tensor<?x8xf32>, tensor<?x4xf32> -> tensor<?x1xf32>
+  return
+}
+
+// -----
+
+func.func @inner_product_result(%x: tensor<?x8xf32>, %src: tensor<?xi32>, %dst: tensor<?xi32>,
+                                %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{the result holds one scalar per edge: [E, 1], got 'tensor<?x2xf32>'}}
+  %d = graph.inner_product %g, %x, %x rows(src, dst) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x2xf32>
+  return
+}
+
+// -----
+
+func.func @aggregate_wide_weights(%m: tensor<?x8xf32>, %w: tensor<?x2xf32>, %src: tensor<?xi32>,
+                                  %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  // expected-error @+1 {{the weights hold one scalar per edge ([E] or [E, 1]), got 'tensor<?x2xf32>'}}
+  %h = graph.aggregate %g, %m weights(%w : tensor<?x2xf32>) to(dst) reduce(sum)
+      : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}

@@ -61,3 +61,33 @@ func.func @backward_forms(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>, %w: tensor
       : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<16x8xf32>
   return
 }
+
+// Attention: scores through a leaky ReLU, softmax over each node's edges,
+// per-edge inner products, the gradients of the softmax and the ReLU, and
+// an aggregate weighted by per-edge scalars [E, 1].
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[A:.*]] = graph.leaky_relu %{{.*}} slope(2.000000e-01) : tensor<?x1xf32>
+// CHECK: %[[S:.*]] = graph.edge_softmax %{{.*}}, %[[A]] to(dst) : tensor<?x1xf32>
+// CHECK: graph.edge_softmax %{{.*}}, %[[A]] to(src) : tensor<?x1xf32>
+// CHECK: %[[D:.*]] = graph.inner_product %{{.*}}, %{{.*}}, %{{.*}} rows(dst, edges) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x1xf32>
+// CHECK: %[[G:.*]] = graph.edge_softmax_grad %{{.*}}, %[[S]], %[[D]] to(dst) : tensor<?x1xf32>
+// CHECK: graph.leaky_relu_grad %{{.*}}, %[[G]] slope(2.000000e-01) : tensor<?x1xf32>
+// CHECK: graph.aggregate %{{.*}}, %{{.*}} weights(%[[S]] : tensor<?x1xf32>) to(dst) reduce(sum)
+// CHECK: graph.outer_sum %{{.*}}, %{{.*}}, %{{.*}} rows(src, dst) by(etype) types(%{{.*}}) weights(%[[S]] : tensor<?x1xf32>)
+func.func @attention(%x: tensor<?x8xf32>, %m: tensor<?x8xf32>, %s: tensor<?x1xf32>,
+                     %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>,
+                     %n: index, %t: index) {
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %a = graph.leaky_relu %s slope(2.000000e-01) : tensor<?x1xf32>
+  %alpha = graph.edge_softmax %g, %a to(dst) : tensor<?x1xf32>
+  %beta = graph.edge_softmax %g, %a to(src) : tensor<?x1xf32>
+  %d = graph.inner_product %g, %x, %m rows(dst, edges)
+      : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x1xf32>
+  %ds = graph.edge_softmax_grad %g, %alpha, %d to(dst) : tensor<?x1xf32>
+  %da = graph.leaky_relu_grad %s, %ds slope(2.000000e-01) : tensor<?x1xf32>
+  %h = graph.aggregate %g, %m weights(%alpha : tensor<?x1xf32>) to(dst) reduce(sum)
+      : tensor<?x8xf32> -> tensor<?x8xf32>
+  %w = graph.outer_sum %g, %x, %x rows(src, dst) by(etype) types(%t)
+      weights(%alpha : tensor<?x1xf32>) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8x8xf32>
+  return
+}

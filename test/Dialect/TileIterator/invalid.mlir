@@ -58,9 +58,38 @@ func.func @repeated_axis(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 func.func @rank_mismatch(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>) {
-  // expected-error @+1 {{input #0 has rank 2 but its indexing map selects 1 axes}}
+  // expected-error @+1 {{input #0 has rank 2 but its indexing map selects 1 axes (dimensions past them must have size 1)}}
   tile.task ins(%A, %B : memref<?x?xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
       maps [affine_map<(i, j, k) -> (i)>, #kj] accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
+
+// -----
+
+// Trailing dimensions of size 1 are read at 0 (a per-row scalar [M, 1]);
+// others are not.
+#kj2 = affine_map<(i, j, k) -> (k, j)>
+
+func.func @unit_tail(%A: memref<?x1xf32>, %B: memref<?x?xf32>, %C: memref<?x?xf32>,
+                     %W: memref<?x2xf32>) {
+  tile.task ins(%A, %B, %A : memref<?x1xf32>, memref<?x?xf32>, memref<?x1xf32>)
+      outs(%C : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i)>, #kj2, affine_map<(i, j, k) -> (k)>]
+      accumulate add output dense
+      inner {
+      ^bb0(%a: f32, %b: f32, %c: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.mulf %p, %c : f32
+        tile.yield %q : f32
+      }
+  // expected-error @+1 {{input #0 has rank 2 but its indexing map selects 1 axes (dimensions past them must have size 1)}}
+  tile.task ins(%W, %B : memref<?x2xf32>, memref<?x?xf32>) outs(%C : memref<?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i)>, #kj2] accumulate add output dense
       inner {
       ^bb0(%a: f32, %b: f32):
         %p = arith.mulf %a, %b : f32

@@ -142,6 +142,10 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     gather the reduction axis.
     Gather values must lie in `[0, size of the dimension)`; the CPU and GPU
     runtimes check them before running (the GPU's checked mode).
+    An input may carry trailing dimensions of size 1 past those its map
+    selects, read at 0: a per-row scalar `[M, 1]` indexed `(i)`, a matrix
+    per key of one column `[T, K, 1]` read as rows `(r[i], k)`. Such a task
+    runs on CUDA cores.
 
     **Regions** (each ends with `tile.yield`):
     - `inner` (required): one scalar argument per input (its element type);
@@ -197,7 +201,8 @@ def TileIterator_TaskOp : TileIterator_Op<"task", [
     - `distinct`: `values` and `count`: each distinct output value once, in
       an unspecified order; `count` receives their number, which exceeds
       the capacity when they do not fit.
-    - `reduce`: one memref `S` of rank 1 indexed by `i`: `S[i] =
+    - `reduce`: one memref `S` of rank 1 (or `[M, 1]`, column 0) indexed
+      by `i`: `S[i] =
       finalize(v(i, 0) + v(i, 1) + ... + v(i, N - 1))`, the output values of
       row `i` combined along `j` by the `aggregate` combiner (`add` by
       default, `max` or `min`; its identity for an empty row or one whose
