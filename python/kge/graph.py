@@ -166,13 +166,7 @@ def _rgat_forward(x, weight, query, key, src, dst, etype, slope):
     x, weight = x.astype(np.float64), weight.astype(np.float64)
     query, key = query.astype(np.float64)[:, :, 0], key.astype(np.float64)[:, :, 0]
     scores = (x[dst] * query[etype]).sum(1) + (x[src] * key[etype]).sum(1)
-    active = np.where(scores > 0, scores, slope * scores)
-    largest = np.full(len(x), -np.inf)
-    np.maximum.at(largest, dst, active)
-    exp = np.exp(active - largest[dst])
-    total = np.zeros(len(x))
-    np.add.at(total, dst, exp)
-    attention = exp / total[dst]
+    attention = _softmax_by(np.where(scores > 0, scores, slope * scores), dst, len(x))
     messages = np.einsum("ek,eko->eo", x[src], weight[etype])
     out = np.zeros((len(x), weight.shape[2]))
     np.add.at(out, dst, attention[:, None] * messages)
@@ -214,6 +208,73 @@ def rgat_gradients_reference(x, weight, query, key, src, dst, etype, grad_out, s
     np.add.at(grad_key, etype, ds[:, None] * x[src])
     return {"grad_x": grad_x, "grad_weight": grad_weight,
             "grad_query": grad_query[:, :, None], "grad_key": grad_key[:, :, None]}
+
+
+def hgt_inputs(g, features, seed):
+    """Random arguments of HGT's attention and messages
+    (examples/graph/hgt.mlir) on graph `g`: the nodes' projections k, q, v
+    ([nodes, features]) and the relations' matrices k_rel, v_rel scaled by 1
+    / sqrt(features), and the graph's arrays, as NumPy arrays by
+    parameter."""
+    rng = np.random.default_rng(seed)
+    rows = lambda: rng.standard_normal((g.num_nodes, features)).astype(np.float32)  # noqa: E731
+    rel = lambda: (rng.standard_normal((g.num_edge_types, features, features)) /  # noqa: E731
+                   np.sqrt(features)).astype(np.float32)
+    return {"k": rows(), "q": rows(), "v": rows(), "k_rel": rel(), "v_rel": rel(),
+            "src": g.src, "dst": g.dst, "edge_type": g.etype}
+
+
+def _softmax_by(scores, index, count):
+    """Each score's softmax over the scores of its index, in float64."""
+    largest = np.full(count, -np.inf)
+    np.maximum.at(largest, index, scores)
+    exp = np.exp(scores - largest[index])
+    total = np.zeros(count)
+    np.add.at(total, index, exp)
+    return exp / total[index]
+
+
+def _hgt_forward(k, q, v, k_rel, v_rel, src, dst, etype):
+    k, q, v, k_rel, v_rel = (a.astype(np.float64) for a in (k, q, v, k_rel, v_rel))
+    keys = np.einsum("ek,eko->eo", k[src], k_rel[etype])
+    attention = _softmax_by((keys * q[dst]).sum(1), dst, len(q))
+    values = np.einsum("ek,eko->eo", v[src], v_rel[etype])
+    out = np.zeros((len(q), v_rel.shape[2]))
+    np.add.at(out, dst, attention[:, None] * values)
+    return keys, attention, values, out
+
+
+def hgt_reference(k, q, v, k_rel, v_rel, src, dst, etype):
+    """HGT's attention and messages (one head) in float64: out[v] = sum_{e
+    into v} alpha_e v_src V_r, alpha the softmax over v's incoming edges of
+    <k_src K_r, q_v> (K_r = k_rel[r], with p_r / sqrt(D) folded in)."""
+    return _hgt_forward(k, q, v, k_rel, v_rel, src, dst, etype)[3]
+
+
+def hgt_gradients_reference(k, q, v, k_rel, v_rel, src, dst, etype, grad_out):
+    """The gradients of hgt_reference's output with respect to k, q, v,
+    k_rel and v_rel given the output's gradient, in float64: a dict by
+    grad_<parameter>."""
+    keys, attention, values, _ = _hgt_forward(k, q, v, k_rel, v_rel, src, dst, etype)
+    k, q, v, k_rel, v_rel = (a.astype(np.float64) for a in (k, q, v, k_rel, v_rel))
+    dy = grad_out.astype(np.float64)
+    dm = attention[:, None] * dy[dst]
+    grad_v = np.zeros_like(v)
+    np.add.at(grad_v, src, np.einsum("eo,eko->ek", dm, v_rel[etype]))
+    grad_v_rel = np.zeros_like(v_rel)
+    np.add.at(grad_v_rel, etype, v[src][:, :, None] * dm[:, None, :])
+    dalpha = (dy[dst] * values).sum(1)
+    dot = np.zeros(len(q))
+    np.add.at(dot, dst, attention * dalpha)
+    ds = attention * (dalpha - dot[dst])
+    grad_q = np.zeros_like(q)
+    np.add.at(grad_q, dst, ds[:, None] * keys)
+    grad_k = np.zeros_like(k)
+    np.add.at(grad_k, src, ds[:, None] * np.einsum("eo,eko->ek", q[dst], k_rel[etype]))
+    grad_k_rel = np.zeros_like(k_rel)
+    np.add.at(grad_k_rel, etype, ds[:, None, None] * k[src][:, :, None] * q[dst][:, None, :])
+    return {"grad_k": grad_k, "grad_q": grad_q, "grad_v": grad_v, "grad_k_rel": grad_k_rel,
+            "grad_v_rel": grad_v_rel}
 
 
 def rgcn_norm(dst, etype, num_nodes, num_edge_types):
@@ -453,6 +514,23 @@ class _TracedGraph:
                                 _SCALARS, "edges")
 
 
+    def inner_product(self, lhs, rhs, rows=("edges", "dst")):
+        """Each edge's inner product of a row of `lhs` and a row of `rhs`
+        (graph.inner_product): per-edge scalars. `rows`: which rows of each
+        (src, dst: a node's at the edge's end; edges: the edge's own)."""
+        for value, side in ((lhs, rows[0]), (rhs, rows[1])):
+            if side not in ("src", "dst", "edges"):
+                raise TraceError(f"rows '{side}' is not one of src, dst, edges")
+            expected = "edges" if side == "edges" else "nodes"
+            if not isinstance(value, _Value) or value.kind != expected:
+                raise TraceError(f"rows '{side}' reads {expected} rows, got "
+                                 f"{getattr(value, 'kind', value)}")
+        return self.tracer.emit(
+            "graph.inner_product",
+            f"{self.name}, {lhs.name}, {rhs.name} rows({rows[0]}, {rows[1]}) : "
+            f"{lhs.type}, {rhs.type} -> {_SCALARS}", _SCALARS, "edges")
+
+
 #: The type of per-row scalars (scores, attention): [rows, 1].
 _SCALARS = "tensor<?x1xf32>"
 
@@ -655,3 +733,17 @@ def rgat(negative_slope=0.2):
 
 #: rgat() with PyG's default slope, 0.2.
 rgat_layer = rgat(0.2)
+
+
+@layer
+def hgt_layer(g: Graph, k: NodeData, q: NodeData, v: NodeData, k_rel: TypedWeights,
+              v_rel: TypedWeights):
+    """HGT's attention and messages with one head (examples/graph/hgt.mlir)
+    through the decorator front end: the edge-level part kge.nn.HGTConv
+    compiles, between its per-node-type projections (k, q, v) and output
+    layer. `k_rel` holds each relation's K_r with p_r / sqrt(D) folded in."""
+    scores = g.inner_product(g.typed_linear(k, k_rel, rows="src", by="etype"), q,
+                             rows=("edges", "dst"))
+    attention = g.edge_softmax(scores, to="dst")
+    values = g.typed_linear(v, v_rel, rows="src", by="etype")
+    return g.aggregate(values, weights=attention, to="dst")

@@ -104,6 +104,28 @@ class _RGATFunction(torch.autograd.Function):
                 None, None, None, None)
 
 
+class _HGTFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, k, q, v, k_rel, v_rel, src, dst, edge_type, programs):
+        forward, backward = programs
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        out = forward(k=k, q=q, v=v, k_rel=k_rel, v_rel=v_rel, src=src, dst=dst,
+                      edge_type=edge_type, stream=stream)["out"]
+        ctx.save_for_backward(k, q, v, k_rel, v_rel, src, dst, edge_type)
+        ctx.backward_program = backward
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        k, q, v, k_rel, v_rel, src, dst, edge_type = ctx.saved_tensors
+        grads = ctx.backward_program(
+            k=k, q=q, v=v, k_rel=k_rel, v_rel=v_rel, src=src, dst=dst, edge_type=edge_type,
+            grad_out=grad_out.contiguous(),
+            stream=torch.cuda.current_stream(q.device).cuda_stream)
+        return (grads["grad_k"], grads["grad_q"], grads["grad_v"], grads["grad_k_rel"],
+                grads["grad_v_rel"], None, None, None, None)
+
+
 class _RelationalConv(torch.nn.Module):
     """What KGE's relational layers share: their bundles (compiled from a
     traced layer on first use, or given), the graph's int32 arrays kept per
@@ -421,4 +443,176 @@ class RGATConv(_RelationalConv):
                 f"num_relations={self.num_relations}{extra}, heads={self.heads}")
 
 
-__all__ = ["RGATConv", "RGCNConv", "load_bundles", "rgat", "rgcn"]
+class _DictLinear(torch.nn.Module):
+    """PyG's HeteroDictLinear's parameters (a torch Linear per node type,
+    `lins.<type>.weight` [out, in] and `.bias`)."""
+
+    def __init__(self, in_channels, out_channels):
+        super().__init__()
+        self.lins = torch.nn.ModuleDict({t: torch.nn.Linear(c, out_channels)
+                                         for t, c in in_channels.items()})
+
+    def forward(self, x_dict):
+        return {t: self.lins[t](x) for t, x in x_dict.items() if t in self.lins}
+
+
+class _TypedMatrices(torch.nn.Module):
+    """PyG's HeteroLinear's parameter without bias (`weight` [types, in,
+    out])."""
+
+    def __init__(self, types, in_channels, out_channels):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.empty(types, in_channels, out_channels))
+        torch.nn.init.kaiming_uniform_(self.weight, a=5 ** 0.5)
+
+
+class HGTConv(torch.nn.Module):
+    """PyG's HGTConv (Hu et al.) with one head on KGE's kernels:
+
+        k, q, v = the node type's linear layer of x (kqv_lin)
+        s_e = <k_src K_r, q_dst> p_r / sqrt(D),  e = (src, dst) of type r
+        alpha_e = softmax of s over the incoming edges of dst
+        h_v = sum_{e into v} alpha_e v_src V_r
+        out_v = skip-gated out_lin[type](gelu(h_v)) (sigmoid(skip[type]) of
+                it plus the rest of x_v, where the sizes agree)
+
+    PyG's arguments (`in_channels` (an int or one per node type),
+    `out_channels`, `metadata` = (node types, edge types)) and call
+    (`forward(x_dict, edge_index_dict)` -> a dict of the destination node
+    types' outputs), and PyG's parameters (`kqv_lin`, `out_lin`, `k_rel`,
+    `v_rel`, `skip`, `p_rel`), so that a PyG layer's state_dict loads. The
+    edge-level part (scores, softmax, messages: the memory's and time's
+    bulk) runs KGE's bundles through torch.autograd, with p_r / sqrt(D)
+    folded into K_r (linear-operator fusion); the per-node-type linear
+    layers, GELU and the gated skip run in torch. `heads` other than 1
+    raise ValueError.
+    """
+
+    def __init__(self, in_channels, out_channels, metadata, heads=1, bundles=None,
+                 matrix_math=None):
+        super().__init__()
+        if heads != 1:
+            raise ValueError(f"kge.nn.HGTConv computes one head (heads=1), got heads={heads}")
+        node_types, edge_types = metadata
+        if not isinstance(in_channels, dict):
+            in_channels = {t: in_channels for t in node_types}
+        self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
+        self.node_types, self.edge_types = list(node_types), [tuple(e) for e in edge_types]
+        self.edge_types_map = {e: i for i, e in enumerate(self.edge_types)}
+        self.dst_node_types = {e[-1] for e in self.edge_types}
+        self.kqv_lin = _DictLinear(in_channels, out_channels * 3)
+        self.out_lin = _DictLinear({t: out_channels for t in self.node_types}, out_channels)
+        self.k_rel = _TypedMatrices(len(self.edge_types), out_channels, out_channels)
+        self.v_rel = _TypedMatrices(len(self.edge_types), out_channels, out_channels)
+        self.skip = torch.nn.ParameterDict({t: torch.nn.Parameter(torch.ones(1))
+                                            for t in self.node_types})
+        self.p_rel = torch.nn.ParameterDict({"__".join(e): torch.nn.Parameter(torch.ones(1, 1))
+                                             for e in self.edge_types})
+        self._bundles = bundles
+        self._matrix_math = matrix_math
+        self._graph = None
+
+    def _programs(self, device):
+        if self._bundles is None:
+            try:
+                self._bundles = (graph.hgt_layer.compile(matrix_math=self._matrix_math),
+                                 graph.hgt_layer.compile(matrix_math=self._matrix_math,
+                                                         backward=True))
+            except CompilerUnavailableError as error:
+                raise CompilerUnavailableError(
+                    "kge.nn.HGTConv compiles its kernels on first use, and the KGE "
+                    "compiler is not installed here: pass bundles= (kge.nn.load_bundles) "
+                    f"compiled where it is ({error})") from error
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return tuple(_program(b.text if hasattr(b, "text") else b, index)
+                     for b in self._bundles)
+
+    def _structure(self, edge_index_dict, offsets, sizes):
+        """The graph's int32 arrays over all nodes (the node types' rows in
+        x_dict's order) with its edges' types, kept per graph (the same
+        tensors, unchanged); the indices checked against their node types'
+        sizes first."""
+        key = [(e, t, t._version) for e, t in edge_index_dict.items()]
+        cached = self._graph
+        if (cached is not None and len(cached["key"]) == len(key)
+                and all(a[0] == b[0] and a[1] is b[1] and a[2] == b[2]
+                        for a, b in zip(cached["key"], key))
+                and cached["offsets"] == offsets):
+            return cached["arrays"]
+        srcs, dsts, types = [], [], []
+        for edge_type, edge_index in edge_index_dict.items():
+            edge_type = tuple(edge_type)
+            if edge_type not in self.edge_types_map:
+                raise ValueError(f"edge type {edge_type} is not in the layer's metadata")
+            source, _, target = edge_type
+            for node_type in (source, target):
+                if node_type not in offsets:
+                    raise ValueError(f"edge type {edge_type} needs features of node type "
+                                     f"'{node_type}' in x_dict")
+            if edge_index.dim() != 2 or edge_index.shape[0] != 2:
+                raise ValueError(f"edge_index of {edge_type} must be [2, E], got "
+                                 f"{list(edge_index.shape)}")
+            if edge_index.dtype.is_floating_point:
+                raise TypeError(f"edge_index of {edge_type} holds integers, got "
+                                f"{edge_index.dtype}")
+            if edge_index.shape[1]:
+                for row, node_type in ((0, source), (1, target)):
+                    low, high = int(edge_index[row].min()), int(edge_index[row].max())
+                    if low < 0 or high >= sizes[node_type]:
+                        raise IndexError(
+                            f"edge_index of {edge_type} holds {low if low < 0 else high} "
+                            f"in row {row}, outside [0, {sizes[node_type]}) ('{node_type}' "
+                            "nodes)")
+            srcs.append(edge_index[0] + offsets[source])
+            dsts.append(edge_index[1] + offsets[target])
+            types.append(torch.full_like(edge_index[0], self.edge_types_map[edge_type]))
+        device = next(iter(edge_index_dict.values())).device
+        cat = (lambda parts: torch.cat(parts).to(torch.int32).contiguous() if parts  # noqa: E731
+               else torch.zeros(0, dtype=torch.int32, device=device))
+        arrays = (cat(srcs), cat(dsts), cat(types))
+        self._graph = {"key": key, "offsets": offsets, "arrays": arrays}
+        return arrays
+
+    def forward(self, x_dict, edge_index_dict):
+        F = self.out_channels
+        for node_type, x in x_dict.items():
+            if node_type not in self.in_channels:
+                raise ValueError(f"node type '{node_type}' is not in the layer's metadata")
+            if not x.is_cuda:
+                raise ValueError("kge.nn.HGTConv runs on CUDA tensors")
+            if x.dim() != 2 or x.shape[1] != self.in_channels[node_type]:
+                raise ValueError(f"x_dict['{node_type}'] must be [N, "
+                                 f"{self.in_channels[node_type]}], got {list(x.shape)}")
+            if x.dtype != torch.float32:
+                raise TypeError(f"kge.nn.HGTConv computes in float32, got x_dict"
+                                f"['{node_type}'] of {x.dtype}")
+        kqv = self.kqv_lin(x_dict)
+        offsets, sizes, total = {}, {}, 0
+        for node_type, x in x_dict.items():
+            offsets[node_type], sizes[node_type] = total, x.shape[0]
+            total += x.shape[0]
+        k, q, v = (torch.cat([kqv[t][:, i * F:(i + 1) * F] for t in x_dict]).contiguous()
+                   for i in range(3))
+        src, dst, types = self._structure(edge_index_dict, offsets, sizes)
+        # p_r / sqrt(D) folded into K_r (linear-operator fusion).
+        p = torch.cat([self.p_rel["__".join(e)].reshape(1) for e in self.edge_types])
+        k_rel = (self.k_rel.weight * (p / F ** 0.5)[:, None, None]).contiguous()
+        h = _HGTFunction.apply(k, q, v, k_rel, self.v_rel.weight.contiguous(), src, dst,
+                               types, self._programs(q.device))
+        out_dict = {}
+        for node_type, x in x_dict.items():
+            if node_type not in self.dst_node_types:
+                continue
+            rows = h[offsets[node_type]:offsets[node_type] + x.shape[0]]
+            out = self.out_lin.lins[node_type](torch.nn.functional.gelu(rows))
+            if out.shape[-1] == x.shape[-1]:
+                alpha = self.skip[node_type].sigmoid()
+                out = alpha * out + (1 - alpha) * x
+            out_dict[node_type] = out
+        return out_dict
+
+    def extra_repr(self):
+        return f"-1, {self.out_channels}, heads={self.heads}"
+
+
+__all__ = ["HGTConv", "RGATConv", "RGCNConv", "load_bundles", "rgat", "rgcn"]

@@ -449,3 +449,114 @@ def test_rgatconv_refuses_bad_input_and_other_configurations():
         with pytest.raises(ValueError, match="computes"):
             nn.RGATConv(64, 64, 4, **option)
     assert conv(x, edge_index, edge_type).shape == (g.num_nodes, 64)
+
+
+# HGT's attention and messages (examples/graph/hgt.mlir), and
+# kge.nn.HGTConv against PyG's HGTConv.
+
+def hgt_arrays(g, features, seed):
+    arrays = graph.hgt_inputs(g, features, seed)
+    return arrays, {n: torch.from_numpy(a).cuda() for n, a in arrays.items()}
+
+
+HGT_ARGS = ("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type")
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name,scale", GRAPHS[:4], ids=[g for g, _ in GRAPHS[:4]])
+def test_hgt_forward_and_backward_match_float64(rt, variant, name, scale):
+    g = graph.synthetic(name, seed=9, scale=scale)
+    arrays, tensors = hgt_arrays(g, 64, seed=len(name))
+    out = program(rt, variant, "hgt")(**tensors)["out"]
+    expected = graph.hgt_reference(*(arrays[n] for n in HGT_ARGS))
+    assert relative_error(out.cpu().numpy(), expected) < TOLERANCES[variant]
+    grad_out = torch.randn(g.num_nodes, 64, device="cuda")
+    grads = program(rt, variant, "hgt_grad")(**tensors, grad_out=grad_out)
+    expected = graph.hgt_gradients_reference(*(arrays[n] for n in HGT_ARGS),
+                                             grad_out.cpu().numpy())
+    for key, value in expected.items():
+        error = relative_error(grads[key].cpu().numpy(), value)
+        assert error < TOLERANCES[variant], (key, error)
+
+
+def hetero(g, features, seed):
+    """`g` as PyG's heterogeneous inputs: node types n<t> (their features),
+    edge types (n<s>, r<r>, n<d>) by the edge's and its ends' types."""
+    rng = np.random.default_rng(seed)
+    local = np.zeros(g.num_nodes, np.int64)
+    x_dict = {}
+    for t in range(int(g.ntype.max()) + 1):
+        members = np.flatnonzero(g.ntype == t)
+        local[members] = np.arange(len(members))
+        if len(members):
+            x_dict[f"n{t}"] = torch.from_numpy(
+                rng.standard_normal((len(members), features)).astype(np.float32)).cuda()
+    edge_index_dict = {}
+    triples = np.stack([g.ntype[g.src], g.etype, g.ntype[g.dst]], 1)
+    for s, r, d in np.unique(triples, axis=0):
+        mask = (triples == (s, r, d)).all(1)
+        edge_index_dict[(f"n{s}", f"r{r}", f"n{d}")] = torch.from_numpy(
+            np.stack([local[g.src[mask]], local[g.dst[mask]]])).cuda()
+    return x_dict, edge_index_dict, (list(x_dict), list(edge_index_dict))
+
+
+def pyg_and_kge_hgt(metadata, features, variant="default"):
+    pyg = pytest.importorskip("torch_geometric.nn")
+    from kge import nn
+    torch.manual_seed(0)
+    reference = pyg.HGTConv(features, features, metadata, heads=1).cuda()
+    with torch.no_grad():
+        for p in list(reference.skip.values()) + list(reference.p_rel.values()):
+            p.uniform_(0.5, 1.5)
+    conv = nn.HGTConv(features, features, metadata,
+                      bundles=nn.load_bundles(GRAPH_BUNDLES, "hgt", variant=variant)).cuda()
+    conv.load_state_dict(reference.state_dict())
+    return reference, conv
+
+
+@pytest.mark.parametrize("variant", ("default", "F64"))
+@pytest.mark.parametrize("name", ("aifb", "mutag"))
+def test_hgtconv_forward_and_backward_equal_pygs(variant, name):
+    """kge.nn.HGTConv with PyG's weights: the same outputs per node type and
+    the same gradients of the inputs and of every parameter as PyG's
+    HGTConv (one head)."""
+    g = graph.synthetic(name, seed=4, scale=0.3)
+    x_dict, edge_index_dict, metadata = hetero(g, 64, seed=5)
+    reference, conv = pyg_and_kge_hgt(metadata, 64, variant)
+    outs, grads = [], []
+    for layer_ in (reference, conv):
+        xs = {t: x.clone().requires_grad_() for t, x in x_dict.items()}
+        out = layer_(xs, edge_index_dict)
+        sum((o ** 2).sum() for o in out.values() if o is not None).backward()
+        outs.append({t: o.detach() for t, o in out.items() if o is not None})
+        grads.append({**{f"x.{t}": x.grad for t, x in xs.items() if x.grad is not None},
+                      **{n: p.grad for n, p in layer_.named_parameters()
+                         if p.grad is not None}})
+    assert set(outs[0]) == set(outs[1])
+    for t in outs[0]:
+        assert torch.allclose(outs[0][t], outs[1][t], rtol=1e-4, atol=1e-4), t
+    assert set(grads[0]) == set(grads[1])
+    for key in grads[0]:
+        scale = max(1.0, float(grads[0][key].abs().max()))
+        error = float((grads[0][key] - grads[1][key]).abs().max()) / scale
+        assert error < 1e-4, (key, error)
+
+
+def test_hgtconv_refuses_bad_input():
+    from kge import nn
+    g = graph.synthetic("aifb", seed=1, scale=0.1)
+    x_dict, edge_index_dict, metadata = hetero(g, 64, seed=2)
+    _, conv = pyg_and_kge_hgt(metadata, 64)
+    edge_type = next(iter(edge_index_dict))
+    bad = dict(edge_index_dict)
+    bad[edge_type] = bad[edge_type].clone()
+    bad[edge_type][1, 0] = x_dict[edge_type[2]].shape[0]
+    with pytest.raises(IndexError, match="outside"):
+        conv(x_dict, bad)
+    with pytest.raises(ValueError, match="must be"):
+        conv({**x_dict, edge_type[0]: x_dict[edge_type[0]][:, :8]}, edge_index_dict)
+    with pytest.raises(ValueError, match="not in the layer's metadata"):
+        conv(x_dict, {("n0", "nope", "n0"): edge_index_dict[edge_type]})
+    with pytest.raises(ValueError, match="one head"):
+        nn.HGTConv(64, 64, metadata, heads=2)
+    assert set(conv(x_dict, edge_index_dict)) == {e[2] for e in metadata[1]}

@@ -248,7 +248,11 @@ private:
         "bias(",           "nodes(",             "!graph.graph",
         "graph.outer_sum", "transposed",         "rows(src, dst)",
         "rows(nodes, nodes)", "types(",          "output per_key",
-        "split_k"};
+        "split_k",         "graph.edge_softmax", "graph.leaky_relu",
+        "graph.inner_product", "graph.edge_softmax_grad",
+        "graph.leaky_relu_grad", "slope(",       "rows(dst, edges)",
+        "tensor<?x1xf32>", "tensor<?x?x1xf32>",  "kge.name",
+        "output reduce"};
     // Words of GAMUT's query syntax.
     static const std::vector<std::string> query = {
         "where", "when", "reduce", "in", "+=", "*=", "=", "max(", "min(",

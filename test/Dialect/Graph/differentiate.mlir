@@ -96,7 +96,7 @@ func.func @half_input(%x: tensor<?x?xf16>, %root: tensor<?x?xf16>, %src: tensor<
 
 func.func @no_rule(%x: tensor<?x?xf32>, %root: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %s = graph.linear %x, %root : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x?xf32>
-  // expected-error @+1 {{has no backward rule (graph-differentiate derives sums, linear and typed linear layers, aggregates of typed linear layers, edge softmaxes and leaky ReLUs)}}
+  // expected-error @+1 {{has no backward rule (graph-differentiate derives sums, linear and typed linear layers, aggregates of typed linear layers, edge softmaxes, leaky ReLUs and inner products)}}
   %e = math.exp %s : tensor<?x?xf32>
   return %e : tensor<?x?xf32>
 }
@@ -193,6 +193,40 @@ func.func @rgat(%x: tensor<?x?xf32> {kge.param = "x"},
   %m = graph.typed_linear %g, %x, %weight rows(src) by(etype)
       : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
   %out = graph.aggregate %g, %m weights(%alpha : tensor<?x1xf32>) to(dst) reduce(sum)
+      : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %out : tensor<?x?xf32>
+}
+
+// -----
+
+// HGT's scores: the inner product of each edge's key (a typed linear
+// layer's edge rows) with its destination's query. The keys' input and
+// matrices get the queries through the transposed matrices and an outer
+// sum, both weighted by the scores' gradient; the queries get the keys
+// (recomputed by a new typed linear layer) summed into the destinations.
+// CHECK-LABEL: func.func @hgt_grad
+// CHECK: %[[DS:.*]] = graph.edge_softmax_grad
+// CHECK: %[[T:.*]] = graph.typed_linear %{{.*}}, %[[Q:[^,]*]], %[[K:[^ ]*]] rows(dst) by(etype) transposed
+// CHECK: graph.aggregate %{{.*}}, %[[T]] weights(%[[DS]] : tensor<?x1xf32>) to(src)
+// CHECK: graph.outer_sum {{.*}} rows(src, dst) by(etype) {{.*}} weights(%[[DS]] : tensor<?x1xf32>)
+// CHECK: %[[AGAIN:.*]] = graph.typed_linear %{{.*}}, %{{.*}}, %[[K]] rows(src) by(etype) :
+// CHECK: graph.aggregate %{{.*}}, %[[AGAIN]] weights(%[[DS]] : tensor<?x1xf32>) to(dst)
+// ALONE-LABEL: func.func @hgt_grad
+func.func @hgt(%k: tensor<?x?xf32>, %q: tensor<?x?xf32>, %v: tensor<?x?xf32>,
+               %krel: tensor<?x?x?xf32>, %vrel: tensor<?x?x?xf32>,
+               %src: tensor<?xi32>, %dst: tensor<?xi32>, %etype: tensor<?xi32>)
+    -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %keys = graph.typed_linear %g, %k, %krel rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %s = graph.inner_product %g, %keys, %q rows(edges, dst)
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x1xf32>
+  %alpha = graph.edge_softmax %g, %s to(dst) : tensor<?x1xf32>
+  %values = graph.typed_linear %g, %v, %vrel rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %out = graph.aggregate %g, %values weights(%alpha : tensor<?x1xf32>) to(dst) reduce(sum)
       : tensor<?x?xf32> -> tensor<?x?xf32>
   return %out : tensor<?x?xf32>
 }

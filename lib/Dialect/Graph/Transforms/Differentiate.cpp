@@ -50,6 +50,7 @@ private:
   LogicalResult backwardLinear(LinearOp op, Value dy);
   LogicalResult backwardAggregate(AggregateOp op, Value dy);
   LogicalResult backwardTypedLinear(TypedLinearOp op, Value dy);
+  LogicalResult backwardInnerProduct(InnerProductOp op, Value dy);
   /// The gradients of `linear`'s input and weights given `dy`, the
   /// gradient of its rows as they reach `dyRows` (rows(nodes), rows(edges),
   /// or the end an aggregate sums them into, each scaled by `weight`): the
@@ -203,6 +204,43 @@ LogicalResult Differentiation::backwardTypedLinear(TypedLinearOp op, Value dy) {
   return backwardTyped(op, dy, nodes ? Rows::nodes : Rows::edges, Value());
 }
 
+LogicalResult Differentiation::backwardInnerProduct(InnerProductOp op,
+                                                    Value dy) {
+  // s_e = <m_e, y_end(e)> with m = a typed linear layer's edge rows (used
+  // only here) and y a node's rows at an edge's end (HGT's attention): the
+  // layer's input and weights get y's rows through its transposed matrices
+  // scaled by ds_e (an aggregate and an outer sum weighted by ds); y gets
+  // the layer's rows (recomputed) scaled by ds_e, summed into its end.
+  for (bool lhsTyped : {true, false}) {
+    Value typedSide = lhsTyped ? op.getLhs() : op.getRhs();
+    Value other = lhsTyped ? op.getRhs() : op.getLhs();
+    Rows typedRows = lhsTyped ? op.getLhsRows() : op.getRhsRows();
+    Rows otherRows = lhsTyped ? op.getRhsRows() : op.getLhsRows();
+    auto linear = typedSide.getDefiningOp<TypedLinearOp>();
+    if (!linear || !linear->hasOneUse() || typedRows != Rows::edges ||
+        (linear.getRows() != Rows::src && linear.getRows() != Rows::dst) ||
+        linear.getBy() != TypeOf::etype || linear.getTransposed() ||
+        (otherRows != Rows::src && otherRows != Rows::dst) ||
+        linear.getGraph() != op.getGraph())
+      continue;
+    if (failed(expectF32(op, other, "rows")))
+      return failure();
+    fused.insert(linear);
+    if (failed(backwardTyped(linear, other, otherRows, dy)))
+      return failure();
+    Value again = b.clone(*linear)->getResult(0);
+    accumulate(other, AggregateOp::create(
+                          b, op.getLoc(), other.getType(), op.getGraph(), again,
+                          dy, otherRows == Rows::src ? End::src : End::dst,
+                          Reduce::sum));
+    return success();
+  }
+  return op.emitOpError()
+         << "is differentiated when one side is a typed linear layer's edge "
+            "rows by edge type (rows(src) or rows(dst), used only here) and "
+            "the other a node's rows at an edge's end";
+}
+
 LogicalResult Differentiation::backward(Operation *op, Value dy) {
   if (auto add = dyn_cast<arith::AddFOp>(op)) {
     accumulate(add.getLhs(), dy);
@@ -222,6 +260,8 @@ LogicalResult Differentiation::backward(Operation *op, Value dy) {
                                        leaky.getSlopeAttr()));
     return success();
   }
+  if (auto inner = dyn_cast<InnerProductOp>(op))
+    return backwardInnerProduct(inner, dy);
   if (auto softmax = dyn_cast<EdgeSoftmaxOp>(op)) {
     accumulate(softmax.getInput(),
                EdgeSoftmaxGradOp::create(b, softmax.getLoc(), softmax.getType(),
@@ -233,7 +273,7 @@ LogicalResult Differentiation::backward(Operation *op, Value dy) {
   return op->emitOpError() << "has no backward rule (graph-differentiate "
                               "derives sums, linear and typed linear layers, "
                               "aggregates of typed linear layers, edge "
-                              "softmaxes and leaky ReLUs)";
+                              "softmaxes, leaky ReLUs and inner products)";
 }
 
 LogicalResult Differentiation::run() {
