@@ -2870,7 +2870,28 @@ static Attribute renameScratch(Attribute attr, const llvm::StringSet<> &names,
   return fields.getDictionary(attr.getContext());
 }
 
-/// Lowers the tile function `func`: one gpu.module of all its tasks'
+/// The names of the scratch buffers that `steps` refer to.
+static void collectScratch(ArrayRef<Attribute> steps, llvm::StringSet<> &names) {
+  for (Attribute attr : steps) {
+    if (auto array = dyn_cast<ArrayAttr>(attr)) {
+      collectScratch(array.getValue(), names);
+      continue;
+    }
+    auto dict = dyn_cast<DictionaryAttr>(attr);
+    if (!dict)
+      continue;
+    for (NamedAttribute field : dict) {
+      auto text = dyn_cast<StringAttr>(field.getValue());
+      if (text && field.getName() == "buffer" &&
+          text.getValue().starts_with("scratch:"))
+        names.insert(text.getValue().drop_front(8));
+      else
+        collectScratch(field.getValue(), names);
+    }
+  }
+}
+
+/// Lowers the tile function `func`: one gpu.module of all its tasks''
 /// kernels and a launch plan that runs the tasks in order (each task's
 /// steps after the previous task's; later tasks' kernels and scratch
 /// buffers named `<function>_t<n>...` and `t<n>_...`).
@@ -2912,6 +2933,13 @@ LogicalResult lowerFunction(func::FuncOp func) {
     }
     steps.push_back(fields.getDictionary(func.getContext()));
   }
+  // The sorts run so far (their steps and buffers as lowerTask names them)
+  // and the tag of the task whose scratch holds each.
+  struct SortSteps {
+    std::string tag;
+    SmallVector<Attribute> steps, buffers;
+  };
+  SmallVector<SortSteps> sorts;
   for (auto [n, task] : llvm::enumerate(tasks)) {
     size_t firstStep = steps.size(), firstScratch = scratch.size();
     std::string prefix = n == 0 ? name : name + "_t" + std::to_string(n);
@@ -2920,12 +2948,54 @@ LogicalResult lowerFunction(func::FuncOp func) {
       module.erase();
       return failure();
     }
+    std::string tag = n == 0 ? "" : "t" + std::to_string(n) + "_";
+    // The task's sort (its leading steps: memsets of its scratch and
+    // device-library kernels): one identical to an earlier task's (the
+    // same keys, tiles and sizes) is not run again; the task reads that
+    // task's sorted order instead.
+    size_t sortEnd = firstStep;
+    while (sortEnd < steps.size()) {
+      auto step = cast<DictionaryAttr>(steps[sortEnd]);
+      auto module = step.getAs<StringAttr>("module");
+      bool isMemset = step.getAs<StringAttr>("kind").getValue() == "memset";
+      if (!isMemset && !(module && module.getValue() == "library"))
+        break;
+      ++sortEnd;
+    }
+    SortSteps sort{tag, {steps.begin() + firstStep, steps.begin() + sortEnd}, {}};
+    llvm::StringSet<> sortBuffers;
+    collectScratch(sort.steps, sortBuffers);
+    for (Attribute entry : llvm::drop_begin(scratch, firstScratch))
+      if (sortBuffers.contains(
+              cast<DictionaryAttr>(entry).getAs<StringAttr>("name").getValue()))
+        sort.buffers.push_back(entry);
+    const SortSteps *shared = nullptr;
+    if (!sort.steps.empty())
+      for (const SortSteps &earlier : sorts)
+        if (earlier.steps == sort.steps && earlier.buffers == sort.buffers)
+          shared = &earlier;
+    if (shared) {
+      steps.erase(steps.begin() + firstStep, steps.begin() + sortEnd);
+      scratch.erase(std::remove_if(scratch.begin() + firstScratch, scratch.end(),
+                                   [&](Attribute entry) {
+                                     return sortBuffers.contains(
+                                         cast<DictionaryAttr>(entry)
+                                             .getAs<StringAttr>("name")
+                                             .getValue());
+                                   }),
+                    scratch.end());
+    } else if (!sort.steps.empty()) {
+      sorts.push_back(std::move(sort));
+    }
     if (n == 0)
       continue;
-    // The task's own scratch buffers, apart from the other tasks'.
+    // The task's own scratch buffers, apart from the other tasks' (those
+    // of a shared sort: the earlier task's).
     llvm::StringSet<> names;
-    std::string tag = "t" + std::to_string(n) + "_";
-    auto rename = [&](StringRef buffer) { return tag + buffer.str(); };
+    auto rename = [&](StringRef buffer) {
+      return (shared && sortBuffers.contains(buffer) ? shared->tag : tag) +
+             buffer.str();
+    };
     for (Attribute &entry : llvm::drop_begin(scratch, firstScratch)) {
       names.insert(cast<DictionaryAttr>(entry).getAs<StringAttr>("name"));
       NamedAttrList fields(cast<DictionaryAttr>(entry));
@@ -2933,6 +3003,9 @@ LogicalResult lowerFunction(func::FuncOp func) {
                              cast<DictionaryAttr>(entry).getAs<StringAttr>("name"))));
       entry = fields.getDictionary(func.getContext());
     }
+    if (shared)
+      for (const auto &buffer : sortBuffers)
+        names.insert(buffer.getKey());
     for (Attribute &step : llvm::drop_begin(steps, firstStep))
       step = renameScratch(step, names, rename);
   }
