@@ -91,3 +91,44 @@ func.func @nodes_gram(%x: memref<?x?xf32> {kge.param = "x"}, %y: memref<?x?xf32>
       }
   return
 }
+
+// -----
+
+// Two matrices per key by the same keys and tiles: the second task reads
+// the first one's sorted order (no second sort, no second sort's scratch).
+// CHECK-LABEL: gpu.module @two_gradients_kernels
+// CHECK-SAME: kge.launch_plan = [{buffer = "param:dW", kind = "memset"}, {buffer = "param:dV", kind = "memset"}, {buffer = "scratch:counts", kind = "memset"},
+// CHECK-SAME: function = "kge_key_scatter"
+// CHECK-SAME: function = "two_gradients"
+// CHECK-SAME: {buffer = "scratch:perm", kind = "memref", shape = ["K"]}, {buffer = "scratch:tiles", kind = "memref", shape = ["1 + 3 * (ceildiv(K, 512) + min(T, T))"]}], block = ["256", "1", "1"], function = "two_gradients_t1"
+// CHECK-SAME: kge.scratch = [{count = "K", dtype = "i32", name = "perm"}, {count = "1 + 3 * (ceildiv(K, 512) + min(T, T))", dtype = "i32", name = "tiles"}, {count = "min(T, T)", dtype = "i32", name = "counts"}, {count = "min(T, T)", dtype = "i32", name = "lengths"}]
+// CHECK-NOT: t1_perm
+func.func @two_gradients(%x: memref<?x?xf32> {kge.param = "x"},
+                         %g: memref<?x?xf32> {kge.param = "g"},
+                         %src: memref<?xi32> {kge.param = "src"},
+                         %dst: memref<?xi32> {kge.param = "dst"},
+                         %etype: memref<?xi32> {kge.param = "etype"},
+                         %dW: memref<?x?x?xf32> {kge.param = "dW", kge.dims = ["T", "", ""], kge.result},
+                         %dV: memref<?x?x?xf32> {kge.param = "dV", kge.dims = ["T", "", ""], kge.result}) {
+  tile.task ins(%x, %g : memref<?x?xf32>, memref<?x?xf32>)
+      keys(%etype : memref<?xi32>) outs(%dW : memref<?x?x?xf32>)
+      gathers(%src, %dst : memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output per_key {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  tile.task ins(%g, %x : memref<?x?xf32>, memref<?x?xf32>)
+      keys(%etype : memref<?xi32>) outs(%dV : memref<?x?x?xf32>)
+      gathers(%dst, %src : memref<?xi32>, memref<?xi32>)
+      maps [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output per_key {gathered = [[0, 0], [1, 0]]}
+      inner {
+      ^bb0(%a: f32, %b: f32):
+        %p = arith.mulf %a, %b : f32
+        tile.yield %p : f32
+      }
+  return
+}
