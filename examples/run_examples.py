@@ -105,8 +105,30 @@ def run_graph_examples(tools, out_root):
     sys.path.insert(0, str(pathlib.Path(tools["kge-opt"]).parents[1] / "python_packages"))
     from kge import graph
 
-    references = {"rgcn": graph.rgcn_reference}
-    gradients = {"rgcn": graph.rgcn_gradients_reference}
+    def rgat_inputs(g):
+        x = graph.rgat_inputs(g, 16, 8, seed=0)
+        del x["q"], x["k"]
+        return x
+
+    hgt_args = ("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type")
+    rgat_args = ("x", "weight", "query", "key", "src", "dst", "edge_type")
+    # Per example: its arguments on a graph, its NumPy output and gradients.
+    layers = {
+        "rgcn": (lambda g: graph.rgcn_inputs(g, 16, 8, seed=0),
+                 lambda x: graph.rgcn_reference(x["x"], x["weight"], x["root"], x["bias"],
+                                                x["src"], x["dst"], x["edge_type"]),
+                 lambda x: graph.rgcn_gradients_reference(
+                     x["x"], x["weight"], x["root"], x["src"], x["dst"], x["edge_type"],
+                     x["grad_out"])),
+        "rgat": (rgat_inputs,
+                 lambda x: graph.rgat_reference(*(x[n] for n in rgat_args)),
+                 lambda x: graph.rgat_gradients_reference(*(x[n] for n in rgat_args),
+                                                          x["grad_out"])),
+        "hgt": (lambda g: graph.hgt_inputs(g, 8, seed=0),
+                lambda x: graph.hgt_reference(*(x[n] for n in hgt_args)),
+                lambda x: graph.hgt_gradients_reference(*(x[n] for n in hgt_args),
+                                                        x["grad_out"])),
+    }
     summary = []
     for source in sorted((ROOT / "examples" / "graph").glob("*.mlir")):
         name = source.stem
@@ -121,14 +143,14 @@ def run_graph_examples(tools, out_root):
                                 output=out / f"{name}.kgebundle"))
         show(f"GPU path: kernel bundle ({out / f'{name}.kgebundle'})", bundle_outline(bundle))
         g = graph.synthetic("aifb", seed=0)
-        x = graph.rgcn_inputs(g, 16, 8, seed=0)
+        inputs, reference, gradients = layers[name]
+        x = inputs(g)
         got = graph.compile_cpu(source.read_text(), name)(x)["out"]
-        expected = references[name](x["x"], x["weight"], x["root"], x["bias"], g.src, g.dst,
-                                    g.etype)
+        expected = reference(x)
         error = float(np.max(np.abs(got - expected)))
         ok = got.shape == expected.shape and np.allclose(got, expected, rtol=1e-4, atol=1e-4)
         print(f"--- CPU run: aifb-shaped graph ({g.num_nodes} nodes, {g.num_edges} edges, "
-              f"{g.num_edge_types} edge types), 16 -> 8 features: output {got.shape}, "
+              f"{g.num_edge_types} edge types): output {got.shape}, "
               f"max |KGE - NumPy| = {error:.2e}  {'OK' if ok else 'MISMATCH'}")
         summary.append((name, ok, error))
 
@@ -145,8 +167,7 @@ def run_graph_examples(tools, out_root):
              bundle_outline(bundle))
         x["grad_out"] = np.random.default_rng(1).standard_normal(got.shape).astype(np.float32)
         grads = graph.compile_cpu(backward, f"{name}_grad")(x)
-        expected = gradients[name](x["x"], x["weight"], x["root"], g.src, g.dst, g.etype,
-                                   x["grad_out"])
+        expected = gradients(x)
         error = max(float(np.max(np.abs(grads[k] - v))) for k, v in expected.items())
         ok = all(grads[k].shape == v.shape and np.allclose(grads[k], v, rtol=1e-4, atol=1e-4)
                  for k, v in expected.items())
