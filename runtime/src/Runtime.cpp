@@ -547,10 +547,13 @@ Program::buildPlan(Bindings bindings, std::vector<int64_t> key) {
     if (grid[0] > 2147483647LL || grid[1] > 65535 || grid[2] > 65535 ||
         block[0] * block[1] * block[2] > 1024 || block[0] <= 0 ||
         block[1] <= 0 || block[2] <= 0)
-      throw ArgumentError("kernel '" + launch.function +
-                          "' needs a launch the GPU cannot run (grid " +
-                          std::to_string(grid[0]) + ", block " +
-                          std::to_string(block[0]) + ")");
+      throw ArgumentError(
+          "kernel '" + launch.function +
+          "' needs a launch the GPU cannot run (grid " +
+          std::to_string(grid[0]) + " x " + std::to_string(grid[1]) + " x " +
+          std::to_string(grid[2]) + ", block " + std::to_string(block[0]) +
+          " x " + std::to_string(block[1]) + " x " + std::to_string(block[2]) +
+          "; at most 2147483647 x 65535 x 65535 blocks of 1024 threads)");
     if (shared < 0 || shared + impl_->staticShared[s] > impl_->maxSharedOptin)
       throw ArgumentError("kernel '" + launch.function + "' needs " +
                           std::to_string(shared + impl_->staticShared[s]) +

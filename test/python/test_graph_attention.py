@@ -223,6 +223,11 @@ def test_rgat_bundle_materializes_the_attention():
                        "param:out": 0}
     kernels = [s["function"] for s in manifest["launches"] if s["kind"] == "kernel"]
     assert kernels.count("kge_key_histogram") == 1
+    # The tasks over per-edge scalars (one column tile) put the edges'
+    # row tiles along the grid's x: more than 65,535 of them fit.
+    grids = {s["function"]: s["grid"] for s in manifest["launches"] if s["kind"] == "kernel"}
+    assert grids["rgat"] == ["ceildiv(M, 128)", "1", "1"]
+    assert grids["rgat_t4_small"] == ["ceildiv(M, 64)", "1", "1"]
 
 
 @pytest.mark.parametrize("value,message", [

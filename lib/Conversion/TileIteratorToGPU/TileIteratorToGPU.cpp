@@ -57,6 +57,21 @@ Value KernelEmitter::loadIndex(Value array, Value at) {
 
 /// The gather of the row's key of the task's matrix per key (null without
 /// one).
+/// Whether the kernel of `shape` for `task` takes its row tiles along the
+/// grid's x (up to 2^31 - 1 of them) instead of y (65,535): a plain
+/// CUDA-core kernel whose output is one column tile wide (per-edge scalars
+/// of millions of edges).
+static bool rowsAlongX(TaskOp task, const TileShape &shape) {
+  if (shape.mma || shape.warpgroup || shape.segments || shape.splitK ||
+      shape.reductionSegments)
+    return false;
+  auto [source, dim] = task.getExtentSource(TaskOp::J);
+  if (!source)
+    return false;
+  int64_t extent = cast<MemRefType>(source.getType()).getDimSize(dim);
+  return !ShapedType::isDynamic(extent) && extent <= shape.bn;
+}
+
 static Value getKeyGather(TaskOp task) {
   std::optional<unsigned> perKey = task.getPerKeyInput();
   if (!perKey)
@@ -1515,6 +1530,10 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     extents[TaskOp::K] = tile.end;
     colBase = blockBase(gpu::Dimension::y, shape.bn);
     rowBase = blockBase(gpu::Dimension::z, shape.bm);
+  } else if (rowsAlongX(task, shape)) {
+    // One column tile: the row tiles along x (millions of edges' scalars).
+    rowBase = blockBase(gpu::Dimension::x, shape.bm);
+    colBase = idx(0);
   } else {
     rowBase = blockBase(gpu::Dimension::y, shape.bm);
     colBase = blockBase(gpu::Dimension::x, shape.bn);
@@ -2734,6 +2753,10 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
             ? bb.launch(kernelNames[n], module.getName(),
                         {kernelShape.longRuns ? longGrid : segmentTiles,
                          columnBlocks, "1"},
+                        kernelShape.blockThreads(),
+                        std::to_string(sharedBytes), args)
+        : rowsAlongX(task, kernelShape)
+            ? bb.launch(kernelNames[n], module.getName(), {rowBlocks, "1", "1"},
                         kernelShape.blockThreads(),
                         std::to_string(sharedBytes), args)
             : bb.launch(kernelNames[n], module.getName(),
