@@ -15,6 +15,7 @@ trains the layer.
 """
 
 import pathlib
+import typing
 
 import torch
 
@@ -53,77 +54,56 @@ def _program(text, device):
     return _programs[key]
 
 
-class _RGCNFunction(torch.autograd.Function):
+class _Layer(typing.NamedTuple):
+    """How a layer's two bundles meet torch.autograd: the bundles'
+    parameters in the order the layer passes them (`names`), the forward
+    results it returns (`outputs`: the first differentiated, the others
+    not), and the parameters whose gradient is the column sum of the
+    output's (`column_sums`: a bias added to every row)."""
+    names: tuple
+    outputs: tuple = ("out",)
+    column_sums: tuple = ()
+
+
+class _LayerFunction(torch.autograd.Function):
+    """A layer's forward bundle and its backward bundle (graph-differentiate's
+    function: the forward's parameters and grad_out in, grad_<parameter>
+    out) as one autograd function, on torch's current stream (ordered with
+    the work that made the inputs and that reads the results; capturable
+    in CUDA graphs)."""
+
     @staticmethod
-    def forward(ctx, x, weight, root, bias, src, dst, edge_type, norm, programs):
+    def forward(ctx, layer, programs, *tensors):
         forward, backward = programs
-        # On torch's current stream (ordered with the work that made the
-        # inputs and that reads the result; capturable in CUDA graphs).
-        stream = torch.cuda.current_stream(x.device).cuda_stream
-        out = forward(x=x, weight=weight, root=root, bias=bias, src=src, dst=dst,
-                      edge_type=edge_type, norm=norm, stream=stream)["out"]
-        ctx.save_for_backward(x, weight, root, bias, src, dst, edge_type, norm)
-        ctx.backward_program = backward
-        return out
+        results = forward(**dict(zip(layer.names, tensors)), stream=_stream(tensors[0]))
+        ctx.save_for_backward(*tensors)
+        ctx.layer, ctx.backward_program = layer, backward
+        others = [results[name] for name in layer.outputs[1:]]
+        ctx.mark_non_differentiable(*others)
+        return (results[layer.outputs[0]], *others) if others else results[layer.outputs[0]]
 
     @staticmethod
-    def backward(ctx, grad_out):
-        x, weight, root, bias, src, dst, edge_type, norm = ctx.saved_tensors
-        grads = ctx.backward_program(
-            x=x, weight=weight, root=root, bias=bias, src=src, dst=dst, edge_type=edge_type,
-            norm=norm, grad_out=grad_out.contiguous(),
-            stream=torch.cuda.current_stream(x.device).cuda_stream)
-        # A bias' gradient is the column sum of the output's.
-        grad_bias = grad_out.sum(0) if ctx.needs_input_grad[3] else None
-        return (grads["grad_x"], grads["grad_weight"], grads["grad_root"], grad_bias,
-                None, None, None, None, None)
+    def backward(ctx, grad_out, *_):
+        layer, tensors = ctx.layer, ctx.saved_tensors
+        grads = ctx.backward_program(**dict(zip(layer.names, tensors)),
+                                     grad_out=grad_out.contiguous(), stream=_stream(grad_out))
+        needed = ctx.needs_input_grad[2:]
+        return (None, None, *(
+            None if not need
+            else grad_out.sum(0) if name in layer.column_sums
+            else grads.get(f"grad_{name}")
+            for name, need in zip(layer.names, needed)))
 
 
-class _RGATFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, weight, query, key, src, dst, edge_type, programs):
-        forward, backward = programs
-        stream = torch.cuda.current_stream(x.device).cuda_stream
-        results = forward(x=x, weight=weight, query=query, key=key, src=src, dst=dst,
-                          edge_type=edge_type, stream=stream)
-        # (The backward function recomputes the attention: per-edge scalars.)
-        ctx.save_for_backward(x, weight, query, key, src, dst, edge_type)
-        ctx.backward_program = backward
-        attention = results["attention"]
-        ctx.mark_non_differentiable(attention)
-        return results["out"], attention
-
-    @staticmethod
-    def backward(ctx, grad_out, grad_attention):
-        x, weight, query, key, src, dst, edge_type = ctx.saved_tensors
-        grads = ctx.backward_program(
-            x=x, weight=weight, query=query, key=key, src=src, dst=dst, edge_type=edge_type,
-            grad_out=grad_out.contiguous(),
-            stream=torch.cuda.current_stream(x.device).cuda_stream)
-        return (grads["grad_x"], grads["grad_weight"], grads["grad_query"], grads["grad_key"],
-                None, None, None, None)
+def _stream(tensor):
+    return torch.cuda.current_stream(tensor.device).cuda_stream
 
 
-class _HGTFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, k, q, v, k_rel, v_rel, src, dst, edge_type, programs):
-        forward, backward = programs
-        stream = torch.cuda.current_stream(q.device).cuda_stream
-        out = forward(k=k, q=q, v=v, k_rel=k_rel, v_rel=v_rel, src=src, dst=dst,
-                      edge_type=edge_type, stream=stream)["out"]
-        ctx.save_for_backward(k, q, v, k_rel, v_rel, src, dst, edge_type)
-        ctx.backward_program = backward
-        return out
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        k, q, v, k_rel, v_rel, src, dst, edge_type = ctx.saved_tensors
-        grads = ctx.backward_program(
-            k=k, q=q, v=v, k_rel=k_rel, v_rel=v_rel, src=src, dst=dst, edge_type=edge_type,
-            grad_out=grad_out.contiguous(),
-            stream=torch.cuda.current_stream(q.device).cuda_stream)
-        return (grads["grad_k"], grads["grad_q"], grads["grad_v"], grads["grad_k_rel"],
-                grads["grad_v_rel"], None, None, None, None)
+_RGCN = _Layer(("x", "weight", "root", "bias", "src", "dst", "edge_type", "norm"),
+               column_sums=("bias",))
+_RGAT = _Layer(("x", "weight", "query", "key", "src", "dst", "edge_type"),
+               outputs=("out", "attention"))
+_HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type"))
 
 
 class _RelationalConv(torch.nn.Module):
@@ -310,8 +290,8 @@ class RGCNConv(_RelationalConv):
         root = self.root if self.root is not None else x.new_zeros(self.in_channels,
                                                                    self.out_channels)
         bias = self.bias if self.bias is not None else x.new_zeros(self.out_channels)
-        return _RGCNFunction.apply(x.contiguous(), self.relation_weights(), root, bias, src,
-                                   dst, types, norm, self._programs(x))
+        return _LayerFunction.apply(_RGCN, self._programs(x), x.contiguous(),
+                                    self.relation_weights(), root, bias, src, dst, types, norm)
 
     def relation_weights(self):
         """The relations' matrices [R, in, out]: `weight` itself, or composed
@@ -427,9 +407,9 @@ class RGATConv(_RelationalConv):
         weight = self.relation_weights()
         # Linear-operator fusion: the scores' projections per relation.
         query, key = weight @ self.q, weight @ self.k
-        out, alpha = _RGATFunction.apply(x.contiguous(), weight.contiguous(),
-                                         query.contiguous(), key.contiguous(), src, dst,
-                                         types, self._programs(x))
+        out, alpha = _LayerFunction.apply(_RGAT, self._programs(x), x.contiguous(),
+                                          weight.contiguous(), query.contiguous(),
+                                          key.contiguous(), src, dst, types)
         if self.bias is not None:
             out = out + self.bias
         if isinstance(return_attention_weights, bool):
@@ -597,8 +577,8 @@ class HGTConv(torch.nn.Module):
         # p_r / sqrt(D) folded into K_r (linear-operator fusion).
         p = torch.cat([self.p_rel["__".join(e)].reshape(1) for e in self.edge_types])
         k_rel = (self.k_rel.weight * (p / F ** 0.5)[:, None, None]).contiguous()
-        h = _HGTFunction.apply(k, q, v, k_rel, self.v_rel.weight.contiguous(), src, dst,
-                               types, self._programs(q.device))
+        h = _LayerFunction.apply(_HGT, self._programs(q.device), k, q, v, k_rel,
+                                 self.v_rel.weight.contiguous(), src, dst, types)
         out_dict = {}
         for node_type, x in x_dict.items():
             if node_type not in self.dst_node_types:

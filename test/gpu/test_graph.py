@@ -205,15 +205,10 @@ def test_rgcnconv_forward_and_backward_equal_pygs(variant, name, decomposition):
         assert error < 1e-4, (key, error)
 
 
-@pytest.mark.parametrize("optimizer", ("sgd", "adam"))
-def test_rgcnconv_trains_like_pyg(optimizer):
-    """Ten steps of a two-layer RGCN on a node-classification loss: KGE's
-    layers follow PyG's (the same losses; with SGD, whose updates are
-    linear in the gradients, the same parameters; Adam divides each update
-    by the gradient's running magnitude, which turns the rounding of
-    near-zero gradients into differences of up to the learning rate)."""
-    g = graph.synthetic("aifb", seed=5)
-    layers = [pyg_and_kge_layers(g, 64, 64), pyg_and_kge_layers(g, 64, 4)]
+def ten_training_steps(g, layers, optimizer):
+    """The losses of ten steps of a two-layer model (`layers`: pairs of
+    PyG's layer and KGE's) on a node-classification loss over `g`, PyG's
+    layers first: [PyG's losses, KGE's losses]."""
     edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
     edge_type = torch.from_numpy(g.etype).long().cuda()
     x = torch.randn(g.num_nodes, 64, device="cuda")
@@ -233,6 +228,19 @@ def test_rgcnconv_trains_like_pyg(optimizer):
             step.step()
             history.append(float(loss))
         losses.append(history)
+    return losses
+
+
+@pytest.mark.parametrize("optimizer", ("sgd", "adam"))
+def test_rgcnconv_trains_like_pyg(optimizer):
+    """Ten steps of a two-layer RGCN on a node-classification loss: KGE's
+    layers follow PyG's (the same losses; with SGD, whose updates are
+    linear in the gradients, the same parameters; Adam divides each update
+    by the gradient's running magnitude, which turns the rounding of
+    near-zero gradients into differences of up to the learning rate)."""
+    g = graph.synthetic("aifb", seed=5)
+    layers = [pyg_and_kge_layers(g, 64, 64), pyg_and_kge_layers(g, 64, 4)]
+    losses = ten_training_steps(g, layers, optimizer)
     assert losses[1][-1] < losses[1][0]
     assert np.allclose(losses[0], losses[1], rtol=1e-3), losses
     if optimizer == "sgd":
@@ -401,24 +409,7 @@ def test_rgatconv_trains_like_pyg():
     PyG's."""
     g = graph.synthetic("aifb", seed=5)
     layers = [pyg_and_kge_rgat(g, 64, 64), pyg_and_kge_rgat(g, 64, 4)]
-    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
-    edge_type = torch.from_numpy(g.etype).long().cuda()
-    x = torch.randn(g.num_nodes, 64, device="cuda")
-    labels = torch.randint(0, 4, (g.num_nodes,), device="cuda")
-    losses = []
-    for side in (0, 1):
-        model = [pair[side] for pair in layers]
-        params = [p for m in model for p in m.parameters()]
-        step = torch.optim.SGD(params, lr=0.1, momentum=0.9)
-        history = []
-        for _ in range(10):
-            step.zero_grad()
-            h = torch.relu(model[0](x, edge_index, edge_type))
-            loss = torch.nn.functional.cross_entropy(model[1](h, edge_index, edge_type), labels)
-            loss.backward()
-            step.step()
-            history.append(float(loss))
-        losses.append(history)
+    losses = ten_training_steps(g, layers, "sgd")
     assert losses[1][-1] < losses[1][0]
     assert np.allclose(losses[0], losses[1], rtol=1e-3), losses
     for reference, conv in layers:

@@ -104,8 +104,13 @@ private:
   void scalarTask(Location loc, ArrayRef<Scalar> scalars, Value keys,
                   Value dest, tile::OutputKind output,
                   tile::Combiner aggregate, ScalarBody body);
-  /// A [V, 1] result for a per-node intermediate of `graph`'s nodes.
-  FailureOr<Value> nodeScalars(Operation *op, Value graph, StringRef name);
+  /// A [V, 1] result for a per-node intermediate of `graph`'s nodes, named
+  /// after the result `of` it serves (`<of>` + `suffix`).
+  FailureOr<Value> nodeScalars(Operation *op, Value graph, Value of,
+                               StringRef suffix);
+  /// The parameter holding the `end` of `graph`'s edges (the keys of a
+  /// reduction into that end's nodes).
+  FailureOr<Value> endIndices(Operation *op, Value graph, graph::End end);
   /// Names dimension `destDim` of `dest` like the dimension of a parameter
   /// that `size` reads (`tensor.dim %p, d`), so that the signature sizes
   /// the result by that parameter (a matrix per type: the weights' count;
@@ -290,13 +295,24 @@ void FunctionLowering::scalarTask(Location loc, ArrayRef<Scalar> scalars,
   tile::YieldOp::create(inner, loc, body(inner, loc, elements));
 }
 
+FailureOr<Value> FunctionLowering::endIndices(Operation *op, Value graph,
+                                              graph::End end) {
+  FailureOr<Structure> g = structure(op, graph, /*nodeTypes=*/false);
+  if (failed(g))
+    return failure();
+  return end == graph::End::dst ? g->dst : g->src;
+}
+
 FailureOr<Value> FunctionLowering::nodeScalars(Operation *op, Value graph,
-                                               StringRef name) {
+                                               Value of, StringRef suffix) {
   auto coo = graph.getDefiningOp<graph::CooOp>();
   if (!coo)
     return op->emitOpError() << "takes a graph that is not a graph.coo";
-  Value dest = addResult(name, RankedTensorType::get({ShapedType::kDynamic, 1},
-                                                     b.getF32Type()));
+  StringAttr name = lowered.getArgAttrOfType<StringAttr>(
+      cast<BlockArgument>(of).getArgNumber(), "kge.param");
+  Value dest = addResult((name.getValue() + suffix).str(),
+                         RankedTensorType::get({ShapedType::kDynamic, 1},
+                                               b.getF32Type()));
   if (failed(tieDim(op, coo.getNumNodes(), dest, 0, "V")))
     return failure();
   return dest;
@@ -305,26 +321,20 @@ FailureOr<Value> FunctionLowering::nodeScalars(Operation *op, Value graph,
 LogicalResult FunctionLowering::emitEdgeSoftmax(graph::EdgeSoftmaxOp op,
                                                 Value dest) {
   Location loc = op.getLoc();
-  FailureOr<Structure> g = structure(op, op.getGraph(), false);
-  if (failed(g))
-    return failure();
-  Value keys = op.getTo() == graph::End::dst ? g->dst : g->src;
-  FailureOr<Scalar> s = scalar(op, op.getInput());
-  std::string name =
-      lowered.getArgAttrOfType<StringAttr>(
-                 cast<BlockArgument>(dest).getArgNumber(), "kge.param")
-          .str();
+  FailureOr<Value> keys = endIndices(op, op.getGraph(), op.getTo());
+  FailureOr<Scalar> s = failed(keys) ? FailureOr<Scalar>(failure())
+                                     : scalar(op, op.getInput());
   FailureOr<Value> max = failed(s) ? FailureOr<Value>(failure())
-                                   : nodeScalars(op, op.getGraph(), name + "_max");
+                                   : nodeScalars(op, op.getGraph(), dest, "_max");
   FailureOr<Value> sum = failed(max) ? FailureOr<Value>(failure())
-                                     : nodeScalars(op, op.getGraph(), name + "_sum");
+                                     : nodeScalars(op, op.getGraph(), dest, "_sum");
   if (failed(sum))
     return failure();
   // Each node's largest score (from -inf: the result starts at max's
   // identity), the sum of its edges' exp(score - largest), each edge's
   // exp(score - largest) / sum.
-  Scalar atMax{*max, keys, std::nullopt}, atSum{*sum, keys, std::nullopt};
-  scalarTask(loc, {*s}, keys, *max, tile::OutputKind::aggregate,
+  Scalar atMax{*max, *keys, std::nullopt}, atSum{*sum, *keys, std::nullopt};
+  scalarTask(loc, {*s}, *keys, *max, tile::OutputKind::aggregate,
              tile::Combiner::max,
              [](OpBuilder &, Location, ArrayRef<Value> x) { return x[0]; });
   auto shifted = [](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
@@ -332,7 +342,7 @@ LogicalResult FunctionLowering::emitEdgeSoftmax(graph::EdgeSoftmaxOp op,
                                arith::SubFOp::create(inner, loc, x[0], x[1]))
         .getResult();
   };
-  scalarTask(loc, {*s, atMax}, keys, *sum, tile::OutputKind::aggregate,
+  scalarTask(loc, {*s, atMax}, *keys, *sum, tile::OutputKind::aggregate,
              tile::Combiner::add, shifted);
   scalarTask(loc, {*s, atMax, atSum}, Value(), dest, tile::OutputKind::dense,
              tile::Combiner::add,
@@ -348,29 +358,22 @@ LogicalResult
 FunctionLowering::emitEdgeSoftmaxGrad(graph::EdgeSoftmaxGradOp op,
                                       Value dest) {
   Location loc = op.getLoc();
-  FailureOr<Structure> g = structure(op, op.getGraph(), false);
-  if (failed(g))
-    return failure();
-  Value keys = op.getTo() == graph::End::dst ? g->dst : g->src;
-  FailureOr<Scalar> y = scalar(op, op.getOutput());
+  FailureOr<Value> keys = endIndices(op, op.getGraph(), op.getTo());
+  FailureOr<Scalar> y = failed(keys) ? FailureOr<Scalar>(failure())
+                                     : scalar(op, op.getOutput());
   FailureOr<Scalar> dy = failed(y) ? FailureOr<Scalar>(failure())
                                    : scalar(op, op.getGrad());
-  if (failed(dy))
-    return failure();
-  std::string name =
-      lowered.getArgAttrOfType<StringAttr>(
-                 cast<BlockArgument>(dest).getArgNumber(), "kge.param")
-          .str();
-  FailureOr<Value> dot = nodeScalars(op, op.getGraph(), name + "_dot");
+  FailureOr<Value> dot = failed(dy) ? FailureOr<Value>(failure())
+                                    : nodeScalars(op, op.getGraph(), dest, "_dot");
   if (failed(dot))
     return failure();
   // Each node's sum of y dy over its edges, then y (dy - that sum).
-  scalarTask(loc, {*y, *dy}, keys, *dot, tile::OutputKind::aggregate,
+  scalarTask(loc, {*y, *dy}, *keys, *dot, tile::OutputKind::aggregate,
              tile::Combiner::add,
              [](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
                return arith::MulFOp::create(inner, loc, x[0], x[1]).getResult();
              });
-  scalarTask(loc, {*y, *dy, Scalar{*dot, keys, std::nullopt}}, Value(), dest,
+  scalarTask(loc, {*y, *dy, Scalar{*dot, *keys, std::nullopt}}, Value(), dest,
              tile::OutputKind::dense, tile::Combiner::add,
              [](OpBuilder &inner, Location loc, ArrayRef<Value> x) {
                return arith::MulFOp::create(
