@@ -5,8 +5,8 @@ Pigeon's dataset shapes (kge.graph.synthetic) and WordNet.
 
 One layer, hidden size 64 -> 64 (and 128 -> 128), one head; RGAT with
 additive self-attention across relations (PyG's defaults) and bias; HGT
-over node types n<t> and edge types (n<s>, r<r>, n<d>) by the edge's and
-its ends' types (PyG's heterogeneous inputs); full graph, float32 (TF32 off for PyTorch; KGE's default 3xTF32 for the typed layer's
+over node types n<t> and edge types (n<s>, r<r>, n<d>), each relation
+joining one node type to one (PyG's heterogeneous inputs); full graph, float32 (TF32 off for PyTorch; KGE's default 3xTF32 for the typed layer's
 products: FP32 accuracy). Per row, the time (median of interleaved
 rounds, CUDA events) of
 
@@ -33,7 +33,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
-from kge import nn  # noqa: E402
+from kge import graph, nn  # noqa: E402
 from bench_rgcn import arguments, graphs  # noqa: E402
 from bench_score_functions import interleaved_per_call, peak_bytes  # noqa: E402
 
@@ -60,8 +60,10 @@ def timed(fns, row, rounds):
 
 
 def hetero(g, features, generator):
-    """`g` as PyG's heterogeneous inputs (x_dict, edge_index_dict, metadata)
-    and the node types' rows in the homogeneous graph."""
+    """`g` as PyG's heterogeneous inputs (x_dict, edge_index_dict,
+    metadata), each relation joining one node type to one
+    (kge.graph.relation_typed)."""
+    g = graph.relation_typed(g)
     ntype = torch.from_numpy(g.ntype).cuda().long()
     src, dst = torch.from_numpy(g.src).cuda().long(), torch.from_numpy(g.dst).cuda().long()
     etype = torch.from_numpy(g.etype).cuda().long()

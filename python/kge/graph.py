@@ -96,6 +96,31 @@ def synthetic(name, seed=0, scale=1.0, index_dtype=np.int32):
                        node_types)
 
 
+def relation_typed(g, seed=0):
+    """`g` with each edge type joining one node type to one node type (as
+    in real heterogeneous graphs: a relation's schema), for HGT's inputs
+    per node type and per (source type, relation, destination type): each
+    relation r gets a source type and a destination type drawn by the node
+    types' sizes, and an edge's endpoints are moved into those types' nodes
+    (node v of type t is the (v mod |t|)-th node of type t), keeping the
+    endpoints' skew."""
+    rng = np.random.default_rng(seed)
+    sizes = np.bincount(g.ntype, minlength=g.num_node_types).astype(np.float64)
+    types = rng.choice(g.num_node_types, (g.num_edge_types, 2), p=sizes / sizes.sum())
+    members = [np.flatnonzero(g.ntype == t) for t in range(g.num_node_types)]
+
+    def moved(ends, side):
+        out = np.empty_like(ends)
+        wanted = types[g.etype, side]
+        for t, nodes in enumerate(members):
+            mask = wanted == t
+            out[mask] = nodes[ends[mask].astype(np.int64) % max(1, len(nodes))]
+        return out
+
+    return HeteroGraph(moved(g.src, 0), moved(g.dst, 1), g.etype, g.ntype, g.num_edge_types,
+                       g.num_node_types, g.edge_type_names)
+
+
 def wordnet(root=WORDNET, relations=None, index_dtype=np.int32):
     """WordNet 3.0 (Debian's wordnet-base) as a heterogeneous graph: every
     synset a node typed by its part of speech (PARTS_OF_SPEECH), every
@@ -167,7 +192,7 @@ def _rgat_forward(x, weight, query, key, src, dst, etype, slope):
     query, key = query.astype(np.float64)[:, :, 0], key.astype(np.float64)[:, :, 0]
     scores = (x[dst] * query[etype]).sum(1) + (x[src] * key[etype]).sum(1)
     attention = _softmax_by(np.where(scores > 0, scores, slope * scores), dst, len(x))
-    messages = np.einsum("ek,eko->eo", x[src], weight[etype])
+    messages = _typed_rows(x[src], weight, etype)
     out = np.zeros((len(x), weight.shape[2]))
     np.add.at(out, dst, attention[:, None] * messages)
     return scores, attention, messages, out
@@ -193,9 +218,8 @@ def rgat_gradients_reference(x, weight, query, key, src, dst, etype, grad_out, s
     # The messages: each scaled by its attention.
     dm = attention[:, None] * dy[dst]
     grad_x = np.zeros_like(x)
-    np.add.at(grad_x, src, np.einsum("eo,eko->ek", dm, weight[etype]))
-    grad_weight = np.zeros_like(weight)
-    np.add.at(grad_weight, etype, x[src][:, :, None] * dm[:, None, :])
+    np.add.at(grad_x, src, _typed_rows(dm, weight, etype, transposed=True))
+    grad_weight = _typed_outer(x[src], dm, etype, len(weight))
     # The attention: through the softmax and the leaky ReLU to the scores.
     dalpha = (dy[dst] * messages).sum(1)
     dot = np.zeros(len(x))
@@ -224,6 +248,27 @@ def hgt_inputs(g, features, seed):
             "src": g.src, "dst": g.dst, "edge_type": g.etype}
 
 
+def _typed_rows(rows, weights, types, transposed=False):
+    """rows[e] @ weights[types[e]] (or its transpose) for every row, in
+    float64, one product per type."""
+    weights = weights.astype(np.float64)
+    out = np.zeros((len(rows), weights.shape[1 if transposed else 2]))
+    for t in np.unique(types):
+        mask = types == t
+        out[mask] = rows[mask] @ (weights[t].T if transposed else weights[t])
+    return out
+
+
+def _typed_outer(lhs, rhs, types, count):
+    """sum over the rows of each type of lhs[e]^T rhs[e]: [count, K, N], in
+    float64, one product per type."""
+    out = np.zeros((count, lhs.shape[1], rhs.shape[1]))
+    for t in np.unique(types):
+        mask = types == t
+        out[t] = lhs[mask].T @ rhs[mask]
+    return out
+
+
 def _softmax_by(scores, index, count):
     """Each score's softmax over the scores of its index, in float64."""
     largest = np.full(count, -np.inf)
@@ -236,9 +281,9 @@ def _softmax_by(scores, index, count):
 
 def _hgt_forward(k, q, v, k_rel, v_rel, src, dst, etype):
     k, q, v, k_rel, v_rel = (a.astype(np.float64) for a in (k, q, v, k_rel, v_rel))
-    keys = np.einsum("ek,eko->eo", k[src], k_rel[etype])
+    keys = _typed_rows(k[src], k_rel, etype)
     attention = _softmax_by((keys * q[dst]).sum(1), dst, len(q))
-    values = np.einsum("ek,eko->eo", v[src], v_rel[etype])
+    values = _typed_rows(v[src], v_rel, etype)
     out = np.zeros((len(q), v_rel.shape[2]))
     np.add.at(out, dst, attention[:, None] * values)
     return keys, attention, values, out
@@ -260,9 +305,8 @@ def hgt_gradients_reference(k, q, v, k_rel, v_rel, src, dst, etype, grad_out):
     dy = grad_out.astype(np.float64)
     dm = attention[:, None] * dy[dst]
     grad_v = np.zeros_like(v)
-    np.add.at(grad_v, src, np.einsum("eo,eko->ek", dm, v_rel[etype]))
-    grad_v_rel = np.zeros_like(v_rel)
-    np.add.at(grad_v_rel, etype, v[src][:, :, None] * dm[:, None, :])
+    np.add.at(grad_v, src, _typed_rows(dm, v_rel, etype, transposed=True))
+    grad_v_rel = _typed_outer(v[src], dm, etype, len(v_rel))
     dalpha = (dy[dst] * values).sum(1)
     dot = np.zeros(len(q))
     np.add.at(dot, dst, attention * dalpha)
@@ -270,9 +314,8 @@ def hgt_gradients_reference(k, q, v, k_rel, v_rel, src, dst, etype, grad_out):
     grad_q = np.zeros_like(q)
     np.add.at(grad_q, dst, ds[:, None] * keys)
     grad_k = np.zeros_like(k)
-    np.add.at(grad_k, src, ds[:, None] * np.einsum("eo,eko->ek", q[dst], k_rel[etype]))
-    grad_k_rel = np.zeros_like(k_rel)
-    np.add.at(grad_k_rel, etype, ds[:, None, None] * k[src][:, :, None] * q[dst][:, None, :])
+    np.add.at(grad_k, src, ds[:, None] * _typed_rows(q[dst], k_rel, etype, transposed=True))
+    grad_k_rel = _typed_outer(k[src] * ds[:, None], q[dst], etype, len(k_rel))
     return {"grad_k": grad_k, "grad_q": grad_q, "grad_v": grad_v, "grad_k_rel": grad_k_rel,
             "grad_v_rel": grad_v_rel}
 
@@ -308,7 +351,7 @@ def rgcn_reference(x, weight, root, bias, src, dst, etype):
     x, weight = x.astype(np.float64), weight.astype(np.float64)
     out = x @ root.astype(np.float64) + bias.astype(np.float64)
     norm = rgcn_norm(dst, etype, len(x), len(weight)).astype(np.float64)
-    messages = np.einsum("ek,eko->eo", x[src], weight[etype]) * norm[:, None]
+    messages = _typed_rows(x[src], weight, etype) * norm[:, None]
     np.add.at(out, dst, messages)
     return out
 
@@ -323,9 +366,8 @@ def rgcn_gradients_reference(x, weight, root, src, dst, etype, grad_out):
     # Each edge's message gradient: its destination's, scaled.
     dm = dy[dst] * norm[:, None]
     grad_x = dy @ root.T
-    np.add.at(grad_x, src, np.einsum("eo,eko->ek", dm, weight[etype]))
-    grad_weight = np.zeros_like(weight)
-    np.add.at(grad_weight, etype, x[src][:, :, None] * dm[:, None, :])
+    np.add.at(grad_x, src, _typed_rows(dm, weight, etype, transposed=True))
+    grad_weight = _typed_outer(x[src], dm, etype, len(weight))
     return {"grad_x": grad_x, "grad_weight": grad_weight, "grad_root": x.T @ dy}
 
 

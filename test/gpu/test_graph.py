@@ -472,7 +472,9 @@ def test_hgt_forward_and_backward_match_float64(rt, variant, name, scale):
 
 def hetero(g, features, seed):
     """`g` as PyG's heterogeneous inputs: node types n<t> (their features),
-    edge types (n<s>, r<r>, n<d>) by the edge's and its ends' types."""
+    edge types (n<s>, r<r>, n<d>), each relation joining one node type to
+    one (graph.relation_typed)."""
+    g = graph.relation_typed(g, seed)
     rng = np.random.default_rng(seed)
     local = np.zeros(g.num_nodes, np.int64)
     x_dict = {}

@@ -321,3 +321,16 @@ def test_decorator_inner_product_checks_its_rows():
         @layer
         def wrong(g: Graph, x: NodeData):
             return g.inner_product(x, x, rows=("edges", "dst"))
+
+
+@pytest.mark.parametrize("name", ["aifb", "am"])
+def test_relation_typed_graphs_join_one_type_to_one(name):
+    """kge.graph.relation_typed: every relation joins one node type to one,
+    edges and their types kept, endpoints within the node range."""
+    g = graph.synthetic(name, seed=1, scale=0.01)
+    typed = graph.relation_typed(g, seed=2)
+    assert np.array_equal(typed.etype, g.etype) and np.array_equal(typed.ntype, g.ntype)
+    assert typed.src.dtype == g.src.dtype and typed.src.max() < g.num_nodes
+    triples = np.unique(np.stack([typed.ntype[typed.src], typed.etype,
+                                  typed.ntype[typed.dst]], 1), axis=0)
+    assert len(triples) == len(np.unique(g.etype))

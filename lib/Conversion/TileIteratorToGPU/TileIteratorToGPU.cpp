@@ -72,6 +72,17 @@ static bool rowsAlongX(TaskOp task, const TileShape &shape) {
   return !ShapedType::isDynamic(extent) && extent <= shape.bn;
 }
 
+/// The most blocks a grid has along y or z.
+static constexpr int64_t kMaxGridYZ = 65535;
+
+/// Whether the kernel of `shape` takes its row tiles along y and z (y +
+/// 65535 z): the CUDA-core kernels of two-dimensional tiles (tensor-core
+/// kernels keep y: their clusters and tile orders are along it).
+static bool foldsRowTiles(const TileShape &shape) {
+  return !shape.mma && !shape.warpgroup && !shape.segments && !shape.splitK &&
+         !shape.reductionSegments;
+}
+
 static Value getKeyGather(TaskOp task) {
   std::optional<unsigned> perKey = task.getPerKeyInput();
   if (!perKey)
@@ -1534,6 +1545,17 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     // One column tile: the row tiles along x (millions of edges' scalars).
     rowBase = blockBase(gpu::Dimension::x, shape.bm);
     colBase = idx(0);
+  } else if (foldsRowTiles(shape)) {
+    // Row tile y + 65535 z (more than 65,535 row tiles: the launch plan
+    // folds them into z); a tile past the rows loads clamped rows and
+    // stores nothing, like the rows past M of the last tile.
+    Value tile = arith::AddIOp::create(
+        b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+        arith::MulIOp::create(
+            b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::z),
+            idx(kMaxGridYZ)));
+    rowBase = arith::MulIOp::create(b, loc, tile, idx(shape.bm));
+    colBase = blockBase(gpu::Dimension::x, shape.bn);
   } else {
     rowBase = blockBase(gpu::Dimension::y, shape.bm);
     colBase = blockBase(gpu::Dimension::x, shape.bn);
@@ -2757,6 +2779,15 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
                         std::to_string(sharedBytes), args)
         : rowsAlongX(task, kernelShape)
             ? bb.launch(kernelNames[n], module.getName(), {rowBlocks, "1", "1"},
+                        kernelShape.blockThreads(),
+                        std::to_string(sharedBytes), args)
+        : foldsRowTiles(kernelShape)
+            ? bb.launch(kernelNames[n], module.getName(),
+                        {columnBlocks,
+                         "min(" + rowBlocks + ", " +
+                             std::to_string(kMaxGridYZ) + ")",
+                         "ceildiv(" + rowBlocks + ", " +
+                             std::to_string(kMaxGridYZ) + ")"},
                         kernelShape.blockThreads(),
                         std::to_string(sharedBytes), args)
             : bb.launch(kernelNames[n], module.getName(),

@@ -13,7 +13,7 @@
 // kernel; the staged tiles are 16-byte aligned shared memory read as
 // vectors, the accumulation may contract into FMAs.
 // CHECK-LABEL: gpu.module @gemm_kernels
-// CHECK-SAME: kge.launch_plan = [{args = [{buffer = "param:A", kind = "memref", shape = ["M", "K"]}, {buffer = "param:B", kind = "memref", shape = ["K", "N"]}, {buffer = "param:C", kind = "memref", shape = ["M", "N"]}], block = ["256", "1", "1"], function = "gemm", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
+// CHECK-SAME: kge.launch_plan = [{args = [{buffer = "param:A", kind = "memref", shape = ["M", "K"]}, {buffer = "param:B", kind = "memref", shape = ["K", "N"]}, {buffer = "param:C", kind = "memref", shape = ["M", "N"]}], block = ["256", "1", "1"], function = "gemm", grid = ["ceildiv(N, 64)", "min(ceildiv(M, 64), 65535)", "ceildiv(ceildiv(M, 64), 65535)"]
 // CHECK-SAME: kge.mode = {kind = "positive"}
 // CHECK-SAME: kge.signature = {name = "gemm", params = [{dtype = "f32", name = "A", role = "table", shape = ["M", "K"]}
 // CHECK: gpu.func @gemm(%[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
@@ -38,8 +38,8 @@
 // Without a shape, GAMUT's heuristic: a 128 x 128 kernel when its grid fills
 // the 132 multiprocessors, a 64 x 64 one otherwise.
 // AUTO-LABEL: gpu.module @gemm_kernels
-// AUTO-SAME: block = ["256", "1", "1"], function = "gemm", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "gemm_kernels", shared_bytes = "0", when = "ceildiv(N, 128) * ceildiv(M, 128) / 132"}
-// AUTO-SAME: function = "gemm_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"], kind = "kernel", module = "gemm_kernels", shared_bytes = "0", when = "1 - min(1, ceildiv(N, 128) * ceildiv(M, 128) / 132)"}
+// AUTO-SAME: block = ["256", "1", "1"], function = "gemm", grid = ["ceildiv(N, 128)", "min(ceildiv(M, 128), 65535)", "ceildiv(ceildiv(M, 128), 65535)"], kind = "kernel", module = "gemm_kernels", shared_bytes = "0", when = "ceildiv(N, 128) * ceildiv(M, 128) / 132"}
+// AUTO-SAME: function = "gemm_small", grid = ["ceildiv(N, 64)", "min(ceildiv(M, 64), 65535)", "ceildiv(ceildiv(M, 64), 65535)"], kind = "kernel", module = "gemm_kernels", shared_bytes = "0", when = "1 - min(1, ceildiv(N, 128) * ceildiv(M, 128) / 132)"}
 // AUTO: gpu.func @gemm({{.*}}) workgroup(%{{.*}} : memref<8x128xf32
 // AUTO: gpu.func @gemm_small({{.*}}) workgroup(%{{.*}} : memref<16x64xf32
 // Two-by-two sub-tiles are read one element at a time.
@@ -109,7 +109,7 @@ func.func @join_max(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {
 // shared memory and reserves their slots with one global atomic.
 // CHECK-LABEL: gpu.module @select_kernels
 // CHECK-SAME: function = "select_clear", grid = ["1", "1", "1"]
-// CHECK-SAME: function = "select", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
+// CHECK-SAME: function = "select", grid = ["ceildiv(N, 64)", "min(ceildiv(M, 64), 65535)", "ceildiv(ceildiv(M, 64), 65535)"]
 // CHECK: gpu.func @select(%{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?x?xf32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?xf32>, %[[COUNT:.*]]: memref<1xi64>)
 // CHECK-SAME: %[[BLOCK:[^ ]*]] : memref<1xi32, #gpu.address_space<workgroup>>, %[[BASE:[^ ]*]] : memref<1xi64, #gpu.address_space<workgroup>>
 // CHECK: %[[OFFSET:.*]] = memref.atomic_rmw addi %{{.*}}, %[[BLOCK]][%c0] : (i32, memref<1xi32, #gpu.address_space<workgroup>>) -> i32

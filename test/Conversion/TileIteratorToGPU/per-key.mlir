@@ -75,7 +75,7 @@ func.func @weight_gradient(%x: memref<?x?xf32> {kge.param = "x"},
 
 // CHECK-LABEL: gpu.module @nodes_gram_kernels
 // CHECK-SAME: kge.launch_plan = [{buffer = "param:c", kind = "memset"},
-// CHECK-SAME: function = "nodes_gram", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"], kind = "kernel", module = "nodes_gram_kernels", shared_bytes = "0", when = "ceildiv(N, 128) * ceildiv(M, 128) / 132"}
+// CHECK-SAME: function = "nodes_gram", grid = ["ceildiv(N, 128)", "min(ceildiv(M, 128), 65535)", "ceildiv(ceildiv(M, 128), 65535)"], kind = "kernel", module = "nodes_gram_kernels", shared_bytes = "0", when = "ceildiv(N, 128) * ceildiv(M, 128) / 132"}
 // CHECK-SAME: function = "nodes_gram_split_k", grid = ["ceildiv(K, 1024)", "ceildiv(N, 64)", "ceildiv(M, 64)"], kind = "kernel", module = "nodes_gram_kernels", shared_bytes = "0", when = "(1 - min(1, ceildiv(N, 128) * ceildiv(M, 128) / 132)) * (1 - min(1, ceildiv(N, 64) * ceildiv(M, 64) / 132))"}
 // CHECK: gpu.func @nodes_gram_split_k(
 // CHECK: memref.atomic_rmw addf

@@ -17,7 +17,7 @@
 // SYNC: mma.sync
 // SHAPE-NOT: _wgmma
 // SHAPE: kge.launch_plan
-// SHAPE-SAME: grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
+// SHAPE-SAME: grid = ["ceildiv(N, 64)", "min(ceildiv(M, 64), 65535)", "ceildiv(ceildiv(M, 64), 65535)"]
 // SHAPE-NOT: mma.sync
 // BAD: error: invalid cluster-m 3 (expected 1, 2 or 4)
 

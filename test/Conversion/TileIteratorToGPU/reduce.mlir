@@ -83,9 +83,9 @@ func.func @transr(%E: memref<?x?xf32> {kge.param = "E"}, %W: memref<?x?x?xf32> {
 // 128 and 64 x 64) each take their own number of column tiles, the partial
 // values as many as the narrowest kernel writes.
 // CHECK-LABEL: gpu.module @row_max_kernels
-// CHECK-SAME: function = "row_max", grid = ["ceildiv(N, 128)", "ceildiv(M, 128)", "1"]
+// CHECK-SAME: function = "row_max", grid = ["ceildiv(N, 128)", "min(ceildiv(M, 128), 65535)", "ceildiv(ceildiv(M, 128), 65535)"]
 // CHECK-SAME: {kind = "i64", value = "ceildiv(N, 128)"}
-// CHECK-SAME: function = "row_max_small", grid = ["ceildiv(N, 64)", "ceildiv(M, 64)", "1"]
+// CHECK-SAME: function = "row_max_small", grid = ["ceildiv(N, 64)", "min(ceildiv(M, 64), 65535)", "ceildiv(ceildiv(M, 64), 65535)"]
 // CHECK-SAME: {kind = "i64", value = "ceildiv(N, 64)"}
 // CHECK-SAME: {count = "M * ceildiv(N, 64)", dtype = "f32", name = "partials"}
 // CHECK: gpu.func @row_max({{.*}}) workgroup({{.*}}, %{{.*}} : memref<16x128xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})

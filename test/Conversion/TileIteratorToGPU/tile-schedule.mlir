@@ -148,7 +148,7 @@ func.func @update(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kg
 // CHECK-NOT: tile.kernel
 // CHECK: return
 // LOWER-LABEL: gpu.module @hand_written_kernels
-// LOWER-SAME: block = ["256", "1", "1"], function = "hand_written_tiny", grid = ["ceildiv(N, 32)", "ceildiv(M, 32)", "1"], kind = "kernel"
+// LOWER-SAME: block = ["256", "1", "1"], function = "hand_written_tiny", grid = ["ceildiv(N, 32)", "min(ceildiv(M, 32), 65535)", "ceildiv(ceildiv(M, 32), 65535)"], kind = "kernel"
 // LOWER-NOT: when =
 // LOWER: gpu.func @hand_written_tiny({{.*}} kernel attributes {known_block_size = array<i32: 256, 1, 1>}
 // LOWER-NOT: gpu.func
