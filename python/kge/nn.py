@@ -519,7 +519,7 @@ class HGTConv(torch.nn.Module):
                         for a, b in zip(cached["key"], key))
                 and cached["offsets"] == offsets):
             return cached["arrays"]
-        srcs, dsts, types = [], [], []
+        srcs, dsts, types, bounds, names = [], [], [], [], []
         for edge_type, edge_index in edge_index_dict.items():
             edge_type = tuple(edge_type)
             if edge_type not in self.edge_types_map:
@@ -535,17 +535,27 @@ class HGTConv(torch.nn.Module):
             if edge_index.dtype.is_floating_point:
                 raise TypeError(f"edge_index of {edge_type} holds integers, got "
                                 f"{edge_index.dtype}")
-            if edge_index.shape[1]:
-                for row, node_type in ((0, source), (1, target)):
-                    low, high = int(edge_index[row].min()), int(edge_index[row].max())
-                    if low < 0 or high >= sizes[node_type]:
-                        raise IndexError(
-                            f"edge_index of {edge_type} holds {low if low < 0 else high} "
-                            f"in row {row}, outside [0, {sizes[node_type]}) ('{node_type}' "
-                            "nodes)")
             srcs.append(edge_index[0] + offsets[source])
             dsts.append(edge_index[1] + offsets[target])
             types.append(torch.full_like(edge_index[0], self.edge_types_map[edge_type]))
+            bounds.append((sizes[source], sizes[target], edge_index.shape[1]))
+            names.append(edge_type)
+        if srcs:
+            # Every index against its node type's count at once.
+            local = torch.cat([e.long() for e in edge_index_dict.values()], 1)
+            counts = torch.tensor([c for _, _, c in bounds], device=local.device)
+            bound = torch.stack([torch.repeat_interleave(
+                torch.tensor([b[side] for b in bounds], device=local.device), counts)
+                for side in (0, 1)])
+            bad = (local < 0) | (local >= bound)
+            if bool(bad.any()):  # (one synchronization per graph)
+                row, at = (int(i) for i in bad.nonzero()[0])
+                ends = torch.tensor([e.shape[1] for e in edge_index_dict.values()]).cumsum(0)
+                which = int((ends <= at).sum())
+                edge_type = names[which]
+                raise IndexError(
+                    f"edge_index of {edge_type} holds {int(local[row, at])} in row {row}, "
+                    f"outside [0, {int(bound[row, at])}) ('{edge_type[2 * row]}' nodes)")
         device = next(iter(edge_index_dict.values())).device
         cat = (lambda parts: torch.cat(parts).to(torch.int32).contiguous() if parts  # noqa: E731
                else torch.zeros(0, dtype=torch.int32, device=device))
