@@ -316,20 +316,24 @@ class RGATConv(_RelationalConv):
         out[v] = sum_{e into v} alpha_e x_src W_r + b
 
     Parameters as PyG names and shapes them, so that a PyG layer's
-    state_dict loads: `weight` [R, in, out] (or with `num_bases` the bases
-    `basis` [B, in, out] and their coefficients `att` [R, B]; with
-    `num_blocks` the diagonal blocks `weight` [R, blocks, in / blocks, out
-    / blocks]), `q` and `k` [out, 1], `bias` [out], and PyG's unused
-    cardinality parameters (`w`, `l1`, `b1`, `l2`, `b2`). The attention's
-    projections are composed with the relations' matrices with torch (W_r q
-    and W_r k: Pigeon's linear-operator fusion, whose gradients torch takes
-    back to the parameters) before KGE's kernels run: the scores are one
-    column per edge, and no per-edge row of W_r x is stored for them.
+    state_dict loads: `weight` [R, in, heads * out] (or with `num_bases`
+    the bases `basis` [B, in, heads * out] and their coefficients `att` [R,
+    B]; with `num_blocks` the diagonal blocks `weight` [R, blocks, in /
+    blocks, heads * out / blocks]), `q` and `k` [heads * out, heads],
+    `bias` [heads * out] (concat) or [out], and PyG's unused cardinality
+    parameters (`w`, `l1`, `b1`, `l2`, `b2`). The attention's projections
+    are composed with the relations' matrices with torch (W_r q and W_r k:
+    Pigeon's linear-operator fusion, whose gradients torch takes back to
+    the parameters) before KGE's kernels run: the scores are one column per
+    edge and head, and no per-edge row of W_r x is stored for them. Each
+    head runs the one-head bundles on its columns of W_r (its scores,
+    softmax and messages); the heads' outputs are concatenated (`concat`)
+    or averaged.
 
-    The other configurations (several heads, `dim` > 1, within-relation or
+    The other configurations (`dim` > 1, within-relation or
     multiplicative attention, `mod`, edge features, attention dropout while
     training) raise ValueError. `return_attention_weights=True` returns
-    `(out, (edge_index, alpha))` as PyG's does.
+    `(out, (edge_index, alpha))` as PyG's does (alpha [E, heads]).
     """
 
     def __init__(self, in_channels, out_channels, num_relations, num_bases=None,
@@ -338,7 +342,9 @@ class RGATConv(_RelationalConv):
                  negative_slope=0.2, dropout=0.0, edge_dim=None, bias=True, bundles=None,
                  matrix_math=None):
         super().__init__(num_relations, bundles, matrix_math)
-        unsupported = {"heads": (heads, 1), "dim": (dim, 1), "mod": (mod, None),
+        if heads < 1:
+            raise ValueError(f"heads must be positive, got {heads}")
+        unsupported = {"dim": (dim, 1), "mod": (mod, None),
                        "attention_mechanism": (attention_mechanism, "across-relation"),
                        "attention_mode": (attention_mode, "additive-self-attention"),
                        "edge_dim": (edge_dim, None)}
@@ -349,27 +355,32 @@ class RGATConv(_RelationalConv):
                                  f"got {value!r}")
         if num_bases is not None and num_blocks is not None:
             raise ValueError("give num_bases or num_blocks, not both")
-        if num_blocks is not None and (in_channels % num_blocks or out_channels % num_blocks):
+        if num_blocks is not None and in_channels % num_blocks:
             raise ValueError(f"num_blocks ({num_blocks}) must divide in_channels "
-                             f"({in_channels}) and out_channels ({out_channels})")
+                             f"({in_channels})")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.num_bases, self.num_blocks = num_bases, num_blocks
         self.heads, self.dim, self.concat = heads, dim, concat
         self.negative_slope, self.dropout = float(negative_slope), float(dropout)
         self.layer = graph.rgat(self.negative_slope)
         Parameter = torch.nn.Parameter
-        self.q = Parameter(torch.empty(out_channels, 1))
-        self.k = Parameter(torch.empty(out_channels, 1))
-        self.bias = Parameter(torch.empty(out_channels)) if bias else None
+        width = heads * out_channels
+        self.q = Parameter(torch.empty(width, heads))
+        self.k = Parameter(torch.empty(width, heads))
+        self.bias = (Parameter(torch.empty(width if concat else out_channels)) if bias
+                     else None)
         if num_bases is not None:
             self.att = Parameter(torch.empty(num_relations, num_bases))
-            self.basis = Parameter(torch.empty(num_bases, in_channels, out_channels))
+            self.basis = Parameter(torch.empty(num_bases, in_channels, width))
         elif num_blocks is not None:
+            if width % num_blocks:
+                raise ValueError(f"num_blocks ({num_blocks}) must divide heads * out_channels "
+                                 f"({width})")
             self.weight = Parameter(torch.empty(num_relations, num_blocks,
                                                 in_channels // num_blocks,
-                                                out_channels // num_blocks))
+                                                width // num_blocks))
         else:
-            self.weight = Parameter(torch.empty(num_relations, in_channels, out_channels))
+            self.weight = Parameter(torch.empty(num_relations, in_channels, width))
         # PyG's parameters of its cardinality-preserving variants (mod),
         # kept so that its state_dict loads; unused.
         self.w = Parameter(torch.ones(out_channels))
@@ -390,13 +401,14 @@ class RGATConv(_RelationalConv):
             torch.nn.init.zeros_(self.bias)
 
     def relation_weights(self):
-        """The relations' matrices [R, in, out] (composed from the bases or
-        the diagonal blocks, differentiably)."""
+        """The relations' matrices [R, in, heads * out] (composed from the
+        bases or the diagonal blocks, differentiably)."""
+        width = self.heads * self.out_channels
         if self.num_bases is not None:
             return _composed(self.basis, self.att, None, self.num_relations,
-                             self.in_channels, self.out_channels)
+                             self.in_channels, width)
         return _composed(self.weight, None, self.num_blocks, self.num_relations,
-                         self.in_channels, self.out_channels)
+                         self.in_channels, width)
 
     def forward(self, x, edge_index, edge_type, return_attention_weights=None):
         if self.training and self.dropout > 0:
@@ -405,11 +417,22 @@ class RGATConv(_RelationalConv):
         self._check(x, edge_index, edge_type, self.in_channels)
         src, dst, types = self._structure(edge_index, edge_type, x.shape[0])
         weight = self.relation_weights()
-        # Linear-operator fusion: the scores' projections per relation.
+        # Linear-operator fusion: the scores' projections per relation and
+        # head ([R, in, heads]).
         query, key = weight @ self.q, weight @ self.k
-        out, alpha = _LayerFunction.apply(_RGAT, self._programs(x), x.contiguous(),
-                                          weight.contiguous(), query.contiguous(),
-                                          key.contiguous(), src, dst, types)
+        programs, x = self._programs(x), x.contiguous()
+        outs, alphas = [], []
+        for h in range(self.heads):
+            columns = slice(h * self.out_channels, (h + 1) * self.out_channels)
+            out, alpha = _LayerFunction.apply(
+                _RGAT, programs, x, weight[:, :, columns].contiguous(),
+                query[:, :, h:h + 1].contiguous(), key[:, :, h:h + 1].contiguous(), src, dst,
+                types)
+            outs.append(out)
+            alphas.append(alpha)
+        out = (outs[0] if self.heads == 1 else torch.cat(outs, 1) if self.concat
+               else torch.stack(outs).mean(0))
+        alpha = torch.cat(alphas, 1)
         if self.bias is not None:
             out = out + self.bias
         if isinstance(return_attention_weights, bool):
@@ -463,16 +486,17 @@ class HGTConv(torch.nn.Module):
     `v_rel`, `skip`, `p_rel`), so that a PyG layer's state_dict loads. The
     edge-level part (scores, softmax, messages: the memory's and time's
     bulk) runs KGE's bundles through torch.autograd, with p_r / sqrt(D)
-    folded into K_r (linear-operator fusion); the per-node-type linear
-    layers, GELU and the gated skip run in torch. `heads` other than 1
-    raise ValueError.
+    folded into K_r (linear-operator fusion), once per head on the head's
+    D = out / heads columns; the per-node-type linear layers, GELU and the
+    gated skip run in torch.
     """
 
     def __init__(self, in_channels, out_channels, metadata, heads=1, bundles=None,
                  matrix_math=None):
         super().__init__()
-        if heads != 1:
-            raise ValueError(f"kge.nn.HGTConv computes one head (heads=1), got heads={heads}")
+        if heads < 1 or out_channels % heads:
+            raise ValueError(f"out_channels ({out_channels}) must be divisible by the number "
+                             f"of heads (got {heads})")
         node_types, edge_types = metadata
         if not isinstance(in_channels, dict):
             in_channels = {t: in_channels for t in node_types}
@@ -482,12 +506,14 @@ class HGTConv(torch.nn.Module):
         self.dst_node_types = {e[-1] for e in self.edge_types}
         self.kqv_lin = _DictLinear(in_channels, out_channels * 3)
         self.out_lin = _DictLinear({t: out_channels for t in self.node_types}, out_channels)
-        self.k_rel = _TypedMatrices(len(self.edge_types), out_channels, out_channels)
-        self.v_rel = _TypedMatrices(len(self.edge_types), out_channels, out_channels)
+        dim = out_channels // heads
+        # One matrix per head and edge type: head h's of type r is h T + r.
+        self.k_rel = _TypedMatrices(heads * len(self.edge_types), dim, dim)
+        self.v_rel = _TypedMatrices(heads * len(self.edge_types), dim, dim)
         self.skip = torch.nn.ParameterDict({t: torch.nn.Parameter(torch.ones(1))
                                             for t in self.node_types})
-        self.p_rel = torch.nn.ParameterDict({"__".join(e): torch.nn.Parameter(torch.ones(1, 1))
-                                             for e in self.edge_types})
+        self.p_rel = torch.nn.ParameterDict({"__".join(e): torch.nn.Parameter(
+            torch.ones(1, heads)) for e in self.edge_types})
         self._bundles = bundles
         self._matrix_math = matrix_math
         self._graph = None
@@ -584,11 +610,20 @@ class HGTConv(torch.nn.Module):
         k, q, v = (torch.cat([kqv[t][:, i * F:(i + 1) * F] for t in x_dict]).contiguous()
                    for i in range(3))
         src, dst, types = self._structure(edge_index_dict, offsets, sizes)
-        # p_r / sqrt(D) folded into K_r (linear-operator fusion).
-        p = torch.cat([self.p_rel["__".join(e)].reshape(1) for e in self.edge_types])
-        k_rel = (self.k_rel.weight * (p / F ** 0.5)[:, None, None]).contiguous()
-        h = _LayerFunction.apply(_HGT, self._programs(q.device), k, q, v, k_rel,
-                                 self.v_rel.weight.contiguous(), src, dst, types)
+        # p_r / sqrt(D) folded into K_r (linear-operator fusion), per head.
+        H, D, T = self.heads, F // self.heads, len(self.edge_types)
+        p = torch.cat([self.p_rel["__".join(e)].reshape(1, H) for e in self.edge_types])
+        programs, heads = self._programs(q.device), []
+        for head in range(H):
+            columns = slice(head * D, (head + 1) * D)
+            types_of_head = slice(head * T, (head + 1) * T)
+            k_rel = (self.k_rel.weight[types_of_head] *
+                     (p[:, head] / D ** 0.5)[:, None, None]).contiguous()
+            heads.append(_LayerFunction.apply(
+                _HGT, programs, k[:, columns].contiguous(), q[:, columns].contiguous(),
+                v[:, columns].contiguous(), k_rel,
+                self.v_rel.weight[types_of_head].contiguous(), src, dst, types))
+        h = heads[0] if H == 1 else torch.cat(heads, 1)
         out_dict = {}
         for node_type, x in x_dict.items():
             if node_type not in self.dst_node_types:
