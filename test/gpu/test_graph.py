@@ -388,7 +388,9 @@ def test_rgatconv_forward_and_backward_equal_pygs(variant, name, decomposition):
     edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
     edge_type = torch.from_numpy(g.etype).long().cuda()
     x = torch.randn(g.num_nodes, 64, device="cuda")
-    target = torch.randn(g.num_nodes, 64, device="cuda")
+    # (Several concatenated heads: 64 columns each.)
+    width = 64 * decomposition.get("heads", 1) if decomposition.get("concat", True) else 64
+    target = torch.randn(g.num_nodes, width, device="cuda")
     outs, grads, alphas = [], [], []
     for layer_ in (reference, conv):
         xi = x.clone().requires_grad_()
