@@ -214,17 +214,10 @@ def rgat_gradients_reference(x, weight, query, key, src, dst, etype, grad_out, s
                                                    slope)
     x, weight = x.astype(np.float64), weight.astype(np.float64)
     q, k = query.astype(np.float64)[:, :, 0], key.astype(np.float64)[:, :, 0]
-    dy = grad_out.astype(np.float64)
-    # The messages: each scaled by its attention.
-    dm = attention[:, None] * dy[dst]
-    grad_x = np.zeros_like(x)
-    np.add.at(grad_x, src, _typed_rows(dm, weight, etype, transposed=True))
-    grad_weight = _typed_outer(x[src], dm, etype, len(weight))
-    # The attention: through the softmax and the leaky ReLU to the scores.
-    dalpha = (dy[dst] * messages).sum(1)
-    dot = np.zeros(len(x))
-    np.add.at(dot, dst, attention * dalpha)
-    ds = attention * (dalpha - dot[dst]) * np.where(scores > 0, 1.0, slope)
+    grad_x, grad_weight, ds = _attended_messages_backward(
+        attention, messages, x, weight, src, dst, etype, grad_out.astype(np.float64), len(x))
+    # Through the leaky ReLU to the scores.
+    ds = ds * np.where(scores > 0, 1.0, slope)
     np.add.at(grad_x, dst, ds[:, None] * q[etype])
     np.add.at(grad_x, src, ds[:, None] * k[etype])
     grad_query, grad_key = np.zeros_like(q), np.zeros_like(k)
@@ -269,6 +262,22 @@ def _typed_outer(lhs, rhs, types, count):
     return out
 
 
+def _attended_messages_backward(attention, messages, rows, weight, src, dst, etype, dy,
+                                nodes):
+    """The backward of out[v] = sum_{e into v} attention_e messages_e with
+    messages_e = rows[src_e] W[etype_e] and the attention an edge softmax
+    over the destinations (`nodes` of them), in float64: the gradients of
+    rows and W, and each edge's gradient of the softmax's input."""
+    dm = attention[:, None] * dy[dst]
+    grad_rows = np.zeros_like(rows)
+    np.add.at(grad_rows, src, _typed_rows(dm, weight, etype, transposed=True))
+    grad_weight = _typed_outer(rows[src], dm, etype, len(weight))
+    dalpha = (dy[dst] * messages).sum(1)
+    dot = np.zeros(nodes)
+    np.add.at(dot, dst, attention * dalpha)
+    return grad_rows, grad_weight, attention * (dalpha - dot[dst])
+
+
 def _softmax_by(scores, index, count):
     """Each score's softmax over the scores of its index, in float64."""
     largest = np.full(count, -np.inf)
@@ -302,15 +311,8 @@ def hgt_gradients_reference(k, q, v, k_rel, v_rel, src, dst, etype, grad_out):
     grad_<parameter>."""
     keys, attention, values, _ = _hgt_forward(k, q, v, k_rel, v_rel, src, dst, etype)
     k, q, v, k_rel, v_rel = (a.astype(np.float64) for a in (k, q, v, k_rel, v_rel))
-    dy = grad_out.astype(np.float64)
-    dm = attention[:, None] * dy[dst]
-    grad_v = np.zeros_like(v)
-    np.add.at(grad_v, src, _typed_rows(dm, v_rel, etype, transposed=True))
-    grad_v_rel = _typed_outer(v[src], dm, etype, len(v_rel))
-    dalpha = (dy[dst] * values).sum(1)
-    dot = np.zeros(len(q))
-    np.add.at(dot, dst, attention * dalpha)
-    ds = attention * (dalpha - dot[dst])
+    grad_v, grad_v_rel, ds = _attended_messages_backward(
+        attention, values, v, v_rel, src, dst, etype, grad_out.astype(np.float64), len(q))
     grad_q = np.zeros_like(q)
     np.add.at(grad_q, dst, ds[:, None] * keys)
     grad_k = np.zeros_like(k)
