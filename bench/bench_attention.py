@@ -100,7 +100,7 @@ def rgat_layers(g, hidden, bundles_dir):
 def hgt_layers(metadata, hidden, bundles_dir):
     from torch_geometric.nn import HGTConv
     layers = {"pyg": HGTConv(hidden, hidden, metadata, heads=1).cuda()}
-    bundles = nn.load_bundles(bundles_dir, "hgt", variant=f"F{hidden}")
+    bundles = nn.load_bundles(bundles_dir, "hgt_compact", variant=f"F{hidden}")
     for method in ("kge", "kge+graph"):
         layers[method] = nn.HGTConv(hidden, hidden, metadata, bundles=bundles).cuda()
     return layers

@@ -241,6 +241,18 @@ def hgt_inputs(g, features, seed):
             "src": g.src, "dst": g.dst, "edge_type": g.etype}
 
 
+def source_type_pairs(src, etype, num_edge_types):
+    """Compact materialization's pairs of a graph: the distinct (source
+    node, edge type) pairs (pair_src, pair_type) and each edge's pair
+    (edge_pair), as int32 arrays (examples/graph/hgt_compact.mlir's graph
+    data)."""
+    keys = src.astype(np.int64) * num_edge_types + etype.astype(np.int64)
+    pairs, edge_pair = np.unique(keys, return_inverse=True)
+    return {"pair_src": (pairs // num_edge_types).astype(np.int32),
+            "pair_type": (pairs % num_edge_types).astype(np.int32),
+            "edge_pair": edge_pair.astype(np.int32)}
+
+
 def _typed_rows(rows, weights, types, transposed=False):
     """rows[e] @ weights[types[e]] (or its transpose) for every row, in
     float64, one product per type."""
@@ -631,6 +643,15 @@ class Layer:
     """A traced layer: its graph function (`text`), runnable on the CPU
     (`run_cpu`) and compiled into a GPU bundle (`compile`)."""
 
+    @classmethod
+    def from_text(cls, text, name):
+        """A layer of the graph function `name` written as IR (`text`):
+        for layers the decorator cannot trace (several graphs)."""
+        layer = cls.__new__(cls)
+        layer.name, layer.text = name, text
+        layer._cpu = layer._backward_cpu = layer._backward_text = None
+        return layer
+
     def __init__(self, fn):
         import inspect
         self.name = fn.__name__
@@ -791,3 +812,49 @@ def hgt_layer(g: Graph, k: NodeData, q: NodeData, v: NodeData, k_rel: TypedWeigh
     attention = g.edge_softmax(scores, to="dst")
     values = g.typed_linear(v, v_rel, rows="src", by="etype")
     return g.aggregate(values, weights=attention, to="dst")
+
+
+#: HGT's attention and messages (hgt_layer) with compact materialization
+#: (Pigeon Section 3.3): k_src K_r and v_src V_r depend on the edge's
+#: source and type alone, so they are computed once per (source node, edge
+#: type) pair (source_type_pairs: graph data computed once per graph), and
+#: each edge reads its pair's rows through a bipartite graph from the pairs
+#: to the destinations (`sources(%p)`). The layer kge.nn.HGTConv runs.
+hgt_compact_layer = Layer.from_text("""// HGT's attention and messages (examples/graph/hgt.mlir) with compact
+// materialization (Pigeon Section 3.3): k_src K_r and v_src V_r depend on
+// the edge's source and type alone, so they are computed once per
+// (source node, edge type) pair, not once per edge. The pairs are graph
+// data computed once per graph (like RGCN's normalization): pair p joins
+// source node pair_src[p] and type pair_type[p]; edge e reads the rows of
+// its pair edge_pair[e]. `pairs` is the graph of the pairs; `edges` the
+// bipartite graph from pairs to destination nodes.
+func.func @hgt_compact(%k: tensor<?x?xf32> {kge.param = "k"},
+                       %q: tensor<?x?xf32> {kge.param = "q"},
+                       %v: tensor<?x?xf32> {kge.param = "v"},
+                       %krel: tensor<?x?x?xf32> {kge.param = "k_rel"},
+                       %vrel: tensor<?x?x?xf32> {kge.param = "v_rel"},
+                       %pair_src: tensor<?xi32> {kge.param = "pair_src"},
+                       %pair_type: tensor<?xi32> {kge.param = "pair_type"},
+                       %edge_pair: tensor<?xi32> {kge.param = "edge_pair"},
+                       %dst: tensor<?xi32> {kge.param = "dst"},
+                       %etype: tensor<?xi32> {kge.param = "edge_type"})
+    -> (tensor<?x?xf32> {kge.param = "out"}) {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %q, %c0 : tensor<?x?xf32>
+  %p = tensor.dim %pair_src, %c0 : tensor<?xi32>
+  %pairs = graph.coo %pair_src, %pair_src, %pair_type nodes(%n)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %keys = graph.typed_linear %pairs, %k, %krel rows(src) by(etype) {kge.name = "pair_keys"}
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %values = graph.typed_linear %pairs, %v, %vrel rows(src) by(etype) {kge.name = "pair_values"}
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  %edges = graph.coo %edge_pair, %dst, %etype nodes(%n) sources(%p)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %s = graph.inner_product %edges, %keys, %q rows(src, dst) {kge.name = "scores"}
+      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x1xf32>
+  %alpha = graph.edge_softmax %edges, %s to(dst) : tensor<?x1xf32>
+  %out = graph.aggregate %edges, %values rows(src) weights(%alpha : tensor<?x1xf32>)
+      to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %out : tensor<?x?xf32>
+}
+""", "hgt_compact")

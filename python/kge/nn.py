@@ -103,7 +103,8 @@ _RGCN = _Layer(("x", "weight", "root", "bias", "src", "dst", "edge_type", "norm"
                column_sums=("bias",))
 _RGAT = _Layer(("x", "weight", "query", "key", "src", "dst", "edge_type"),
                outputs=("out", "attention"))
-_HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type"))
+_HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "pair_src", "pair_type", "edge_pair", "dst",
+               "edge_type"))
 
 
 class _RelationalConv(torch.nn.Module):
@@ -485,8 +486,10 @@ class HGTConv(torch.nn.Module):
     types' outputs), and PyG's parameters (`kqv_lin`, `out_lin`, `k_rel`,
     `v_rel`, `skip`, `p_rel`), so that a PyG layer's state_dict loads. The
     edge-level part (scores, softmax, messages: the memory's and time's
-    bulk) runs KGE's bundles through torch.autograd, with p_r / sqrt(D)
-    folded into K_r (linear-operator fusion), once per head on the head's
+    bulk) runs KGE's bundles (kge.graph.hgt_compact_layer: K_r and V_r
+    applied once per (source node, edge type) pair, the pairs computed once
+    per graph) through torch.autograd, with p_r / sqrt(D) folded into K_r
+    (linear-operator fusion), once per head on the head's
     D = out / heads columns; the per-node-type linear layers, GELU and the
     gated skip run in torch.
     """
@@ -521,9 +524,9 @@ class HGTConv(torch.nn.Module):
     def _programs(self, device):
         if self._bundles is None:
             try:
-                self._bundles = (graph.hgt_layer.compile(matrix_math=self._matrix_math),
-                                 graph.hgt_layer.compile(matrix_math=self._matrix_math,
-                                                         backward=True))
+                layer = graph.hgt_compact_layer
+                self._bundles = (layer.compile(matrix_math=self._matrix_math),
+                                 layer.compile(matrix_math=self._matrix_math, backward=True))
             except CompilerUnavailableError as error:
                 raise CompilerUnavailableError(
                     "kge.nn.HGTConv compiles its kernels on first use, and the KGE "
@@ -583,9 +586,16 @@ class HGTConv(torch.nn.Module):
                     f"edge_index of {edge_type} holds {int(local[row, at])} in row {row}, "
                     f"outside [0, {int(bound[row, at])}) ('{edge_type[2 * row]}' nodes)")
         device = next(iter(edge_index_dict.values())).device
-        cat = (lambda parts: torch.cat(parts).to(torch.int32).contiguous() if parts  # noqa: E731
-               else torch.zeros(0, dtype=torch.int32, device=device))
-        arrays = (cat(srcs), cat(dsts), cat(types))
+        src = torch.cat(srcs).long() if srcs else torch.zeros(0, dtype=torch.long,
+                                                                device=device)
+        dst = torch.cat(dsts) if dsts else src
+        types = torch.cat(types) if types else src
+        # Compact materialization: the distinct (source node, edge type)
+        # pairs, each edge's pair.
+        T = len(self.edge_types)
+        pairs, edge_pair = torch.unique(src * T + types.long(), return_inverse=True)
+        i32 = lambda t: t.to(torch.int32).contiguous()  # noqa: E731
+        arrays = (i32(pairs // T), i32(pairs % T), i32(edge_pair), i32(dst), i32(types))
         self._graph = {"key": key, "offsets": offsets, "arrays": arrays}
         return arrays
 
@@ -609,7 +619,8 @@ class HGTConv(torch.nn.Module):
             total += x.shape[0]
         k, q, v = (torch.cat([kqv[t][:, i * F:(i + 1) * F] for t in x_dict]).contiguous()
                    for i in range(3))
-        src, dst, types = self._structure(edge_index_dict, offsets, sizes)
+        pair_src, pair_type, edge_pair, dst, types = self._structure(edge_index_dict, offsets,
+                                                                     sizes)
         # p_r / sqrt(D) folded into K_r (linear-operator fusion), per head.
         H, D, T = self.heads, F // self.heads, len(self.edge_types)
         p = torch.cat([self.p_rel["__".join(e)].reshape(1, H) for e in self.edge_types])
@@ -622,7 +633,8 @@ class HGTConv(torch.nn.Module):
             heads.append(_LayerFunction.apply(
                 _HGT, programs, k[:, columns].contiguous(), q[:, columns].contiguous(),
                 v[:, columns].contiguous(), k_rel,
-                self.v_rel.weight[types_of_head].contiguous(), src, dst, types))
+                self.v_rel.weight[types_of_head].contiguous(), pair_src, pair_type, edge_pair,
+                dst, types))
         h = heads[0] if H == 1 else torch.cat(heads, 1)
         out_dict = {}
         for node_type, x in x_dict.items():

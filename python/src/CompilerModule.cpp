@@ -865,7 +865,7 @@ public:
           t = operand(etype, "etype"), nt = optional(ntype, "ntype");
     Value nodes = dim(operand(nodesOf, "the per-node tensor"), 0);
     return create<graph::CooOp>(graph::GraphType::get(context->get()), s, d, t,
-                                nodes, nt);
+                                nodes, nt, Value());
   }
 
   ValueHandle typedLinear(const ValueHandle &g, const ValueHandle &input,
@@ -894,6 +894,7 @@ public:
     auto end = symbol<graph::End>(graph::symbolizeEnd, to, "to", "dst, src");
     return create<graph::AggregateOp>(rows(2), operand(g, "the graph"),
                                       operand(input, "the input"),
+                                      graph::EndAttr(),
                                       optional(weights, "the weights"), end,
                                       graph::Reduce::sum);
   }

@@ -15,6 +15,7 @@ F<n> (the features' row lengths fixed to n, default options).
 import argparse
 import pathlib
 import re
+import sys
 
 from build_bundles import ROOT, run
 
@@ -39,15 +40,21 @@ def main():
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     opt, translate = args.bin / "kge-opt", args.bin / "kge-translate"
-    for source in sorted((ROOT / "examples" / "graph").glob("*.mlir")):
-        text = source.read_text()
+    sys.path.insert(0, str(args.bin.parent / "python_packages"))
+    from kge import graph
+    # The examples, and the layers kge.nn runs that are written in Python
+    # (kge.graph.hgt_compact_layer).
+    layers = [(source.stem, source.read_text())
+              for source in sorted((ROOT / "examples" / "graph").glob("*.mlir"))]
+    layers.append((graph.hgt_compact_layer.name, graph.hgt_compact_layer.text))
+    for stem_name, text in layers:
         variants = [(name, text, options) for name, options in VARIANTS.items()]
         variants += [(f"F{n}", fixed(text, n), "") for n in FIXED]
         for name, body, options in variants:
             lowering = f"-kge-lower-to-gpu={options}" if options else "-kge-lower-to-gpu"
             # The layer and its backward function (graph-differentiate).
-            for stem, differentiate in ((source.stem, []),
-                                        (source.stem + "_grad",
+            for stem, differentiate in ((stem_name, []),
+                                        (stem_name + "_grad",
                                          ["-graph-differentiate=keep-forward=0"])):
                 lowered = run(opt, "-", *differentiate, "-convert-graph-to-tile", lowering,
                               stdin=body)

@@ -508,7 +508,7 @@ def pyg_and_kge_hgt(metadata, features, variant="default", heads=1):
         for p in list(reference.skip.values()) + list(reference.p_rel.values()):
             p.uniform_(0.5, 1.5)
     conv = nn.HGTConv(features, features, metadata, heads=heads,
-                      bundles=nn.load_bundles(GRAPH_BUNDLES, "hgt", variant=variant)).cuda()
+                      bundles=nn.load_bundles(GRAPH_BUNDLES, "hgt_compact", variant=variant)).cuda()
     conv.load_state_dict(reference.state_dict())
     return reference, conv
 

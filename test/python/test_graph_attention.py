@@ -292,22 +292,30 @@ def test_hgt_gradients_reference_is_the_derivative():
                           atol=1e-6), name
 
 
-def test_inner_product_backward_needs_a_typed_side():
-    """Both sides plain rows: no backward rule (the diagnostic names the
-    form that is differentiated)."""
+def test_inner_product_of_node_rows_is_differentiated():
+    """Scores of two nodes' rows (<k_src, q_dst>, no relation matrix): each
+    side's gradient is the other's rows scaled by the scores' gradient,
+    summed into its end (an aggregate of node rows). HGT with identity
+    relation matrices is the reference."""
     text = HGT.replace("%s = graph.inner_product %g, %keys, %q rows(edges, dst)",
                        "%s = graph.inner_product %g, %k, %q rows(src, dst)")
-    with pytest.raises(MLIRError, match="is differentiated when one side is a typed linear "
-                                        "layer's edge rows by edge type"):
-        graph.differentiate(text)
-    # Forward, it lowers (a dense task of two gathered rows per edge).
     g = graph.synthetic("aifb", seed=1, scale=0.05)
     x = graph.hgt_inputs(g, 4, seed=2)
-    scores = graph.compile_cpu(text.replace("return %out", "return %s").replace(
-        "-> (tensor<?x?xf32> {kge.param = \"out\"})", "-> (tensor<?x1xf32> {kge.param = \"out\"})"
-    ).replace("return %s : tensor<?x?xf32>", "return %s : tensor<?x1xf32>"), "hgt")(x)["out"]
-    assert np.allclose(scores[:, 0], (x["k"][g.src] * x["q"][g.dst]).sum(1), rtol=1e-5,
-                       atol=1e-5)
+    x["k_rel"] = np.broadcast_to(np.eye(4, dtype=np.float32), x["k_rel"].shape).copy()
+    assert close(graph.compile_cpu(text, "hgt")(x)["out"],
+                 graph.hgt_reference(*(x[n] for n in HGT_ARGS)))
+    dy = np.random.default_rng(3).standard_normal((g.num_nodes, 4)).astype(np.float32)
+    grads = graph.compile_cpu(graph.differentiate(text, keep_forward=False), "hgt_grad")(
+        {**x, "grad_out": dy})
+    expected = graph.hgt_gradients_reference(*(x[n] for n in HGT_ARGS), dy)
+    assert "grad_k_rel" not in grads
+    for key in ("grad_k", "grad_q", "grad_v", "grad_v_rel"):
+        assert close(grads[key], expected[key]), key
+    # Per-edge rows on a side that are not a typed linear layer's used only
+    # there (the keys also aggregated): no rule.
+    with pytest.raises(MLIRError, match="not a typed linear layer's result used only here"):
+        graph.differentiate(HGT.replace("%out = graph.aggregate %g, %values",
+                                        "%out = graph.aggregate %g, %keys"))
 
 
 def test_decorator_inner_product_checks_its_rows():
@@ -334,3 +342,42 @@ def test_relation_typed_graphs_join_one_type_to_one(name):
     triples = np.unique(np.stack([typed.ntype[typed.src], typed.etype,
                                   typed.ntype[typed.dst]], 1), axis=0)
     assert len(triples) == len(np.unique(g.etype))
+
+
+@pytest.mark.parametrize("name,scale", [("aifb", 0.3), ("biokg", 0.002)])
+def test_compact_hgt_equals_hgt(name, scale):
+    """Compact materialization (kge.graph.hgt_compact_layer): the per-pair
+    keys and values computed once per (source node, edge type) pair give
+    HGT's output and gradients."""
+    g = graph.synthetic(name, seed=5, scale=scale)
+    x = graph.hgt_inputs(g, 8, seed=6)
+    pairs = graph.source_type_pairs(g.src, g.etype, g.num_edge_types)
+    keys = g.src.astype(np.int64) * g.num_edge_types + g.etype
+    assert len(pairs["pair_src"]) == len(np.unique(keys)) < g.num_edges
+    assert np.array_equal(pairs["pair_src"][pairs["edge_pair"]], g.src)
+    assert np.array_equal(pairs["pair_type"][pairs["edge_pair"]], g.etype)
+    args = {**{n: x[n] for n in ("k", "q", "v", "k_rel", "v_rel", "dst", "edge_type")}, **pairs}
+    layer = graph.hgt_compact_layer
+    results = graph.compile_cpu(layer.text, layer.name)(args)
+    assert results["pair_keys"].shape == (len(pairs["pair_src"]), 8)
+    assert close(results["out"], graph.hgt_reference(*(x[n] for n in HGT_ARGS)))
+    dy = np.random.default_rng(7).standard_normal((g.num_nodes, 8)).astype(np.float32)
+    grads = layer.run_backward_cpu(**args, grad_out=dy)
+    expected = graph.hgt_gradients_reference(*(x[n] for n in HGT_ARGS), dy)
+    for key, value in expected.items():
+        assert close(grads[key], value), key
+
+
+def test_aggregate_of_node_rows_needs_weights():
+    text = """
+func.func @f(%x: tensor<?x4xf32>, %src: tensor<?xi32>, %dst: tensor<?xi32>, %t: tensor<?xi32>)
+    -> tensor<?x4xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x4xf32>
+  %g = graph.coo %src, %dst, %t nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %o = graph.aggregate %g, %x rows(src) to(dst) reduce(sum) : tensor<?x4xf32> -> tensor<?x4xf32>
+  return %o : tensor<?x4xf32>
+}"""
+    with pytest.raises(MLIRError, match=r"rows\(src\) sums node rows read at an edge's end, each "
+                                        r"scaled by its edge's weights: weights\(...\) required"):
+        graph.compile_cpu(text, "f")

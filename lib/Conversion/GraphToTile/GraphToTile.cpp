@@ -673,6 +673,32 @@ LogicalResult FunctionLowering::emitAggregate(graph::AggregateOp op,
                                               Value dest) {
   using Axis = tile::TaskOp::Axis;
   Location loc = op.getLoc();
+  if (std::optional<graph::End> rows = op.getRows()) {
+    // Node rows read at an edge's end, scaled by its weight, into the other
+    // end: each edge's row a pair operand gathered through that end, its
+    // weight read at (i, k) (k of extent 1).
+    FailureOr<Value> from = endIndices(op, op.getGraph(), *rows);
+    FailureOr<Value> keys = failed(from)
+                                ? FailureOr<Value>(failure())
+                                : endIndices(op, op.getGraph(), op.getTo());
+    if (failed(keys))
+      return failure();
+    if (cast<ShapedType>(op.getWeight().getType()).getRank() != 2)
+      return op.emitOpError() << "rows(...) takes weights of [E, 1]";
+    FailureOr<Value> weight = parameter(op.getWeight(), op);
+    FailureOr<Value> input = failed(weight) ? FailureOr<Value>(failure())
+                                            : parameter(op.getInput(), op);
+    if (failed(input))
+      return failure();
+    SmallVector<Value> inputs = {*weight, *input};
+    SmallVector<Attribute> maps = {axes({Axis::I, Axis::K}),
+                                   axes({Axis::I, Axis::J})};
+    auto scatter = task(loc, inputs, {*keys}, dest, {*from}, maps,
+                        tile::OutputKind::aggregate, false,
+                        {b.getI64ArrayAttr({1, 0})});
+    buildProduct(scatter, loc);
+    return success();
+  }
   auto linear = op.getInput().getDefiningOp<graph::TypedLinearOp>();
   if (!linear || !linear->hasOneUse())
     return op.emitOpError()
@@ -812,14 +838,20 @@ LogicalResult FunctionLowering::emit(Value value, Value dest,
   if (!accumulate && first != terms.end()) {
     std::rotate(terms.begin(), first, first + 1);
   }
-  // Aggregates alone: the result has a row per node of their graph.
+  // Aggregates alone: the result has a row per node of their graph (per
+  // source of a bipartite graph, into its sources).
   if (!accumulate && first == terms.end())
     if (auto aggregate = dyn_cast_or_null<graph::AggregateOp>(
             terms.front().getDefiningOp()))
       if (auto coo = aggregate.getGraph().getDefiningOp<graph::CooOp>();
-          coo && cast<MemRefType>(dest.getType()).isDynamicDim(0) &&
-          failed(tieDim(aggregate, coo.getNumNodes(), dest, 0, "V")))
-        return failure();
+          coo && cast<MemRefType>(dest.getType()).isDynamicDim(0)) {
+        bool sources =
+            aggregate.getTo() == graph::End::src && coo.getNumSources();
+        if (failed(tieDim(aggregate,
+                          sources ? coo.getNumSources() : coo.getNumNodes(),
+                          dest, 0, sources ? "P" : "V")))
+          return failure();
+      }
   for (Value term : terms) {
     bool add = stored;
     Operation *op = term.getDefiningOp();

@@ -91,3 +91,17 @@ func.func @attention(%x: tensor<?x8xf32>, %m: tensor<?x8xf32>, %s: tensor<?x1xf3
       weights(%alpha : tensor<?x1xf32>) : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8x8xf32>
   return
 }
+
+// Compact materialization: a bipartite graph from (source, type) pairs to
+// nodes, and an aggregate of node rows read at the edges' sources.
+// CHECK-LABEL: func.func @bipartite
+// CHECK: %[[B:.*]] = graph.coo %{{.*}}, %{{.*}}, %{{.*}} nodes(%{{.*}}) sources(%{{.*}}) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+// CHECK: graph.aggregate %[[B]], %{{.*}} rows(src) weights(%{{.*}} : tensor<?x1xf32>) to(dst) reduce(sum)
+func.func @bipartite(%rows: tensor<?x8xf32>, %w: tensor<?x1xf32>, %pair: tensor<?xi32>,
+                     %dst: tensor<?xi32>, %etype: tensor<?xi32>, %n: index, %p: index) {
+  %b = graph.coo %pair, %dst, %etype nodes(%n) sources(%p)
+      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %h = graph.aggregate %b, %rows rows(src) weights(%w : tensor<?x1xf32>) to(dst) reduce(sum)
+      : tensor<?x8xf32> -> tensor<?x8xf32>
+  return
+}

@@ -89,12 +89,15 @@ def Graph_EdgeScalars : AnyTypeOf<[1DTensorOf<[F32]>, 2DTensorOf<[F32]>],
     "per-edge scalars: [E] or [E, 1] of f32">;
 def Graph_DataTensor : 2DTensorOf<[F32, F16, BF16]>;
 
-def Graph_CooOp : Graph_Op<"coo", [Pure]> {
+def Graph_CooOp : Graph_Op<"coo", [Pure, AttrSizedOperandSegments]> {
   let summary = "a graph from its edges' sources, destinations and types";
   let description = [{
     The graph of `num_nodes` nodes whose edge `e` runs from node `src[e]`
     to node `dst[e]` and has type `etype[e]`; with `ntypes`, node `v` has
-    type `ntype[v]`. The three edge tensors have one element per edge.
+    type `ntype[v]`. With `sources(%p)` the graph is bipartite: the
+    sources are `%p` items of another kind (an aggregate into them has `%p`
+    rows), such as the (source node, edge type) pairs of compact
+    materialization, each edge reading its pair's row. The three edge tensors have one element per edge.
     Indices outside `[0, num_nodes)` and types outside the weights' range
     are refused by the runtime before launch (checked mode) or by the CPU
     runner.
@@ -108,14 +111,18 @@ def Graph_CooOp : Graph_Op<"coo", [Pure]> {
         : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
     %h = graph.coo %src, %dst, %etype nodes(%n) ntypes(%ntype : tensor<?xi32>)
         : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+    %b = graph.coo %pair, %dst, %etype nodes(%n) sources(%p)
+        : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
     ```
   }];
   let arguments = (ins Graph_IndexTensor:$src, Graph_IndexTensor:$dst,
                        Graph_IndexTensor:$etype, Index:$num_nodes,
-                       Optional<Graph_IndexTensor>:$ntype);
+                       Optional<Graph_IndexTensor>:$ntype,
+                       Optional<Index>:$num_sources);
   let results = (outs Graph_GraphType:$graph);
   let assemblyFormat = [{
     $src `,` $dst `,` $etype `nodes` `(` $num_nodes `)`
+    (`sources` `(` $num_sources^ `)`)?
     (`ntypes` `(` $ntype^ `:` type($ntype) `)`)? attr-dict
     `:` type($src) `,` type($dst) `,` type($etype)
   }];
@@ -199,7 +206,10 @@ def Graph_AggregateOp : Graph_Op<"aggregate", [Pure]> {
     the edges whose `to` end (`dst`: incoming edges, `src`: outgoing ones)
     is node `v`, each first multiplied by its edge's `weight` when given
     (`[E]` or `[E, 1]`): `sum` adds them (a node without such edges gets
-    zeros). The result has one row per node of the graph.
+    zeros). The result has one row per node of the graph (per source of a
+    bipartite graph for `to(src)`). With `rows(src|dst)`, `input` holds
+    one row per node (per source) instead, each edge's row read at that end
+    of the edge (weights required).
 
     Per-edge weights given as parameters carry normalizations that depend
     on the graph alone, such as RGCN's `1 / |N_v^r|` (the mean over a
@@ -216,11 +226,13 @@ def Graph_AggregateOp : Graph_Op<"aggregate", [Pure]> {
     ```
   }];
   let arguments = (ins Graph_GraphType:$graph, 2DTensorOf<[F32]>:$input,
+                       OptionalAttr<Graph_End>:$rows,
                        Optional<Graph_EdgeScalars>:$weight,
                        Graph_End:$to, Graph_Reduce:$reduce);
   let results = (outs 2DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $graph `,` $input (`weights` `(` $weight^ `:` type($weight) `)`)?
+    $graph `,` $input (`rows` `(` $rows^ `)`)?
+    (`weights` `(` $weight^ `:` type($weight) `)`)?
     `to` `(` $to `)` `reduce` `(` $reduce `)` attr-dict
     `:` type($input) `->` type($result)
   }];

@@ -131,7 +131,14 @@ LogicalResult LinearOp::verify() {
 
 LogicalResult AggregateOp::verify() {
   if (failed(sameExtent(*this, dim(getResult(), 1), dim(getInput(), 1),
-                        "the result's row length", "the input's")) ||
+                        "the result's row length", "the input's")))
+    return failure();
+  if (getRows() && !getWeight())
+    return emitOpError() << "rows(" << stringifyEnd(*getRows())
+                         << ") sums node rows read at an edge's end, each "
+                            "scaled by its edge's weights: weights(...) "
+                            "required";
+  if (!getRows() &&
       failed(sameExtent(*this, dim(getInput(), 0), staticEdges(getGraph()),
                         "the input's row count (one per edge)",
                         "the graph's edge count")))
@@ -139,9 +146,10 @@ LogicalResult AggregateOp::verify() {
   if (getWeight() && failed(edgeScalars(*this, getWeight(), "the weights")))
     return failure();
   if (getWeight() &&
-      (failed(sameExtent(*this, dim(getWeight(), 0), dim(getInput(), 0),
-                         "the weights' length (one per edge)",
-                         "the input's row count")) ||
+      ((!getRows() &&
+        failed(sameExtent(*this, dim(getWeight(), 0), dim(getInput(), 0),
+                          "the weights' length (one per edge)",
+                          "the input's row count"))) ||
        failed(sameExtent(*this, dim(getWeight(), 0), staticEdges(getGraph()),
                          "the weights' length (one per edge)",
                          "the graph's edge count"))))

@@ -140,7 +140,7 @@ LogicalResult Differentiation::backwardTyped(TypedLinearOp linear, Value dy,
                                      g, dy, w, dyRows, by, /*transposed=*/!t);
   Value dx = back;
   if (atEnd)
-    dx = AggregateOp::create(b, loc, x.getType(), g, back, weight,
+    dx = AggregateOp::create(b, loc, x.getType(), g, back, EndAttr(), weight,
                              rows == Rows::src ? End::src : End::dst,
                              Reduce::sum);
   // dw = x^T dy per type (transposed matrices: dy^T x).
@@ -153,7 +153,33 @@ LogicalResult Differentiation::backwardTyped(TypedLinearOp linear, Value dy,
   return success();
 }
 
+/// The end of an edge whose rows `rows` reads (src or dst rows only).
+static std::optional<End> endOf(Rows rows) {
+  if (rows == Rows::src)
+    return End::src;
+  if (rows == Rows::dst)
+    return End::dst;
+  return std::nullopt;
+}
+
 LogicalResult Differentiation::backwardAggregate(AggregateOp op, Value dy) {
+  if (std::optional<End> from = op.getRows()) {
+    // out[to(e)] += w_e x[from(e)]: x gets w_e dy[to(e)] summed into the
+    // `from` ends; computed weights get <dy[to(e)], x[from(e)]>.
+    Location loc = op.getLoc();
+    Value x = op.getInput(), weight = op.getWeight();
+    if (failed(expectF32(op, x, "input")))
+      return failure();
+    accumulate(x, AggregateOp::create(b, loc, x.getType(), op.getGraph(), dy,
+                                      EndAttr::get(b.getContext(), op.getTo()),
+                                      weight, *from, Reduce::sum));
+    if (!isa<BlockArgument>(weight))
+      accumulate(weight, InnerProductOp::create(b, loc, weight.getType(),
+                                                op.getGraph(), dy, x,
+                                                endRows(op.getTo()),
+                                                endRows(*from)));
+    return success();
+  }
   auto linear = op.getInput().getDefiningOp<TypedLinearOp>();
   if (!linear || !linear->hasOneUse())
     return op.emitOpError() << "aggregates rows that are not a typed linear "
@@ -231,14 +257,33 @@ LogicalResult Differentiation::backwardInnerProduct(InnerProductOp op,
     Value again = b.clone(*linear)->getResult(0);
     accumulate(other, AggregateOp::create(
                           b, op.getLoc(), other.getType(), op.getGraph(), again,
-                          dy, otherRows == Rows::src ? End::src : End::dst,
+                          EndAttr(), dy,
+                          otherRows == Rows::src ? End::src : End::dst,
                           Reduce::sum));
+    return success();
+  }
+  // Two nodes' rows at the edges' ends: each side gets the other's rows
+  // scaled by ds, summed into its end.
+  std::optional<End> lhsEnd = endOf(op.getLhsRows()),
+                     rhsEnd = endOf(op.getRhsRows());
+  if (lhsEnd && rhsEnd) {
+    Location loc = op.getLoc();
+    MLIRContext *context = b.getContext();
+    accumulate(op.getLhs(),
+               AggregateOp::create(b, loc, op.getLhs().getType(), op.getGraph(),
+                                   op.getRhs(), EndAttr::get(context, *rhsEnd),
+                                   dy, *lhsEnd, Reduce::sum));
+    accumulate(op.getRhs(),
+               AggregateOp::create(b, loc, op.getRhs().getType(), op.getGraph(),
+                                   op.getLhs(), EndAttr::get(context, *lhsEnd),
+                                   dy, *rhsEnd, Reduce::sum));
     return success();
   }
   return op.emitOpError()
          << "is differentiated when one side is a typed linear layer's edge "
             "rows by edge type (rows(src) or rows(dst), used only here) and "
-            "the other a node's rows at an edge's end";
+            "the other a node's rows at an edge's end, or both are nodes' "
+            "rows at the edges' ends";
 }
 
 LogicalResult Differentiation::backward(Operation *op, Value dy) {
