@@ -471,9 +471,13 @@ def test_hgt_forward_and_backward_match_float64(rt, variant, name, scale):
     grads = program(rt, variant, "hgt_grad")(**tensors, grad_out=grad_out)
     expected = graph.hgt_gradients_reference(*(arrays[n] for n in HGT_ARGS),
                                              grad_out.cpu().numpy())
+    # (With TF32 the gradients of the scores' sides pass through two
+    # TF32 products, the keys' and the messages': twice the forward's
+    # tolerance.)
+    tolerance = 2 * TOLERANCES[variant] if variant == "tf32" else TOLERANCES[variant]
     for key, value in expected.items():
         error = relative_error(grads[key].cpu().numpy(), value)
-        assert error < TOLERANCES[variant], (key, error)
+        assert error < tolerance, (key, error)
 
 
 def hetero(g, features, seed):
