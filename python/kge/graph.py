@@ -15,6 +15,8 @@ layer written in Python into a graph function.
 import dataclasses
 import pathlib
 
+import re
+
 import numpy as np
 
 from .errors import TraceError  # noqa: F401 - raised for layers the dialect cannot express
@@ -241,11 +243,15 @@ def hgt_inputs(g, features, seed):
             "src": g.src, "dst": g.dst, "edge_type": g.etype}
 
 
-def source_type_pairs(src, etype, num_edge_types):
-    """Compact materialization's pairs of a graph: the distinct (source
-    node, edge type) pairs (pair_src, pair_type) and each edge's pair
-    (edge_pair), as int32 arrays (examples/graph/hgt_compact.mlir's graph
-    data)."""
+def source_type_pairs(src, etype, num_edge_types=None):
+    """Compact materialization's pairs of a graph (graph-compact-materialize's
+    graph data): the distinct (source node, edge type) pairs (pair_src,
+    pair_type) and each edge's pair (edge_pair), as int32 arrays, the pairs
+    in (source, type) order. `num_edge_types` defaults to the largest type
+    plus one."""
+    src, etype = np.asarray(src), np.asarray(etype)
+    if num_edge_types is None:
+        num_edge_types = int(etype.max()) + 1 if len(etype) else 1
     keys = src.astype(np.int64) * num_edge_types + etype.astype(np.int64)
     pairs, edge_pair = np.unique(keys, return_inverse=True)
     return {"pair_src": (pairs // num_edge_types).astype(np.int32),
@@ -406,6 +412,56 @@ def differentiate(text, keep_forward=True):
                         ("" if keep_forward else "{keep-forward=0}")))
 
 
+def compact(text, marked_only=False):
+    """The module `text` with compact materialization (Pigeon Section 3.3,
+    graph-compact-materialize): the typed linear layers of an edge's source
+    computed once per (source node, edge type) pair, or per node for
+    by(src_ntype); with `marked_only`, only the layers traced with
+    materialize="compact" (kge.materialize). The functions gain the pairs'
+    graph data as parameters (see `derived_parameters`)."""
+    return str(_lowered(text, "graph-compact-materialize" +
+                        ("{marked-only=1}" if marked_only else "")))
+
+
+_DERIVED = re.compile(
+    r'kge\.derived = \{etype = "([^"]*)", function = "([^"]*)", part = "([^"]*)", '
+    r'src = "([^"]*)"\}, kge\.param = "([^"]*)"')
+
+#: The functions that derive graph data from a graph's arrays, by the name
+#: kge.derived gives them.
+_DERIVATIONS = {"source_type_pairs": source_type_pairs}
+
+
+def derived_parameters(text):
+    """The parameters of the functions in `text` that are graph data derived
+    from other parameters (kge.derived, added by graph-compact-materialize):
+    {name: (function, part, (src, etype))}."""
+    return {name: (function, part, (src, etype))
+            for etype, function, part, src, name in _DERIVED.findall(text)}
+
+
+def graph_data(text, arrays):
+    """The derived parameters of `text` (derived_parameters) missing from
+    `arrays`, computed from the arrays they derive from (once per graph:
+    keep them with the graph)."""
+    out, computed = {}, {}
+    for name, (function, part, sources) in derived_parameters(text).items():
+        if name in arrays:
+            continue
+        missing = [s for s in sources if s not in arrays]
+        if missing:
+            raise KeyError(f"parameter '{name}' is derived from "
+                           f"{', '.join(sources)}; missing {', '.join(missing)}")
+        if function not in _DERIVATIONS:
+            raise ValueError(f"parameter '{name}' is derived by '{function}', which "
+                             "kge.graph does not know")
+        key = (function, sources)
+        if key not in computed:
+            computed[key] = _DERIVATIONS[function](*(arrays[s] for s in sources))
+        out[name] = computed[key][part]
+    return out
+
+
 def compile_cpu(text, function=""):
     """The graph function `function` of the module `text`, lowered to tile
     tasks (convert-graph-to-tile) and compiled for the host CPU: call it with
@@ -516,8 +572,18 @@ class _TracedGraph:
     def __init__(self, tracer, name):
         self.tracer, self.name = tracer, name
 
-    def typed_linear(self, input, weights, rows="src", by="etype"):
-        """Rows of `input` times the matrix of their type (graph.typed_linear)."""
+    def typed_linear(self, input, weights, rows="src", by="etype", name=None,
+                     materialize=None):
+        """Rows of `input` times the matrix of their type (graph.typed_linear).
+        `name` names the rows where they are stored (kge.name);
+        `materialize` ("compact" or "vanilla") is the schedule
+        graph-compact-materialize follows for them (kge.materialize)."""
+        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
+            raise TraceError(f"name '{name}' is not an identifier")
+        if materialize not in (None, "compact", "vanilla"):
+            raise TraceError(f"materialize='{materialize}' is not compact or vanilla")
+        attrs = ", ".join([f'kge.name = "{name}"'] * (name is not None) +
+                          [f'kge.materialize = "{materialize}"'] * (materialize is not None))
         if rows not in ("src", "dst", "edges", "nodes"):
             raise TraceError(f"rows='{rows}' is not one of src, dst, edges, nodes")
         if by not in ("etype", "ntype", "src_ntype", "dst_ntype"):
@@ -534,8 +600,9 @@ class _TracedGraph:
         kind = "nodes" if rows == "nodes" else "edges"
         return self.tracer.emit(
             "graph.typed_linear",
-            f"{self.name}, {input.name}, {weights.name} rows({rows}) by({by}) : "
-            f"{input.type}, {weights.type} -> {result}", result, kind)
+            f"{self.name}, {input.name}, {weights.name} rows({rows}) by({by})"
+            + (f" {{{attrs}}}" if attrs else "")
+            + f" : {input.type}, {weights.type} -> {result}", result, kind)
 
     def aggregate(self, input, weights=None, to="dst"):
         """Per-edge rows (times `weights`) summed into the nodes at the `to`
@@ -721,18 +788,32 @@ class Layer:
             self._backward_text = differentiate(self.text, keep_forward=False)
         return self._backward_text
 
+    def compacted(self, marked_only=False):
+        """This layer with compact materialization (kge.graph.compact): the
+        same model, scheduled to compute the typed linear layers of the
+        edges' sources once per (source node, edge type) pair. Its graph
+        data (`graph_data`) is derived from the graph's arrays."""
+        return Layer.from_text(compact(self.text, marked_only), self.name)
+
+    def graph_data(self, **arrays):
+        """The graph data the layer derives from the graph's arrays and
+        that `arrays` lacks (the pairs of compact materialization): compute
+        it once per graph and pass it with the graph."""
+        return graph_data(self.text, arrays)
+
     def run_cpu(self, **arrays):
-        """Runs the layer on the CPU over NumPy arrays; returns its output."""
+        """Runs the layer on the CPU over NumPy arrays; returns its output.
+        Derived graph data that is not given is computed (graph_data)."""
         if self._cpu is None:
             self._cpu = compile_cpu(self.text, self.name)
-        return self._cpu(arrays)["out"]
+        return self._cpu({**arrays, **self.graph_data(**arrays)})["out"]
 
     def run_backward_cpu(self, **arrays):
         """The gradients of the layer's inputs and weights on the CPU, given
         its arguments and `grad_out`: a dict by `grad_<parameter>`."""
         if self._backward_cpu is None:
             self._backward_cpu = compile_cpu(self.backward_text, self.name + "_grad")
-        return self._backward_cpu(arrays)
+        return self._backward_cpu({**arrays, **self.graph_data(**arrays)})
 
     def compile(self, cubin=True, matrix_math=None, backward=False, cache=True):
         """The layer's GPU bundle (kge.compiler.Bundle), or with `backward`
@@ -807,54 +888,24 @@ def hgt_layer(g: Graph, k: NodeData, q: NodeData, v: NodeData, k_rel: TypedWeigh
     through the decorator front end: the edge-level part kge.nn.HGTConv
     compiles, between its per-node-type projections (k, q, v) and output
     layer. `k_rel` holds each relation's K_r with p_r / sqrt(D) folded in."""
-    scores = g.inner_product(g.typed_linear(k, k_rel, rows="src", by="etype"), q,
-                             rows=("edges", "dst"))
+    scores = g.inner_product(g.typed_linear(k, k_rel, rows="src", by="etype", name="keys"),
+                             q, rows=("edges", "dst"))
     attention = g.edge_softmax(scores, to="dst")
-    values = g.typed_linear(v, v_rel, rows="src", by="etype")
+    values = g.typed_linear(v, v_rel, rows="src", by="etype", name="values")
     return g.aggregate(values, weights=attention, to="dst")
 
 
-#: HGT's attention and messages (hgt_layer) with compact materialization
-#: (Pigeon Section 3.3): k_src K_r and v_src V_r depend on the edge's
-#: source and type alone, so they are computed once per (source node, edge
-#: type) pair (source_type_pairs: graph data computed once per graph), and
-#: each edge reads its pair's rows through a bipartite graph from the pairs
-#: to the destinations (`sources(%p)`). The layer kge.nn.HGTConv runs.
-hgt_compact_layer = Layer.from_text("""// HGT's attention and messages (examples/graph/hgt.mlir) with compact
-// materialization (Pigeon Section 3.3): k_src K_r and v_src V_r depend on
-// the edge's source and type alone, so they are computed once per
-// (source node, edge type) pair, not once per edge. The pairs are graph
-// data computed once per graph (like RGCN's normalization): pair p joins
-// source node pair_src[p] and type pair_type[p]; edge e reads the rows of
-// its pair edge_pair[e]. `pairs` is the graph of the pairs; `edges` the
-// bipartite graph from pairs to destination nodes.
-func.func @hgt_compact(%k: tensor<?x?xf32> {kge.param = "k"},
-                       %q: tensor<?x?xf32> {kge.param = "q"},
-                       %v: tensor<?x?xf32> {kge.param = "v"},
-                       %krel: tensor<?x?x?xf32> {kge.param = "k_rel"},
-                       %vrel: tensor<?x?x?xf32> {kge.param = "v_rel"},
-                       %pair_src: tensor<?xi32> {kge.param = "pair_src"},
-                       %pair_type: tensor<?xi32> {kge.param = "pair_type"},
-                       %edge_pair: tensor<?xi32> {kge.param = "edge_pair"},
-                       %dst: tensor<?xi32> {kge.param = "dst"},
-                       %etype: tensor<?xi32> {kge.param = "edge_type"})
-    -> (tensor<?x?xf32> {kge.param = "out"}) {
-  %c0 = arith.constant 0 : index
-  %n = tensor.dim %q, %c0 : tensor<?x?xf32>
-  %p = tensor.dim %pair_src, %c0 : tensor<?xi32>
-  %pairs = graph.coo %pair_src, %pair_src, %pair_type nodes(%n)
-      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
-  %keys = graph.typed_linear %pairs, %k, %krel rows(src) by(etype) {kge.name = "pair_keys"}
-      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
-  %values = graph.typed_linear %pairs, %v, %vrel rows(src) by(etype) {kge.name = "pair_values"}
-      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
-  %edges = graph.coo %edge_pair, %dst, %etype nodes(%n) sources(%p)
-      : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
-  %s = graph.inner_product %edges, %keys, %q rows(src, dst) {kge.name = "scores"}
-      : tensor<?x?xf32>, tensor<?x?xf32> -> tensor<?x1xf32>
-  %alpha = graph.edge_softmax %edges, %s to(dst) : tensor<?x1xf32>
-  %out = graph.aggregate %edges, %values rows(src) weights(%alpha : tensor<?x1xf32>)
-      to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
-  return %out : tensor<?x?xf32>
-}
-""", "hgt_compact")
+# hgt_compact_layer: HGT's attention and messages (hgt_layer) with compact materialization
+# (Pigeon Section 3.3, graph-compact-materialize): k_src K_r and v_src V_r
+# depend on the edge's source and type alone, so they are computed once per
+# (source node, edge type) pair (`keys` and `values`, one row per pair),
+# and each edge reads its pair's rows through a bipartite graph from the
+# pairs to the destinations. The pairs are graph data derived from src and
+# edge_type (source_type_pairs: pair_src, pair_type, edge_pair), computed
+# once per graph. The layer kge.nn.HGTConv runs.
+# (Compiled on first use: kge.graph imports without the compiler.)
+def __getattr__(name):
+    if name == "hgt_compact_layer":
+        layer = globals()[name] = hgt_layer.compacted()
+        return layer
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

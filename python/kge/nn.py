@@ -103,8 +103,32 @@ _RGCN = _Layer(("x", "weight", "root", "bias", "src", "dst", "edge_type", "norm"
                column_sums=("bias",))
 _RGAT = _Layer(("x", "weight", "query", "key", "src", "dst", "edge_type"),
                outputs=("out", "attention"))
-_HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "pair_src", "pair_type", "edge_pair", "dst",
-               "edge_type"))
+_HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type"))
+#: Compact materialization's graph data (graph-compact-materialize's derived
+#: parameters), after the graph's arrays.
+_PAIRS = ("pair_src", "pair_type", "edge_pair")
+_MATERIALIZE = ("vanilla", "compact")
+
+
+def _check_materialize(name, materialize):
+    if materialize not in _MATERIALIZE:
+        raise ValueError(f"kge.nn.{name}: materialize is 'vanilla' or 'compact', got "
+                         f"{materialize!r}")
+
+
+def _scheduled(layer, materialize):
+    """`layer`'s names with compact materialization's graph data after
+    them (materialize='compact')."""
+    return layer._replace(names=layer.names + _PAIRS) if materialize == "compact" else layer
+
+
+def _source_type_pairs(src, types, num_types):
+    """kge.graph.source_type_pairs on the GPU: the distinct (source, type)
+    pairs in (source, type) order and each edge's pair, int32."""
+    pairs, edge_pair = torch.unique(src.long() * num_types + types.long(),
+                                    return_inverse=True)
+    i32 = lambda t: t.to(torch.int32).contiguous()  # noqa: E731
+    return i32(pairs // num_types), i32(pairs % num_types), i32(edge_pair)
 
 
 class _RelationalConv(torch.nn.Module):
@@ -115,9 +139,11 @@ class _RelationalConv(torch.nn.Module):
     #: The traced layer (kge.graph.Layer) whose bundles the layer runs.
     layer = None
 
-    def __init__(self, num_relations, bundles, matrix_math):
+    def __init__(self, num_relations, bundles, matrix_math, materialize="vanilla"):
         super().__init__()
+        _check_materialize(type(self).__name__, materialize)
         self.num_relations = num_relations
+        self.materialize = materialize
         self._bundles = bundles
         self._matrix_math = matrix_math
         self._graph = None  # the graph's arrays, kept per graph (_structure)
@@ -126,9 +152,9 @@ class _RelationalConv(torch.nn.Module):
         if self._bundles is None:
             name = type(self).__name__
             try:
-                self._bundles = (self.layer.compile(matrix_math=self._matrix_math),
-                                 self.layer.compile(matrix_math=self._matrix_math,
-                                                    backward=True))
+                layer = self._compiled_layer()
+                self._bundles = (layer.compile(matrix_math=self._matrix_math),
+                                 layer.compile(matrix_math=self._matrix_math, backward=True))
             except CompilerUnavailableError as error:
                 raise CompilerUnavailableError(
                     f"kge.nn.{name} compiles its kernels on first use, and the KGE "
@@ -153,8 +179,15 @@ class _RelationalConv(torch.nn.Module):
                              f"({edge_type.device}) must be on x's device ({x.device})")
 
     def _edge_arrays(self, edge_index, edge_type):
-        """Per-edge arrays of the layer computed once per graph (none)."""
+        """Per-edge arrays of the layer computed once per graph: compact
+        materialization's pairs (with materialize='compact')."""
+        if self.materialize == "compact":
+            return _source_type_pairs(edge_index[0], edge_type, self.num_relations)
         return ()
+
+    def _compiled_layer(self):
+        """The traced layer the bundles are compiled from, scheduled."""
+        return self.layer.compacted() if self.materialize == "compact" else self.layer
 
     def _structure(self, edge_index, edge_type, num_nodes):
         """The graph's int32 arrays (and _edge_arrays), computed once per
@@ -329,7 +362,10 @@ class RGATConv(_RelationalConv):
     edge and head, and no per-edge row of W_r x is stored for them. Each
     head runs the one-head bundles on its columns of W_r (its scores,
     softmax and messages); the heads' outputs are concatenated (`concat`)
-    or averaged.
+    or averaged. `materialize='compact'` runs the layer compacted by
+    graph-compact-materialize (each message W_r x_src computed once per
+    (source node, relation) pair, the pairs found once per graph);
+    'vanilla' (the default) computes it in the aggregate's task per edge.
 
     The other configurations (`dim` > 1, within-relation or
     multiplicative attention, `mod`, edge features, attention dropout while
@@ -341,8 +377,8 @@ class RGATConv(_RelationalConv):
                  num_blocks=None, mod=None, attention_mechanism="across-relation",
                  attention_mode="additive-self-attention", heads=1, dim=1, concat=True,
                  negative_slope=0.2, dropout=0.0, edge_dim=None, bias=True, bundles=None,
-                 matrix_math=None):
-        super().__init__(num_relations, bundles, matrix_math)
+                 matrix_math=None, materialize="vanilla"):
+        super().__init__(num_relations, bundles, matrix_math, materialize)
         if heads < 1:
             raise ValueError(f"heads must be positive, got {heads}")
         unsupported = {"dim": (dim, 1), "mod": (mod, None),
@@ -416,7 +452,7 @@ class RGATConv(_RelationalConv):
             raise ValueError("kge.nn.RGATConv does not drop attention coefficients "
                              f"(dropout={self.dropout} while training)")
         self._check(x, edge_index, edge_type, self.in_channels)
-        src, dst, types = self._structure(edge_index, edge_type, x.shape[0])
+        structure = self._structure(edge_index, edge_type, x.shape[0])
         weight = self.relation_weights()
         # Linear-operator fusion: the scores' projections per relation and
         # head ([R, in, heads]).
@@ -426,9 +462,9 @@ class RGATConv(_RelationalConv):
         for h in range(self.heads):
             columns = slice(h * self.out_channels, (h + 1) * self.out_channels)
             out, alpha = _LayerFunction.apply(
-                _RGAT, programs, x, weight[:, :, columns].contiguous(),
-                query[:, :, h:h + 1].contiguous(), key[:, :, h:h + 1].contiguous(), src, dst,
-                types)
+                _scheduled(_RGAT, self.materialize), programs, x,
+                weight[:, :, columns].contiguous(), query[:, :, h:h + 1].contiguous(),
+                key[:, :, h:h + 1].contiguous(), *structure)
             outs.append(out)
             alphas.append(alpha)
         out = (outs[0] if self.heads == 1 else torch.cat(outs, 1) if self.concat
@@ -486,17 +522,21 @@ class HGTConv(torch.nn.Module):
     types' outputs), and PyG's parameters (`kqv_lin`, `out_lin`, `k_rel`,
     `v_rel`, `skip`, `p_rel`), so that a PyG layer's state_dict loads. The
     edge-level part (scores, softmax, messages: the memory's and time's
-    bulk) runs KGE's bundles (kge.graph.hgt_compact_layer: K_r and V_r
-    applied once per (source node, edge type) pair, the pairs computed once
-    per graph) through torch.autograd, with p_r / sqrt(D) folded into K_r
+    bulk) runs KGE's bundles (kge.graph.hgt_layer, by default compacted by
+    graph-compact-materialize: K_r and V_r applied once per (source node,
+    edge type) pair, the pairs computed once per graph; with
+    `materialize='vanilla'` once per edge, in the tasks that read them)
+    through torch.autograd, with p_r / sqrt(D) folded into K_r
     (linear-operator fusion), once per head on the head's
     D = out / heads columns; the per-node-type linear layers, GELU and the
     gated skip run in torch.
     """
 
     def __init__(self, in_channels, out_channels, metadata, heads=1, bundles=None,
-                 matrix_math=None):
+                 matrix_math=None, materialize="compact"):
         super().__init__()
+        _check_materialize("HGTConv", materialize)
+        self.materialize = materialize
         if heads < 1 or out_channels % heads:
             raise ValueError(f"out_channels ({out_channels}) must be divisible by the number "
                              f"of heads (got {heads})")
@@ -524,7 +564,8 @@ class HGTConv(torch.nn.Module):
     def _programs(self, device):
         if self._bundles is None:
             try:
-                layer = graph.hgt_compact_layer
+                layer = (graph.hgt_compact_layer if self.materialize == "compact"
+                         else graph.hgt_layer)
                 self._bundles = (layer.compile(matrix_math=self._matrix_math),
                                  layer.compile(matrix_math=self._matrix_math, backward=True))
             except CompilerUnavailableError as error:
@@ -590,12 +631,12 @@ class HGTConv(torch.nn.Module):
                                                                 device=device)
         dst = torch.cat(dsts) if dsts else src
         types = torch.cat(types) if types else src
-        # Compact materialization: the distinct (source node, edge type)
-        # pairs, each edge's pair.
-        T = len(self.edge_types)
-        pairs, edge_pair = torch.unique(src * T + types.long(), return_inverse=True)
         i32 = lambda t: t.to(torch.int32).contiguous()  # noqa: E731
-        arrays = (i32(pairs // T), i32(pairs % T), i32(edge_pair), i32(dst), i32(types))
+        arrays = (i32(src), i32(dst), i32(types))
+        if self.materialize == "compact":
+            # Compact materialization's graph data: the distinct (source
+            # node, edge type) pairs, each edge's pair.
+            arrays += _source_type_pairs(src, types, len(self.edge_types))
         self._graph = {"key": key, "offsets": offsets, "arrays": arrays}
         return arrays
 
@@ -619,8 +660,7 @@ class HGTConv(torch.nn.Module):
             total += x.shape[0]
         k, q, v = (torch.cat([kqv[t][:, i * F:(i + 1) * F] for t in x_dict]).contiguous()
                    for i in range(3))
-        pair_src, pair_type, edge_pair, dst, types = self._structure(edge_index_dict, offsets,
-                                                                     sizes)
+        structure = self._structure(edge_index_dict, offsets, sizes)
         # p_r / sqrt(D) folded into K_r (linear-operator fusion), per head.
         H, D, T = self.heads, F // self.heads, len(self.edge_types)
         p = torch.cat([self.p_rel["__".join(e)].reshape(1, H) for e in self.edge_types])
@@ -631,10 +671,9 @@ class HGTConv(torch.nn.Module):
             k_rel = (self.k_rel.weight[types_of_head] *
                      (p[:, head] / D ** 0.5)[:, None, None]).contiguous()
             heads.append(_LayerFunction.apply(
-                _HGT, programs, k[:, columns].contiguous(), q[:, columns].contiguous(),
-                v[:, columns].contiguous(), k_rel,
-                self.v_rel.weight[types_of_head].contiguous(), pair_src, pair_type, edge_pair,
-                dst, types))
+                _scheduled(_HGT, self.materialize), programs, k[:, columns].contiguous(),
+                q[:, columns].contiguous(), v[:, columns].contiguous(), k_rel,
+                self.v_rel.weight[types_of_head].contiguous(), *structure))
         h = heads[0] if H == 1 else torch.cat(heads, 1)
         out_dict = {}
         for node_type, x in x_dict.items():

@@ -42,11 +42,12 @@ def main():
     opt, translate = args.bin / "kge-opt", args.bin / "kge-translate"
     sys.path.insert(0, str(args.bin.parent / "python_packages"))
     from kge import graph
-    # The examples, and the layers kge.nn runs that are written in Python
-    # (kge.graph.hgt_compact_layer).
+    # The examples (the vanilla layers kge.nn runs) and the layers kge.nn
+    # runs with compact materialization (graph-compact-materialize).
     layers = [(source.stem, source.read_text())
               for source in sorted((ROOT / "examples" / "graph").glob("*.mlir"))]
-    layers.append((graph.hgt_compact_layer.name, graph.hgt_compact_layer.text))
+    layers += [("rgat_compact", graph.rgat_layer.compacted().text),
+               ("hgt_compact", graph.hgt_compact_layer.text)]
     for stem_name, text in layers:
         variants = [(name, text, options) for name, options in VARIANTS.items()]
         variants += [(f"F{n}", fixed(text, n), "") for n in FIXED]

@@ -359,16 +359,18 @@ def test_rgat_refuses_bad_indices(rt, stem, param, value):
         program(rt, "default", stem)(**tensors, **extra, checked=True)
 
 
-def pyg_and_kge_rgat(g, features, outputs, variant="default", **decomposition):
+def pyg_and_kge_rgat(g, features, outputs, variant="default", materialize="vanilla",
+                     **decomposition):
     """PyG's RGATConv and kge.nn.RGATConv with PyG's parameters loaded."""
     pyg = pytest.importorskip("torch_geometric.nn")
     from kge import nn
     torch.manual_seed(0)
     reference = pyg.RGATConv(features, outputs, g.num_edge_types, **decomposition).cuda()
     torch.nn.init.normal_(reference.bias)
+    name = "rgat_compact" if materialize == "compact" else "rgat"
     conv = nn.RGATConv(features, outputs, g.num_edge_types,
-                       bundles=nn.load_bundles(GRAPH_BUNDLES, "rgat", variant=variant),
-                       **decomposition).cuda()
+                       bundles=nn.load_bundles(GRAPH_BUNDLES, name, variant=variant),
+                       materialize=materialize, **decomposition).cuda()
     conv.load_state_dict(reference.state_dict())
     return reference, conv
 
@@ -376,15 +378,19 @@ def pyg_and_kge_rgat(g, features, outputs, variant="default", **decomposition):
 RGAT_OPTIONS = DECOMPOSITIONS + [{"heads": 2}, {"heads": 3, "concat": False, "num_bases": 4}]
 
 
-@pytest.mark.parametrize("decomposition", RGAT_OPTIONS,
-                         ids=["full", "bases", "blocks", "heads", "heads-mean-bases"])
+@pytest.mark.parametrize("materialize,decomposition", [
+    *(("vanilla", d) for d in RGAT_OPTIONS), ("compact", {}), ("compact", {"heads": 2})],
+    ids=["full", "bases", "blocks", "heads", "heads-mean-bases", "compact-full",
+         "compact-heads"])
 @pytest.mark.parametrize("variant", ("default", "F64"))
 @pytest.mark.parametrize("name", ("aifb", "mutag"))
-def test_rgatconv_forward_and_backward_equal_pygs(variant, name, decomposition):
+def test_rgatconv_forward_and_backward_equal_pygs(variant, name, materialize, decomposition):
     """kge.nn.RGATConv with PyG's weights: the same output, attention and
-    gradients of the input and of every parameter as PyG's RGATConv."""
+    gradients of the input and of every parameter as PyG's RGATConv; also
+    with compact materialization (the messages once per (source, relation)
+    pair)."""
     g = graph.synthetic(name, seed=4, scale=0.5)
-    reference, conv = pyg_and_kge_rgat(g, 64, 64, variant, **decomposition)
+    reference, conv = pyg_and_kge_rgat(g, 64, 64, variant, materialize, **decomposition)
     edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
     edge_type = torch.from_numpy(g.etype).long().cuda()
     x = torch.randn(g.num_nodes, 64, device="cuda")
@@ -503,7 +509,7 @@ def hetero(g, features, seed):
     return x_dict, edge_index_dict, (list(x_dict), list(edge_index_dict))
 
 
-def pyg_and_kge_hgt(metadata, features, variant="default", heads=1):
+def pyg_and_kge_hgt(metadata, features, variant="default", heads=1, materialize="compact"):
     pyg = pytest.importorskip("torch_geometric.nn")
     from kge import nn
     torch.manual_seed(0)
@@ -511,25 +517,28 @@ def pyg_and_kge_hgt(metadata, features, variant="default", heads=1):
     with torch.no_grad():
         for p in list(reference.skip.values()) + list(reference.p_rel.values()):
             p.uniform_(0.5, 1.5)
-    conv = nn.HGTConv(features, features, metadata, heads=heads,
-                      bundles=nn.load_bundles(GRAPH_BUNDLES, "hgt_compact", variant=variant)).cuda()
+    name = "hgt_compact" if materialize == "compact" else "hgt"
+    conv = nn.HGTConv(features, features, metadata, heads=heads, materialize=materialize,
+                      bundles=nn.load_bundles(GRAPH_BUNDLES, name, variant=variant)).cuda()
     conv.load_state_dict(reference.state_dict())
     return reference, conv
 
 
+@pytest.mark.parametrize("materialize", ("compact", "vanilla"))
 @pytest.mark.parametrize("heads", (1, 2))
 @pytest.mark.parametrize("variant", ("default", "F64"))
 @pytest.mark.parametrize("name", ("aifb", "mutag"))
-def test_hgtconv_forward_and_backward_equal_pygs(variant, name, heads):
+def test_hgtconv_forward_and_backward_equal_pygs(variant, name, heads, materialize):
     """kge.nn.HGTConv with PyG's weights: the same outputs per node type and
     the same gradients of the inputs and of every parameter as PyG's
     HGTConv (one head, and two: each head's D = 32 columns; the F64
-    bundles take one head of 64 only)."""
+    bundles take one head of 64 only), with compact materialization (the
+    default) and without."""
     if heads > 1 and variant == "F64":
         pytest.skip("the F64 bundles are compiled for rows of 64")
     g = graph.synthetic(name, seed=4, scale=0.3)
     x_dict, edge_index_dict, metadata = hetero(g, 64, seed=5)
-    reference, conv = pyg_and_kge_hgt(metadata, 64, variant, heads)
+    reference, conv = pyg_and_kge_hgt(metadata, 64, variant, heads, materialize)
     outs, grads = [], []
     for layer_ in (reference, conv):
         xs = {t: x.clone().requires_grad_() for t, x in x_dict.items()}

@@ -344,30 +344,6 @@ def test_relation_typed_graphs_join_one_type_to_one(name):
     assert len(triples) == len(np.unique(g.etype))
 
 
-@pytest.mark.parametrize("name,scale", [("aifb", 0.3), ("biokg", 0.002)])
-def test_compact_hgt_equals_hgt(name, scale):
-    """Compact materialization (kge.graph.hgt_compact_layer): the per-pair
-    keys and values computed once per (source node, edge type) pair give
-    HGT's output and gradients."""
-    g = graph.synthetic(name, seed=5, scale=scale)
-    x = graph.hgt_inputs(g, 8, seed=6)
-    pairs = graph.source_type_pairs(g.src, g.etype, g.num_edge_types)
-    keys = g.src.astype(np.int64) * g.num_edge_types + g.etype
-    assert len(pairs["pair_src"]) == len(np.unique(keys)) < g.num_edges
-    assert np.array_equal(pairs["pair_src"][pairs["edge_pair"]], g.src)
-    assert np.array_equal(pairs["pair_type"][pairs["edge_pair"]], g.etype)
-    args = {**{n: x[n] for n in ("k", "q", "v", "k_rel", "v_rel", "dst", "edge_type")}, **pairs}
-    layer = graph.hgt_compact_layer
-    results = graph.compile_cpu(layer.text, layer.name)(args)
-    assert results["pair_keys"].shape == (len(pairs["pair_src"]), 8)
-    assert close(results["out"], graph.hgt_reference(*(x[n] for n in HGT_ARGS)))
-    dy = np.random.default_rng(7).standard_normal((g.num_nodes, 8)).astype(np.float32)
-    grads = layer.run_backward_cpu(**args, grad_out=dy)
-    expected = graph.hgt_gradients_reference(*(x[n] for n in HGT_ARGS), dy)
-    for key, value in expected.items():
-        assert close(grads[key], value), key
-
-
 def test_aggregate_of_node_rows_needs_weights():
     text = """
 func.func @f(%x: tensor<?x4xf32>, %src: tensor<?xi32>, %dst: tensor<?xi32>, %t: tensor<?xi32>)

@@ -50,4 +50,55 @@ def GraphDifferentiate : Pass<"graph-differentiate", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def GraphCompactMaterialize : Pass<"graph-compact-materialize", "ModuleOp"> {
+  let summary = "Compute per-edge typed linear layers once per source instead of once per edge";
+  let description = [{
+    Pigeon's compact materialization (Section 3.3). A typed linear layer of
+    an edge's source row, `typed_linear %g, %x, %w rows(src) by(etype)`,
+    depends on the edge only through its (source node, edge type) pair:
+    computing it once per edge repeats the product for every edge that
+    shares a pair (on skewed graphs most do). This pass computes it once
+    per pair and lets each edge read its pair's row:
+
+    - the graph's distinct (source, type) pairs become graph data, three
+      new parameters of the function computed once per graph before the
+      layer (like RGCN's normalization): `pair_src` and `pair_type` (pair
+      `p` joins node `pair_src[p]` and type `pair_type[p]`) and `edge_pair`
+      (edge `e`'s pair), each marked `kge.derived = {function =
+      "source_type_pairs", part = ..., src = <src's kge.param>, etype =
+      <etype's>}` so that a caller derives them from the graph (Python:
+      `kge.graph.source_type_pairs`);
+    - the layer becomes `typed_linear %pairs, %x, %w rows(src) by(etype)`
+      over the graph of the pairs, one row per pair;
+    - its uses read the pair rows through the bipartite graph `graph.coo
+      %edge_pair, %dst, %etype nodes(%n) sources(%p)` (same edges, same
+      order): an inner product's `rows(edges)` side becomes `rows(src)`,
+      an aggregate of the edges' rows into `dst` becomes `rows(src)`.
+
+    A layer typed by its row's own node type, `rows(src) by(src_ntype)`
+    (`rows(dst) by(dst_ntype)`), depends on the node alone: it becomes
+    `rows(nodes) by(ntype)`, once per node, read at the edge's end by its
+    uses; no graph data is needed.
+
+    A layer is left as it is (vanilla materialization) when one of its
+    uses cannot read compact rows: an aggregate without weights of
+    `[E, 1]` (RGCN's `[E]` normalization: there the vanilla lowering
+    fuses the layer into the aggregate's segment product, which stores no
+    per-edge rows either) or into the sources, an inner product whose other side is read at the source,
+    any other op. `kge.materialize = "vanilla"` on a layer keeps it; with
+    `marked-only`, only layers marked `kge.materialize = "compact"` are
+    rewritten (the schedule as an attribute, the model unchanged).
+
+    Example (HGT, `examples/graph/hgt.mlir`): the keys' and values' typed
+    linear layers are computed per (source, type) pair; `@hgt` gains the
+    parameters `pair_src`, `pair_type`, `edge_pair`.
+  }];
+  let options = [
+    Option<"markedOnly", "marked-only", "bool", /*default=*/"false",
+           "Rewrite only the layers marked kge.materialize = \"compact\"">
+  ];
+  let dependentDialects = ["::mlir::graph::GraphDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // KGE_DIALECT_GRAPH_TRANSFORMS_PASSES_TD
