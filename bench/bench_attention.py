@@ -21,6 +21,14 @@ output and gradients from PyG's; the peak memory of PyTorch's allocator
 during one training step; and which methods ran out of memory.
 
     python3 bench/bench_attention.py --model rgat --bundles .carry/graph --out results.json
+
+With `--ablation`, the rows compare KGE's schedules of the same model
+instead (Pigeon's Table 5), PyG's layer giving the weights only:
+`vanilla` (every per-edge typed linear layer computed per edge, in the task
+that reads it), `compact` (graph-compact-materialize: once per (source
+node, edge type) pair); for RGAT also `unfused` (the model as PyG writes
+it: W_r x per edge, then its product with the attention's vector), against
+which `vanilla` measures linear-operator fusion (W_r q composed first).
 """
 
 import json
@@ -87,31 +95,52 @@ def hetero(g, features, generator):
     return x_dict, edge_index_dict, (list(x_dict), list(edge_index_dict))
 
 
-def rgat_layers(g, hidden, bundles_dir):
+#: KGE's schedules of each model (--ablation): the bundles' name and the
+#: layer's options.
+SCHEDULES = {
+    "rgat": {"vanilla": ("rgat", {}),
+             "compact": ("rgat_compact", {"materialize": "compact"}),
+             "unfused": ("rgat_unfused", {"fuse_linear": False})},
+    "hgt": {"vanilla": ("hgt", {"materialize": "vanilla"}),
+            "compact": ("hgt_compact", {"materialize": "compact"})},
+}
+
+
+def rgat_layers(g, hidden, bundles_dir, ablation=False):
     from torch_geometric.nn import RGATConv
     layers = {"pyg": RGATConv(hidden, hidden, g.num_edge_types).cuda()}
     torch.nn.init.normal_(layers["pyg"].bias)
-    bundles = nn.load_bundles(bundles_dir, "rgat", variant=f"F{hidden}")
-    for method in ("kge", "kge+graph"):
-        layers[method] = nn.RGATConv(hidden, hidden, g.num_edge_types, bundles=bundles).cuda()
+    methods = SCHEDULES["rgat"] if ablation else {
+        m: SCHEDULES["rgat"]["vanilla"] for m in ("kge", "kge+graph")}
+    for method, (name, options) in methods.items():
+        bundles = nn.load_bundles(bundles_dir, name, variant=f"F{hidden}")
+        layers[method] = nn.RGATConv(hidden, hidden, g.num_edge_types, bundles=bundles,
+                                     **options).cuda()
     return layers
 
 
-def hgt_layers(metadata, hidden, bundles_dir):
+def hgt_layers(metadata, hidden, bundles_dir, ablation=False):
     from torch_geometric.nn import HGTConv
     layers = {"pyg": HGTConv(hidden, hidden, metadata, heads=1).cuda()}
-    bundles = nn.load_bundles(bundles_dir, "hgt_compact", variant=f"F{hidden}")
-    for method in ("kge", "kge+graph"):
-        layers[method] = nn.HGTConv(hidden, hidden, metadata, bundles=bundles).cuda()
+    methods = SCHEDULES["hgt"] if ablation else {
+        m: SCHEDULES["hgt"]["compact"] for m in ("kge", "kge+graph")}
+    for method, (name, options) in methods.items():
+        bundles = nn.load_bundles(bundles_dir, name, variant=f"F{hidden}")
+        layers[method] = nn.HGTConv(hidden, hidden, metadata, bundles=bundles,
+                                    **options).cuda()
     return layers
 
 
 def main():
     args = arguments(__doc__, [("--rounds", {"type": int, "default": 5}),
-                               ("--model", {"choices": ("rgat", "hgt"), "default": "rgat"})])
+                               ("--model", {"choices": ("rgat", "hgt"), "default": "rgat"}),
+                               ("--ablation", {"action": "store_true"}),
+                               ("--schedules", {"default": None,
+                                                "help": "comma-separated subset of the "
+                                                        "model's schedules (--ablation)"})])
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "model": args.model,
+               "model": args.model, "ablation": args.ablation,
                "timing": "median (min, max) of interleaved rounds, CUDA events, us per call",
                "rows": []}
     for name, g in graphs(args):
@@ -123,7 +152,7 @@ def main():
                 edge_type = torch.from_numpy(g.etype).long().cuda()
                 x = torch.randn(g.num_nodes, hidden, device="cuda", generator=generator)
                 inputs = (x, edge_index, edge_type)
-                layers = rgat_layers(g, hidden, args.bundles)
+                layers = rgat_layers(g, hidden, args.bundles, args.ablation)
                 grad = torch.randn(g.num_nodes, hidden, device="cuda", generator=generator)
 
                 def loss(out):
@@ -134,7 +163,7 @@ def main():
             else:
                 x_dict, edge_index_dict, metadata = hetero(g, hidden, generator)
                 inputs = (x_dict, edge_index_dict)
-                layers = hgt_layers(metadata, hidden, args.bundles)
+                layers = hgt_layers(metadata, hidden, args.bundles, args.ablation)
                 grads = {t: torch.randn(x.shape[0], hidden, device="cuda", generator=generator)
                          for t, x in x_dict.items()}
 
@@ -146,6 +175,12 @@ def main():
             state = layers["pyg"].state_dict()
             for layer in layers.values():
                 layer.load_state_dict(state)
+            if args.ablation:
+                # PyG's layer gave the weights; the schedules are compared.
+                del layers["pyg"]
+                if args.schedules:
+                    for method in set(layers) - set(args.schedules.split(",")):
+                        del layers[method]
             optimizers = {k: torch.optim.Adam(v.parameters(), lr=1e-3)
                           for k, v in layers.items()}
 
@@ -195,6 +230,9 @@ def main():
                     outs.pop(method, None)
                     param_grads.pop(method, None)
                     torch.cuda.empty_cache()
+            if args.ablation and "vanilla" in outs:
+                for method in outs:
+                    row["errors"][method] = relative(outs[method], outs["vanilla"])
             if "pyg" in outs and "kge" in outs:
                 row["errors"]["out"] = relative(outs["kge"], outs["pyg"])
                 row["errors"]["grads"] = max(relative(param_grads["kge"][n], ref)
@@ -204,6 +242,10 @@ def main():
             row["training_us"] = timed(training, row, args.rounds)
             for phase in ("inference", "training"):
                 times = row[f"{phase}_us"]
+                for method in times:
+                    if args.ablation and method != "vanilla" and "vanilla" in times:
+                        row[f"vanilla_{phase}_over_{method}"] = (times[method][0] /
+                                                                 times["vanilla"][0])
                 if "pyg" in times and "kge" in times:
                     row[f"kge_{phase}_speedup_over_pyg"] = times["pyg"][0] / times["kge"][0]
                     row[f"kge+graph_{phase}_speedup_over_pyg"] = (times["pyg"][0] /

@@ -423,43 +423,97 @@ def compact(text, marked_only=False):
                         ("{marked-only=1}" if marked_only else "")))
 
 
-_DERIVED = re.compile(
-    r'kge\.derived = \{etype = "([^"]*)", function = "([^"]*)", part = "([^"]*)", '
-    r'src = "([^"]*)"\}, kge\.param = "([^"]*)"')
+def fuse_linear(text):
+    """The module `text` with linear-operator fusion (Pigeon Section 3.2,
+    graph-fuse-linear): a typed linear layer whose rows are multiplied
+    again by a matrix becomes one layer by the composed matrices, a new
+    parameter derived from the two (see `derived_parameters`)."""
+    return str(_lowered(text, "graph-fuse-linear"))
 
-#: The functions that derive graph data from a graph's arrays, by the name
-#: kge.derived gives them.
-_DERIVATIONS = {"source_type_pairs": source_type_pairs}
+
+_DERIVED = re.compile(r'kge\.derived = \{([^}]*)\}, kge\.param = "([^"]*)"')
+_FIELD = re.compile(r'(\w+) = "([^"]*)"')
+
+
+def compose(lhs, rhs):
+    """graph-fuse-linear's composed matrices: lhs[t] @ rhs (a matrix
+    shared by the types) or lhs[t] @ rhs[t], in float32."""
+    return np.matmul(lhs.astype(np.float32), rhs.astype(np.float32))
+
+
+def _compose_backward(grad, lhs, rhs):
+    """The gradients of compose's lhs and rhs given the result's."""
+    lhs, rhs = lhs.astype(np.float64), rhs.astype(np.float64)
+    grad_lhs = grad @ np.swapaxes(rhs, -1, -2)
+    grad_rhs = (np.einsum("tkd,tkn->dn", lhs, grad) if rhs.ndim == 2
+                else np.swapaxes(lhs, -1, -2) @ grad)
+    return grad_lhs, grad_rhs
+
+
+#: The functions that derive parameters from others, by the name kge.derived
+#: gives them: (the fields naming their arguments, the function, whether it
+#: gives several parts (a dict) of which kge.derived's `part` is one).
+_DERIVATIONS = {"source_type_pairs": (("src", "etype"), source_type_pairs, True),
+                "compose": (("lhs", "rhs"), compose, False)}
 
 
 def derived_parameters(text):
-    """The parameters of the functions in `text` that are graph data derived
-    from other parameters (kge.derived, added by graph-compact-materialize):
-    {name: (function, part, (src, etype))}."""
-    return {name: (function, part, (src, etype))
-            for etype, function, part, src, name in _DERIVED.findall(text)}
+    """The parameters of the functions in `text` derived from other
+    parameters (kge.derived: graph data added by graph-compact-materialize,
+    composed weights added by graph-fuse-linear), in the order they are
+    declared (each after what it derives from): {name: (function, part,
+    (argument names))}."""
+    derived = {}
+    for fields, name in _DERIVED.findall(text):
+        fields = dict(_FIELD.findall(fields))
+        function = fields.get("function")
+        if function not in _DERIVATIONS:
+            raise ValueError(f"parameter '{name}' is derived by '{function}', which "
+                             "kge.graph does not know")
+        arguments = tuple(fields.get(f, "") for f in _DERIVATIONS[function][0])
+        derived[name] = (function, fields.get("part"), arguments)
+    return derived
 
 
 def graph_data(text, arrays):
     """The derived parameters of `text` (derived_parameters) missing from
-    `arrays`, computed from the arrays they derive from (once per graph:
-    keep them with the graph)."""
+    `arrays`, computed from the arrays they derive from (graph data once
+    per graph: keep it with the graph; composed weights whenever the
+    weights change)."""
     out, computed = {}, {}
     for name, (function, part, sources) in derived_parameters(text).items():
         if name in arrays:
             continue
-        missing = [s for s in sources if s not in arrays]
+        given = {**arrays, **out}
+        missing = [s for s in sources if s not in given]
         if missing:
             raise KeyError(f"parameter '{name}' is derived from "
                            f"{', '.join(sources)}; missing {', '.join(missing)}")
-        if function not in _DERIVATIONS:
-            raise ValueError(f"parameter '{name}' is derived by '{function}', which "
-                             "kge.graph does not know")
+        _, derive, parts = _DERIVATIONS[function]
         key = (function, sources)
         if key not in computed:
-            computed[key] = _DERIVATIONS[function](*(arrays[s] for s in sources))
-        out[name] = computed[key][part]
+            computed[key] = derive(*(given[s] for s in sources))
+        out[name] = computed[key][part] if parts else computed[key]
     return out
+
+
+def chain_gradients(text, arrays, grads):
+    """`grads` (a backward function's results) with the gradients of the
+    derived weights of `text` (graph-fuse-linear's compositions) taken back
+    to the weights they derive from, latest first: `grad_<W>` and
+    `grad_<q>` gain theirs, `grad_<C>` goes."""
+    grads = dict(grads)
+    derived = derived_parameters(text)
+    arrays = {**arrays, **graph_data(text, arrays)}
+    for name, (function, _, (lhs, rhs)) in reversed(list(derived.items())):
+        grad = grads.pop(f"grad_{name}", None)
+        if function != "compose" or grad is None:
+            continue
+        for side, delta in zip((lhs, rhs), _compose_backward(grad, arrays[lhs], arrays[rhs])):
+            key = f"grad_{side}"
+            grads[key] = (grads[key] + delta).astype(np.float32) if key in grads \
+                else delta.astype(np.float32)
+    return grads
 
 
 def compile_cpu(text, function=""):
@@ -498,7 +552,18 @@ class EdgeData(_Param):
 
 
 class Weights(_Param):
-    """One matrix: [K, N]."""
+    """One matrix: [K, N]; with `columns=1`, one column ([K, 1]: an
+    attention's vector, whose products are per-row scalars)."""
+
+    def __init__(self, dtype="f32", columns=None):
+        super().__init__(dtype)
+        if columns not in (None, 1):
+            raise TraceError(f"columns={columns!r}: weights have any number of columns "
+                             "(None) or one (1)")
+        self.columns = columns
+
+    def tensor(self):
+        return f"tensor<?x{'1' if self.columns else '?'}x{self.dtype}>"
 
 
 class TypedWeights(_Param):
@@ -684,7 +749,7 @@ def linear(input, weights, bias=None):
     if weights.kind != "weights":
         raise TraceError("linear takes Weights")
     with_bias = _clause("bias", bias, "bias", "linear's bias is a Bias")
-    result = "tensor<?x?xf32>"
+    result = _SCALARS if re.fullmatch(r"tensor<\?x1x\w+>", weights.type) else "tensor<?x?xf32>"
     return input.tracer.emit(
         "graph.linear", f"{input.name}, {weights.name}{with_bias} : {input.type}, "
         f"{weights.type} -> {result}", result, input.kind)
@@ -795,6 +860,13 @@ class Layer:
         data (`graph_data`) is derived from the graph's arrays."""
         return Layer.from_text(compact(self.text, marked_only), self.name)
 
+    def fused(self):
+        """This layer with linear-operator fusion (kge.graph.fuse_linear):
+        chains of linear layers as one typed linear layer by composed
+        matrices, derived from the weights (`graph_data` composes them;
+        `run_backward_cpu` takes their gradients back)."""
+        return Layer.from_text(fuse_linear(self.text), self.name)
+
     def graph_data(self, **arrays):
         """The graph data the layer derives from the graph's arrays and
         that `arrays` lacks (the pairs of compact materialization): compute
@@ -813,7 +885,8 @@ class Layer:
         its arguments and `grad_out`: a dict by `grad_<parameter>`."""
         if self._backward_cpu is None:
             self._backward_cpu = compile_cpu(self.backward_text, self.name + "_grad")
-        return self._backward_cpu({**arrays, **self.graph_data(**arrays)})
+        grads = self._backward_cpu({**arrays, **self.graph_data(**arrays)})
+        return chain_gradients(self.text, arrays, grads)
 
     def compile(self, cubin=True, matrix_math=None, backward=False, cache=True):
         """The layer's GPU bundle (kge.compiler.Bundle), or with `backward`
@@ -879,6 +952,29 @@ def rgat(negative_slope=0.2):
 
 #: rgat() with PyG's default slope, 0.2.
 rgat_layer = rgat(0.2)
+
+_RGAT_UNFUSED = {}
+
+
+def rgat_unfused(negative_slope=0.2):
+    """One RGAT layer (one head) as PyG's RGATConv writes it: each edge's
+    rows W_r x_dst and W_r x_src (`attention_weight`'s columns: all heads'),
+    then their products with the attention's vectors `query` and `key`
+    ([D, 1]). graph-fuse-linear turns it into rgat()'s form (one column per
+    edge by W_r q and W_r k: `.fused()`); unfused, it is the baseline of
+    linear-operator fusion's effect."""
+    slope = float(negative_slope)
+    if slope not in _RGAT_UNFUSED:
+        def rgat_unfused_layer(g: Graph, x: NodeData, weight: TypedWeights,
+                               attention_weight: TypedWeights, query: Weights(columns=1),
+                               key: Weights(columns=1)):
+            scores = (linear(g.typed_linear(x, attention_weight, rows="dst"), query) +
+                      linear(g.typed_linear(x, attention_weight, rows="src"), key))
+            attention = g.edge_softmax(leaky_relu(scores, slope), to="dst")
+            messages = g.typed_linear(x, weight, rows="src", by="etype")
+            return g.aggregate(messages, weights=attention, to="dst")
+        _RGAT_UNFUSED[slope] = layer(rgat_unfused_layer)
+    return _RGAT_UNFUSED[slope]
 
 
 @layer

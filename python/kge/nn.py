@@ -103,6 +103,8 @@ _RGCN = _Layer(("x", "weight", "root", "bias", "src", "dst", "edge_type", "norm"
                column_sums=("bias",))
 _RGAT = _Layer(("x", "weight", "query", "key", "src", "dst", "edge_type"),
                outputs=("out", "attention"))
+_RGAT_UNFUSED = _Layer(("x", "weight", "attention_weight", "query", "key", "src", "dst",
+                        "edge_type"), outputs=("out", "attention"))
 _HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type"))
 #: Compact materialization's graph data (graph-compact-materialize's derived
 #: parameters), after the graph's arrays.
@@ -362,7 +364,10 @@ class RGATConv(_RelationalConv):
     edge and head, and no per-edge row of W_r x is stored for them. Each
     head runs the one-head bundles on its columns of W_r (its scores,
     softmax and messages); the heads' outputs are concatenated (`concat`)
-    or averaged. `materialize='compact'` runs the layer compacted by
+    or averaged. `fuse_linear=False` runs the layer as PyG writes it
+    (kge.graph.rgat_unfused: each edge's W_r x, then its product with q
+    and k; the baseline of linear-operator fusion's effect).
+    `materialize='compact'` runs the layer compacted by
     graph-compact-materialize (each message W_r x_src computed once per
     (source node, relation) pair, the pairs found once per graph);
     'vanilla' (the default) computes it in the aggregate's task per edge.
@@ -377,7 +382,7 @@ class RGATConv(_RelationalConv):
                  num_blocks=None, mod=None, attention_mechanism="across-relation",
                  attention_mode="additive-self-attention", heads=1, dim=1, concat=True,
                  negative_slope=0.2, dropout=0.0, edge_dim=None, bias=True, bundles=None,
-                 matrix_math=None, materialize="vanilla"):
+                 matrix_math=None, materialize="vanilla", fuse_linear=True):
         super().__init__(num_relations, bundles, matrix_math, materialize)
         if heads < 1:
             raise ValueError(f"heads must be positive, got {heads}")
@@ -399,7 +404,9 @@ class RGATConv(_RelationalConv):
         self.num_bases, self.num_blocks = num_bases, num_blocks
         self.heads, self.dim, self.concat = heads, dim, concat
         self.negative_slope, self.dropout = float(negative_slope), float(dropout)
-        self.layer = graph.rgat(self.negative_slope)
+        self.fuse_linear = bool(fuse_linear)
+        self.layer = (graph.rgat if self.fuse_linear else graph.rgat_unfused)(
+            self.negative_slope)
         Parameter = torch.nn.Parameter
         width = heads * out_channels
         self.q = Parameter(torch.empty(width, heads))
@@ -454,17 +461,29 @@ class RGATConv(_RelationalConv):
         self._check(x, edge_index, edge_type, self.in_channels)
         structure = self._structure(edge_index, edge_type, x.shape[0])
         weight = self.relation_weights()
-        # Linear-operator fusion: the scores' projections per relation and
-        # head ([R, in, heads]).
-        query, key = weight @ self.q, weight @ self.k
         programs, x = self._programs(x), x.contiguous()
+        if self.fuse_linear:
+            # Linear-operator fusion: the scores' projections per relation
+            # and head ([R, in, heads]).
+            query, key = weight @ self.q, weight @ self.k
+        else:
+            # As PyG computes them: each edge's rows of W_r x (all heads'
+            # columns), then their products with q and k.
+            attention_weight = weight.contiguous()
         outs, alphas = [], []
         for h in range(self.heads):
             columns = slice(h * self.out_channels, (h + 1) * self.out_channels)
+            messages = weight[:, :, columns].contiguous()
+            if self.fuse_linear:
+                scores = (query[:, :, h:h + 1].contiguous(), key[:, :, h:h + 1].contiguous())
+                layer = _RGAT
+            else:
+                scores = (attention_weight, self.q[:, h:h + 1].contiguous(),
+                          self.k[:, h:h + 1].contiguous())
+                layer = _RGAT_UNFUSED
             out, alpha = _LayerFunction.apply(
-                _scheduled(_RGAT, self.materialize), programs, x,
-                weight[:, :, columns].contiguous(), query[:, :, h:h + 1].contiguous(),
-                key[:, :, h:h + 1].contiguous(), *structure)
+                _scheduled(layer, self.materialize), programs, x, messages, *scores,
+                *structure)
             outs.append(out)
             alphas.append(alpha)
         out = (outs[0] if self.heads == 1 else torch.cat(outs, 1) if self.concat

@@ -46,7 +46,8 @@ def main():
     # runs with compact materialization (graph-compact-materialize).
     layers = [(source.stem, source.read_text())
               for source in sorted((ROOT / "examples" / "graph").glob("*.mlir"))]
-    layers += [("rgat_compact", graph.rgat_layer.compacted().text),
+    layers += [("rgat_unfused", graph.rgat_unfused().text),
+               ("rgat_compact", graph.rgat_layer.compacted().text),
                ("hgt_compact", graph.hgt_compact_layer.text)]
     for stem_name, text in layers:
         variants = [(name, text, options) for name, options in VARIANTS.items()]

@@ -362,15 +362,18 @@ def test_rgat_refuses_bad_indices(rt, stem, param, value):
 def pyg_and_kge_rgat(g, features, outputs, variant="default", materialize="vanilla",
                      **decomposition):
     """PyG's RGATConv and kge.nn.RGATConv with PyG's parameters loaded."""
+    fuse_linear = decomposition.pop("fuse_linear", True)
     pyg = pytest.importorskip("torch_geometric.nn")
     from kge import nn
     torch.manual_seed(0)
     reference = pyg.RGATConv(features, outputs, g.num_edge_types, **decomposition).cuda()
     torch.nn.init.normal_(reference.bias)
-    name = "rgat_compact" if materialize == "compact" else "rgat"
+    name = ("rgat_compact" if materialize == "compact" else
+            "rgat" if fuse_linear else "rgat_unfused")
     conv = nn.RGATConv(features, outputs, g.num_edge_types,
                        bundles=nn.load_bundles(GRAPH_BUNDLES, name, variant=variant),
-                       materialize=materialize, **decomposition).cuda()
+                       materialize=materialize, fuse_linear=fuse_linear,
+                       **decomposition).cuda()
     conv.load_state_dict(reference.state_dict())
     return reference, conv
 
@@ -379,17 +382,19 @@ RGAT_OPTIONS = DECOMPOSITIONS + [{"heads": 2}, {"heads": 3, "concat": False, "nu
 
 
 @pytest.mark.parametrize("materialize,decomposition", [
-    *(("vanilla", d) for d in RGAT_OPTIONS), ("compact", {}), ("compact", {"heads": 2})],
+    *(("vanilla", d) for d in RGAT_OPTIONS), ("compact", {}), ("compact", {"heads": 2}),
+    ("vanilla", {"fuse_linear": False}), ("vanilla", {"fuse_linear": False, "heads": 2})],
     ids=["full", "bases", "blocks", "heads", "heads-mean-bases", "compact-full",
-         "compact-heads"])
+         "compact-heads", "unfused-full", "unfused-heads"])
 @pytest.mark.parametrize("variant", ("default", "F64"))
 @pytest.mark.parametrize("name", ("aifb", "mutag"))
 def test_rgatconv_forward_and_backward_equal_pygs(variant, name, materialize, decomposition):
     """kge.nn.RGATConv with PyG's weights: the same output, attention and
     gradients of the input and of every parameter as PyG's RGATConv; also
     with compact materialization (the messages once per (source, relation)
-    pair)."""
+    pair) and without linear-operator fusion (W_r x per edge, then q, k)."""
     g = graph.synthetic(name, seed=4, scale=0.5)
+    decomposition = dict(decomposition)
     reference, conv = pyg_and_kge_rgat(g, 64, 64, variant, materialize, **decomposition)
     edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
     edge_type = torch.from_numpy(g.etype).long().cuda()

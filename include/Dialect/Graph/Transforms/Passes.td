@@ -101,4 +101,40 @@ def GraphCompactMaterialize : Pass<"graph-compact-materialize", "ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def GraphFuseLinear : Pass<"graph-fuse-linear", "ModuleOp"> {
+  let summary = "Compose chained linear layers' weights: one typed linear layer per chain";
+  let description = [{
+    Pigeon's linear-operator fusion (Section 3.2). A typed linear layer
+    whose rows are multiplied again by a matrix — `(x W_t) q`, RGAT's
+    attention score `(W_r x_dst) . q` as PyG writes it, or `(x W_t) Q_t`
+    with a second matrix per type — equals one typed linear layer by the
+    composed matrices `x (W_t q)`: the chain's intermediate rows (one per
+    edge, `K -> D` columns) are never computed, and the second product runs
+    on `N` columns instead of `D` (one for a score). Rewritten:
+
+    - `graph.linear %h, %q` (no bias) of `%h = graph.typed_linear %g, %x,
+      %W rows(r) by(t)`: `graph.typed_linear %g, %x, %C rows(r) by(t)`,
+      `C[t] = W[t] q`;
+    - `graph.typed_linear %g, %h, %Q rows(edges) by(etype)` of such an
+      `%h` typed by edge type over edge rows (or `rows(nodes) by(ntype)`
+      of one over node rows by node type): `C[t] = W[t] Q[t]`.
+
+    `C` is a new parameter of the function: the weights are tiny (one
+    matrix per type) and change every training step, so they are composed
+    by the caller with its tensor library, whose autograd (or the chain
+    rule `dW += dC q^T`, `dq += sum_t W[t]^T dC[t]`) takes `C`'s gradient
+    back. It is marked `kge.derived = {function = "compose", lhs = <W's
+    kge.param>, rhs = <q's>}` and named `<W>_<q>`; `kge.graph` computes it
+    and chains its gradient (`Layer.run_cpu`, `run_backward_cpu`). The
+    first layer stays where it has other uses. Chains whose matrices are
+    not parameters named by `kge.param`, transposed layers, and consumers
+    marked `kge.fuse = false` are left as they are.
+
+    Example: RGAT as PyG writes it (`kge.graph.rgat_unfused`): the scores
+    `(x_dst W_r) q + (x_src W_r) k` become typed linear layers of one
+    column by `W_r q` and `W_r k`.
+  }];
+  let dependentDialects = ["::mlir::graph::GraphDialect"];
+}
+
 #endif // KGE_DIALECT_GRAPH_TRANSFORMS_PASSES_TD
