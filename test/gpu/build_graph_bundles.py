@@ -47,6 +47,7 @@ def main():
     layers = [(source.stem, source.read_text())
               for source in sorted((ROOT / "examples" / "graph").glob("*.mlir"))]
     layers += [("rgat_unfused", graph.rgat_unfused().text),
+               ("rgat_unfused_compact", graph.rgat_unfused().compacted().text),
                ("rgat_compact", graph.rgat_layer.compacted().text),
                ("hgt_compact", graph.hgt_compact_layer.text)]
     for stem_name, text in layers:
