@@ -539,6 +539,15 @@ int main(int argc, char **argv) {
                   {"graph backward to gpu",
                    "graph-differentiate{keep-forward=0},convert-graph-to-tile,"
                    "kge-lower-to-gpu"},
+                  // The schedules (linear-operator fusion, compact
+                  // materialization) before the lowering, forward and
+                  // backward.
+                  {"graph schedules to cpu",
+                   "graph-fuse-linear,graph-compact-materialize,"
+                   "graph-differentiate,convert-graph-to-tile,kge-lower-to-cpu"},
+                  {"graph schedules to gpu",
+                   "graph-fuse-linear,graph-compact-materialize,"
+                   "convert-graph-to-tile,kge-lower-to-gpu"},
                   {"bundle", ""}};
 
   auto context = makeContext();

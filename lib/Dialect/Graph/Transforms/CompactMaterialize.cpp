@@ -10,12 +10,13 @@
 
 #include "Dialect/Graph/Transforms/Passes.h"
 
+#include "DerivedParameters.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace graph {
@@ -120,44 +121,26 @@ struct PairGraphs {
 class Compactor {
 public:
   Compactor(func::FuncOp f, bool markedOnly)
-      : f(f), markedOnly(markedOnly), b(f.getContext()) {}
+      : f(f), markedOnly(markedOnly), b(f.getContext()), params(f) {}
   LogicalResult run();
 
 private:
   /// The pairs' graphs of `coo`, built (with their parameters) on first use.
   FailureOr<PairGraphs> pairGraphs(CooOp coo, TypedLinearOp user);
-  /// A parameter name not taken yet, `base` if it is free.
-  std::string freshName(StringRef base, StringRef prefix);
-
   func::FuncOp f;
   bool markedOnly;
   OpBuilder b;
+  DerivedParameters params;
   llvm::DenseMap<Operation *, PairGraphs> built;
-  llvm::StringSet<> names;
 };
-
-std::string Compactor::freshName(StringRef base, StringRef prefix) {
-  std::string name = base.str();
-  if (names.contains(name))
-    name = (prefix + "_" + base).str();
-  for (unsigned n = 1; names.contains(name); ++n)
-    name = (prefix + "_" + base + "_" + Twine(n)).str();
-  names.insert(name);
-  return name;
-}
 
 FailureOr<PairGraphs> Compactor::pairGraphs(CooOp coo, TypedLinearOp user) {
   auto it = built.find(coo);
   if (it != built.end())
     return it->second;
   // The pairs are derived from the graph's parameters by the caller.
-  auto paramOf = [&](Value value) -> StringAttr {
-    auto arg = dyn_cast<BlockArgument>(value);
-    if (!arg || arg.getOwner() != &f.getBody().front())
-      return {};
-    return f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kge.param");
-  };
-  StringAttr srcName = paramOf(coo.getSrc()), typeName = paramOf(coo.getEtype());
+  StringAttr srcName = params.nameOf(coo.getSrc()),
+             typeName = params.nameOf(coo.getEtype());
   if (!srcName || !typeName)
     return user.emitOpError()
            << "is compacted per (source, edge type) pair, whose graph data is "
@@ -165,7 +148,6 @@ FailureOr<PairGraphs> Compactor::pairGraphs(CooOp coo, TypedLinearOp user) {
               "must be parameters of the function named by kge.param (mark "
               "the layer kge.materialize = \"vanilla\" to keep it per edge)";
 
-  MLIRContext *ctx = f.getContext();
   Location loc = coo.getLoc();
   Type srcType = coo.getSrc().getType(), typeType = coo.getEtype().getType();
   struct Part {
@@ -175,21 +157,16 @@ FailureOr<PairGraphs> Compactor::pairGraphs(CooOp coo, TypedLinearOp user) {
                {"edge_pair", srcType}};
   SmallVector<Value, 3> args;
   for (const Part &part : parts) {
-    std::string name = freshName(part.name, srcName.getValue());
-    NamedAttrList derived;
-    derived.append("etype", typeName);
-    derived.append("function", b.getStringAttr("source_type_pairs"));
-    derived.append("part", b.getStringAttr(part.name));
-    derived.append("src", srcName);
-    NamedAttrList attrs;
-    attrs.append("kge.derived", DictionaryAttr::get(ctx, derived));
-    attrs.append("kge.param", b.getStringAttr(name));
-    unsigned index = f.getNumArguments();
-    if (failed(f.insertArgument(index, part.type,
-                                DictionaryAttr::get(ctx, attrs), loc)))
-      return f.emitOpError() << "could not take the parameter '" << name
+    NamedAttribute derived[] = {
+        b.getNamedAttr("etype", typeName),
+        b.getNamedAttr("function", b.getStringAttr("source_type_pairs")),
+        b.getNamedAttr("part", b.getStringAttr(part.name)),
+        b.getNamedAttr("src", srcName)};
+    Value arg = params.add(part.type, part.name, srcName.getValue(), derived, loc);
+    if (!arg)
+      return f.emitOpError() << "could not take the parameter '" << part.name
                              << "' of compact materialization";
-    args.push_back(f.getArgument(index));
+    args.push_back(arg);
   }
   b.setInsertionPointAfter(coo);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -205,10 +182,6 @@ FailureOr<PairGraphs> Compactor::pairGraphs(CooOp coo, TypedLinearOp user) {
 }
 
 LogicalResult Compactor::run() {
-  for (unsigned n = 0; n < f.getNumArguments(); ++n)
-    if (auto named = f.getArgAttrOfType<StringAttr>(n, "kge.param"))
-      names.insert(named.getValue());
-
   llvm::MapVector<Operation *, Candidate> found;
   f.walk([&](TypedLinearOp layer) {
     if (std::optional<Candidate> c = candidate(layer, markedOnly))

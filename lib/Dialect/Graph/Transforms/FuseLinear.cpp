@@ -10,10 +10,11 @@
 
 #include "Dialect/Graph/Transforms/Passes.h"
 
+#include "DerivedParameters.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/StringSet.h"
 
 namespace mlir {
 namespace graph {
@@ -68,28 +69,19 @@ std::optional<Chain> chainOf(Operation *op) {
 
 class Fuser {
 public:
-  explicit Fuser(func::FuncOp f) : f(f), b(f.getContext()) {}
+  explicit Fuser(func::FuncOp f) : f(f), b(f.getContext()), params(f) {}
   void run();
 
 private:
-  /// The kge.param of `value` if it is a parameter of the function.
-  StringAttr paramName(Value value);
   /// The composed matrices of `chain` as a new derived parameter (one per
   /// pair of parameters).
   Value composed(Chain chain, StringAttr lhs, StringAttr rhs);
 
   func::FuncOp f;
   OpBuilder b;
-  llvm::StringSet<> names;
+  DerivedParameters params;
   llvm::DenseMap<std::pair<Value, Value>, Value> built;
 };
-
-StringAttr Fuser::paramName(Value value) {
-  auto arg = dyn_cast<BlockArgument>(value);
-  if (!arg || arg.getOwner() != &f.getBody().front())
-    return {};
-  return f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "kge.param");
-}
 
 Value Fuser::composed(Chain chain, StringAttr lhs, StringAttr rhs) {
   Value w = chain.first.getWeights();
@@ -103,31 +95,18 @@ Value Fuser::composed(Chain chain, StringAttr lhs, StringAttr rhs) {
       {wType.getDimSize(0), wType.getDimSize(1),
        rhsType.getDimSize(rhsType.getRank() - 1)},
       b.getF32Type());
-  std::string name = (lhs.getValue() + "_" + rhs.getValue()).str();
-  for (unsigned n = 1; names.contains(name); ++n)
-    name = (lhs.getValue() + "_" + rhs.getValue() + "_" + Twine(n)).str();
-  names.insert(name);
-  MLIRContext *ctx = f.getContext();
-  NamedAttrList derived;
-  derived.append("function", b.getStringAttr("compose"));
-  derived.append("lhs", lhs);
-  derived.append("rhs", rhs);
-  NamedAttrList attrs;
-  attrs.append("kge.derived", DictionaryAttr::get(ctx, derived));
-  attrs.append("kge.param", b.getStringAttr(name));
-  unsigned index = f.getNumArguments();
-  if (failed(f.insertArgument(index, type, DictionaryAttr::get(ctx, attrs),
-                              chain.second->getLoc())))
+  NamedAttribute derived[] = {
+      b.getNamedAttr("function", b.getStringAttr("compose")),
+      b.getNamedAttr("lhs", lhs), b.getNamedAttr("rhs", rhs)};
+  std::string base = (lhs.getValue() + "_" + rhs.getValue()).str();
+  Value arg = params.add(type, base, base, derived, chain.second->getLoc());
+  if (!arg)
     return {};
-  Value arg = f.getArgument(index);
   built[key] = arg;
   return arg;
 }
 
 void Fuser::run() {
-  for (unsigned n = 0; n < f.getNumArguments(); ++n)
-    if (auto named = f.getArgAttrOfType<StringAttr>(n, "kge.param"))
-      names.insert(named.getValue());
   // One chain at a time, to a fixed point: a fused layer may head the
   // next chain (x W1 W2 W3: compose(compose(W1, W2), W3)).
   llvm::DenseSet<Operation *> skipped;
@@ -142,8 +121,8 @@ void Fuser::run() {
     if (!next)
       return;
     Chain chain = *next;
-    StringAttr lhs = paramName(chain.first.getWeights());
-    StringAttr rhs = paramName(chain.rhs);
+    StringAttr lhs = params.nameOf(chain.first.getWeights());
+    StringAttr rhs = params.nameOf(chain.rhs);
     Value c = lhs && rhs ? composed(chain, lhs, rhs) : Value();
     if (!c) {
       skipped.insert(chain.second);
