@@ -306,8 +306,55 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
 void KernelEmitter::combineAtomically(Combiner combiner, Value groups,
                                       ValueRange group, Value value) {
   bool isFloat = isa<FloatType>(value.getType());
-  // (Float max/min: LLVM's atomicrmw fmax/fmin, a compare-and-swap loop on
-  // the bits where the GPU has no such atomic.)
+  unsigned width = value.getType().getIntOrFloatBitWidth();
+  if (isFloat && combiner != Combiner::add && (width == 32 || width == 64)) {
+    // Float max/min as one integer atomic on the bits, not LLVM's atomicrmw
+    // fmax/fmin (a compare-and-swap loop: under contention, as on a hub
+    // node's softmax maximum, each retry re-reads the address). Ordered as
+    // signed integers, non-negative floats keep their order; negative ones
+    // order reversed as unsigned integers, and every negative one is above
+    // every non-negative one as unsigned. So max: signed max for a
+    // non-negative value, unsigned min for a negative one; min: signed min,
+    // unsigned max.
+    Type bitsType = b.getIntegerType(width);
+    Value bits = arith::BitcastOp::create(b, loc, bitsType, value);
+    Value negative = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::slt, bits,
+        arith::ConstantOp::create(b, loc, b.getIntegerAttr(bitsType, 0)));
+    // The element's address (the whole buffer, row-major).
+    Value linear = idx(0);
+    for (auto [d, at] : llvm::enumerate(group))
+      linear = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, linear,
+                                memref::DimOp::create(b, loc, groups, d)),
+          at);
+    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+    Value base = LLVM::IntToPtrOp::create(
+        b, loc, ptrType,
+        ValueRange{arith::IndexCastOp::create(
+            b, loc, b.getI64Type(),
+            memref::ExtractAlignedPointerAsIndexOp::create(b, loc, groups))});
+    Value address = LLVM::GEPOp::create(
+        b, loc, ptrType, bitsType, base,
+        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), linear)});
+    bool max = combiner == Combiner::max;
+    scf::IfOp::create(
+        b, loc, negative,
+        [&](OpBuilder &nested, Location l) {
+          LLVM::AtomicRMWOp::create(
+              nested, l, max ? LLVM::AtomicBinOp::umin : LLVM::AtomicBinOp::umax,
+              address, bits, LLVM::AtomicOrdering::monotonic);
+          scf::YieldOp::create(nested, l);
+        },
+        [&](OpBuilder &nested, Location l) {
+          LLVM::AtomicRMWOp::create(
+              nested, l, max ? LLVM::AtomicBinOp::max : LLVM::AtomicBinOp::min,
+              address, bits, LLVM::AtomicOrdering::monotonic);
+          scf::YieldOp::create(nested, l);
+        });
+    return;
+  }
   arith::AtomicRMWKind kind =
       combiner == Combiner::add
           ? (isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi)

@@ -68,7 +68,9 @@ func.func @gemm(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.
 #j = affine_map<(i, j, k) -> (j)>
 
 // A join with aggregate max: a block-wide flag decides whether the block
-// reduces at all; float max groups combine with a compare-and-swap loop.
+// reduces at all; float max groups combine with one integer atomic on the
+// bits: signed max for a non-negative value, unsigned min for a negative one
+// (no compare-and-swap loop).
 // CHECK-LABEL: gpu.module @join_max_kernels
 // CHECK-SAME: kge.checks = [{bound = "C_d0", count = "M", param = "pz"}, {bound = "C_d1", count = "N", param = "rz"}]
 // CHECK: gpu.func @join_max
@@ -80,7 +82,14 @@ func.func @gemm(%A: memref<?x?xf32> {kge.param = "A"}, %B: memref<?x?xf32> {kge.
 // CHECK: %[[F:.*]] = memref.load %[[FLAG]][%c0]
 // CHECK: %[[ANY:.*]] = arith.cmpi ne, %[[F]], %c0_i32
 // CHECK: scf.if %[[ANY]] -> (f32, f32
-// CHECK: memref.atomic_rmw maxnumf
+// CHECK: %[[BITS:.*]] = arith.bitcast %{{.*}} : f32 to i32
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[BITS]], %c0_i32
+// CHECK: %[[PTR:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, i32
+// CHECK: scf.if %[[NEG]] {
+// CHECK: llvm.atomicrmw umin %[[PTR]], %[[BITS]] monotonic
+// CHECK: } else {
+// CHECK: llvm.atomicrmw max %[[PTR]], %[[BITS]] monotonic
+// CHECK-NOT: maxnumf
 func.func @join_max(%P: memref<?x?xf32> {kge.param = "P"}, %R: memref<?x?xf32> {kge.param = "R"},
                     %pz: memref<?xi32> {kge.param = "pz"}, %rz: memref<?xi32> {kge.param = "rz"},
                     %C: memref<?x?xf32> {kge.param = "C"}) {
