@@ -3,7 +3,7 @@
 // A kernel bundle is one JSON document that any runtime can launch from:
 //
 //   {"format": "kge-bundle", "version": 1,
-//    "target": {"chip": "sm_90", "features": "+ptx80"},
+//    "target": {"chip": "sm_90", "features": "+ptx81"},
 //    "function": {"name": ..., "params": [...]},     // the signature
 //    "mode": {"kind": "positive"} | {"kind": "negative", "corrupted": "t"},
 //    "modules": [{"name": ..., "ptx": "...", "cubin_base64": "..."}],

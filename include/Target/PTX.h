@@ -14,7 +14,7 @@ namespace kge {
 /// Options of the NVVM target attached to gpu.modules that have none.
 struct PTXOptions {
   std::string chip = "sm_90";
-  std::string features = "+ptx80";
+  std::string features = "+ptx81";
   int optLevel = 3;
 };
 

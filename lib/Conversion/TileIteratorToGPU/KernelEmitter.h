@@ -29,6 +29,11 @@ using tile::Combiner;
 using tile::TaskOp;
 using tile::inlineTaskRegion;
 
+/// Inline PTX `text` with `constraints` (AT&T dialect), of one `result`
+/// (null: none).
+Value inlinePTX(OpBuilder &b, Location loc, Type result, ValueRange operands,
+                StringRef text, StringRef constraints, bool sideEffects);
+
 /// The tiling of one kernel.
 struct TileShape {
   int64_t bm, bn, bk, tm, tn;
@@ -262,6 +267,11 @@ private:
   /// Element `at` of the 1-D global memref `array`, read whole by a relaxed
   /// atomic load (what other blocks write, past L1; never split).
   Value relaxedLoad(Value array, Value at);
+  /// How many columns of the aggregate output's float sums one vector
+  /// reduction stores (red.global.v<n>.f32.add; 0: none): groups by row
+  /// keys alone into an f32 matrix; 4 for CUDA-core tiles of runs of four
+  /// columns, 2 for tensor-core ones (each lane's pairs of columns).
+  int64_t vectorAggregate();
   /// `array`[at] (an index array) as an index.
   Value loadIndex(Value array, Value at);
   /// The row at a position of the block's rows: through the sorted order

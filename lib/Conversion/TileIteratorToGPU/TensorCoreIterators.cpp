@@ -842,11 +842,9 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
   return result;
 }
 
-/// Inline PTX `text` with `constraints` (AT&T dialect), of one `result`
-/// (null: none).
-static Value inlinePTX(OpBuilder &b, Location loc, Type result,
-                       ValueRange operands, StringRef text,
-                       StringRef constraints, bool sideEffects) {
+Value mlir::kge::tilegpu::inlinePTX(OpBuilder &b, Location loc, Type result,
+                                    ValueRange operands, StringRef text,
+                                    StringRef constraints, bool sideEffects) {
   auto op = LLVM::InlineAsmOp::create(
       b, loc, result ? TypeRange{result} : TypeRange{}, operands, text,
       constraints, sideEffects, /*is_align_stack=*/false,

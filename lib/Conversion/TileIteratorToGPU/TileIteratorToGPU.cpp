@@ -555,6 +555,18 @@ void KernelEmitter::emitReduceFinalize(gpu::GPUFuncOp kernel) {
   gpu::ReturnOp::create(b, loc);
 }
 
+int64_t KernelEmitter::vectorAggregate() {
+  if (task.getOutput() != OutputKind::aggregate || task.getKeys().size() != 1 ||
+      task.getAggregateCombiner() != Combiner::add)
+    return 0;
+  auto type = cast<MemRefType>(task.getOutputs()[0].getType());
+  if (type.getRank() != 2 || !type.getElementType().isF32())
+    return 0;
+  if (shape.mma)
+    return shape.tn % 2 == 0 ? 2 : 0;
+  return shape.width() == 4 ? 4 : 0;
+}
+
 Value KernelEmitter::relaxedLoad(Value array, Value at) {
   Type element = cast<MemRefType>(array.getType()).getElementType();
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
@@ -1964,17 +1976,75 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     gpu::ReturnOp::create(b, loc);
     return success();
   }
-  for (int64_t r = 0; r < shape.tm; ++r)
-    for (int64_t c = 0; c < shape.tn; ++c) {
-      auto ifStored = scf::IfOp::create(b, loc, stored[r * shape.tn + c],
-                                        /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifStored.thenBlock());
-      Value acc = accs[r * shape.tn + c];
-      SmallVector<Value> spatial = spatialOf(r, c);
-      storeOutput(projected(acc, rows[r], cols[c], spatial), acc, rows[r],
-                  cols[c], spatial);
+  auto storeOne = [&](int64_t r, int64_t c) {
+    auto ifStored = scf::IfOp::create(b, loc, stored[r * shape.tn + c],
+                                      /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifStored.thenBlock());
+    Value acc = accs[r * shape.tn + c];
+    SmallVector<Value> spatial = spatialOf(r, c);
+    storeOutput(projected(acc, rows[r], cols[c], spatial), acc, rows[r],
+                cols[c], spatial);
+  };
+  if (int64_t v = vectorAggregate()) {
+    // Float sums into row groups, v columns at a time: each thread's run of
+    // v consecutive columns of a row (CUDA cores: four; tensor cores: a
+    // lane's pair) goes to one group row as one vector reduction
+    // (red.global.v<v>.f32.add, sm_90: 1 / v of the atomics) where all v
+    // are stored and the row is aligned to them.
+    Value out = arg(task.getOutputs()[0]);
+    Value width = memref::DimOp::create(b, loc, out, 1);
+    Value aligned = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, loc, width, idx(v)), idx(0));
+    std::string text = "red.global.v" + std::to_string(v) + ".f32.add [$0], {";
+    std::string constraints = "l";
+    for (int64_t n = 0; n < v; ++n) {
+      text += (n ? ", $" : "$") + std::to_string(n + 1);
+      constraints += ",f";
     }
+    text += "};";
+    constraints += ",~{memory}";
+    Value base = arith::IndexCastOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out));
+    for (int64_t r = 0; r < shape.tm; ++r)
+      for (int64_t c0 = 0; c0 < shape.tn; c0 += v) {
+        Value all = aligned;
+        for (int64_t c = c0; c < c0 + v; ++c)
+          all = arith::AndIOp::create(b, loc, all, stored[r * shape.tn + c]);
+        auto ifAll = scf::IfOp::create(b, loc, all, /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifAll.thenBlock());
+          SmallVector<Value> operands;
+          Value row = castIndex(
+              memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), rows[r]),
+              b.getIndexType());
+          Value element = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, row, width), cols[c0]);
+          operands.push_back(arith::AddIOp::create(
+              b, loc, base,
+              arith::IndexCastOp::create(
+                  b, loc, b.getI64Type(),
+                  arith::MulIOp::create(b, loc, element, idx(4)))));
+          for (int64_t c = c0; c < c0 + v; ++c) {
+            Value acc = accs[r * shape.tn + c];
+            operands.push_back(
+                projected(acc, rows[r], cols[c], spatialOf(r, c)));
+          }
+          inlinePTX(b, loc, Type(), operands, text, constraints,
+                    /*sideEffects=*/true);
+          b.setInsertionPointToStart(ifAll.elseBlock());
+          for (int64_t c = c0; c < c0 + v; ++c)
+            storeOne(r, c);
+        }
+      }
+  } else {
+    for (int64_t r = 0; r < shape.tm; ++r)
+      for (int64_t c = 0; c < shape.tn; ++c)
+        storeOne(r, c);
+  }
   if (segmentLoop)
     b.setInsertionPointAfter(segmentLoop);
   gpu::ReturnOp::create(b, loc);
