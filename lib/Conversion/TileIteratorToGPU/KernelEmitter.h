@@ -267,6 +267,9 @@ private:
   /// Element `at` of the 1-D global memref `array`, read whole by a relaxed
   /// atomic load (what other blocks write, past L1; never split).
   Value relaxedLoad(Value array, Value at);
+  /// An LLVM pointer to element `at` (a linear index into the whole
+  /// buffer, elements of type `element`) of `array`.
+  Value elementAddress(Value array, Value at, Type element);
   /// How many columns of the aggregate output's float sums one vector
   /// reduction stores (red.global.v<n>.f32.add; 0: none): groups by row
   /// keys alone into an f32 matrix; 4 for CUDA-core tiles of runs of four

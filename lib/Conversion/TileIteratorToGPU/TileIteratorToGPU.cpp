@@ -329,15 +329,7 @@ void KernelEmitter::combineAtomically(Combiner combiner, Value groups,
           arith::MulIOp::create(b, loc, linear,
                                 memref::DimOp::create(b, loc, groups, d)),
           at);
-    auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
-    Value base = LLVM::IntToPtrOp::create(
-        b, loc, ptrType,
-        ValueRange{arith::IndexCastOp::create(
-            b, loc, b.getI64Type(),
-            memref::ExtractAlignedPointerAsIndexOp::create(b, loc, groups))});
-    Value address = LLVM::GEPOp::create(
-        b, loc, ptrType, bitsType, base,
-        ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), linear)});
+    Value address = elementAddress(groups, linear, bitsType);
     bool max = combiner == Combiner::max;
     scf::IfOp::create(
         b, loc, negative,
@@ -567,17 +559,21 @@ int64_t KernelEmitter::vectorAggregate() {
   return shape.width() == 4 ? 4 : 0;
 }
 
-Value KernelEmitter::relaxedLoad(Value array, Value at) {
-  Type element = cast<MemRefType>(array.getType()).getElementType();
+Value KernelEmitter::elementAddress(Value array, Value at, Type element) {
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
   Value base = LLVM::IntToPtrOp::create(
       b, loc, ptrType,
       ValueRange{arith::IndexCastOp::create(
           b, loc, b.getI64Type(),
           memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array))});
-  Value address = LLVM::GEPOp::create(
+  return LLVM::GEPOp::create(
       b, loc, ptrType, element, base,
       ValueRange{arith::IndexCastOp::create(b, loc, b.getI64Type(), at)});
+}
+
+Value KernelEmitter::relaxedLoad(Value array, Value at) {
+  Type element = cast<MemRefType>(array.getType()).getElementType();
+  Value address = elementAddress(array, at, element);
   return LLVM::LoadOp::create(
       b, loc, element, address,
       /*alignment=*/element.getIntOrFloatBitWidth() / 8,
