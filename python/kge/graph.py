@@ -423,6 +423,23 @@ def compact(text, marked_only=False):
                         ("{marked-only=1}" if marked_only else "")))
 
 
+#: The edge counts from which compact materialization is the faster
+#: schedule of each model on the H100 (bench/NOTES.md, Pigeon's Table 5
+#: measured again: RGAT's compact schedule wins from bgs' 0.67M edges and
+#: loses on mutag's 0.15M; HGT's wins from am's 5.7M and loses on bgs'
+#: 0.67M).
+COMPACT_FROM_EDGES = {"rgat": 500_000, "hgt": 1_000_000}
+
+
+def preferred_materialization(model, num_edges):
+    """'compact' or 'vanilla': the faster schedule of `model` ('rgat',
+    'hgt') on a graph of `num_edges` edges (COMPACT_FROM_EDGES)."""
+    if model not in COMPACT_FROM_EDGES:
+        raise ValueError(f"no measured schedule for '{model}' (one of "
+                         f"{', '.join(sorted(COMPACT_FROM_EDGES))})")
+    return "compact" if num_edges >= COMPACT_FROM_EDGES[model] else "vanilla"
+
+
 def fuse_linear(text):
     """The module `text` with linear-operator fusion (Pigeon Section 3.2,
     graph-fuse-linear): a typed linear layer whose rows are multiplied

@@ -109,13 +109,35 @@ _HGT = _Layer(("k", "q", "v", "k_rel", "v_rel", "src", "dst", "edge_type"))
 #: Compact materialization's graph data (graph-compact-materialize's derived
 #: parameters), after the graph's arrays.
 _PAIRS = ("pair_src", "pair_type", "edge_pair")
-_MATERIALIZE = ("vanilla", "compact")
+_MATERIALIZE = ("vanilla", "compact", "auto")
 
 
 def _check_materialize(name, materialize):
     if materialize not in _MATERIALIZE:
-        raise ValueError(f"kge.nn.{name}: materialize is 'vanilla' or 'compact', got "
-                         f"{materialize!r}")
+        raise ValueError(f"kge.nn.{name}: materialize is 'vanilla', 'compact' or 'auto', "
+                         f"got {materialize!r}")
+
+
+def _bundle_sets(name, bundles, materialize):
+    """The given bundles by schedule: a (forward, backward) pair is the
+    schedule `materialize`'s; a dict holds 'vanilla' and/or 'compact'."""
+    if bundles is None:
+        return {}
+    if isinstance(bundles, dict):
+        unknown = set(bundles) - {"vanilla", "compact"}
+        if unknown:
+            raise ValueError(f"kge.nn.{name}: bundles are keyed by 'vanilla' and "
+                             f"'compact', got {', '.join(map(repr, sorted(unknown)))}")
+        return dict(bundles)
+    if materialize == "auto":
+        raise ValueError(f"kge.nn.{name}: materialize='auto' picks the schedule per "
+                         "graph: pass bundles={'vanilla': ..., 'compact': ...}")
+    return {materialize: tuple(bundles)}
+
+
+def _missing_bundles(name, schedule):
+    return ValueError(f"kge.nn.{name}: no bundles of the '{schedule}' schedule were given "
+                      "(bundles={'vanilla': ..., 'compact': ...})")
 
 
 def _scheduled(layer, materialize):
@@ -141,32 +163,49 @@ class _RelationalConv(torch.nn.Module):
     #: The traced layer (kge.graph.Layer) whose bundles the layer runs.
     layer = None
 
+    #: The model's name in kge.graph.COMPACT_FROM_EDGES (materialize='auto').
+    _model = None
+
     def __init__(self, num_relations, bundles, matrix_math, materialize="vanilla"):
         super().__init__()
-        _check_materialize(type(self).__name__, materialize)
+        name = type(self).__name__
+        _check_materialize(name, materialize)
+        if materialize == "auto" and self._model is None:
+            raise ValueError(f"kge.nn.{name} has one schedule: materialize='auto' is for "
+                             "the attention layers")
         self.num_relations = num_relations
         self.materialize = materialize
-        self._bundles = bundles
+        self._given = bundles is not None
+        self._bundles = _bundle_sets(name, bundles, materialize)
         self._matrix_math = matrix_math
         self._graph = None  # the graph's arrays, kept per graph (_structure)
 
-    def _texts(self):
-        if self._bundles is None:
-            name = type(self).__name__
+    def _schedule(self, num_edges):
+        """The schedule run on a graph of `num_edges` edges."""
+        if self.materialize != "auto":
+            return self.materialize
+        return graph.preferred_materialization(self._model, num_edges)
+
+    def _texts(self, schedule="vanilla"):
+        name = type(self).__name__
+        if schedule not in self._bundles:
+            if self._given:
+                raise _missing_bundles(name, schedule)
             try:
-                layer = self._compiled_layer()
-                self._bundles = (layer.compile(matrix_math=self._matrix_math),
-                                 layer.compile(matrix_math=self._matrix_math, backward=True))
+                layer = self._compiled_layer(schedule)
+                self._bundles[schedule] = (
+                    layer.compile(matrix_math=self._matrix_math),
+                    layer.compile(matrix_math=self._matrix_math, backward=True))
             except CompilerUnavailableError as error:
                 raise CompilerUnavailableError(
                     f"kge.nn.{name} compiles its kernels on first use, and the KGE "
                     "compiler is not installed here: pass bundles= (kge.nn.load_bundles) "
                     f"compiled where it is ({error})") from error
-        return tuple(b.text if hasattr(b, "text") else b for b in self._bundles)
+        return tuple(b.text if hasattr(b, "text") else b for b in self._bundles[schedule])
 
-    def _programs(self, x):
+    def _programs(self, x, schedule="vanilla"):
         device = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        return tuple(_program(text, device) for text in self._texts())
+        return tuple(_program(text, device) for text in self._texts(schedule))
 
     def _check(self, x, edge_index, edge_type, in_channels):
         name = type(self).__name__
@@ -183,13 +222,13 @@ class _RelationalConv(torch.nn.Module):
     def _edge_arrays(self, edge_index, edge_type):
         """Per-edge arrays of the layer computed once per graph: compact
         materialization's pairs (with materialize='compact')."""
-        if self.materialize == "compact":
+        if self._schedule(edge_index.shape[1]) == "compact":
             return _source_type_pairs(edge_index[0], edge_type, self.num_relations)
         return ()
 
-    def _compiled_layer(self):
+    def _compiled_layer(self, schedule):
         """The traced layer the bundles are compiled from, scheduled."""
-        return self.layer.compacted() if self.materialize == "compact" else self.layer
+        return self.layer.compacted() if schedule == "compact" else self.layer
 
     def _structure(self, edge_index, edge_type, num_nodes):
         """The graph's int32 arrays (and _edge_arrays), computed once per
@@ -370,13 +409,18 @@ class RGATConv(_RelationalConv):
     `materialize='compact'` runs the layer compacted by
     graph-compact-materialize (each message W_r x_src computed once per
     (source node, relation) pair, the pairs found once per graph);
-    'vanilla' (the default) computes it in the aggregate's task per edge.
+    'vanilla' (the default) computes it in the aggregate's task per edge;
+    'auto' picks per graph by its edge count
+    (kge.graph.preferred_materialization: compact from 0.5M edges), with
+    bundles={'vanilla': ..., 'compact': ...} when they are given.
 
     The other configurations (`dim` > 1, within-relation or
     multiplicative attention, `mod`, edge features, attention dropout while
     training) raise ValueError. `return_attention_weights=True` returns
     `(out, (edge_index, alpha))` as PyG's does (alpha [E, heads]).
     """
+
+    _model = "rgat"
 
     def __init__(self, in_channels, out_channels, num_relations, num_bases=None,
                  num_blocks=None, mod=None, attention_mechanism="across-relation",
@@ -460,8 +504,9 @@ class RGATConv(_RelationalConv):
                              f"(dropout={self.dropout} while training)")
         self._check(x, edge_index, edge_type, self.in_channels)
         structure = self._structure(edge_index, edge_type, x.shape[0])
+        schedule = self._schedule(edge_index.shape[1])
         weight = self.relation_weights()
-        programs, x = self._programs(x), x.contiguous()
+        programs, x = self._programs(x, schedule), x.contiguous()
         if self.fuse_linear:
             # Linear-operator fusion: the scores' projections per relation
             # and head ([R, in, heads]).
@@ -482,7 +527,7 @@ class RGATConv(_RelationalConv):
                           self.k[:, h:h + 1].contiguous())
                 layer = _RGAT_UNFUSED
             out, alpha = _LayerFunction.apply(
-                _scheduled(layer, self.materialize), programs, x, messages, *scores,
+                _scheduled(layer, schedule), programs, x, messages, *scores,
                 *structure)
             outs.append(out)
             alphas.append(alpha)
@@ -544,7 +589,9 @@ class HGTConv(torch.nn.Module):
     bulk) runs KGE's bundles (kge.graph.hgt_layer, by default compacted by
     graph-compact-materialize: K_r and V_r applied once per (source node,
     edge type) pair, the pairs computed once per graph; with
-    `materialize='vanilla'` once per edge, in the tasks that read them)
+    `materialize='vanilla'` once per edge, in the tasks that read them;
+    'auto' picks per graph: compact from 1M edges, bundles={'vanilla':
+    ..., 'compact': ...} when they are given)
     through torch.autograd, with p_r / sqrt(D) folded into K_r
     (linear-operator fusion), once per head on the head's
     D = out / heads columns; the per-node-type linear layers, GELU and the
@@ -576,17 +623,26 @@ class HGTConv(torch.nn.Module):
                                             for t in self.node_types})
         self.p_rel = torch.nn.ParameterDict({"__".join(e): torch.nn.Parameter(
             torch.ones(1, heads)) for e in self.edge_types})
-        self._bundles = bundles
+        self._given = bundles is not None
+        self._bundles = _bundle_sets("HGTConv", bundles, materialize)
         self._matrix_math = matrix_math
         self._graph = None
 
-    def _programs(self, device):
-        if self._bundles is None:
+    def _schedule(self, num_edges):
+        """The schedule run on a graph of `num_edges` edges."""
+        if self.materialize != "auto":
+            return self.materialize
+        return graph.preferred_materialization("hgt", num_edges)
+
+    def _programs(self, device, schedule):
+        if schedule not in self._bundles:
+            if self._given:
+                raise _missing_bundles("HGTConv", schedule)
             try:
-                layer = (graph.hgt_compact_layer if self.materialize == "compact"
-                         else graph.hgt_layer)
-                self._bundles = (layer.compile(matrix_math=self._matrix_math),
-                                 layer.compile(matrix_math=self._matrix_math, backward=True))
+                layer = graph.hgt_compact_layer if schedule == "compact" else graph.hgt_layer
+                self._bundles[schedule] = (
+                    layer.compile(matrix_math=self._matrix_math),
+                    layer.compile(matrix_math=self._matrix_math, backward=True))
             except CompilerUnavailableError as error:
                 raise CompilerUnavailableError(
                     "kge.nn.HGTConv compiles its kernels on first use, and the KGE "
@@ -594,7 +650,7 @@ class HGTConv(torch.nn.Module):
                     f"compiled where it is ({error})") from error
         index = device.index if device.index is not None else torch.cuda.current_device()
         return tuple(_program(b.text if hasattr(b, "text") else b, index)
-                     for b in self._bundles)
+                     for b in self._bundles[schedule])
 
     def _structure(self, edge_index_dict, offsets, sizes):
         """The graph's int32 arrays over all nodes (the node types' rows in
@@ -652,7 +708,7 @@ class HGTConv(torch.nn.Module):
         types = torch.cat(types) if types else src
         i32 = lambda t: t.to(torch.int32).contiguous()  # noqa: E731
         arrays = (i32(src), i32(dst), i32(types))
-        if self.materialize == "compact":
+        if self._schedule(len(src)) == "compact":
             # Compact materialization's graph data: the distinct (source
             # node, edge type) pairs, each edge's pair.
             arrays += _source_type_pairs(src, types, len(self.edge_types))
@@ -680,17 +736,18 @@ class HGTConv(torch.nn.Module):
         k, q, v = (torch.cat([kqv[t][:, i * F:(i + 1) * F] for t in x_dict]).contiguous()
                    for i in range(3))
         structure = self._structure(edge_index_dict, offsets, sizes)
+        schedule = self._schedule(structure[0].shape[0])
         # p_r / sqrt(D) folded into K_r (linear-operator fusion), per head.
         H, D, T = self.heads, F // self.heads, len(self.edge_types)
         p = torch.cat([self.p_rel["__".join(e)].reshape(1, H) for e in self.edge_types])
-        programs, heads = self._programs(q.device), []
+        programs, heads = self._programs(q.device, schedule), []
         for head in range(H):
             columns = slice(head * D, (head + 1) * D)
             types_of_head = slice(head * T, (head + 1) * T)
             k_rel = (self.k_rel.weight[types_of_head] *
                      (p[:, head] / D ** 0.5)[:, None, None]).contiguous()
             heads.append(_LayerFunction.apply(
-                _scheduled(_HGT, self.materialize), programs, k[:, columns].contiguous(),
+                _scheduled(_HGT, schedule), programs, k[:, columns].contiguous(),
                 q[:, columns].contiguous(), v[:, columns].contiguous(), k_rel,
                 self.v_rel.weight[types_of_head].contiguous(), *structure))
         h = heads[0] if H == 1 else torch.cat(heads, 1)

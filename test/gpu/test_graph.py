@@ -585,3 +585,50 @@ def test_hgtconv_refuses_bad_input():
     with pytest.raises(ValueError, match="must be divisible by the number of heads"):
         nn.HGTConv(64, 64, metadata, heads=3)
     assert set(conv(x_dict, edge_index_dict)) == {e[2] for e in metadata[1]}
+
+
+def test_auto_materialization_picks_the_schedule_per_graph(monkeypatch):
+    """materialize='auto': vanilla below kge.graph.COMPACT_FROM_EDGES,
+    compact from it (the pairs computed only then), the same outputs as
+    the explicit schedules; a pair of bundles is refused (it holds one
+    schedule), a dict without the schedule picked is refused when called."""
+    from kge import nn
+    g = graph.synthetic("aifb", seed=4, scale=0.3)
+    x_dict, edge_index_dict, metadata = hetero(g, 64, seed=5)
+    pyg_layer, _ = pyg_and_kge_hgt(metadata, 64)
+    both = {m: nn.load_bundles(GRAPH_BUNDLES, "hgt_compact" if m == "compact" else "hgt")
+            for m in ("vanilla", "compact")}
+    outs = {}
+    for materialize in ("vanilla", "compact", "auto"):
+        conv = nn.HGTConv(64, 64, metadata, materialize=materialize,
+                          bundles=both if materialize == "auto" else both[materialize]).cuda()
+        conv.load_state_dict(pyg_layer.state_dict())
+        outs[materialize] = conv(x_dict, edge_index_dict)
+        if materialize == "auto":
+            assert len(conv._graph["arrays"]) == 3  # vanilla: no pairs
+            monkeypatch.setitem(graph.COMPACT_FROM_EDGES, "hgt", 0)
+            conv._graph = None
+            outs["auto-compact"] = conv(x_dict, edge_index_dict)
+            assert len(conv._graph["arrays"]) == 6
+    for key in ("compact", "auto", "auto-compact"):
+        for t in outs["vanilla"]:
+            assert torch.allclose(outs[key][t], outs["vanilla"][t], rtol=1e-4, atol=1e-4), key
+    with pytest.raises(ValueError, match="materialize='auto' picks the schedule per graph"):
+        nn.HGTConv(64, 64, metadata, materialize="auto", bundles=both["vanilla"])
+    with pytest.raises(ValueError, match="keyed by 'vanilla' and 'compact'"):
+        nn.RGATConv(64, 64, 3, materialize="auto", bundles={"fast": both["vanilla"]})
+    only = nn.HGTConv(64, 64, metadata, materialize="auto",
+                      bundles={"vanilla": both["vanilla"]}).cuda()
+    with pytest.raises(ValueError, match="no bundles of the 'compact' schedule"):
+        only(x_dict, edge_index_dict)
+    # RGAT alike: auto on a small graph runs the vanilla bundles.
+    reference, conv = pyg_and_kge_rgat(g, 64, 64)
+    auto = nn.RGATConv(64, 64, g.num_edge_types, materialize="auto", bundles={
+        "vanilla": nn.load_bundles(GRAPH_BUNDLES, "rgat"),
+        "compact": nn.load_bundles(GRAPH_BUNDLES, "rgat_compact")}).cuda()
+    auto.load_state_dict(reference.state_dict())
+    edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
+    edge_type = torch.from_numpy(g.etype).long().cuda()
+    xs = torch.randn(g.num_nodes, 64, device="cuda")
+    assert torch.allclose(auto(xs, edge_index, edge_type), conv(xs, edge_index, edge_type),
+                          rtol=1e-4, atol=1e-4)

@@ -176,3 +176,13 @@ def test_tracer_checks_the_schedule_attributes():
         traced(materialize="late")
     with pytest.raises(TraceError, match="name 'a b' is not an identifier"):
         traced(name="a b")
+
+
+def test_preferred_materialization_follows_the_measured_edge_counts():
+    for model, edges in graph.COMPACT_FROM_EDGES.items():
+        assert graph.preferred_materialization(model, edges - 1) == "vanilla"
+        assert graph.preferred_materialization(model, edges) == "compact"
+    assert graph.preferred_materialization("hgt", 672_900) == "vanilla"  # bgs
+    assert graph.preferred_materialization("rgat", 672_900) == "compact"
+    with pytest.raises(ValueError, match="no measured schedule for 'rgcn'"):
+        graph.preferred_materialization("rgcn", 10)
