@@ -596,8 +596,8 @@ def test_auto_materialization_picks_the_schedule_per_graph(monkeypatch):
     g = graph.synthetic("aifb", seed=4, scale=0.3)
     x_dict, edge_index_dict, metadata = hetero(g, 64, seed=5)
     pyg_layer, _ = pyg_and_kge_hgt(metadata, 64)
-    both = {m: nn.load_bundles(GRAPH_BUNDLES, "hgt_compact" if m == "compact" else "hgt")
-            for m in ("vanilla", "compact")}
+    both = {m: nn.load_bundles(GRAPH_BUNDLES, "hgt_compact" if m == "compact" else "hgt",
+                               variant="default") for m in ("vanilla", "compact")}
     outs = {}
     for materialize in ("vanilla", "compact", "auto"):
         conv = nn.HGTConv(64, 64, metadata, materialize=materialize,
@@ -624,8 +624,8 @@ def test_auto_materialization_picks_the_schedule_per_graph(monkeypatch):
     # RGAT alike: auto on a small graph runs the vanilla bundles.
     reference, conv = pyg_and_kge_rgat(g, 64, 64)
     auto = nn.RGATConv(64, 64, g.num_edge_types, materialize="auto", bundles={
-        "vanilla": nn.load_bundles(GRAPH_BUNDLES, "rgat"),
-        "compact": nn.load_bundles(GRAPH_BUNDLES, "rgat_compact")}).cuda()
+        "vanilla": nn.load_bundles(GRAPH_BUNDLES, "rgat", variant="default"),
+        "compact": nn.load_bundles(GRAPH_BUNDLES, "rgat_compact", variant="default")}).cuda()
     auto.load_state_dict(reference.state_dict())
     edge_index = torch.from_numpy(np.stack([g.src, g.dst])).long().cuda()
     edge_type = torch.from_numpy(g.etype).long().cuda()
