@@ -129,3 +129,60 @@ def test_bad_kernels_and_probabilities_are_refused():
         kron.kernel(g, g, kron.KroneckerDelta(0.5), EDGE)
     with pytest.raises(ValueError, match="at least one node"):
         kron.kernel(kron.LabeledGraph(np.zeros((0, 0))), g, NODE, EDGE)
+
+
+def banded_graph(rng, n, band):
+    """A graph whose natural order has bandwidth `band`, scrambled."""
+    a = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, min(n, i + band + 1)):
+            if rng.random() < 0.7:
+                a[i, j] = a[j, i] = rng.uniform(0.5, 1.5)
+    perm = rng.permutation(n)
+    order = rng.integers(1, 3, (n, n))
+    return kron.LabeledGraph(a[np.ix_(perm, perm)], {}, {"order": np.triu(order, 1) +
+                                                          np.triu(order, 1).T})
+
+
+def test_octiles_store_the_non_empty_tiles_compactly():
+    rng = np.random.default_rng(6)
+    g = random_graph(rng, 21, 0.15)
+    o = kron.octiles(g)
+    assert np.array_equal(o.to_dense(), g.adjacency)
+    popcount = np.array([bin(int(b)).count("1") for b in o.bitmaps])
+    assert np.array_equal(popcount, o.nonzeros) and o.nonzeros.min() > 0
+    assert o.nonzeros.sum() == np.count_nonzero(g.adjacency)
+    assert len(o.coords) <= 9 and len(np.unique(o.coords, axis=0)) == len(o.coords)
+    order = rng.permutation(21)
+    assert np.array_equal(kron.octiles(g, order).to_dense(), g.adjacency)
+    with pytest.raises(ValueError, match="permutation of the 21 nodes"):
+        kron.octiles(g, np.zeros(21, dtype=int))
+
+
+def test_rcm_order_gathers_the_non_zeros_into_fewer_octiles():
+    rng = np.random.default_rng(7)
+    g = banded_graph(rng, 64, 3)
+    order = kron.rcm_order(g)
+    assert sorted(order.tolist()) == list(range(64))
+    position = np.empty(64, dtype=int)
+    position[order] = np.arange(64)
+    i, j = np.nonzero(g.adjacency)
+    assert np.abs(position[i] - position[j]).max() <= 6  # near the band again
+    assert len(kron.octiles(g, order).coords) < len(kron.octiles(g).coords) / 2
+
+
+def test_xmv_over_octiles_equals_xmv():
+    rng = np.random.default_rng(8)
+    g1, g2 = random_graph(rng, 11, 0.3), random_graph(rng, 9, 0.4)
+    x = rng.random((11, 9))
+    s = kron._system(g1, g2, NODE, EDGE, 0.05, None)
+    for order1, order2 in ((None, None), (kron.rcm_order(g1), kron.rcm_order(g2))):
+        y = kron.xmv_octiles(kron.octiles(g1, order1), kron.octiles(g2, order2), g1, g2,
+                             NODE, EDGE, x)
+        assert np.allclose(y, kron.xmv(s, x), rtol=1e-12)
+    h1, h2 = banded_graph(rng, 10, 2), banded_graph(rng, 12, 3)
+    delta = kron.KroneckerDelta(0.4)
+    s = kron._system(h1, h2, kron.Constant(1.0), delta, 0.05, None)
+    x = rng.random((10, 12))
+    assert np.allclose(kron.xmv_octiles(kron.octiles(h1), kron.octiles(h2), h1, h2,
+                                        kron.Constant(1.0), delta, x), kron.xmv(s, x))
