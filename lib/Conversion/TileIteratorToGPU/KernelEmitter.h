@@ -270,6 +270,8 @@ private:
   /// An LLVM pointer to element `at` (a linear index into the whole
   /// buffer, elements of type `element`) of `array`.
   Value elementAddress(Value array, Value at, Type element);
+  /// The aggregate output's group row of task row `i` (its row key).
+  Value groupRow(Value i);
   /// How many columns of the aggregate output's float sums one vector
   /// reduction stores (red.global.v<n>.f32.add; 0: none): groups by row
   /// keys alone into an f32 matrix; 4 for CUDA-core tiles of runs of four

@@ -279,12 +279,12 @@ void KernelEmitter::storeOutput(Value value, Value acc, Value i, Value j,
   }
   case OutputKind::aggregate: {
     // Without column keys, the group's column is j.
-    Value row = memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), i);
     Value col = task.getKeys().size() == 2
-                    ? memref::LoadOp::create(b, loc, arg(task.getKeys()[1]), j)
+                    ? castIndex(memref::LoadOp::create(
+                                    b, loc, arg(task.getKeys()[1]), j),
+                                b.getIndexType())
                     : j;
-    SmallVector<Value> group = {castIndex(row, b.getIndexType()),
-                                castIndex(col, b.getIndexType())};
+    SmallVector<Value> group = {groupRow(i), col};
     combineAtomically(task.getAggregateCombiner(), arg(outputs[0]), group,
                       value);
     return;
@@ -545,6 +545,11 @@ void KernelEmitter::emitReduceFinalize(gpu::GPUFuncOp kernel) {
     memref::StoreOp::create(b, loc, reduced, output, at);
   });
   gpu::ReturnOp::create(b, loc);
+}
+
+Value KernelEmitter::groupRow(Value i) {
+  return castIndex(memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), i),
+                   b.getIndexType());
 }
 
 int64_t KernelEmitter::vectorAggregate() {
@@ -2001,9 +2006,6 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     }
     text += "};";
     constraints += ",~{memory}";
-    Value base = arith::IndexCastOp::create(
-        b, loc, b.getI64Type(),
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, out));
     for (int64_t r = 0; r < shape.tm; ++r)
       for (int64_t c0 = 0; c0 < shape.tn; c0 += v) {
         Value all = aligned;
@@ -2013,17 +2015,11 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(ifAll.thenBlock());
-          SmallVector<Value> operands;
-          Value row = castIndex(
-              memref::LoadOp::create(b, loc, arg(task.getKeys()[0]), rows[r]),
-              b.getIndexType());
           Value element = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, row, width), cols[c0]);
-          operands.push_back(arith::AddIOp::create(
-              b, loc, base,
-              arith::IndexCastOp::create(
-                  b, loc, b.getI64Type(),
-                  arith::MulIOp::create(b, loc, element, idx(4)))));
+              b, loc, arith::MulIOp::create(b, loc, groupRow(rows[r]), width),
+              cols[c0]);
+          SmallVector<Value> operands = {
+              elementAddress(out, element, b.getF32Type())};
           for (int64_t c = c0; c < c0 + v; ++c) {
             Value acc = accs[r * shape.tn + c];
             operands.push_back(
