@@ -58,7 +58,7 @@ std::optional<End> rowsEnd(Rows rows) {
 
 Rows endRows(End end) { return end == End::src ? Rows::src : Rows::dst; }
 
-/// Whether `use` can read `layer`'s compact rows at `end` instead of its
+/// Whether `use` can read a layer's compact rows (of `kind`) instead of its
 /// per-edge rows.
 bool readsCompact(OpOperand &use, Compaction kind) {
   Operation *user = use.getOwner();
@@ -199,11 +199,7 @@ LogicalResult Compactor::run() {
         found.erase(op);
     }
   });
-  SmallVector<Candidate> candidates;
-  for (auto &entry : found)
-    candidates.push_back(entry.second);
-
-  for (const Candidate &c : candidates) {
+  for (const auto &[op, c] : found) {
     TypedLinearOp layer = c.layer;
     auto coo = layer.getGraph().getDefiningOp<CooOp>();
     Value reader = layer.getGraph(); // the graph the uses read through
