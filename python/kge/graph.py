@@ -571,33 +571,27 @@ class EdgeData(_Param):
 class Weights(_Param):
     """One matrix: [K, N]; with `columns=1`, one column ([K, 1]: an
     attention's vector, whose products are per-row scalars)."""
+    #: What the weights are, in messages.
+    what = "weights"
 
     def __init__(self, dtype="f32", columns=None):
         super().__init__(dtype)
         if columns not in (None, 1):
-            raise TraceError(f"columns={columns!r}: weights have any number of columns "
+            raise TraceError(f"columns={columns!r}: {self.what} have any number of columns "
                              "(None) or one (1)")
         self.columns = columns
 
     def tensor(self):
-        return f"tensor<?x{'1' if self.columns else '?'}x{self.dtype}>"
+        return ("tensor<" + "?x" * (self.rank - 1) + ("1" if self.columns else "?") +
+                f"x{self.dtype}>")
 
 
-class TypedWeights(_Param):
+class TypedWeights(Weights):
     """One matrix per type: [types, K, N]; with `columns=1`, one column per
     type ([types, K, 1]: an attention's projection, whose rows are per-edge
     scalars)."""
     rank = 3
-
-    def __init__(self, dtype="f32", columns=None):
-        super().__init__(dtype)
-        if columns not in (None, 1):
-            raise TraceError(f"columns={columns!r}: typed weights have any number of "
-                             "columns (None) or one (1)")
-        self.columns = columns
-
-    def tensor(self):
-        return f"tensor<?x?x{'1' if self.columns else '?'}x{self.dtype}>"
+    what = "typed weights"
 
 
 class Bias(_Param):
@@ -902,8 +896,8 @@ class Layer:
         its arguments and `grad_out`: a dict by `grad_<parameter>`."""
         if self._backward_cpu is None:
             self._backward_cpu = compile_cpu(self.backward_text, self.name + "_grad")
-        grads = self._backward_cpu({**arrays, **self.graph_data(**arrays)})
-        return chain_gradients(self.text, arrays, grads)
+        arrays = {**arrays, **self.graph_data(**arrays)}
+        return chain_gradients(self.text, arrays, self._backward_cpu(arrays))
 
     def compile(self, cubin=True, matrix_math=None, backward=False, cache=True):
         """The layer's GPU bundle (kge.compiler.Bundle), or with `backward`

@@ -261,7 +261,11 @@ def solve(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=N
     the diagonal preconditioner, XMV on the fly; with the number of
     iterations. Raises RuntimeError when it has not converged (relative
     residual `tol`) within `maxiter` (default 10 n n') iterations."""
-    s = _system(g1, g2, node_kernel, edge_kernel, q, p)
+    return _conjugate_gradient(_system(g1, g2, node_kernel, edge_kernel, q, p), tol, maxiter)
+
+
+def _conjugate_gradient(s, tol, maxiter):
+    """solve's iteration on the product system `s`."""
     b = s.rhs
     x = np.zeros_like(b)
     r = b.copy()
@@ -288,9 +292,9 @@ def solve(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=N
 
 def kernel(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=None):
     """K(G, G') = p_x . x, x solved by `solve`."""
-    x, _ = solve(g1, g2, node_kernel, edge_kernel, q, p, tol, maxiter)
-    s_start = _system(g1, g2, node_kernel, edge_kernel, q, p).start
-    return float((s_start * x).sum())
+    s = _system(g1, g2, node_kernel, edge_kernel, q, p)
+    x, _ = _conjugate_gradient(s, tol, maxiter)
+    return float((s.start * x).sum())
 
 
 def nodewise(g1, g2, node_kernel, edge_kernel, q=0.05, tol=1e-10, maxiter=None):
