@@ -6,6 +6,8 @@
 #include "Dialect/BatchedVector/IR/BatchedVectorDialect.h"
 #include "Dialect/BatchedVector/Transforms/Passes.h"
 #include "Dialect/Graph/IR/GraphDialect.h"
+#include "Dialect/Kron/IR/KronDialect.h"
+#include "Dialect/Kron/Transforms/Passes.h"
 #include "Dialect/TileIterator/IR/TileIteratorDialect.h"
 #include "Dialect/Graph/Transforms/Passes.h"
 #include "Dialect/TileIterator/Transforms/Passes.h"
@@ -54,7 +56,7 @@ using namespace mlir;
 
 void kge::registerAllDialects(DialectRegistry &registry) {
   registry.insert<bvec::BatchedVectorDialect, tile::TileIteratorDialect,
-                  graph::GraphDialect>();
+                  graph::GraphDialect, kron::KronDialect>();
   // tensor: graph functions take and return tensors.
   registry.insert<tensor::TensorDialect>();
   // linalg: raised to tile by tile-raise-linalg.
@@ -91,6 +93,7 @@ void kge::registerAllPasses() {
     registerKGEConversionPasses();
     bvec::registerBatchedVectorPasses();
     graph::registerGraphPasses();
+    kron::registerKronPasses();
     tile::registerTileIteratorPasses();
     registerKGETransformsPasses();
     registerPipelines();

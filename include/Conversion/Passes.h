@@ -7,6 +7,7 @@
 #include "Conversion/BatchedVectorToSCF/BatchedVectorToSCF.h"
 #include "Conversion/BatchedVectorToTile/BatchedVectorToTile.h"
 #include "Conversion/GraphToTile/GraphToTile.h"
+#include "Conversion/KronToGPU/KronToGPU.h"
 #include "Conversion/TileIteratorToGPU/TileIteratorToGPU.h"
 #include "Conversion/TileIteratorToSCF/TileIteratorToSCF.h"
 

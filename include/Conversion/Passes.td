@@ -164,6 +164,56 @@ def ConvertGraphToTile : Pass<"convert-graph-to-tile", "ModuleOp"> {
   ];
 }
 
+def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
+  let summary = "Lower kron.gram to the GPU solver: one pair per thread block, XMV on the fly";
+  let description = [{
+    Rewrites every `func.func` whose result is a `kron.gram` over
+    `kron.octiles` datasets (run `kron-octile-tiling` first) into a
+    `gpu.module` with the bundle description: its signature is the
+    function's parameters, two more that the caller derives, and its two
+    results (`gram`, `iterations`, `[G_X, G_Y]`).
+
+    - `pairs` (`[P, 3]`, `kge.derived = {function = "pair_schedule", ...}`):
+      the pairs to solve as (kind, a, b) — kind 0 a Gram entry, 1 and 2
+      the self-kernels of X[a] and Y[b] that normalization divides by
+      (the symmetric case takes them from the diagonal and solves each
+      unordered pair once) — in decreasing order of cost (product nodes
+      times octile pairs), so that the longest solves start first;
+    - `workspace` (`[W]` f32, `kge.derived = {function =
+      "solver_workspace", blocks, vectors}`): the solver's vectors, `vectors`
+      of `n n'` floats for each of the `blocks` resident blocks.
+
+    The kernel runs `min(P, blocks)` blocks of 128 threads; each block
+    takes the next pair of the schedule from a counter (dynamic load
+    balancing) and solves it by conjugate gradient with the diagonal
+    preconditioner: the product system's diagonal and right-hand side are
+    formed from the node base kernel and the degrees, and the
+    off-diagonal part of each matrix-vector product (XMV) is computed on
+    the fly, each warp taking pairs of non-empty octiles (one of each
+    graph), expanding their compact form (bitmap and non-zeros) into
+    shared memory and accumulating, for each of the 64 product rows, the
+    edge base kernel times the weights times the direction over the
+    non-zeros of the two rows (the bitmaps' set bits). A second kernel
+    normalizes the Gram matrix where asked.
+
+    The dense octile product stays in this kernel rather than in a `tile`
+    task (docs/RationaleKron.md says why).
+  }];
+  let options = [
+    Option<"residentBlocks", "blocks", "int64_t", /*default=*/"1024",
+           "Blocks resident at once (each solves one pair at a time)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def ConvertBatchedVectorToSCF : Pass<"convert-bvec-to-scf", "ModuleOp"> {
   let summary = "Lower bvec functions to loops over memrefs (the CPU path)";
   let description = [{

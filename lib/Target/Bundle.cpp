@@ -169,6 +169,8 @@ FailureOr<std::string> mlir::kge::translateToBundle(ModuleOp module,
       {"launches", std::move(plan)},
       {"checks", toJSON(checks)},
   };
+  if (auto derived = kernels->getAttrOfType<DictionaryAttr>(kDerivedAttrName))
+    bundle["derived"] = toJSON(derived);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:1}", llvm::json::Value(std::move(bundle))) << "\n";

@@ -109,6 +109,17 @@ def matrix_products_through_tile(module):
     return converted
 
 
+def lower_text(text, pipeline):
+    """The module `text`, parsed in a new context and run through the
+    textual pass pipeline `pipeline`."""
+    ir = _ir()
+    module = ir.Module.parse(ir.Context(), text)
+    pm = ir.PassManager(module.context)
+    pm.add(pipeline)
+    pm.run(module)
+    return module
+
+
 def compile_cpu(module, function=""):
     """The bvec.func `function` of `module` compiled for the host CPU: call
     it with a dict of NumPy arrays, get a dict of NumPy results."""

@@ -394,12 +394,8 @@ def rgcn_gradients_reference(x, weight, root, src, dst, etype, grad_out):
 def _lowered(text, pipeline):
     """The module `text`, parsed in a new context and run through the pass
     pipeline `pipeline`."""
-    from . import ir
-    module = ir.Module.parse(ir.Context(), text)
-    pm = ir.PassManager(module.context)
-    pm.add(pipeline)
-    pm.run(module)
-    return module
+    from .compiler import lower_text
+    return lower_text(text, pipeline)
 
 
 def differentiate(text, keep_forward=True):

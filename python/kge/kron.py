@@ -157,9 +157,10 @@ class TensorProduct:
 
 
 def _labels(labels, kernel, where):
-    """The labels a kernel reads: the dict for a TensorProduct, the first
-    (only) feature otherwise (none: unlabeled, for Constant)."""
-    if isinstance(kernel, TensorProduct):
+    """The labels a kernel reads: the dict for a TensorProduct or an
+    Additive, the first (only) feature otherwise (none: unlabeled, for
+    Constant)."""
+    if isinstance(kernel, (TensorProduct, Additive)):
         missing = set(kernel.features) - set(labels)
         if missing:
             raise KeyError(f"the {where} kernel reads feature(s) "
@@ -467,3 +468,698 @@ def xmv_octiles(o1, o2, g1, g2, node_kernel, edge_kernel, x, q=0.05, p=None):
             np.subtract.at(y, (rows1[:, None], rows2[None, :]),
                            w * x[cols1][:, cols2])
     return y
+
+
+class Additive:
+    """The mean of base kernels over label features: Additive(element=
+    KroneckerDelta(0.5), charge=SquareExponential(1.0)) is (kv_element +
+    kv_charge) / 2, in (0, 1] like its terms."""
+
+    def __init__(self, **features):
+        if not features:
+            raise ValueError("Additive takes at least one feature's kernel")
+        self.features = features
+
+    def __call__(self, x, y):
+        out = 0.0
+        for name, kernel in self.features.items():
+            out = out + kernel(x[name], y[name])
+        return out / len(self.features)
+
+
+# ---------------------------------------------------------------------------
+# Datasets as the dialect's arrays (kron.graphs) and their octiles
+# (kron-octile-tiling's derived parameters)
+# ---------------------------------------------------------------------------
+
+_ELEMENTARY = (KroneckerDelta, SquareExponential, Constant)
+
+
+def _real(value):
+    """`value` as MLIR writes a float (a digit, a point, an exponent)."""
+    return f"{float(value):.17e}"
+
+
+def kernel_attribute(kernel):
+    """The `kron` base-kernel attribute of `kernel` (#kron.delta, ...)."""
+    if isinstance(kernel, KroneckerDelta):
+        return f"#kron.delta<{_real(kernel.h)}>"
+    if isinstance(kernel, SquareExponential):
+        return f"#kron.sqexp<{_real(kernel.length_scale)}>"
+    if isinstance(kernel, Constant):
+        return f"#kron.constant<{_real(kernel.c)}>"
+    if isinstance(kernel, (TensorProduct, Additive)):
+        for name, k in kernel.features.items():
+            if not isinstance(k, _ELEMENTARY):
+                raise TypeError(f"feature '{name}' takes a KroneckerDelta, SquareExponential "
+                                f"or Constant, got {type(k).__name__}")
+        mnemonic = "product" if isinstance(kernel, TensorProduct) else "sum"
+        inner = ", ".join(kernel_attribute(k) for k in kernel.features.values())
+        return f"#kron.{mnemonic}<[{inner}]>"
+    raise TypeError(f"not a base kernel: {kernel!r} (use KroneckerDelta, SquareExponential, "
+                    "Constant, TensorProduct or Additive)")
+
+
+def _feature_names(kernel, graphs, where):
+    """The label features `kernel` reads, in the order the packed arrays
+    hold them."""
+    if isinstance(kernel, (TensorProduct, Additive)):
+        return list(kernel.features)
+    if isinstance(kernel, Constant):
+        return []
+    names = {tuple(sorted(getattr(g, f"{where}_labels"))) for g in graphs}
+    if len(names) != 1 or len(next(iter(names))) != 1:
+        raise ValueError(f"the {where} kernel reads one label feature; the graphs' {where}s "
+                         f"have {sorted(names)}: use TensorProduct(feature=kernel, ...)")
+    return list(next(iter(names)))
+
+
+def _label_column(values, name, where, index):
+    """Labels as float32, refused when they are not finite numbers."""
+    try:
+        column = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"graph {index}: {where} label '{name}' holds values that are not "
+                        "numbers (map categories to integers first)") from None
+    if not np.all(np.isfinite(column)):
+        raise ValueError(f"graph {index}: {where} label '{name}' holds NaN or infinite values")
+    return column.astype(np.float32)
+
+
+def pack(graphs, node_features=(), edge_features=()):
+    """The dataset `graphs` (LabeledGraphs) as `kron.graphs` takes it: a
+    dict of `nodes` [G, 2] (first node, count), `node_labels` [V, Fv],
+    `edges` [G, 2] (first edge, count), `ends` [E, 2] (each undirected edge
+    once, i < j, numbered within its graph), `weights` [E] and
+    `edge_labels` [E, Fe], features in the order given. Empty datasets and
+    graphs, missing features and labels that are not finite numbers are
+    refused."""
+    graphs = list(graphs)
+    if not graphs:
+        raise ValueError("the dataset holds no graph")
+    nodes, edges, ends, weights = [], [], [], []
+    node_labels, edge_labels = [], []
+    first_node = first_edge = 0
+    for index, g in enumerate(graphs):
+        if not isinstance(g, LabeledGraph):
+            raise TypeError(f"graph {index} is a {type(g).__name__}, not a LabeledGraph "
+                            "(see from_networkx and from_molecule)")
+        n = g.num_nodes
+        if n == 0:
+            raise ValueError(f"graph {index} has no node; the marginalized kernel needs at "
+                             "least one")
+        i, j = np.nonzero(np.triu(g.adjacency, 1))
+        nodes.append((first_node, n))
+        edges.append((first_edge, len(i)))
+        ends.append(np.stack([i, j], 1))
+        weights.append(g.adjacency[i, j])
+        for name in node_features:
+            if name not in g.node_labels:
+                raise KeyError(f"graph {index} has no node label '{name}'")
+        for name in edge_features:
+            if name not in g.edge_labels:
+                raise KeyError(f"graph {index} has no edge label '{name}'")
+        node_labels.append(np.stack([_label_column(g.node_labels[f], f, "node", index)
+                                     for f in node_features], 1) if node_features
+                           else np.zeros((n, 0), np.float32))
+        edge_labels.append(np.stack([_label_column(g.edge_labels[f][i, j], f, "edge", index)
+                                     for f in edge_features], 1) if edge_features
+                           else np.zeros((len(i), 0), np.float32))
+        first_node += n
+        first_edge += len(i)
+    return {"nodes": np.asarray(nodes, np.int32).reshape(-1, 2),
+            "node_labels": np.concatenate(node_labels).astype(np.float32),
+            "edges": np.asarray(edges, np.int32).reshape(-1, 2),
+            "ends": np.concatenate(ends).astype(np.int32).reshape(-1, 2),
+            "weights": np.concatenate(weights).astype(np.float32),
+            "edge_labels": np.concatenate(edge_labels).astype(np.float32)}
+
+
+def _graph_order(n, i, j, order):
+    """The node order of one graph (positions of its nodes) for `order`."""
+    if order == "natural" or n <= OCTILE:
+        return np.arange(n)
+    a = np.zeros((n, n))
+    a[i, j] = a[j, i] = 1
+    rcm = rcm_order(LabeledGraph(a))
+    if order == "rcm":
+        return rcm
+    def tiles(o):
+        position = np.empty(n, np.int64)
+        position[o] = np.arange(n)
+        pi, pj = position[np.r_[i, j]], position[np.r_[j, i]]
+        return len(np.unique((pi // OCTILE) * n + pj // OCTILE))
+    return rcm if tiles(rcm) < tiles(np.arange(n)) else np.arange(n)
+
+
+def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto"):
+    """kron-octile-tiling's derived parameters of a packed dataset: each
+    graph's nodes in `order` (natural, rcm, or auto: per graph the one with
+    fewer tiles), its adjacency as non-empty 8 x 8 tiles (both directions
+    of each edge), each a 64-bit bitmap (bit r * 8 + c) and its non-zeros
+    in bit order. A dict of `node_labels` and `degrees` per node (tiled
+    order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
+    column), `bitmaps` (int64), `offsets` (first non-zero) per tile, and
+    `weights`, `edge_labels` per non-zero."""
+    if order not in ("natural", "rcm", "auto"):
+        raise ValueError(f"the node order is 'natural', 'rcm' or 'auto', not {order!r}")
+    nodes = np.asarray(nodes, np.int64)
+    ends = np.asarray(ends, np.int64)
+    weights = np.asarray(weights, np.float32)
+    edge_labels = np.asarray(edge_labels, np.float32)
+    node_labels = np.asarray(node_labels, np.float32)
+    position = np.empty(len(node_labels), np.int64)
+    graph_of_edge = np.repeat(np.arange(len(edges)), np.asarray(edges)[:, 1])
+    for g, ((first, n), (e0, ne)) in enumerate(zip(nodes, np.asarray(edges, np.int64))):
+        o = _graph_order(int(n), ends[e0:e0 + ne, 0], ends[e0:e0 + ne, 1], order)
+        position[first + o] = np.arange(n)
+    base = nodes[graph_of_edge, 0]
+    # Both directions of every edge, as (graph, tile row, tile column, bit).
+    src = np.r_[ends[:, 0], ends[:, 1]]
+    dst = np.r_[ends[:, 1], ends[:, 0]]
+    graph = np.r_[graph_of_edge, graph_of_edge]
+    pi = position[np.r_[base, base] + src]
+    pj = position[np.r_[base, base] + dst]
+    w = np.r_[weights, weights]
+    labels = np.concatenate([edge_labels, edge_labels])
+    row, col, bit = pi // OCTILE, pj // OCTILE, (pi % OCTILE) * OCTILE + pj % OCTILE
+    key = np.lexsort((bit, col, row, graph))
+    graph, row, col, bit, w, labels = graph[key], row[key], col[key], bit[key], w[key], labels[key]
+    tile_key = (graph << 40) | (row << 20) | col
+    starts = np.flatnonzero(np.r_[True, tile_key[1:] != tile_key[:-1]]) if len(key) else \
+        np.zeros(0, np.int64)
+    bitmaps = (np.bitwise_or.reduceat(np.left_shift(np.uint64(1), bit.astype(np.uint64)), starts)
+               if len(key) else np.zeros(0, np.uint64))
+    tile_graph = graph[starts]
+    counts = np.bincount(tile_graph, minlength=len(nodes))
+    first_tile = np.r_[0, np.cumsum(counts)[:-1]]
+    degrees = np.zeros(len(node_labels), np.float64)
+    np.add.at(degrees, np.r_[base, base] + src, np.r_[weights, weights])
+    # Node v of graph g moves to row first(g) + position[v].
+    target = np.repeat(nodes[:, 0], nodes[:, 1]) + position
+    tiled_labels = np.empty_like(node_labels)
+    tiled_labels[target] = node_labels
+    tiled_degrees = np.empty(len(node_labels), np.float32)
+    tiled_degrees[target] = degrees
+    return {"node_labels": tiled_labels, "degrees": tiled_degrees,
+            "tiles": np.stack([first_tile, counts], 1).astype(np.int32),
+            "coords": ((row[starts] << 16) | col[starts]).astype(np.int32),
+            "bitmaps": bitmaps.view(np.int64),
+            "offsets": starts.astype(np.int32),
+            "weights": w.astype(np.float32), "edge_labels": labels.reshape(len(labels), edge_labels.shape[1])}
+
+
+def pair_schedule(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False):
+    """convert-kron-to-gpu's pair schedule: rows (kind, a, b) — kind 0 the
+    Gram entry (X[a], Y[b]), 1 and 2 the self-kernels of X[a] and Y[b]
+    that normalization divides by — most expensive first (product nodes
+    plus octile pairs). Without Y the dataset is compared with itself and
+    each unordered pair is listed once (the diagonal holds the
+    self-kernels)."""
+    x_nodes, x_tiles = np.asarray(x_nodes, np.int64), np.asarray(x_tiles, np.int64)
+    symmetric = y_nodes is None
+    y_nodes = x_nodes if symmetric else np.asarray(y_nodes, np.int64)
+    y_tiles = x_tiles if symmetric else np.asarray(y_tiles, np.int64)
+    a, b = np.meshgrid(np.arange(len(x_nodes)), np.arange(len(y_nodes)), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    if symmetric:
+        keep = a <= b
+        a, b = a[keep], b[keep]
+    kind = np.zeros(len(a), np.int64)
+    left_n, right_n = x_nodes[a, 1], y_nodes[b, 1]
+    left_t, right_t = x_tiles[a, 1], y_tiles[b, 1]
+    if normalize and not symmetric:
+        sx, sy = np.arange(len(x_nodes)), np.arange(len(y_nodes))
+        kind = np.r_[kind, np.ones(len(sx), np.int64), np.full(len(sy), 2)]
+        a, b = np.r_[a, sx, np.zeros(len(sy), np.int64)], np.r_[b, np.zeros(len(sx), np.int64), sy]
+        left_n = np.r_[left_n, x_nodes[sx, 1], y_nodes[sy, 1]]
+        right_n = np.r_[right_n, x_nodes[sx, 1], y_nodes[sy, 1]]
+        left_t = np.r_[left_t, x_tiles[sx, 1], y_tiles[sy, 1]]
+        right_t = np.r_[right_t, x_tiles[sx, 1], y_tiles[sy, 1]]
+    cost = left_n * right_n + 16 * left_t * right_t
+    order = np.argsort(-cost, kind="stable")
+    return np.stack([kind[order], a[order], b[order]], 1).astype(np.int32)
+
+
+def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=5):
+    """The solver workspace's length (floats): `vectors` of the largest
+    product n n' of the schedule for each of the min(P, blocks) blocks."""
+    x_nodes = np.asarray(x_nodes, np.int64)
+    y_nodes = x_nodes if y_nodes is None else np.asarray(y_nodes, np.int64)
+    pairs = np.asarray(pairs, np.int64)
+    if not len(pairs):
+        return 0
+    kind, a, b = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+    left = np.where(kind == 2, y_nodes[b, 1], x_nodes[a, 1])
+    right = np.where(kind == 1, x_nodes[a, 1], y_nodes[b, 1])
+    return int(min(len(pairs), blocks) * vectors * int((left * right).max()))
+
+
+def _tile_dense(parts, tile, features):
+    """Tile `tile` of `parts` expanded: weights [8, 8] and labels {feature:
+    [8, 8]} (zero where the bitmap is clear)."""
+    bitmap = int(np.uint64(parts["bitmaps"][tile].astype(np.int64).view(np.uint64)))
+    bits = [b for b in range(OCTILE * OCTILE) if (bitmap >> b) & 1]
+    first = int(parts["offsets"][tile])
+    w = np.zeros(OCTILE * OCTILE)
+    w[bits] = parts["weights"][first:first + len(bits)]
+    labels = {}
+    for f, name in enumerate(features):
+        column = np.zeros(OCTILE * OCTILE)
+        column[bits] = parts["edge_labels"][first:first + len(bits), f]
+        labels[name] = column.reshape(OCTILE, OCTILE)
+    return w.reshape(OCTILE, OCTILE), labels
+
+
+def _evaluate(kernel, x, y):
+    """A base kernel of labels {feature: array} (broadcast)."""
+    if isinstance(kernel, Constant):
+        return np.full(np.broadcast(*(list(x.values()) + list(y.values()) or [0])).shape,
+                       kernel.c)
+    if isinstance(kernel, (TensorProduct, Additive)):
+        return kernel(x, y)
+    (name,) = x
+    return kernel(x[name], y[name])
+
+
+def solve_octiles(parts1, g1, parts2, g2, node_kernel, edge_kernel, node_features,
+                  edge_features, q=0.05, tol=1e-6, maxiter=1000):
+    """The GPU solver's algorithm on the CPU (float64), on the arrays the
+    kernel reads: graph `g1` of octile parts `parts1` against graph `g2` of
+    `parts2`: conjugate gradient with the diagonal preconditioner, XMV's
+    off-diagonal part accumulated octile pair by octile pair. Returns
+    (K, iterations), iterations negated when it did not converge."""
+    (t1, nt1), (t2, nt2) = parts1["tiles"][g1], parts2["tiles"][g2]
+    first1, n1 = parts1["nodes"][g1]
+    first2, n2 = parts2["nodes"][g2]
+    def labels(parts, first, n):
+        return {name: parts["node_labels"][first:first + n, f].astype(np.float64)
+                for f, name in enumerate(node_features)}
+    l1, l2 = labels(parts1, first1, n1), labels(parts2, first2, n2)
+    kv = _evaluate(node_kernel, {k: v[:, None] for k, v in l1.items()},
+                   {k: v[None, :] for k, v in l2.items()})
+    kv = np.broadcast_to(kv, (n1, n2))
+    d = np.outer(parts1["degrees"][first1:first1 + n1] + q, parts2["degrees"][first2:first2 + n2] + q)
+    dv = d / kv
+    pad1, pad2 = -(-n1 // OCTILE) * OCTILE, -(-n2 // OCTILE) * OCTILE
+    blocks = []
+    for u in range(t1, t1 + nt1):
+        w1, e1 = _tile_dense(parts1, u, edge_features)
+        r1, c1 = divmod(int(parts1["coords"][u]), 1 << 16)
+        for v in range(t2, t2 + nt2):
+            w2, e2 = _tile_dense(parts2, v, edge_features)
+            r2, c2 = divmod(int(parts2["coords"][v]), 1 << 16)
+            ke = _evaluate(edge_kernel, {k: a[:, None, :, None] for k, a in e1.items()},
+                           {k: a[None, :, None, :] for k, a in e2.items()})
+            blocks.append((r1, c1, r2, c2, w1[:, None, :, None] * w2[None, :, None, :] * ke))
+
+    def xmv(p):
+        y = np.zeros((pad1, pad2))
+        y[:n1, :n2] = dv * p[:n1, :n2]
+        for r1, c1, r2, c2, m in blocks:
+            y[r1 * 8:r1 * 8 + 8, r2 * 8:r2 * 8 + 8] -= np.einsum(
+                "iajb,jb->ia", m, p[c1 * 8:c1 * 8 + 8, c2 * 8:c2 * 8 + 8])
+        return y
+
+    def padded(a):
+        out = np.zeros((pad1, pad2))
+        out[:n1, :n2] = a
+        return out
+    dvp = padded(dv)
+    dvp[dvp == 0] = 1
+    r = padded(d * q * q)
+    x = np.zeros_like(r)
+    z = r / dvp
+    p = z.copy()
+    rz, bound = float((r * z).sum()), tol * tol * float((r * r).sum())
+    for iteration in range(1, maxiter + 1):
+        ap = xmv(p)
+        alpha = rz / float((p * ap).sum())
+        x += alpha * p
+        r -= alpha * ap
+        z = r / dvp
+        rz_next = float((r * z).sum())
+        if float((r * r).sum()) <= bound:
+            return float(x.sum()) / (n1 * n2), iteration
+        p = z + (rz_next / rz) * p
+        rz = rz_next
+    return float(x.sum()) / (n1 * n2), -maxiter
+
+
+def gram_octiles(parts_x, pairs, node_kernel, edge_kernel, node_features, edge_features,
+                 parts_y=None, q=0.05, tol=1e-6, maxiter=1000, normalize=False):
+    """The Gram matrix and iteration counts as the GPU kernel computes
+    them from the octile parts and the pair schedule (solve_octiles per
+    pair, results scattered by kind, then normalized)."""
+    symmetric = parts_y is None
+    parts_y = parts_x if symmetric else parts_y
+    gx, gy = len(parts_x["nodes"]), len(parts_y["nodes"])
+    k = np.full((gx, gy), np.nan)
+    iterations = np.zeros((gx, gy), np.int64)
+    self_x, self_y = np.zeros(gx), np.zeros(gy)
+    for kind, a, b in np.asarray(pairs):
+        left, li = (parts_y, b) if kind == 2 else (parts_x, a)
+        right, ri = (parts_x, a) if kind == 1 else (parts_y, b)
+        value, its = solve_octiles(left, li, right, ri, node_kernel, edge_kernel,
+                                   node_features, edge_features, q, tol, maxiter)
+        if kind == 0:
+            k[a, b], iterations[a, b] = value, its
+            if symmetric:
+                k[b, a], iterations[b, a] = value, its
+                if a == b:
+                    self_x[a] = value
+        elif kind == 1:
+            self_x[a] = value
+        else:
+            self_y[b] = value
+    if normalize:
+        k = k / np.sqrt(np.outer(self_x, self_x if symmetric else self_y))
+    return k, iterations
+
+
+# ---------------------------------------------------------------------------
+# The compiled solver
+# ---------------------------------------------------------------------------
+
+def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
+                maxiter=1000, normalize=False, symmetric=True, name="gram"):
+    """The `kron` function computing the Gram matrix of one dataset with
+    itself (`symmetric`) or of X against Y, as MLIR text."""
+    if not 0 < q < 1:
+        raise ValueError(f"the stopping probability must be in (0, 1), got {q}")
+    if not tol > 0:
+        raise ValueError(f"the tolerance must be positive, got {tol}")
+    if not (isinstance(maxiter, int) and maxiter >= 1):
+        raise ValueError(f"the iteration cap must be a positive integer, got {maxiter!r}")
+    fv, fe = len(node_features), len(edge_features)
+    graphs_type = f"!kron.graphs<node_labels = {fv}, edge_labels = {fe}>"
+    tensors = (f"tensor<?x2xi32>, tensor<?x{fv}xf32>, tensor<?x2xi32>, tensor<?x2xi32>, "
+               f"tensor<?xf32>, tensor<?x{fe}xf32>")
+    args, datasets = [], []
+    for suffix in ([""] if symmetric else ["", "_y"]):
+        names = ["nodes", "node_labels", "edges", "ends", "weights", "edge_labels"]
+        types = tensors.split(", ")
+        args += [f'%{n}{suffix}: {t} {{kge.param = "{n}{suffix}"}}' for n, t in zip(names, types)]
+        datasets.append(
+            f"  %X{suffix} = kron.graphs nodes(%nodes{suffix}, %node_labels{suffix}) "
+            f"edges(%edges{suffix}, %ends{suffix}, %weights{suffix}, %edge_labels{suffix}) "
+            f": {tensors} -> {graphs_type}")
+    operands = "%X" if symmetric else "%X, %X_y"
+    types = graphs_type if symmetric else f"{graphs_type}, {graphs_type}"
+    return (f"func.func @{name}({', '.join(args)})\n"
+            f"    -> (tensor<?x?xf32> {{kge.param = \"gram\"}}, "
+            f"tensor<?x?xi32> {{kge.param = \"iterations\"}}) {{\n"
+            + "\n".join(datasets) + "\n"
+            f"  %K, %it = kron.gram {operands} node({kernel_attribute(node_kernel)}) "
+            f"edge({kernel_attribute(edge_kernel)}) stop({_real(q)}) tol({_real(tol)}) "
+            f"max_iter({maxiter}){' normalize' if normalize else ''} "
+            f": {types} -> tensor<?x?xf32>, tensor<?x?xi32>\n"
+            f"  return %K, %it : tensor<?x?xf32>, tensor<?x?xi32>\n}}\n")
+
+
+#: Blocks the solver keeps resident (convert-kron-to-gpu's `blocks`).
+RESIDENT_BLOCKS = 1024
+_VECTORS = 5
+
+
+def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
+                 maxiter=1000, normalize=False, symmetric=True, order="auto", cubin=True,
+                 cache=True):
+    """The GPU bundle (kge.compiler.Bundle) of gram_module's function,
+    lowered through kron-octile-tiling{order}, convert-kron-to-gpu and
+    kge-lower-to-gpu; compiled once, then read from the bundle cache."""
+    from . import compiler, ir, tile
+    text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
+                       maxiter, normalize, symmetric)
+
+    def build():
+        module = compiler.lower_text(
+            text, f"kron-octile-tiling{{order={order}}},"
+                  f"convert-kron-to-gpu{{blocks={RESIDENT_BLOCKS}}},kge-lower-to-gpu")
+        return compiler.Bundle(ir.to_bundle(module, cubin))
+
+    return tile.cached_bundle({"kron": text, "order": order, "cubin": cubin}, build, cache)
+
+
+def derived_arrays(bundle, arrays):
+    """The parameters of `bundle` that the caller derives (the manifest's
+    `derived`: kron-octile-tiling's octiles, convert-kron-to-gpu's pair
+    schedule), computed from `arrays` (the packed datasets by parameter
+    name), and the workspace's length under "workspace" (allocated on the
+    device by the caller)."""
+    derived = bundle.manifest.get("derived", {})
+    out, computed = {}, {}
+    for param in bundle.params:
+        name = param["name"]
+        fields = derived.get(name)
+        if fields is None or name in arrays:
+            continue
+        given = {**arrays, **out}
+        function = fields["function"]
+        if function == "octiles":
+            sources = tuple(fields[k] for k in ("nodes", "node_labels", "edges", "ends",
+                                                "weights", "edge_labels"))
+            missing = [s for s in sources if s not in given]
+            if missing:
+                raise KeyError(f"parameter '{name}' is derived from {', '.join(sources)}; "
+                               f"missing {', '.join(missing)}")
+            key = (sources, fields["order"])
+            if key not in computed:
+                computed[key] = octile_parts(*(given[s] for s in sources), order=fields["order"])
+            out[name] = computed[key][fields["part"]]
+        elif function == "pair_schedule":
+            symmetric = fields["symmetric"] == "true"
+            out[name] = pair_schedule(
+                given[fields["x_nodes"]], given[fields["x_tiles"]],
+                None if symmetric else given[fields["y_nodes"]],
+                None if symmetric else given[fields["y_tiles"]],
+                normalize=fields["normalize"] == "true")
+        elif function == "solver_workspace":
+            symmetric = fields["x_nodes"] == fields["y_nodes"]
+            out[name] = workspace_size(given[fields["pairs"]], given[fields["x_nodes"]],
+                                       None if symmetric else given[fields["y_nodes"]],
+                                       int(fields["blocks"]), int(fields["vectors"]))
+        else:
+            raise ValueError(f"parameter '{name}' is derived by '{function}', which kge.kron "
+                             "does not know")
+    return out
+
+
+def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None):
+    """Runs a compile_gram bundle on the GPU (PyTorch tensors): derives
+    the octiles, the pair schedule and the workspace, launches, and returns
+    (gram, iterations) as NumPy arrays."""
+    import torch
+    program = program or bundle.load()
+    arrays = dict(packed_x)
+    if packed_y is not None:
+        arrays.update({f"{k}_y": v for k, v in packed_y.items()})
+    arrays.update(derived_arrays(bundle, arrays))
+    tensors = {}
+    for param in bundle.params:
+        name = param["name"]
+        if param["role"] == "result":
+            continue
+        if name == "workspace":
+            tensors[name] = torch.empty(max(arrays[name], 1), dtype=torch.float32,
+                                        device=device)
+        else:
+            tensors[name] = torch.from_numpy(np.ascontiguousarray(arrays[name])).to(device)
+    results = program(**tensors)
+    return results["gram"].cpu().numpy(), results["iterations"].cpu().numpy()
+
+
+# ---------------------------------------------------------------------------
+# Graphs from networkx and RDKit
+# ---------------------------------------------------------------------------
+
+def from_networkx(graph, node_labels=None, edge_labels=None, weight=None):
+    """A LabeledGraph of an undirected networkx graph: `node_labels` and
+    `edge_labels` name the numeric node and edge attributes to keep (all
+    that every node / edge has, by default); `weight` the edge attribute
+    holding the weight (1 by default). Nodes are numbered in the graph's
+    order."""
+    nodes = list(graph.nodes)
+    index = {v: i for i, v in enumerate(nodes)}
+    edges = [(index[u], index[v]) for u, v in graph.edges if u != v]
+    data = [d for u, v, d in graph.edges(data=True) if u != v]
+
+    def common(items):
+        keys = None
+        for d in items:
+            keys = set(d) if keys is None else keys & set(d)
+        return sorted(keys or [])
+    if node_labels is None:
+        node_labels = common(graph.nodes[v] for v in nodes)
+    if edge_labels is None:
+        edge_labels = [k for k in common(data) if k != weight]
+    try:
+        node_values = {k: np.array([graph.nodes[v][k] for v in nodes]) for k in node_labels}
+        edge_values = {k: np.array([d[k] for d in data]) for k in edge_labels}
+    except KeyError as missing:
+        raise KeyError(f"a node or edge lacks the label {missing}") from None
+    weights = np.array([d[weight] for d in data], float) if weight else None
+    return LabeledGraph.from_edges(len(nodes), edges, weights, node_values, edge_values)
+
+
+#: RDKit's bond types as bond orders (aromatic: 1.5).
+_BOND_ORDERS = {"SINGLE": 1.0, "DOUBLE": 2.0, "TRIPLE": 3.0, "AROMATIC": 1.5}
+
+
+def from_molecule(molecule):
+    """A LabeledGraph of an RDKit molecule: atoms are nodes labeled
+    `element` (atomic number), `charge` (formal charge), `aromatic` (0/1)
+    and `hydrogens` (attached H count); bonds are edges of weight 1
+    labeled `order` (1, 1.5, 2, 3) and `ring` (0/1)."""
+    atoms = list(molecule.GetAtoms())
+    bonds = list(molecule.GetBonds())
+    node_labels = {
+        "element": np.array([a.GetAtomicNum() for a in atoms], float),
+        "charge": np.array([a.GetFormalCharge() for a in atoms], float),
+        "aromatic": np.array([float(a.GetIsAromatic()) for a in atoms]),
+        "hydrogens": np.array([a.GetTotalNumHs() for a in atoms], float)}
+    edges = [(b.GetBeginAtomIdx(), b.GetEndAtomIdx()) for b in bonds]
+    edge_labels = {
+        "order": np.array([_BOND_ORDERS.get(str(b.GetBondType()), 1.0) for b in bonds]),
+        "ring": np.array([float(b.IsInRing()) for b in bonds])}
+    return LabeledGraph.from_edges(len(atoms), edges, None, node_labels, edge_labels)
+
+
+def as_labeled_graph(graph):
+    """`graph` as a LabeledGraph: LabeledGraphs as they are, networkx
+    graphs through from_networkx, RDKit molecules through from_molecule."""
+    if isinstance(graph, LabeledGraph):
+        return graph
+    if hasattr(graph, "GetAtoms") and hasattr(graph, "GetBonds"):
+        return from_molecule(graph)
+    if hasattr(graph, "nodes") and hasattr(graph, "edges"):
+        if graph.is_directed():
+            raise ValueError("the marginalized kernel compares undirected graphs; got a "
+                             "directed networkx graph (use graph.to_undirected())")
+        return from_networkx(graph)
+    raise TypeError(f"cannot make a labeled graph of a {type(graph).__name__} (expected a "
+                    "LabeledGraph, a networkx graph or an RDKit molecule)")
+
+
+# ---------------------------------------------------------------------------
+# A scikit-learn-style kernel (GraphDot's MarginalizedGraphKernel)
+# ---------------------------------------------------------------------------
+
+class ConvergenceError(RuntimeError):
+    """Pairs whose conjugate gradient did not converge within the cap."""
+
+    def __init__(self, pairs, maxiter):
+        self.pairs = pairs
+        shown = ", ".join(f"({a}, {b})" for a, b in pairs[:8])
+        more = f" and {len(pairs) - 8} more" if len(pairs) > 8 else ""
+        super().__init__(f"{len(pairs)} pair(s) did not converge within {maxiter} "
+                         f"iterations: {shown}{more} (raise maxiter or the stopping "
+                         "probability q)")
+
+
+class MarginalizedGraphKernel:
+    """The marginalized graph kernel between graphs (LabeledGraphs,
+    networkx graphs, RDKit molecules), GraphDot-style:
+
+        kernel = MarginalizedGraphKernel(
+            TensorProduct(element=KroneckerDelta(0.5), aromatic=KroneckerDelta(0.5)),
+            TensorProduct(order=KroneckerDelta(0.5)), q=0.05, normalize=True)
+        K = kernel(molecules)              # [N, N] Gram matrix
+        K_test = kernel(test, molecules)   # [M, N]
+        kernel.diag(molecules)             # K(G, G) per graph
+
+    usable as sklearn's precomputed kernel (SVC(kernel='precomputed'),
+    GaussianProcessRegressor through a precomputed Gram matrix). On the
+    GPU (`device='cuda'`) the `kron` dialect's solver runs (float32, one
+    thread block per pair, compiled once per kernel configuration); on the
+    CPU (`device='cpu'`) the float64 reference. Pairs that do not converge
+    within `maxiter` raise ConvergenceError (or, with
+    `raise_on_failure=False`, stay in the result, their indices in
+    `self.failed_pairs`)."""
+
+    def __init__(self, node_kernel, edge_kernel, q=0.05, tol=1e-6, maxiter=1000,
+                 normalize=False, order="auto", device=None, raise_on_failure=True):
+        if not 0 < q < 1:
+            raise ValueError(f"the stopping probability q must be in (0, 1), got {q}")
+        kernel_attribute(node_kernel)
+        kernel_attribute(edge_kernel)
+        self.node_kernel, self.edge_kernel = node_kernel, edge_kernel
+        self.q, self.tol, self.maxiter = float(q), float(tol), int(maxiter)
+        self.normalize, self.order = normalize, order
+        self.device = device
+        self.raise_on_failure = raise_on_failure
+        self.failed_pairs = []
+        self._programs = {}
+
+    def _device(self):
+        if self.device is not None:
+            return self.device
+        try:
+            import torch
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:
+            return "cpu"
+
+    def __call__(self, X, Y=None):
+        X = [as_labeled_graph(g) for g in X]
+        Y = None if Y is None else [as_labeled_graph(g) for g in Y]
+        if self._device() == "cpu":
+            return self._cpu(X, Y)
+        return self._gpu(X, Y)
+
+    def diag(self, X):
+        """K(G, G) of each graph of X (normalized: ones)."""
+        X = [as_labeled_graph(g) for g in X]
+        if self.normalize:
+            return np.ones(len(X))
+        return np.array([self._pair(g, g) for g in X]) if self._device() == "cpu" else \
+            np.concatenate([np.diag(self._gpu([g], None)) for g in X])
+
+    def _pair(self, g, h):
+        try:
+            return kernel(g, h, self.node_kernel, self.edge_kernel, self.q, None, self.tol,
+                          self.maxiter)
+        except RuntimeError:
+            return None
+
+    def _cpu(self, X, Y):
+        symmetric = Y is None
+        Y = X if symmetric else Y
+        k = np.zeros((len(X), len(Y)))
+        failed = []
+        for a, g in enumerate(X):
+            for b, h in enumerate(Y):
+                if symmetric and b < a:
+                    k[a, b] = k[b, a]
+                    continue
+                value = self._pair(g, h)
+                if value is None:
+                    failed.append((a, b))
+                    value = np.nan
+                k[a, b] = value
+        if self.normalize:
+            dx = np.diag(k) if symmetric else np.array([self._pair(g, g) for g in X], float)
+            dy = dx if symmetric else np.array([self._pair(h, h) for h in Y], float)
+            k = k / np.sqrt(np.outer(dx, dy))
+        return self._finish(k, failed)
+
+    def _gpu(self, X, Y):
+        nodes = _feature_names(self.node_kernel, X + (Y or []), "node")
+        edges = _feature_names(self.edge_kernel, X + (Y or []), "edge")
+        key = (tuple(nodes), tuple(edges), Y is None)
+        if key not in self._programs:
+            bundle = compile_gram(self.node_kernel, self.edge_kernel, nodes, edges, self.q,
+                                  self.tol, self.maxiter, self.normalize, Y is None, self.order)
+            self._programs[key] = (bundle, bundle.load())
+        bundle, program = self._programs[key]
+        k, iterations = run_gram(bundle, pack(X, nodes, edges),
+                                 None if Y is None else pack(Y, nodes, edges),
+                                 device=self._device(), program=program)
+        failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
+        return self._finish(k.astype(np.float64), failed)
+
+    def _finish(self, k, failed):
+        self.failed_pairs = failed
+        if failed and self.raise_on_failure:
+            raise ConvergenceError(failed, self.maxiter)
+        return k

@@ -41,6 +41,11 @@ inline constexpr llvm::StringLiteral kLaunchPlanAttrName = "kge.launch_plan";
 inline constexpr llvm::StringLiteral kScratchAttrName = "kge.scratch";
 inline constexpr llvm::StringLiteral kChecksAttrName = "kge.checks";
 inline constexpr llvm::StringLiteral kModeAttrName = "kge.mode";
+/// Optional: the parameters the caller derives from others (graph data,
+/// layouts, schedules), by name: their `kge.derived` dictionaries, written
+/// to the manifest's `derived` object so that a caller without the
+/// compiler can compute them.
+inline constexpr llvm::StringLiteral kDerivedAttrName = "kge.derived";
 
 /// Builds the dictionaries of the bundle description.
 class BundleBuilder {

@@ -10,7 +10,7 @@
 
 #include "Dialect/Graph/Transforms/Passes.h"
 
-#include "DerivedParameters.h"
+#include "Dialect/Common/DerivedParameters.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -130,7 +130,7 @@ private:
   func::FuncOp f;
   bool markedOnly;
   OpBuilder b;
-  DerivedParameters params;
+  kge::DerivedParameters params;
   llvm::DenseMap<Operation *, PairGraphs> built;
 };
 

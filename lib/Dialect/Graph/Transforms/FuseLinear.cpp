@@ -10,7 +10,7 @@
 
 #include "Dialect/Graph/Transforms/Passes.h"
 
-#include "DerivedParameters.h"
+#include "Dialect/Common/DerivedParameters.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -79,7 +79,7 @@ private:
 
   func::FuncOp f;
   OpBuilder b;
-  DerivedParameters params;
+  kge::DerivedParameters params;
   llvm::DenseMap<std::pair<Value, Value>, Value> built;
 };
 

@@ -1,20 +1,21 @@
 //===- DerivedParameters.h - parameters a caller derives ------*- C++ -*-===//
 //
-// The schedules of graph functions (compact materialization, linear-operator
-// fusion) add parameters that the caller derives from others — graph data
-// from the graph's arrays, composed weights from the weights — marked
-// `kge.derived = {function = ..., <its arguments' kge.param>...}`.
+// The schedules and layouts of every dialect's functions add parameters that
+// the caller derives from others — graph data from a graph's arrays (graph's
+// compact materialization, kron's octiles), composed weights from the
+// weights (graph's linear-operator fusion) — marked `kge.derived =
+// {function = ..., <its arguments' kge.param>...}`.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KGE_LIB_DIALECT_GRAPH_TRANSFORMS_DERIVEDPARAMETERS_H
-#define KGE_LIB_DIALECT_GRAPH_TRANSFORMS_DERIVEDPARAMETERS_H
+#ifndef KGE_DIALECT_COMMON_DERIVEDPARAMETERS_H
+#define KGE_DIALECT_COMMON_DERIVEDPARAMETERS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace mlir {
-namespace graph {
+namespace kge {
 
 /// The parameters of one function by their kge.param names, and new
 /// parameters derived from them.
@@ -37,7 +38,7 @@ private:
   llvm::StringSet<> names;
 };
 
-} // namespace graph
+} // namespace kge
 } // namespace mlir
 
-#endif // KGE_LIB_DIALECT_GRAPH_TRANSFORMS_DERIVEDPARAMETERS_H
+#endif // KGE_DIALECT_COMMON_DERIVEDPARAMETERS_H

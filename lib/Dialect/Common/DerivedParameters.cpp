@@ -1,11 +1,11 @@
 //===- DerivedParameters.cpp - parameters a caller derives ----------------===//
 
-#include "DerivedParameters.h"
+#include "Dialect/Common/DerivedParameters.h"
 
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
-using namespace mlir::graph;
+using namespace mlir::kge;
 
 DerivedParameters::DerivedParameters(func::FuncOp f) : f(f) {
   for (unsigned n = 0; n < f.getNumArguments(); ++n)

@@ -1,0 +1,44 @@
+//===- Passes.td - kron transformation passes --------------*- tablegen -*-===//
+
+#ifndef KGE_DIALECT_KRON_TRANSFORMS_PASSES_TD
+#define KGE_DIALECT_KRON_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KronOctileTiling : Pass<"kron-octile-tiling", "ModuleOp"> {
+  let summary = "Store datasets of graphs as compact octiles in a chosen node order";
+  let description = [{
+    Rewrites every `kron.graphs` whose operands are parameters of its
+    function into a `kron.octiles` of new parameters that the caller
+    derives from the edge lists (`kge.derived = {function = "octiles",
+    part = <array>, order = <order>, nodes = ..., node_labels = ...,
+    edges = ..., ends = ..., weights = ..., edge_labels = ...}`, the
+    parameters' names): each graph's adjacency cut into 8 x 8 tiles,
+    empty tiles removed, each tile compact (a 64-bit bitmap and its
+    non-zeros in bit order), the node labels and degrees in the tiled
+    order (the solver's two-level sparsity). The derived arrays are the
+    `kron.octiles` operands of the same name (`node_labels` and
+    `edge_labels` as `octile_node_labels`, `octile_edge_labels`).
+
+    The node order (`order`) packs the non-zeros into fewer, denser
+    tiles: `natural` keeps the graph's numbering, `rcm` is the reverse
+    Cuthill-McKee order (bandwidth reduction), `auto` takes per graph the
+    one of the two that gives fewer tiles.
+
+    Example:
+
+    ```mlir
+    %X = kron.graphs nodes(%n, %nl) edges(%e, %ends, %w, %el) : ...
+    // kron-octile-tiling{order=rcm}:
+    %X = kron.octiles nodes(%n, %octile_node_labels, %degrees)
+        tiles(%tiles, %coords, %bitmaps, %offsets)
+        nonzeros(%octile_weights, %octile_edge_labels) order("rcm") : ...
+    ```
+  }];
+  let options = [
+    Option<"order", "order", "std::string", /*default=*/"\"auto\"",
+           "The node order the tiles are cut in: natural, rcm or auto">,
+  ];
+}
+
+#endif // KGE_DIALECT_KRON_TRANSFORMS_PASSES_TD

@@ -1,0 +1,1019 @@
+//===- KronToGPU.cpp - the marginalized graph kernel solver on the GPU ----===//
+//
+// Lowers `kron.gram` over octile datasets to the solver of Tang et al.: each
+// thread block solves one pair's product system at a time by preconditioned
+// conjugate gradient, the product's matrix-vector product (XMV) formed on
+// the fly from the two graphs' compact octiles, the base kernels evaluated
+// inline (generated from their attributes); pairs are taken from a schedule
+// in decreasing order of cost through a counter (dynamic load balancing).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/KronToGPU/KronToGPU.h"
+
+#include "Conversion/GPUCommon/BundleAttributes.h"
+#include "Dialect/Common/DerivedParameters.h"
+#include "Dialect/Common/RuntimeTypes.h"
+#include "Dialect/Kron/IR/KronDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include <cmath>
+#include <map>
+
+namespace mlir {
+namespace kge {
+#define GEN_PASS_DEF_CONVERTKRONTOGPU
+#include "Conversion/Passes.h.inc"
+} // namespace kge
+} // namespace mlir
+
+using namespace mlir;
+using namespace mlir::kron;
+
+namespace {
+
+/// Threads of a solver block (four warps) and of the normalization.
+constexpr int64_t kWarps = 4;
+constexpr int64_t kThreads = 32 * kWarps;
+constexpr int64_t kNormalizeThreads = 256;
+/// The solver's vectors per pair: x, r, p, A p and the diagonal D V^-1.
+constexpr int64_t kVectors = 5;
+/// The side of an octile.
+constexpr int64_t kOctile = 8;
+
+/// The arrays of one dataset in the kernel's argument order.
+enum DatasetArray : unsigned {
+  kNodes,
+  kNodeLabels,
+  kDegrees,
+  kTiles,
+  kCoords,
+  kBitmaps,
+  kOffsets,
+  kWeights,
+  kEdgeLabels,
+  kNumDatasetArrays
+};
+
+/// The operands of `octiles` in DatasetArray order.
+SmallVector<Value> datasetArrays(OctilesOp octiles) {
+  return {octiles.getNodes(),   octiles.getNodeLabels(), octiles.getDegrees(),
+          octiles.getTiles(),   octiles.getCoords(),     octiles.getBitmaps(),
+          octiles.getOffsets(), octiles.getWeights(),    octiles.getEdgeLabels()};
+}
+
+/// The shape of each dataset array as symbols (suffix `s`: "" for X, "_y"
+/// for Y) and static sizes.
+SmallVector<std::string> datasetShape(unsigned array, StringRef s,
+                                      int64_t nodeLabels, int64_t edgeLabels) {
+  std::string G = ("G" + s).str(), V = ("V" + s).str(), T = ("T" + s).str(),
+              Z = ("Z" + s).str();
+  switch (array) {
+  case kNodes:
+  case kTiles:
+    return {G, "2"};
+  case kNodeLabels:
+    return {V, std::to_string(nodeLabels)};
+  case kDegrees:
+    return {V};
+  case kCoords:
+  case kBitmaps:
+  case kOffsets:
+    return {T};
+  case kWeights:
+    return {Z};
+  default:
+    return {Z, std::to_string(edgeLabels)};
+  }
+}
+
+/// Builds the solver kernel's body.
+class SolverEmitter {
+public:
+  SolverEmitter(OpBuilder &b, Location loc, GramOp gram, gpu::GPUFuncOp kernel,
+                bool symmetric)
+      : b(b), loc(loc), gram(gram), kernel(kernel), symmetric(symmetric) {
+    f32 = b.getF32Type();
+    i32 = b.getI32Type();
+    i64 = b.getI64Type();
+    edgeFeatures = gram.getX().getType().getEdgeLabels();
+    nodeFeatures = gram.getX().getType().getNodeLabels();
+  }
+
+  void emit();
+
+private:
+  // Constants and arithmetic.
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cf(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value ci64(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64, v);
+  }
+  Value add(Value x, Value y) {
+    return isa<FloatType>(x.getType())
+               ? (Value)arith::AddFOp::create(b, loc, x, y)
+               : (Value)arith::AddIOp::create(b, loc, x, y);
+  }
+  Value sub(Value x, Value y) {
+    return isa<FloatType>(x.getType())
+               ? (Value)arith::SubFOp::create(b, loc, x, y)
+               : (Value)arith::SubIOp::create(b, loc, x, y);
+  }
+  Value mul(Value x, Value y) {
+    return isa<FloatType>(x.getType())
+               ? (Value)arith::MulFOp::create(b, loc, x, y)
+               : (Value)arith::MulIOp::create(b, loc, x, y);
+  }
+  Value div(Value x, Value y) {
+    return isa<FloatType>(x.getType())
+               ? (Value)arith::DivFOp::create(b, loc, x, y)
+               : (Value)arith::DivUIOp::create(b, loc, x, y);
+  }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value load(Value memref, ValueRange indices) {
+    return memref::LoadOp::create(b, loc, memref, indices);
+  }
+  void store(Value value, Value memref, ValueRange indices) {
+    memref::StoreOp::create(b, loc, value, memref, indices);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  /// Element `t` of the workspace vector that starts at `base`.
+  Value vload(Value base, Value t) { return load(workspace, {add(base, t)}); }
+  void vstore(Value value, Value base, Value t) {
+    store(value, workspace, {add(base, t)});
+  }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+  void syncWarp() {
+    NVVM::SyncWarpOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, i32, -1));
+  }
+
+  /// A view of `count` elements of `type` at byte `offset` of the dynamic
+  /// shared memory.
+  Value sharedView(Type type, int64_t offset, int64_t count) {
+    auto viewType = MemRefType::get(
+        {count}, type, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    return memref::ViewOp::create(b, loc, viewType, smem, idx(offset),
+                                  ValueRange{});
+  }
+
+  /// The sums over the block of `values` (at most two), the same in every
+  /// thread.
+  SmallVector<Value> blockSum(ArrayRef<Value> values);
+
+  /// The base kernel `kernel` of labels `x` and `y` (one per feature).
+  Value baseKernel(Attribute kernel, ArrayRef<Value> x, ArrayRef<Value> y);
+
+  /// The kernel argument of dataset array `array` of the left (`right`
+  /// false) or right graph of a pair: X's or Y's by `fromY`.
+  Value array(unsigned arrayIndex, Value fromY) {
+    Value x = kernel.getArgument(arrayIndex);
+    Value y = kernel.getArgument(kNumDatasetArrays + arrayIndex);
+    if (symmetric)
+      return x;
+    auto pick = scf::IfOp::create(b, loc, TypeRange{x.getType()}, fromY,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(pick.thenBlock());
+    scf::YieldOp::create(b, loc, y);
+    b.setInsertionPointToStart(pick.elseBlock());
+    scf::YieldOp::create(b, loc, x);
+    return pick.getResult(0);
+  }
+
+  /// Solves pair `p` of the schedule and writes its results.
+  void solvePair(Value p);
+
+  /// One XMV's off-diagonal part: AP -= (A_x o E_x) P, over the octile
+  /// pairs of the two graphs (vectors by their workspace offsets).
+  void offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1, Value nt1,
+                   Value t2, Value nt2, Value n2, Value vecP, Value vecAP);
+
+  /// Expands tile `tile` of the graph whose arrays are `g` into the warp's
+  /// shared weights `ws` and labels `ls` (zeros where the bitmap is clear).
+  void expandTile(ArrayRef<Value> g, Value bitmap, Value offset, Value ws,
+                  Value ls);
+
+  OpBuilder &b;
+  Location loc;
+  GramOp gram;
+  gpu::GPUFuncOp kernel;
+  bool symmetric;
+  Type f32, i32, i64;
+  unsigned edgeFeatures, nodeFeatures;
+  Value smem, tid, lane, warp, reduceSlots, pairSlot, tileWeights, tileLabels,
+      tileWeights2, tileLabels2, workspace;
+};
+
+SmallVector<Value> SolverEmitter::blockSum(ArrayRef<Value> values) {
+  SmallVector<Value> partial(values);
+  Value width = arith::ConstantIntOp::create(b, loc, i32, 32);
+  for (Value &v : partial)
+    for (int offset = 16; offset > 0; offset /= 2)
+      v = add(v, gpu::ShuffleOp::create(
+                     b, loc, v, arith::ConstantIntOp::create(b, loc, i32, offset),
+                     width, gpu::ShuffleMode::XOR)
+                     .getShuffleResult());
+  auto first = scf::IfOp::create(
+      b, loc, cmpi(arith::CmpIPredicate::eq, lane, idx(0)), false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    for (auto [k, v] : llvm::enumerate(partial))
+      store(v, reduceSlots, {add(mul(warp, idx(2)), idx(k))});
+  }
+  barrier();
+  SmallVector<Value> sums;
+  for (size_t k = 0; k < partial.size(); ++k) {
+    Value sum = load(reduceSlots, {idx(k)});
+    for (int64_t w = 1; w < kWarps; ++w)
+      sum = add(sum, load(reduceSlots, {idx(2 * w + k)}));
+    sums.push_back(sum);
+  }
+  barrier();
+  return sums;
+}
+
+Value SolverEmitter::baseKernel(Attribute kernelAttr, ArrayRef<Value> x,
+                                ArrayRef<Value> y) {
+  FeatureKernels features = getFeatureKernels(kernelAttr);
+  if (features.perFeature.empty())
+    return cf(features.constant);
+  Value result;
+  for (auto [f, attr] : llvm::enumerate(features.perFeature)) {
+    Value value;
+    if (auto delta = dyn_cast<DeltaAttr>(attr)) {
+      Value equal =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x[f], y[f]);
+      value = select(equal, cf(1.0), cf(delta.getH().convertToDouble()));
+    } else if (auto sqexp = dyn_cast<SquareExponentialAttr>(attr)) {
+      Value d = sub(x[f], y[f]);
+      double l = sqexp.getLengthScale().convertToDouble();
+      value = math::ExpOp::create(b, loc, mul(mul(d, d), cf(-0.5 / (l * l))));
+    } else {
+      value = cf(cast<ConstantAttr>(attr).getValue().convertToDouble());
+    }
+    result = !result ? value : features.sum ? add(result, value)
+                                             : mul(result, value);
+  }
+  if (features.sum)
+    result = mul(result, cf(1.0 / features.perFeature.size()));
+  return result;
+}
+
+void SolverEmitter::expandTile(ArrayRef<Value> g, Value bitmap, Value offset,
+                               Value ws, Value ls) {
+  for (int64_t half = 0; half < 2; ++half) {
+    Value bit = add(lane, idx(32 * half));
+    Value bit64 = arith::IndexCastOp::create(b, loc, i64, bit);
+    Value set = cmpi(arith::CmpIPredicate::ne,
+                     arith::AndIOp::create(
+                         b, loc, arith::ShRUIOp::create(b, loc, bitmap, bit64),
+                         ci64(1)),
+                     ci64(0));
+    // The non-zero's place among the tile's: the set bits below it.
+    Value below = arith::AndIOp::create(
+        b, loc, bitmap,
+        sub(arith::ShLIOp::create(b, loc, ci64(1), bit64), ci64(1)));
+    Value rank = toIndex(LLVM::CtPopOp::create(b, loc, i64, below));
+    SmallVector<Type> types(1 + edgeFeatures, f32);
+    auto read = scf::IfOp::create(b, loc, types, set, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(read.thenBlock());
+      Value nz = add(offset, rank);
+      SmallVector<Value> values = {load(g[kWeights], {nz})};
+      for (unsigned f = 0; f < edgeFeatures; ++f)
+        values.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
+      scf::YieldOp::create(b, loc, values);
+      b.setInsertionPointToStart(read.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           SmallVector<Value>(1 + edgeFeatures, cf(0.0)));
+    }
+    Value slot = add(mul(warp, idx(kOctile * kOctile)), bit);
+    store(read.getResult(0), ws, {slot});
+    for (unsigned f = 0; f < edgeFeatures; ++f)
+      store(read.getResult(1 + f), ls,
+            {add(mul(slot, idx(edgeFeatures)), idx(f))});
+  }
+}
+
+void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
+                                Value t1, Value nt1, Value t2, Value nt2,
+                                Value n2, Value vecP, Value vecAP) {
+  Value tilePairs = mul(nt1, nt2);
+  auto loop = scf::ForOp::create(b, loc, warp, tilePairs, idx(kWarps));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value k = loop.getInductionVar();
+  Value tile1 = add(t1, div(k, nt2));
+  Value tile2 = add(t2, rem(k, nt2));
+  auto coordinates = [&](ArrayRef<Value> g, Value tile) {
+    Value c = load(g[kCoords], {tile});
+    Value row = toIndex(arith::ShRUIOp::create(
+        b, loc, c, arith::ConstantIntOp::create(b, loc, i32, 16)));
+    Value col = toIndex(arith::AndIOp::create(
+        b, loc, c, arith::ConstantIntOp::create(b, loc, i32, 0xffff)));
+    return std::make_pair(row, col);
+  };
+  auto [row1, col1] = coordinates(g1, tile1);
+  auto [row2, col2] = coordinates(g2, tile2);
+  Value bitmap1 = load(g1[kBitmaps], {tile1});
+  Value bitmap2 = load(g2[kBitmaps], {tile2});
+  Value offset1 = toIndex(load(g1[kOffsets], {tile1}));
+  Value offset2 = toIndex(load(g2[kOffsets], {tile2}));
+  // The warp's two tiles in shared memory: weights [4][64] and labels
+  // [4][64][F] of each.
+  Value ws1 = tileWeights, ls1 = tileLabels;
+  expandTile(g1, bitmap1, offset1, ws1, ls1);
+  Value ws2 = tileWeights2, ls2 = tileLabels2;
+  expandTile(g2, bitmap2, offset2, ws2, ls2);
+  syncWarp();
+  Value base = mul(warp, idx(kOctile * kOctile));
+  for (int64_t half = 0; half < 2; ++half) {
+    Value i = add(div(lane, idx(kOctile)), idx(4 * half));
+    Value i2 = rem(lane, idx(kOctile));
+    auto rowBits = [&](Value bitmap, Value r) {
+      Value shift = arith::IndexCastOp::create(b, loc, i64, mul(r, idx(kOctile)));
+      return arith::AndIOp::create(
+          b, loc, arith::ShRUIOp::create(b, loc, bitmap, shift), ci64(0xff));
+    };
+    Value bits1 = rowBits(bitmap1, i);
+    Value bits2 = rowBits(bitmap2, i2);
+    // sum over the set bits j of row i (tile 1) and j2 of row i2 (tile 2).
+    auto outer = scf::WhileOp::create(b, loc, TypeRange{i64, f32},
+                                      ValueRange{bits1, cf(0.0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      Block *before = b.createBlock(&outer.getBefore(), {}, {i64, f32},
+                                    {loc, loc});
+      scf::ConditionOp::create(
+          b, loc,
+          cmpi(arith::CmpIPredicate::ne, before->getArgument(0), ci64(0)),
+          before->getArguments());
+      Block *after = b.createBlock(&outer.getAfter(), {}, {i64, f32},
+                                   {loc, loc});
+      Value m1 = after->getArgument(0);
+      Value j = toIndex(LLVM::CountTrailingZerosOp::create(b, loc, i64, m1, b.getBoolAttr(true)));
+      Value next1 = arith::AndIOp::create(b, loc, m1, sub(m1, ci64(1)));
+      Value slot1 = add(base, add(mul(i, idx(kOctile)), j));
+      Value w1 = load(ws1, {slot1});
+      SmallVector<Value> labels1;
+      for (unsigned f = 0; f < edgeFeatures; ++f)
+        labels1.push_back(load(ls1, {add(mul(slot1, idx(edgeFeatures)), idx(f))}));
+      Value colBase = mul(add(mul(col1, idx(kOctile)), j), n2);
+      auto inner = scf::WhileOp::create(b, loc, TypeRange{i64, f32},
+                                        ValueRange{bits2, after->getArgument(1)});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        Block *before2 = b.createBlock(&inner.getBefore(), {}, {i64, f32},
+                                       {loc, loc});
+        scf::ConditionOp::create(
+            b, loc,
+            cmpi(arith::CmpIPredicate::ne, before2->getArgument(0), ci64(0)),
+            before2->getArguments());
+        Block *after2 = b.createBlock(&inner.getAfter(), {}, {i64, f32},
+                                      {loc, loc});
+        Value m2 = after2->getArgument(0);
+        Value j2 = toIndex(LLVM::CountTrailingZerosOp::create(b, loc, i64, m2, b.getBoolAttr(true)));
+        Value next2 = arith::AndIOp::create(b, loc, m2, sub(m2, ci64(1)));
+        Value slot2 = add(base, add(mul(i2, idx(kOctile)), j2));
+        Value w2 = load(ws2, {slot2});
+        SmallVector<Value> labels2;
+        for (unsigned f = 0; f < edgeFeatures; ++f)
+          labels2.push_back(
+              load(ls2, {add(mul(slot2, idx(edgeFeatures)), idx(f))}));
+        Value ke = baseKernel(gram.getEdgeKernel(), labels1, labels2);
+        Value x = vload(vecP, add(colBase, add(mul(col2, idx(kOctile)), j2)));
+        Value term = mul(mul(mul(w1, w2), ke), x);
+        scf::YieldOp::create(b, loc,
+                             ValueRange{next2, add(after2->getArgument(1), term)});
+      }
+      scf::YieldOp::create(b, loc, ValueRange{next1, inner.getResult(1)});
+    }
+    Value sum = outer.getResult(1);
+    Value any = arith::AndIOp::create(
+        b, loc, cmpi(arith::CmpIPredicate::ne, bits1, ci64(0)),
+        cmpi(arith::CmpIPredicate::ne, bits2, ci64(0)));
+    auto write = scf::IfOp::create(b, loc, any, false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(write.thenBlock());
+    Value row = add(mul(add(mul(row1, idx(kOctile)), i), n2),
+                    add(mul(row2, idx(kOctile)), i2));
+    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
+                                arith::NegFOp::create(b, loc, sum), workspace,
+                                ValueRange{add(vecAP, row)});
+  }
+  syncWarp();
+}
+
+void SolverEmitter::solvePair(Value p) {
+  Value pairs = kernel.getArgument(2 * kNumDatasetArrays);
+  Value gramOut = kernel.getArgument(2 * kNumDatasetArrays + 2);
+  Value iterationsOut = kernel.getArgument(2 * kNumDatasetArrays + 3);
+  Value diagX = kernel.getArgument(2 * kNumDatasetArrays + 5);
+  Value diagY = kernel.getArgument(2 * kNumDatasetArrays + 6);
+
+  Value kind = load(pairs, {p, idx(0)});
+  Value a = toIndex(load(pairs, {p, idx(1)}));
+  Value bIndex = toIndex(load(pairs, {p, idx(2)}));
+  Value zero32 = arith::ConstantIntOp::create(b, loc, i32, 0);
+  Value one32 = arith::ConstantIntOp::create(b, loc, i32, 1);
+  Value two32 = arith::ConstantIntOp::create(b, loc, i32, 2);
+  // Kind 0: X[a] and Y[b]; 1: X[a] twice; 2: Y[b] twice.
+  Value leftFromY = cmpi(arith::CmpIPredicate::eq, kind, two32);
+  Value rightFromY = cmpi(arith::CmpIPredicate::ne, kind, one32);
+  Value left = select(leftFromY, bIndex, a);
+  Value right = select(cmpi(arith::CmpIPredicate::eq, kind, one32), a, bIndex);
+  SmallVector<Value> g1, g2;
+  for (unsigned n = 0; n < kNumDatasetArrays; ++n) {
+    g1.push_back(array(n, leftFromY));
+    g2.push_back(array(n, rightFromY));
+  }
+  Value node1 = toIndex(load(g1[kNodes], {left, idx(0)}));
+  Value n1 = toIndex(load(g1[kNodes], {left, idx(1)}));
+  Value node2 = toIndex(load(g2[kNodes], {right, idx(0)}));
+  Value n2 = toIndex(load(g2[kNodes], {right, idx(1)}));
+  Value t1 = toIndex(load(g1[kTiles], {left, idx(0)}));
+  Value nt1 = toIndex(load(g1[kTiles], {left, idx(1)}));
+  Value t2 = toIndex(load(g2[kTiles], {right, idx(0)}));
+  Value nt2 = toIndex(load(g2[kTiles], {right, idx(1)}));
+  Value size = mul(n1, n2);
+
+  // This block's vectors: its share of the workspace.
+  Value blocks = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value share = div(div(memref::DimOp::create(b, loc, workspace, 0), blocks),
+                    idx(kVectors));
+  Value start = mul(mul(block, share), idx(kVectors));
+  // Vector n of the block's workspace starts at start + n * share.
+  auto vector = [&](int64_t n) { return add(start, mul(share, idx(n))); };
+  Value fits = cmpi(arith::CmpIPredicate::ule, size, share);
+  auto solvable = scf::IfOp::create(b, loc, TypeRange{f32, i32}, fits, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(solvable.elseBlock());
+    // The workspace is smaller than the caller was told to make it: no
+    // value (NaN) and no iteration (0), which the caller reports.
+    scf::YieldOp::create(b, loc, ValueRange{cf(std::nan("")), zero32});
+    b.setInsertionPointToStart(solvable.thenBlock());
+    Value vx = vector(0), vr = vector(1), vp = vector(2), vap = vector(3),
+          vdv = vector(4);
+    double q = gram.getStop().convertToDouble();
+    // Initialization: x = 0, r = b = D_x q_x, p = r / (D_x V_x^-1).
+    auto init = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
+                                   ValueRange{cf(0.0), cf(0.0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(init.getBody());
+      Value t = init.getInductionVar();
+      Value i = div(t, n2), i2 = rem(t, n2);
+      Value v1 = add(node1, i), v2 = add(node2, i2);
+      Value d = mul(add(load(g1[kDegrees], {v1}), cf(q)),
+                    add(load(g2[kDegrees], {v2}), cf(q)));
+      SmallVector<Value> x, y;
+      for (unsigned f = 0; f < nodeFeatures; ++f) {
+        x.push_back(load(g1[kNodeLabels], {v1, idx(f)}));
+        y.push_back(load(g2[kNodeLabels], {v2, idx(f)}));
+      }
+      Value dv = div(d, baseKernel(gram.getNodeKernel(), x, y));
+      Value rhs = mul(d, cf(q * q));
+      Value z = div(rhs, dv);
+      vstore(dv, vdv, t);
+      vstore(cf(0.0), vx, t);
+      vstore(rhs, vr, t);
+      vstore(z, vp, t);
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{add(init.getRegionIterArg(0), mul(rhs, z)),
+                     add(init.getRegionIterArg(1), mul(rhs, rhs))});
+    }
+    SmallVector<Value> sums = blockSum({init.getResult(0), init.getResult(1)});
+    double tol = gram.getTol().convertToDouble();
+    Value bound = mul(sums[1], cf(tol * tol));
+    Value maxIter = idx(gram.getMaxIter());
+    Type i1 = b.getI1Type();
+    auto cg = scf::WhileOp::create(
+        b, loc, TypeRange{b.getIndexType(), f32, i1},
+        ValueRange{idx(0), sums[0], arith::ConstantIntOp::create(b, loc, i1, 0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      Block *before = b.createBlock(&cg.getBefore(), {},
+                                    {b.getIndexType(), f32, i1},
+                                    {loc, loc, loc});
+      Value more = arith::AndIOp::create(
+          b, loc,
+          cmpi(arith::CmpIPredicate::ult, before->getArgument(0), maxIter),
+          arith::XOrIOp::create(b, loc, before->getArgument(2),
+                                arith::ConstantIntOp::create(b, loc, i1, 1)));
+      scf::ConditionOp::create(b, loc, more, before->getArguments());
+      Block *after = b.createBlock(&cg.getAfter(), {},
+                                   {b.getIndexType(), f32, i1}, {loc, loc, loc});
+      Value iteration = after->getArgument(0), rz = after->getArgument(1);
+      // A p: the diagonal, then the off-diagonal part on the fly.
+      {
+        auto diagonal = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(diagonal.getBody());
+        Value t = diagonal.getInductionVar();
+        vstore(mul(vload(vdv, t), vload(vp, t)), vap, t);
+      }
+      barrier();
+      offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, vp, vap);
+      barrier();
+      auto dot = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
+                                    ValueRange{cf(0.0)});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(dot.getBody());
+        Value t = dot.getInductionVar();
+        scf::YieldOp::create(
+            b, loc,
+            add(dot.getRegionIterArg(0), mul(vload(vp, t), vload(vap, t))));
+      }
+      Value alpha = div(rz, blockSum({dot.getResult(0)})[0]);
+      auto update = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
+                                       ValueRange{cf(0.0), cf(0.0)});
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(update.getBody());
+        Value t = update.getInductionVar();
+        Value pt = vload(vp, t);
+        vstore(add(vload(vx, t), mul(alpha, pt)), vx, t);
+        Value r = sub(vload(vr, t), mul(alpha, vload(vap, t)));
+        vstore(r, vr, t);
+        Value z = div(r, vload(vdv, t));
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{add(update.getRegionIterArg(0), mul(r, r)),
+                       add(update.getRegionIterArg(1), mul(r, z))});
+      }
+      SmallVector<Value> norms =
+          blockSum({update.getResult(0), update.getResult(1)});
+      Value converged = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                              norms[0], bound);
+      Value beta = div(norms[1], rz);
+      {
+        auto direction = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(direction.getBody());
+        Value t = direction.getInductionVar();
+        vstore(add(div(vload(vr, t), vload(vdv, t)), mul(beta, vload(vp, t))),
+               vp, t);
+      }
+      barrier();
+      scf::YieldOp::create(
+          b, loc, ValueRange{add(iteration, idx(1)), norms[1], converged});
+    }
+    // K = p_x . x with p = 1/n on each graph.
+    auto total = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
+                                    ValueRange{cf(0.0)});
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(total.getBody());
+      Value t = total.getInductionVar();
+      scf::YieldOp::create(b, loc,
+                           add(total.getRegionIterArg(0), vload(vx, t)));
+    }
+    Value value = div(blockSum({total.getResult(0)})[0],
+                      arith::UIToFPOp::create(
+                          b, loc, f32,
+                          arith::IndexCastOp::create(b, loc, i64, size)));
+    Value iterations =
+        arith::IndexCastOp::create(b, loc, i32, cg.getResult(0));
+    iterations = select(cg.getResult(2), iterations,
+                        arith::SubIOp::create(b, loc, zero32, iterations));
+    scf::YieldOp::create(b, loc, ValueRange{value, iterations});
+  }
+  Value value = solvable.getResult(0), iterations = solvable.getResult(1);
+  // Thread 0 writes the pair's results.
+  auto first = scf::IfOp::create(
+      b, loc, cmpi(arith::CmpIPredicate::eq, tid, idx(0)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(first.thenBlock());
+  Value isEntry = cmpi(arith::CmpIPredicate::eq, kind, zero32);
+  auto entry = scf::IfOp::create(b, loc, isEntry, true);
+  b.setInsertionPointToStart(entry.thenBlock());
+  store(value, gramOut, {a, bIndex});
+  store(iterations, iterationsOut, {a, bIndex});
+  if (symmetric) {
+    store(value, gramOut, {bIndex, a});
+    store(iterations, iterationsOut, {bIndex, a});
+    auto diagonal = scf::IfOp::create(
+        b, loc, cmpi(arith::CmpIPredicate::eq, a, bIndex), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(diagonal.thenBlock());
+    store(value, diagX, {a});
+  }
+  b.setInsertionPointToStart(entry.elseBlock());
+  auto self = scf::IfOp::create(
+      b, loc, cmpi(arith::CmpIPredicate::eq, kind, one32), true);
+  b.setInsertionPointToStart(self.thenBlock());
+  store(value, diagX, {a});
+  b.setInsertionPointToStart(self.elseBlock());
+  store(value, diagY, {bIndex});
+}
+
+void SolverEmitter::emit() {
+  Block &body = kernel.getBody().front();
+  b.setInsertionPointToStart(&body);
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  workspace = kernel.getArgument(2 * kNumDatasetArrays + 1);
+  lane = rem(tid, idx(32));
+  warp = div(tid, idx(32));
+  auto smemType = MemRefType::get(
+      {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
+  smem = gpu::DynamicSharedMemoryOp::create(b, loc, smemType);
+  // [0, 32): the warps' partial sums; [32, 48): the pair; then the warps'
+  // expanded tiles (weights, then labels).
+  int64_t slots = kWarps * kOctile * kOctile;
+  reduceSlots = sharedView(f32, 0, 2 * kWarps);
+  pairSlot = sharedView(i32, 32, 1);
+  int64_t labelSlots = std::max<int64_t>(1, slots * edgeFeatures);
+  tileWeights = sharedView(f32, 48, slots);
+  tileWeights2 = sharedView(f32, 48 + 4 * slots, slots);
+  tileLabels = sharedView(f32, 48 + 8 * slots, labelSlots);
+  tileLabels2 = sharedView(f32, 48 + 8 * slots + 4 * labelSlots, labelSlots);
+
+  Value pairs = kernel.getArgument(2 * kNumDatasetArrays);
+  Value counter = kernel.getArgument(2 * kNumDatasetArrays + 4);
+  Value numPairs = memref::DimOp::create(b, loc, pairs, 0);
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{b.getIndexType()},
+                                   ValueRange{});
+  b.createBlock(&loop.getBefore());
+  {
+    auto first = scf::IfOp::create(
+        b, loc, cmpi(arith::CmpIPredicate::eq, tid, idx(0)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    Value taken = memref::AtomicRMWOp::create(
+        b, loc, arith::AtomicRMWKind::addi,
+        arith::ConstantIntOp::create(b, loc, i32, 1), counter,
+        ValueRange{idx(0)});
+    store(taken, pairSlot, {idx(0)});
+  }
+  barrier();
+  Value p = toIndex(load(pairSlot, {idx(0)}));
+  barrier();
+  scf::ConditionOp::create(b, loc,
+                           cmpi(arith::CmpIPredicate::ult, p, numPairs),
+                           ValueRange{p});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {b.getIndexType()},
+                               {loc});
+  solvePair(after->getArgument(0));
+  b.setInsertionPointToEnd(after);
+  scf::YieldOp::create(b, loc, ValueRange{});
+  b.setInsertionPointToEnd(&body);
+  gpu::ReturnOp::create(b, loc);
+}
+
+/// The normalization kernel: gram[a, b] /= sqrt(dx[a] dy[b]).
+void emitNormalize(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel) {
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  Value gramArg = kernel.getArgument(0), dx = kernel.getArgument(1),
+        dy = kernel.getArgument(2);
+  Value rows = memref::DimOp::create(b, loc, gramArg, 0);
+  Value cols = memref::DimOp::create(b, loc, gramArg, 1);
+  Value id = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(
+          b, loc, gpu::BlockIdOp::create(b, loc, gpu::Dimension::x),
+          arith::ConstantIndexOp::create(b, loc, kNormalizeThreads)),
+      gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
+  auto inside = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, id,
+                            arith::MulIOp::create(b, loc, rows, cols)),
+      false);
+  b.setInsertionPointToStart(inside.thenBlock());
+  Value a = arith::DivUIOp::create(b, loc, id, cols);
+  Value c = arith::RemUIOp::create(b, loc, id, cols);
+  Value scale = math::SqrtOp::create(
+      b, loc,
+      arith::MulFOp::create(b, loc, memref::LoadOp::create(b, loc, dx, a),
+                            memref::LoadOp::create(b, loc, dy, c)));
+  Value value = memref::LoadOp::create(b, loc, gramArg, ValueRange{a, c});
+  memref::StoreOp::create(b, loc, arith::DivFOp::create(b, loc, value, scale),
+                          gramArg, ValueRange{a, c});
+  b.setInsertionPointToEnd(&kernel.getBody().front());
+  gpu::ReturnOp::create(b, loc);
+}
+
+struct ConvertKronToGPUPass
+    : public kge::impl::ConvertKronToGPUBase<ConvertKronToGPUPass> {
+  using ConvertKronToGPUBase::ConvertKronToGPUBase;
+
+  LogicalResult lower(func::FuncOp func, GramOp gram);
+
+  void runOnOperation() override {
+    if (residentBlocks < 1) {
+      getOperation().emitError()
+          << "convert-kron-to-gpu needs at least one resident block, got "
+          << residentBlocks;
+      return signalPassFailure();
+    }
+    SmallVector<std::pair<func::FuncOp, GramOp>> work;
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      SmallVector<GramOp> grams(func.getBody().getOps<GramOp>());
+      if (grams.empty()) {
+        if (!func.getBody().getOps<OctilesOp>().empty() ||
+            !func.getBody().getOps<GraphsOp>().empty()) {
+          func.emitOpError() << "holds a kron dataset but no kron.gram";
+          return signalPassFailure();
+        }
+        continue;
+      }
+      if (grams.size() != 1) {
+        func.emitOpError() << "holds " << grams.size()
+                           << " kron.gram operations; a kron function "
+                              "computes one Gram matrix";
+        return signalPassFailure();
+      }
+      work.push_back({func, grams.front()});
+    }
+    for (auto [func, gram] : work)
+      if (failed(lower(func, gram)))
+        return signalPassFailure();
+  }
+};
+
+LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
+  // The function returns the Gram matrix and the iteration counts.
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  if (ret.getNumOperands() != 2 || ret.getOperand(0) != gram.getGram() ||
+      ret.getOperand(1) != gram.getIterations())
+    return func.emitOpError()
+           << "must return its kron.gram's two results (the Gram matrix and "
+              "the iteration counts) and nothing else";
+  auto octilesX = gram.getX().getDefiningOp<OctilesOp>();
+  auto octilesY =
+      gram.getY() ? gram.getY().getDefiningOp<OctilesOp>() : OctilesOp();
+  if (!octilesX || (gram.getY() && !octilesY))
+    return gram.emitOpError()
+           << "reads a dataset that is not stored as octiles; run "
+              "kron-octile-tiling before convert-kron-to-gpu";
+  bool symmetric = !octilesY;
+  for (Operation &op : func.getBody().front())
+    if (!isa<OctilesOp, GramOp, func::ReturnOp>(op))
+      return op.emitOpError()
+             << "cannot be lowered with kron.gram: a kron function holds "
+                "its datasets, one kron.gram and the return";
+  SmallVector<Value> arraysX = datasetArrays(octilesX);
+  SmallVector<Value> arraysY =
+      symmetric ? arraysX : datasetArrays(octilesY);
+  for (Value v : llvm::concat<Value>(arraysX, arraysY))
+    if (!isa<BlockArgument>(v) ||
+        cast<BlockArgument>(v).getOwner() != &func.getBody().front())
+      return gram.emitOpError()
+             << "reads a dataset array that is not a parameter of its "
+                "function";
+
+  // The caller's derived parameters: the pair schedule and the workspace.
+  kge::DerivedParameters params(func);
+  Builder b(func.getContext());
+  auto nameOf = [&](Value v) { return params.nameOf(v); };
+  SmallVector<NamedAttribute> schedule = {
+      b.getNamedAttr("function", b.getStringAttr("pair_schedule")),
+      b.getNamedAttr("x_nodes", nameOf(octilesX.getNodes())),
+      b.getNamedAttr("x_tiles", nameOf(octilesX.getTiles())),
+      b.getNamedAttr("y_nodes", nameOf(symmetric ? octilesX.getNodes()
+                                                 : octilesY.getNodes())),
+      b.getNamedAttr("y_tiles", nameOf(symmetric ? octilesX.getTiles()
+                                                 : octilesY.getTiles())),
+      b.getNamedAttr("symmetric", b.getStringAttr(symmetric ? "true" : "false")),
+      b.getNamedAttr("normalize",
+                     b.getStringAttr(gram.getNormalize() ? "true" : "false"))};
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Value pairs = params.add(
+      RankedTensorType::get({ShapedType::kDynamic, 3}, i32), "pairs", "kron",
+      schedule, func.getLoc());
+  SmallVector<NamedAttribute> workspaceFields = {
+      b.getNamedAttr("function", b.getStringAttr("solver_workspace")),
+      b.getNamedAttr("pairs", b.getStringAttr("pairs")),
+      b.getNamedAttr("blocks", b.getStringAttr(std::to_string(residentBlocks))),
+      b.getNamedAttr("vectors", b.getStringAttr(std::to_string(kVectors))),
+      b.getNamedAttr("x_nodes", nameOf(octilesX.getNodes())),
+      b.getNamedAttr("y_nodes", nameOf(symmetric ? octilesX.getNodes()
+                                                 : octilesY.getNodes()))};
+  Value workspace = params.add(
+      RankedTensorType::get({ShapedType::kDynamic}, f32), "workspace", "kron",
+      workspaceFields, func.getLoc());
+  if (!pairs || !workspace)
+    return func.emitOpError() << "could not take the solver's parameters";
+  if (params.nameOf(pairs).getValue() != "pairs")
+    return func.emitOpError() << "has a parameter named 'pairs'; the solver's "
+                                 "pair schedule takes that name";
+
+  // The signature: the parameters, then the two results.
+  GraphsType type = gram.getX().getType();
+  std::map<unsigned, SmallVector<std::string>> shapes;
+  auto assign = [&](ArrayRef<Value> arrays, StringRef suffix) {
+    for (auto [n, v] : llvm::enumerate(arrays))
+      shapes.try_emplace(cast<BlockArgument>(v).getArgNumber(),
+                         datasetShape(n, suffix, type.getNodeLabels(),
+                                      type.getEdgeLabels()));
+  };
+  assign(arraysX, "");
+  if (!symmetric)
+    assign(arraysY, "_y");
+  shapes[cast<BlockArgument>(pairs).getArgNumber()] = {"P", "3"};
+  shapes[cast<BlockArgument>(workspace).getArgNumber()] = {"W"};
+  kge_runtime::Signature signature;
+  signature.name = func.getSymName().str();
+  auto toDims = [](ArrayRef<std::string> shape) {
+    std::vector<kge_runtime::Dim> dims;
+    for (const std::string &d : shape)
+      dims.push_back(std::isdigit(d[0])
+                         ? kge_runtime::Dim::fixed(std::stoll(d))
+                         : kge_runtime::Dim::named(d));
+    return dims;
+  };
+  for (unsigned a = 0; a < func.getNumArguments(); ++a) {
+    auto tensor = dyn_cast<RankedTensorType>(func.getArgument(a).getType());
+    std::optional<kge_runtime::DType> dtype =
+        tensor ? kge::getDType(tensor.getElementType()) : std::nullopt;
+    if (!dtype)
+      return func.emitOpError() << "argument #" << a << " has type "
+                                << func.getArgument(a).getType()
+                                << "; kron functions take ranked tensors of "
+                                   "f32, i32 or i64";
+    kge_runtime::Parameter param;
+    param.name = params.nameOf(func.getArgument(a))
+                     ? params.nameOf(func.getArgument(a)).str()
+                     : "arg" + std::to_string(a);
+    param.dtype = *dtype;
+    auto it = shapes.find(a);
+    if (it != shapes.end()) {
+      param.shape = toDims(it->second);
+    } else {
+      // A parameter the kernel does not read (the edge lists the octiles
+      // derive from): its own sizes.
+      for (int64_t d = 0; d < tensor.getRank(); ++d)
+        param.shape.push_back(
+            tensor.isDynamicDim(d)
+                ? kge_runtime::Dim::named(param.name + "_" + std::to_string(d))
+                : kge_runtime::Dim::fixed(tensor.getDimSize(d)));
+    }
+    if (func.getArgument(a) == workspace)
+      param.role = kge_runtime::ParamRole::Output;
+    signature.params.push_back(std::move(param));
+  }
+  std::string rowsSym = "G", colsSym = symmetric ? "G" : "G_y";
+  for (unsigned r = 0; r < 2; ++r) {
+    kge_runtime::Parameter param;
+    auto named = func.getResultAttrOfType<StringAttr>(r, "kge.param");
+    param.name = named ? named.str() : (r == 0 ? "gram" : "iterations");
+    param.role = kge_runtime::ParamRole::Result;
+    param.dtype = r == 0 ? kge_runtime::DType::F32 : kge_runtime::DType::I32;
+    param.shape = toDims({rowsSym, colsSym});
+    if (signature.find(param.name) >= 0)
+      return func.emitOpError() << "has a parameter and a result named '"
+                                << param.name << "'";
+    signature.params.push_back(std::move(param));
+  }
+
+  // The kernels.
+  OpBuilder builder(func);
+  Location loc = func.getLoc();
+  std::string name = func.getSymName().str();
+  auto module = gpu::GPUModuleOp::create(builder, loc, name + "_kernels");
+  builder.setInsertionPointToEnd(module.getBody());
+  auto memrefOf = [&](Value v) {
+    auto tensor = cast<RankedTensorType>(v.getType());
+    return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  };
+  SmallVector<Type> kernelTypes;
+  for (Value v : llvm::concat<Value>(arraysX, arraysY))
+    kernelTypes.push_back(memrefOf(v));
+  auto dynamic2D = [&](Type element) {
+    return MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic},
+                           element);
+  };
+  auto dynamic1D = [&](Type element) {
+    return MemRefType::get({ShapedType::kDynamic}, element);
+  };
+  kernelTypes.push_back(memrefOf(pairs));
+  kernelTypes.push_back(memrefOf(workspace));
+  kernelTypes.push_back(dynamic2D(f32));
+  kernelTypes.push_back(dynamic2D(i32));
+  kernelTypes.push_back(dynamic1D(i32)); // the pair counter
+  kernelTypes.push_back(dynamic1D(f32)); // X's self-kernels
+  kernelTypes.push_back(dynamic1D(f32)); // Y's self-kernels
+  auto solve = gpu::GPUFuncOp::create(builder, loc, name + "_solve",
+                                      builder.getFunctionType(kernelTypes, {}));
+  solve->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
+  solve.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({static_cast<int32_t>(kThreads), 1, 1}));
+  SolverEmitter(builder, loc, gram, solve, symmetric).emit();
+  int64_t tileSlots = 2 * kWarps * kOctile * kOctile;
+  int64_t sharedBytes =
+      48 + 4 * tileSlots * (1 + std::max<int64_t>(1, type.getEdgeLabels()));
+
+  // The bundle description.
+  kge::BundleBuilder bb(builder);
+  auto paramRef = [&](Value v) -> Attribute {
+    unsigned a = cast<BlockArgument>(v).getArgNumber();
+    SmallVector<std::string> dims;
+    for (const kge_runtime::Dim &d : signature.params[a].shape)
+      dims.push_back(d.str());
+    return bb.memref("param:" + signature.params[a].name, dims);
+  };
+  SmallVector<Attribute> args;
+  for (Value v : llvm::concat<Value>(arraysX, arraysY))
+    args.push_back(paramRef(v));
+  args.push_back(paramRef(pairs));
+  args.push_back(paramRef(workspace));
+  std::string gramName = signature.params[signature.params.size() - 2].name;
+  std::string iterationsName = signature.params.back().name;
+  args.push_back(bb.memref("param:" + gramName, {rowsSym, colsSym}));
+  args.push_back(bb.memref("param:" + iterationsName, {rowsSym, colsSym}));
+  SmallVector<Attribute> scratch, steps;
+  auto scratchArray = [&](StringRef scratchName, StringRef dtype,
+                          const std::string &count) {
+    scratch.push_back(bb.dict({{"name", bb.str(scratchName)},
+                               {"dtype", bb.str(dtype)},
+                               {"count", bb.str(count)}}));
+    return bb.memref(("scratch:" + scratchName).str(), {count});
+  };
+  args.push_back(scratchArray("counter", "i32", "1"));
+  Attribute diagX = scratchArray("self_x", "f32", rowsSym);
+  Attribute diagY = symmetric ? diagX : scratchArray("self_y", "f32", colsSym);
+  args.push_back(diagX);
+  args.push_back(diagY);
+  auto memset = [&](StringRef buffer, int64_t value) {
+    NamedAttrList fields;
+    fields.append("kind", bb.str("memset"));
+    fields.append("buffer", bb.str(buffer));
+    if (value)
+      fields.append("value", builder.getI64IntegerAttr(value));
+    steps.push_back(fields.getDictionary(func.getContext()));
+  };
+  memset("scratch:counter", 0);
+  // Entries no pair writes stay NaN with 0 iterations: reported, not zero.
+  memset("param:" + gramName, 0x7fc00000);
+  memset("param:" + iterationsName, 0);
+  steps.push_back(bb.launch(
+      name + "_solve", module.getName(),
+      {"min(P, " + std::to_string(residentBlocks) + ")", "1", "1"}, kThreads,
+      std::to_string(sharedBytes), args));
+  if (gram.getNormalize()) {
+    builder.setInsertionPointToEnd(module.getBody());
+    auto normalize = gpu::GPUFuncOp::create(
+        builder, loc, name + "_normalize",
+        builder.getFunctionType({dynamic2D(f32), dynamic1D(f32), dynamic1D(f32)},
+                                {}));
+    normalize->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                       builder.getUnitAttr());
+    normalize.setKnownBlockSizeAttr(builder.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(kNormalizeThreads), 1, 1}));
+    emitNormalize(builder, loc, normalize);
+    steps.push_back(bb.launch(
+        name + "_normalize", module.getName(),
+        {"ceildiv(" + rowsSym + " * " + colsSym + ", " +
+             std::to_string(kNormalizeThreads) + ")",
+         "1", "1"},
+        kNormalizeThreads, "0",
+        {bb.memref("param:" + gramName, {rowsSym, colsSym}), diagX, diagY}));
+  }
+  module->setAttr(kge::kSignatureAttrName, bb.signature(signature));
+  module->setAttr(kge::kModeAttrName, bb.dict({{"kind", bb.str("positive")}}));
+  module->setAttr(kge::kScratchAttrName, bb.arr(scratch));
+  module->setAttr(kge::kLaunchPlanAttrName, bb.arr(steps));
+  module->setAttr(kge::kChecksAttrName, bb.arr({}));
+  // The derived parameters (octiles, pair schedule, workspace), for the
+  // manifest.
+  NamedAttrList derived;
+  for (unsigned a = 0; a < func.getNumArguments(); ++a)
+    if (auto fields = func.getArgAttrOfType<DictionaryAttr>(a, "kge.derived"))
+      derived.append(signature.params[a].name, fields);
+  module->setAttr(kge::kDerivedAttrName,
+                  derived.getDictionary(func.getContext()));
+  func.erase();
+  return success();
+}
+
+} // namespace

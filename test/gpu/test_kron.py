@@ -1,0 +1,142 @@
+"""The `kron` dialect's solver on the GPU (bundles of
+test/gpu/build_kron_bundles.py, KGE_GPU_KRON_BUNDLES): Gram matrices of
+the marginalized graph kernel against the float64 reference of kge.kron
+(dense solves and the on-the-fly CPU solver), symmetry and positive
+semi-definiteness, X against Y, normalization, slow convergence (q =
+5e-4), and non-convergence reported per pair."""
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+from kge import kron
+from kron_configs import CONFIGS, bundle_name
+
+torch = pytest.importorskip("torch")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUNDLES = pathlib.Path(os.environ.get("KGE_GPU_KRON_BUNDLES", ROOT / ".carry" / "kron"))
+
+_loaded = {}
+
+
+def solver(config, order="auto"):
+    key = (config, order)
+    if key not in _loaded:
+        path = BUNDLES / bundle_name(config, order)
+        if not path.exists():
+            pytest.skip(f"no bundle {path} (run test/gpu/build_kron_bundles.py)")
+        from kge.compiler import Bundle
+        bundle = Bundle.read(path)
+        _loaded[key] = (bundle, bundle.load())
+    return _loaded[key]
+
+
+def random_graph(rng, n, p, features):
+    """A graph of n nodes, edges with probability p, and the labels
+    `features` names (integer labels for deltas, reals otherwise)."""
+    a = np.triu(rng.random((n, n)) < p, 1)
+    edges = np.argwhere(a)
+    labels = {"label": rng.integers(0, 3, n), "charge": rng.normal(0, 1, n)}
+    edge_labels = {"length": rng.uniform(0.5, 2.0, len(edges)),
+                   "kind": rng.integers(0, 2, len(edges)).astype(float)}
+    return kron.LabeledGraph.from_edges(
+        n, edges, weights=rng.uniform(0.5, 1.5, len(edges)),
+        node_labels={k: v for k, v in labels.items() if k in features[0]},
+        edge_labels={k: v for k, v in edge_labels.items() if k in features[1]})
+
+
+def dataset(rng, config, sizes):
+    features = (CONFIGS[config]["node_features"], CONFIGS[config]["edge_features"])
+    graphs = [random_graph(rng, n, min(1.0, 3.0 / max(n, 1)), features) for n in sizes]
+    # A graph without edges and a disconnected one (two components).
+    graphs.append(random_graph(rng, 4, 0.0, features))
+    g = random_graph(rng, 12, 0.5, features)
+    a = g.adjacency.copy()
+    a[:6, 6:] = a[6:, :6] = 0
+    graphs.append(kron.LabeledGraph(a, g.node_labels, {
+        k: np.where(a > 0, v, 0) for k, v in g.edge_labels.items()}))
+    return graphs
+
+
+def reference(config, X, Y=None):
+    c = CONFIGS[config]
+    return kron.gram(X, Y, node_kernel=c["node_kernel"], edge_kernel=c["edge_kernel"],
+                     q=c["q"], normalize=c["normalize"], tol=1e-10, maxiter=100000)
+
+
+def run(config, X, Y=None, order="auto"):
+    c = CONFIGS[config]
+    bundle, program = solver(config, order)
+    packed = lambda G: kron.pack(G, c["node_features"], c["edge_features"])
+    return kron.run_gram(bundle, packed(X), None if Y is None else packed(Y), program=program)
+
+
+@pytest.mark.parametrize("order", ["auto", "natural"])
+@pytest.mark.parametrize("config", ["delta_sqexp", "unlabeled"])
+def test_gram_matches_the_reference(config, order):
+    rng = np.random.default_rng(17)
+    X = dataset(rng, config, [1, 2, 7, 9, 16, 23, 31, 40])
+    k, iterations = run(config, X, order=order)
+    assert (iterations > 0).all()
+    np.testing.assert_allclose(k, reference(config, X), rtol=2e-4, atol=1e-7)
+    np.testing.assert_array_equal(k, k.T)
+    assert np.linalg.eigvalsh(k.astype(np.float64)).min() > -1e-5 * np.abs(k).max()
+    if CONFIGS[config]["normalize"]:
+        np.testing.assert_allclose(np.diag(k), 1.0, rtol=1e-6)
+
+
+def test_single_pairs_against_the_dense_solve():
+    rng = np.random.default_rng(3)
+    X = dataset(rng, "unlabeled", [5, 8, 13])
+    k, _ = run("unlabeled", X)
+    c = CONFIGS["unlabeled"]
+    for a, g in enumerate(X):
+        for b, h in enumerate(X):
+            exact = kron.dense_kernel(g, h, c["node_kernel"], c["edge_kernel"], c["q"])
+            assert k[a, b] == pytest.approx(exact, rel=2e-4)
+
+
+@pytest.mark.parametrize("config", ["delta_sqexp_xy", "product_sum_xy"])
+def test_x_against_y(config):
+    rng = np.random.default_rng(5)
+    X = dataset(rng, config, [3, 10, 17, 33])
+    Y = dataset(rng, config, [1, 8, 25])
+    k, iterations = run(config, X, Y)
+    assert k.shape == (len(X), len(Y)) and (iterations > 0).all()
+    np.testing.assert_allclose(k, reference(config, X, Y), rtol=2e-4, atol=1e-7)
+
+
+def test_small_stopping_probability_converges():
+    rng = np.random.default_rng(11)
+    X = dataset(rng, "small_q", [4, 9, 20, 30])
+    k, iterations = run("small_q", X)
+    assert (iterations > 0).all(), iterations
+    np.testing.assert_allclose(k, reference("small_q", X), rtol=2e-3)
+
+
+def test_non_convergence_is_reported_per_pair():
+    rng = np.random.default_rng(2)
+    X = dataset(rng, "capped", [1, 12, 20])
+    k, iterations = run("capped", X)
+    # The one-node graph's pair with itself converges in one iteration;
+    # larger pairs need more than the cap of two.
+    assert iterations[0, 0] == 1
+    assert (iterations[1:3, 1:3] == -2).all()
+    assert np.isfinite(k).all()
+
+
+def test_molecule_like_power_law_dataset():
+    """Many graphs of very different sizes (power-law sizes, as in
+    DrugBank): every pair solved once, the schedule's order irrelevant to
+    the values."""
+    rng = np.random.default_rng(23)
+    sizes = np.minimum(2 + rng.pareto(1.5, 60) * 6, 90).astype(int)
+    config = "delta_sqexp"
+    X = dataset(rng, config, sizes)
+    k, iterations = run(config, X)
+    assert (iterations > 0).all()
+    sub = [0, 5, 17, 33, len(X) - 1]
+    np.testing.assert_allclose(k[np.ix_(sub, sub)], reference(config, [X[i] for i in sub]),
+                               rtol=2e-4, atol=1e-7)
