@@ -595,6 +595,21 @@ def pack(graphs, node_features=(), edge_features=()):
             "edge_labels": np.concatenate(edge_labels).astype(np.float32)}
 
 
+def unpack(packed, node_features=(), edge_features=()):
+    """The LabeledGraphs of a packed dataset (pack's inverse; labels named
+    `node_features`, `edge_features` in the packed order)."""
+    graphs = []
+    for (first, n), (e0, ne) in zip(packed["nodes"], packed["edges"]):
+        ends = packed["ends"][e0:e0 + ne]
+        graphs.append(LabeledGraph.from_edges(
+            int(n), ends, packed["weights"][e0:e0 + ne].astype(np.float64),
+            {f: packed["node_labels"][first:first + n, k].astype(np.float64)
+             for k, f in enumerate(node_features)},
+            {f: packed["edge_labels"][e0:e0 + ne, k].astype(np.float64)
+             for k, f in enumerate(edge_features)}))
+    return graphs
+
+
 def _graph_order(n, i, j, order):
     """The node order of one graph (positions of its nodes) for `order`."""
     if order == "natural" or n <= OCTILE:
@@ -1163,3 +1178,111 @@ class MarginalizedGraphKernel:
         if failed and self.raise_on_failure:
             raise ConvergenceError(failed, self.maxiter)
         return k
+
+
+# ---------------------------------------------------------------------------
+# Datasets: RDKit molecules, protein segments from PDB files, synthetic
+# graphs of the paper's types
+# ---------------------------------------------------------------------------
+
+#: Where Debian's rdkit-data package puts RDKit's data files.
+RDKIT_DATA = "/usr/share/RDKit"
+
+
+def nci_molecules(count=2000, path=None):
+    """The first `count` parseable molecules of the NCI set that Debian's
+    rdkit-data ships (Data/NCI/first_5K.smi, SMILES), as RDKit molecules."""
+    from rdkit import Chem, RDLogger
+    import pathlib
+    path = pathlib.Path(path or f"{RDKIT_DATA}/Data/NCI/first_5K.smi")
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: install Debian's rdkit-data package")
+    RDLogger.DisableLog("rdApp.*")
+    molecules = []
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        molecule = Chem.MolFromSmiles(fields[0]) if fields else None
+        if molecule is not None and molecule.GetNumAtoms() > 0:
+            molecules.append(molecule)
+        if len(molecules) == count:
+            break
+    return molecules
+
+
+#: The PDB files of rdkit-data whose protein chains are cut into segments.
+PDB_FILES = ("Contrib/CalcLigRMSD/data/5dpv.pdb", "Contrib/CalcLigRMSD/data/5dt0.pdb",
+             "Contrib/CalcLigRMSD/data/6c83.pdb",
+             "Contrib/CalcLigRMSD/data/aurka_protein_2c6e.pdb")
+
+
+def smooth_cutoff(distance, cutoff):
+    """The PDB-3k adjacency weight: (1 - (d / cutoff)^2)^2 below the
+    cutoff, decaying smoothly to zero at it."""
+    x = np.asarray(distance, float) / cutoff
+    return np.where(x < 1, (1 - x * x) ** 2, 0.0)
+
+
+def protein_segments(paths=None, residues=25, cutoff=5.0):
+    """Protein graphs in the PDB-3k range (under ~3000 Da: segments of
+    `residues` consecutive amino-acid residues of each chain of the PDB
+    files rdkit-data ships): heavy atoms are nodes labeled `element`
+    (atomic number); atoms closer than `cutoff` angstroms are joined by an
+    edge weighted by smooth_cutoff and labeled `distance`."""
+    from rdkit import Chem, RDLogger
+    import pathlib
+    RDLogger.DisableLog("rdApp.*")
+    graphs = []
+    for name in paths or PDB_FILES:
+        path = pathlib.Path(name if pathlib.Path(name).is_absolute() else f"{RDKIT_DATA}/{name}")
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: install Debian's rdkit-data package")
+        molecule = Chem.MolFromPDBFile(str(path), removeHs=True, sanitize=False,
+                                       proximityBonding=False)
+        if molecule is None:
+            raise ValueError(f"RDKit cannot read {path}")
+        position = molecule.GetConformer().GetPositions()
+        groups = {}
+        for atom in molecule.GetAtoms():
+            info = atom.GetPDBResidueInfo()
+            if atom.GetAtomicNum() <= 1 or info is None or info.GetIsHeteroAtom():
+                continue
+            key = (info.GetChainId(), info.GetResidueNumber())
+            groups.setdefault(key, []).append(atom.GetIdx())
+        chains = {}
+        for (chain, number), atoms in sorted(groups.items()):
+            chains.setdefault(chain, []).append(atoms)
+        for chain_residues in chains.values():
+            for start in range(0, len(chain_residues) - residues + 1, residues):
+                atoms = [i for r in chain_residues[start:start + residues] for i in r]
+                xyz = position[atoms]
+                d = np.linalg.norm(xyz[:, None] - xyz[None], axis=-1)
+                i, j = np.nonzero(np.triu(d < cutoff, 1))
+                graphs.append(LabeledGraph.from_edges(
+                    len(atoms), np.stack([i, j], 1), smooth_cutoff(d[i, j], cutoff),
+                    {"element": np.array([molecule.GetAtomWithIdx(a).GetAtomicNum()
+                                          for a in atoms], float)},
+                    {"distance": d[i, j]}))
+    return graphs
+
+
+def synthetic_graphs(kind, count=160, nodes=96, seed=0):
+    """Unlabeled graphs of the paper's synthetic sets, through networkx:
+    `nws` (Newman-Watts-Strogatz, k = 3, p = 0.1), `ba` (Barabasi-Albert,
+    m = 6) or `geometric` (random geometric graphs in the unit square,
+    radius giving about six neighbours per node); `nodes` an int or a
+    sequence (one size per graph)."""
+    import networkx as nx
+    sizes = [nodes] * count if np.isscalar(nodes) else list(nodes)
+    graphs = []
+    for n, size in enumerate(sizes):
+        s = seed * 100003 + n
+        if kind == "nws":
+            g = nx.newman_watts_strogatz_graph(size, 3, 0.1, seed=s)
+        elif kind == "ba":
+            g = nx.barabasi_albert_graph(size, min(6, size - 1), seed=s)
+        elif kind == "geometric":
+            g = nx.random_geometric_graph(size, float(np.sqrt(6 / (np.pi * size))), seed=s)
+        else:
+            raise ValueError(f"unknown synthetic graph kind {kind!r} (nws, ba, geometric)")
+        graphs.append(from_networkx(g, node_labels=[], edge_labels=[]))
+    return graphs

@@ -43,7 +43,13 @@ CONFIGS = {
     "molecules": dict(node_kernel=ATOM, edge_kernel=BOND,
                       node_features=["element", "aromatic"], edge_features=["order"],
                       q=0.05, normalize=True, symmetric=True),
-    # The benchmarks' unlabeled and labeled kernels without normalization.
+    # Protein segments (kge.kron.protein_segments): elements by a delta,
+    # interatomic distances by a square exponential.
+    "proteins": dict(node_kernel=kron.KroneckerDelta(0.5),
+                     edge_kernel=kron.SquareExponential(1.0),
+                     node_features=["element"], edge_features=["distance"], q=0.05,
+                     normalize=True, symmetric=True),
+    # The benchmarks' unlabeled kernel, normalized.
     "unlabeled_norm": dict(node_kernel=kron.Constant(1.0), edge_kernel=kron.Constant(1.0),
                            node_features=[], edge_features=[], q=0.05, normalize=True,
                            symmetric=True),
