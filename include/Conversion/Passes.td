@@ -189,12 +189,23 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     preconditioner: the product system's diagonal and right-hand side are
     formed from the node base kernel and the degrees, and the
     off-diagonal part of each matrix-vector product (XMV) is computed on
-    the fly, each warp taking pairs of non-empty octiles (one of each
-    graph), expanding their compact form (bitmap and non-zeros) into
-    shared memory and accumulating, for each of the 64 product rows, the
-    edge base kernel times the weights times the direction over the
-    non-zeros of the two rows (the bitmaps' set bits). A second kernel
-    normalizes the Gram matrix where asked.
+    the fly from the octiles: the block expands up to `cached-tiles`
+    octiles of each graph from their compact form (bitmap and non-zeros)
+    into shared memory — once per pair where all of them fit, chunk by
+    chunk otherwise — and its warps share them, each taking pairs of
+    cached octiles (one of each graph) and accumulating, for each of the
+    64 product rows, the edge base kernel times the weights times the
+    direction: over the non-zeros of the two rows (the bitmaps' set bits),
+    or over all 64 entries where the two octiles' non-zero counts multiply
+    to `dense-threshold` or more. A second kernel normalizes the Gram
+    matrix where asked.
+
+    The defaults are the fastest measured on an H100 (bench/proto/
+    kron_variants.py, bench/results/2026-11-26-h100-kron): 16 cached
+    octiles per graph, 8 blocks per SM, and no dense primitive (a
+    threshold of 256 or 1024 was no faster on the dense protein graphs
+    and 1.4-1.9x slower elsewhere: its unrolled loop costs registers, and
+    the solver is bound by the latency its resident warps hide).
 
     The dense octile product stays in this kernel rather than in a `tile`
     task (docs/RationaleKron.md says why).
@@ -202,6 +213,15 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
   let options = [
     Option<"residentBlocks", "blocks", "int64_t", /*default=*/"1024",
            "Blocks resident at once (each solves one pair at a time)">,
+    Option<"cachedTiles", "cached-tiles", "int64_t", /*default=*/"16",
+           "Octiles of each graph a block keeps expanded in shared memory">,
+    Option<"denseThreshold", "dense-threshold", "int64_t", /*default=*/"5000",
+           "Product of two octiles' non-zero counts from which their product "
+           "runs over all 64 entries (dense) rather than over the non-zeros "
+           "(above 4096: never)">,
+    Option<"minBlocksPerSM", "blocks-per-sm", "int64_t", /*default=*/"8",
+           "Blocks each SM must hold at once (nvvm.minctasm: caps the "
+           "registers; 0: no cap)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -899,10 +899,18 @@ _VECTORS = 5
 
 def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
                  maxiter=1000, normalize=False, symmetric=True, order="auto", cubin=True,
-                 cache=True):
+                 cache=True, **solver):
     """The GPU bundle (kge.compiler.Bundle) of gram_module's function,
     lowered through kron-octile-tiling{order}, convert-kron-to-gpu and
-    kge-lower-to-gpu; compiled once, then read from the bundle cache."""
+    kge-lower-to-gpu; compiled once, then read from the bundle cache.
+    `solver` takes convert-kron-to-gpu's options by their Python names
+    (cached_tiles, dense_threshold, blocks_per_sm)."""
+    allowed = {"cached_tiles", "dense_threshold", "blocks_per_sm"}
+    unknown = set(solver) - allowed
+    if unknown:
+        raise TypeError(f"unknown solver option(s) {', '.join(sorted(unknown))} (expected "
+                        f"{', '.join(sorted(allowed))})")
+    options = "".join(f" {k.replace('_', '-')}={int(v)}" for k, v in sorted(solver.items()))
     from . import compiler, ir, tile
     text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
                        maxiter, normalize, symmetric)
@@ -910,10 +918,11 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
     def build():
         module = compiler.lower_text(
             text, f"kron-octile-tiling{{order={order}}},"
-                  f"convert-kron-to-gpu{{blocks={RESIDENT_BLOCKS}}},kge-lower-to-gpu")
+                  f"convert-kron-to-gpu{{blocks={RESIDENT_BLOCKS}{options}}},kge-lower-to-gpu")
         return compiler.Bundle(ir.to_bundle(module, cubin))
 
-    return tile.cached_bundle({"kron": text, "order": order, "cubin": cubin}, build, cache)
+    return tile.cached_bundle({"kron": text, "order": order, "cubin": cubin,
+                               "solver": options}, build, cache)
 
 
 def derived_arrays(bundle, arrays):

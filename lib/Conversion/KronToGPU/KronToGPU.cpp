@@ -96,12 +96,20 @@ SmallVector<std::string> datasetShape(unsigned array, StringRef s,
   }
 }
 
+/// The solver's shared memory: the reductions' slots, the pair, and two
+/// tile caches of `cachedTiles` octiles with `edgeLabels` label features.
+int64_t getSharedBytes(int64_t cachedTiles, int64_t edgeLabels) {
+  return 48 + 2 * cachedTiles *
+                  (8 + 4 + 4 * 64 + 4 * 64 * std::max<int64_t>(1, edgeLabels));
+}
+
 /// Builds the solver kernel's body.
 class SolverEmitter {
 public:
   SolverEmitter(OpBuilder &b, Location loc, GramOp gram, gpu::GPUFuncOp kernel,
-                bool symmetric)
-      : b(b), loc(loc), gram(gram), kernel(kernel), symmetric(symmetric) {
+                bool symmetric, int64_t cachedTiles, int64_t denseThreshold)
+      : b(b), loc(loc), gram(gram), kernel(kernel), symmetric(symmetric),
+        cachedTiles(cachedTiles), denseThreshold(denseThreshold) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -205,15 +213,38 @@ private:
   /// Solves pair `p` of the schedule and writes its results.
   void solvePair(Value p);
 
-  /// One XMV's off-diagonal part: AP -= (A_x o E_x) P, over the octile
-  /// pairs of the two graphs (vectors by their workspace offsets).
-  void offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1, Value nt1,
-                   Value t2, Value nt2, Value n2, Value vecP, Value vecAP);
+  /// The shared-memory cache of up to `cachedTiles` octiles of one graph,
+  /// expanded: their bitmaps, coordinates, weights [tile][64] and labels
+  /// [tile][64][F] (zeros where the bitmap is clear).
+  struct TileCache {
+    Value bitmaps, coords, weights, labels;
+  };
 
-  /// Expands tile `tile` of the graph whose arrays are `g` into the warp's
-  /// shared weights `ws` and labels `ls` (zeros where the bitmap is clear).
-  void expandTile(ArrayRef<Value> g, Value bitmap, Value offset, Value ws,
-                  Value ls);
+  /// Expands tiles [first, first + count) of the graph whose arrays are
+  /// `g` into `cache`, with the whole block.
+  void stageTiles(ArrayRef<Value> g, Value first, Value count,
+                  const TileCache &cache);
+
+  /// The weight and labels of bit `bit` of tile `tile` (bitmap `bitmap`,
+  /// first non-zero `offset`) of the graph whose arrays are `g`; zeros
+  /// where the bit is clear.
+  SmallVector<Value> expandBit(ArrayRef<Value> g, Value bitmap, Value offset,
+                               Value bit);
+
+  /// One XMV's off-diagonal part: AP -= (A_x o E_x) P, over the octile
+  /// pairs of the two graphs (vectors by their workspace offsets), chunk
+  /// of cached tiles by chunk unless `resident` (both graphs' tiles stay
+  /// in the caches for the whole solve).
+  void offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1, Value nt1,
+                   Value t2, Value nt2, Value n2, Value size, Value vecP,
+                   Value vecAP, Value resident);
+
+  /// The product of cached tiles u (of graph 1) and v (of graph 2) into
+  /// AP, lanes taking the 64 product rows two by two: over the rows'
+  /// non-zeros (sparse) or over all 64 entries (dense, where the tiles'
+  /// non-zero counts multiply to `denseThreshold` or more).
+  void tilePair(Value u, Value v, Value n2, Value size, Value vecP,
+                Value vecAP);
 
   OpBuilder &b;
   Location loc;
@@ -222,8 +253,9 @@ private:
   bool symmetric;
   Type f32, i32, i64;
   unsigned edgeFeatures, nodeFeatures;
-  Value smem, tid, lane, warp, reduceSlots, pairSlot, tileWeights, tileLabels,
-      tileWeights2, tileLabels2, workspace;
+  int64_t cachedTiles, denseThreshold;
+  Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace;
+  TileCache cache1, cache2;
 };
 
 SmallVector<Value> SolverEmitter::blockSum(ArrayRef<Value> values) {
@@ -282,90 +314,139 @@ Value SolverEmitter::baseKernel(Attribute kernelAttr, ArrayRef<Value> x,
   return result;
 }
 
-void SolverEmitter::expandTile(ArrayRef<Value> g, Value bitmap, Value offset,
-                               Value ws, Value ls) {
-  for (int64_t half = 0; half < 2; ++half) {
-    Value bit = add(lane, idx(32 * half));
-    Value bit64 = arith::IndexCastOp::create(b, loc, i64, bit);
-    Value set = cmpi(arith::CmpIPredicate::ne,
-                     arith::AndIOp::create(
-                         b, loc, arith::ShRUIOp::create(b, loc, bitmap, bit64),
-                         ci64(1)),
-                     ci64(0));
-    // The non-zero's place among the tile's: the set bits below it.
-    Value below = arith::AndIOp::create(
-        b, loc, bitmap,
-        sub(arith::ShLIOp::create(b, loc, ci64(1), bit64), ci64(1)));
-    Value rank = toIndex(LLVM::CtPopOp::create(b, loc, i64, below));
-    SmallVector<Type> types(1 + edgeFeatures, f32);
-    auto read = scf::IfOp::create(b, loc, types, set, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(read.thenBlock());
-      Value nz = add(offset, rank);
-      SmallVector<Value> values = {load(g[kWeights], {nz})};
-      for (unsigned f = 0; f < edgeFeatures; ++f)
-        values.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
-      scf::YieldOp::create(b, loc, values);
-      b.setInsertionPointToStart(read.elseBlock());
-      scf::YieldOp::create(b, loc,
-                           SmallVector<Value>(1 + edgeFeatures, cf(0.0)));
-    }
-    Value slot = add(mul(warp, idx(kOctile * kOctile)), bit);
-    store(read.getResult(0), ws, {slot});
-    for (unsigned f = 0; f < edgeFeatures; ++f)
-      store(read.getResult(1 + f), ls,
-            {add(mul(slot, idx(edgeFeatures)), idx(f))});
-  }
+SmallVector<Value> SolverEmitter::expandBit(ArrayRef<Value> g, Value bitmap,
+                                             Value offset, Value bit) {
+  Value bit64 = arith::IndexCastOp::create(b, loc, i64, bit);
+  Value set = cmpi(arith::CmpIPredicate::ne,
+                   arith::AndIOp::create(
+                       b, loc, arith::ShRUIOp::create(b, loc, bitmap, bit64),
+                       ci64(1)),
+                   ci64(0));
+  // The non-zero's place among the tile's: the set bits below it.
+  Value below = arith::AndIOp::create(
+      b, loc, bitmap,
+      sub(arith::ShLIOp::create(b, loc, ci64(1), bit64), ci64(1)));
+  Value rank = toIndex(LLVM::CtPopOp::create(b, loc, i64, below));
+  SmallVector<Type> types(1 + edgeFeatures, f32);
+  auto read = scf::IfOp::create(b, loc, types, set, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(read.thenBlock());
+  Value nz = add(offset, rank);
+  SmallVector<Value> values = {load(g[kWeights], {nz})};
+  for (unsigned f = 0; f < edgeFeatures; ++f)
+    values.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
+  scf::YieldOp::create(b, loc, values);
+  b.setInsertionPointToStart(read.elseBlock());
+  scf::YieldOp::create(b, loc, SmallVector<Value>(1 + edgeFeatures, cf(0.0)));
+  return SmallVector<Value>(read.getResults());
 }
 
-void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
-                                Value t1, Value nt1, Value t2, Value nt2,
-                                Value n2, Value vecP, Value vecAP) {
-  Value tilePairs = mul(nt1, nt2);
-  auto loop = scf::ForOp::create(b, loc, warp, tilePairs, idx(kWarps));
+void SolverEmitter::stageTiles(ArrayRef<Value> g, Value first, Value count,
+                               const TileCache &cache) {
+  {
+    auto meta = scf::ForOp::create(b, loc, tid, count, idx(kThreads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(meta.getBody());
+    Value u = meta.getInductionVar();
+    Value tile = add(first, u);
+    store(load(g[kBitmaps], {tile}), cache.bitmaps, {u});
+    store(load(g[kCoords], {tile}), cache.coords, {u});
+  }
+  auto entries = scf::ForOp::create(b, loc, tid, mul(count, idx(64)),
+                                    idx(kThreads));
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value k = loop.getInductionVar();
-  Value tile1 = add(t1, div(k, nt2));
-  Value tile2 = add(t2, rem(k, nt2));
-  auto coordinates = [&](ArrayRef<Value> g, Value tile) {
-    Value c = load(g[kCoords], {tile});
+  b.setInsertionPointToStart(entries.getBody());
+  Value e = entries.getInductionVar();
+  Value tile = add(first, div(e, idx(64)));
+  SmallVector<Value> values =
+      expandBit(g, load(g[kBitmaps], {tile}), toIndex(load(g[kOffsets], {tile})),
+                rem(e, idx(64)));
+  store(values[0], cache.weights, {e});
+  for (unsigned f = 0; f < edgeFeatures; ++f)
+    store(values[1 + f], cache.labels, {add(mul(e, idx(edgeFeatures)), idx(f))});
+}
+
+void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
+                             Value vecP, Value vecAP) {
+  auto coordinates = [&](const TileCache &cache, Value t) {
+    Value c = load(cache.coords, {t});
     Value row = toIndex(arith::ShRUIOp::create(
         b, loc, c, arith::ConstantIntOp::create(b, loc, i32, 16)));
     Value col = toIndex(arith::AndIOp::create(
         b, loc, c, arith::ConstantIntOp::create(b, loc, i32, 0xffff)));
     return std::make_pair(row, col);
   };
-  auto [row1, col1] = coordinates(g1, tile1);
-  auto [row2, col2] = coordinates(g2, tile2);
-  Value bitmap1 = load(g1[kBitmaps], {tile1});
-  Value bitmap2 = load(g2[kBitmaps], {tile2});
-  Value offset1 = toIndex(load(g1[kOffsets], {tile1}));
-  Value offset2 = toIndex(load(g2[kOffsets], {tile2}));
-  // The warp's two tiles in shared memory: weights [4][64] and labels
-  // [4][64][F] of each.
-  Value ws1 = tileWeights, ls1 = tileLabels;
-  expandTile(g1, bitmap1, offset1, ws1, ls1);
-  Value ws2 = tileWeights2, ls2 = tileLabels2;
-  expandTile(g2, bitmap2, offset2, ws2, ls2);
-  syncWarp();
-  Value base = mul(warp, idx(kOctile * kOctile));
+  auto [row1, col1] = coordinates(cache1, u);
+  auto [row2, col2] = coordinates(cache2, v);
+  Value bitmap1 = load(cache1.bitmaps, {u});
+  Value bitmap2 = load(cache2.bitmaps, {v});
+  Value base1 = mul(u, idx(64)), base2 = mul(v, idx(64));
+  auto labelsAt = [&](const TileCache &cache, Value slot) {
+    SmallVector<Value> labels;
+    for (unsigned f = 0; f < edgeFeatures; ++f)
+      labels.push_back(
+          load(cache.labels, {add(mul(slot, idx(edgeFeatures)), idx(f))}));
+    return labels;
+  };
+  // The element of P at product column (c1 8 + j, c2 8 + j2), clamped into
+  // the pair's vector (past a graph's last node the weights are zero).
+  Value last = sub(size, idx(1));
+  auto direction = [&](Value j, Value j2) {
+    Value column = add(mul(add(mul(col1, idx(kOctile)), j), n2),
+                       add(mul(col2, idx(kOctile)), j2));
+    return vload(vecP, arith::MinUIOp::create(b, loc, column, last));
+  };
+  Value nonzeros = arith::MulIOp::create(
+      b, loc, LLVM::CtPopOp::create(b, loc, i64, bitmap1),
+      LLVM::CtPopOp::create(b, loc, i64, bitmap2));
+  // (A threshold above 64 x 64 emits no dense path.)
+  bool withDense = denseThreshold <= kOctile * kOctile * kOctile * kOctile;
+  Value dense = withDense ? cmpi(arith::CmpIPredicate::sge, nonzeros,
+                                 ci64(denseThreshold))
+                          : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
   for (int64_t half = 0; half < 2; ++half) {
     Value i = add(div(lane, idx(kOctile)), idx(4 * half));
     Value i2 = rem(lane, idx(kOctile));
     auto rowBits = [&](Value bitmap, Value r) {
-      Value shift = arith::IndexCastOp::create(b, loc, i64, mul(r, idx(kOctile)));
+      Value shift =
+          arith::IndexCastOp::create(b, loc, i64, mul(r, idx(kOctile)));
       return arith::AndIOp::create(
           b, loc, arith::ShRUIOp::create(b, loc, bitmap, shift), ci64(0xff));
     };
     Value bits1 = rowBits(bitmap1, i);
     Value bits2 = rowBits(bitmap2, i2);
-    // sum over the set bits j of row i (tile 1) and j2 of row i2 (tile 2).
-    auto outer = scf::WhileOp::create(b, loc, TypeRange{i64, f32},
-                                      ValueRange{bits1, cf(0.0)});
+    Value any = arith::AndIOp::create(
+        b, loc, cmpi(arith::CmpIPredicate::ne, bits1, ci64(0)),
+        cmpi(arith::CmpIPredicate::ne, bits2, ci64(0)));
+    auto active = scf::IfOp::create(b, loc, any, false);
+    OpBuilder::InsertionGuard activeGuard(b);
+    b.setInsertionPointToStart(active.thenBlock());
+    Value row1Base = add(base1, mul(i, idx(kOctile)));
+    Value row2Base = add(base2, mul(i2, idx(kOctile)));
+    auto term = [&](Value j, Value j2, Value acc) {
+      Value slot1 = add(row1Base, j), slot2 = add(row2Base, j2);
+      Value w = mul(load(cache1.weights, {slot1}), load(cache2.weights, {slot2}));
+      Value ke = baseKernel(gram.getEdgeKernel(), labelsAt(cache1, slot1),
+                            labelsAt(cache2, slot2));
+      return add(acc, mul(mul(w, ke), direction(j, j2)));
+    };
+    auto pick = scf::IfOp::create(b, loc, TypeRange{f32}, dense, true);
     {
+      // Dense: all 64 entries of the two rows, unrolled.
       OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(pick.thenBlock());
+      Value acc = cf(0.0);
+      for (int64_t j = 0; withDense && j < kOctile; ++j)
+        for (int64_t j2 = 0; j2 < kOctile; ++j2)
+          acc = term(idx(j), idx(j2), acc);
+      scf::YieldOp::create(b, loc, acc);
+    }
+    {
+      // Sparse: the set bits j of row i (tile 1) and j2 of row i2 (tile 2).
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(pick.elseBlock());
+      auto outer = scf::WhileOp::create(b, loc, TypeRange{i64, f32},
+                                        ValueRange{bits1, cf(0.0)});
       Block *before = b.createBlock(&outer.getBefore(), {}, {i64, f32},
                                     {loc, loc});
       scf::ConditionOp::create(
@@ -375,16 +456,11 @@ void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
       Block *after = b.createBlock(&outer.getAfter(), {}, {i64, f32},
                                    {loc, loc});
       Value m1 = after->getArgument(0);
-      Value j = toIndex(LLVM::CountTrailingZerosOp::create(b, loc, i64, m1, b.getBoolAttr(true)));
+      Value j = toIndex(LLVM::CountTrailingZerosOp::create(
+          b, loc, i64, m1, b.getBoolAttr(true)));
       Value next1 = arith::AndIOp::create(b, loc, m1, sub(m1, ci64(1)));
-      Value slot1 = add(base, add(mul(i, idx(kOctile)), j));
-      Value w1 = load(ws1, {slot1});
-      SmallVector<Value> labels1;
-      for (unsigned f = 0; f < edgeFeatures; ++f)
-        labels1.push_back(load(ls1, {add(mul(slot1, idx(edgeFeatures)), idx(f))}));
-      Value colBase = mul(add(mul(col1, idx(kOctile)), j), n2);
-      auto inner = scf::WhileOp::create(b, loc, TypeRange{i64, f32},
-                                        ValueRange{bits2, after->getArgument(1)});
+      auto inner = scf::WhileOp::create(
+          b, loc, TypeRange{i64, f32}, ValueRange{bits2, after->getArgument(1)});
       {
         OpBuilder::InsertionGuard g2(b);
         Block *before2 = b.createBlock(&inner.getBefore(), {}, {i64, f32},
@@ -396,36 +472,58 @@ void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
         Block *after2 = b.createBlock(&inner.getAfter(), {}, {i64, f32},
                                       {loc, loc});
         Value m2 = after2->getArgument(0);
-        Value j2 = toIndex(LLVM::CountTrailingZerosOp::create(b, loc, i64, m2, b.getBoolAttr(true)));
+        Value j2 = toIndex(LLVM::CountTrailingZerosOp::create(
+            b, loc, i64, m2, b.getBoolAttr(true)));
         Value next2 = arith::AndIOp::create(b, loc, m2, sub(m2, ci64(1)));
-        Value slot2 = add(base, add(mul(i2, idx(kOctile)), j2));
-        Value w2 = load(ws2, {slot2});
-        SmallVector<Value> labels2;
-        for (unsigned f = 0; f < edgeFeatures; ++f)
-          labels2.push_back(
-              load(ls2, {add(mul(slot2, idx(edgeFeatures)), idx(f))}));
-        Value ke = baseKernel(gram.getEdgeKernel(), labels1, labels2);
-        Value x = vload(vecP, add(colBase, add(mul(col2, idx(kOctile)), j2)));
-        Value term = mul(mul(mul(w1, w2), ke), x);
-        scf::YieldOp::create(b, loc,
-                             ValueRange{next2, add(after2->getArgument(1), term)});
+        scf::YieldOp::create(
+            b, loc, ValueRange{next2, term(j, j2, after2->getArgument(1))});
       }
       scf::YieldOp::create(b, loc, ValueRange{next1, inner.getResult(1)});
+      b.setInsertionPointAfter(outer);
+      scf::YieldOp::create(b, loc, outer.getResult(1));
     }
-    Value sum = outer.getResult(1);
-    Value any = arith::AndIOp::create(
-        b, loc, cmpi(arith::CmpIPredicate::ne, bits1, ci64(0)),
-        cmpi(arith::CmpIPredicate::ne, bits2, ci64(0)));
-    auto write = scf::IfOp::create(b, loc, any, false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(write.thenBlock());
     Value row = add(mul(add(mul(row1, idx(kOctile)), i), n2),
                     add(mul(row2, idx(kOctile)), i2));
     memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
-                                arith::NegFOp::create(b, loc, sum), workspace,
-                                ValueRange{add(vecAP, row)});
+                                arith::NegFOp::create(b, loc, pick.getResult(0)),
+                                workspace, ValueRange{add(vecAP, row)});
   }
-  syncWarp();
+}
+
+void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
+                                Value t1, Value nt1, Value t2, Value nt2,
+                                Value n2, Value size, Value vecP, Value vecAP,
+                                Value resident) {
+  Value chunk = idx(cachedTiles);
+  auto chunks = [&](Value n) { return div(add(n, sub(chunk, idx(1))), chunk); };
+  auto outer = scf::ForOp::create(b, loc, idx(0), chunks(nt1), idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(outer.getBody());
+  Value first1 = mul(outer.getInductionVar(), chunk);
+  Value count1 = arith::MinUIOp::create(b, loc, chunk, sub(nt1, first1));
+  auto innerChunks = scf::ForOp::create(b, loc, idx(0), chunks(nt2), idx(1));
+  b.setInsertionPointToStart(innerChunks.getBody());
+  Value first2 = mul(innerChunks.getInductionVar(), chunk);
+  Value count2 = arith::MinUIOp::create(b, loc, chunk, sub(nt2, first2));
+  {
+    auto stage = scf::IfOp::create(
+        b, loc,
+        arith::XOrIOp::create(
+            b, loc, resident,
+            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+        false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(stage.thenBlock());
+    barrier();
+    stageTiles(g1, add(t1, first1), count1, cache1);
+    stageTiles(g2, add(t2, first2), count2, cache2);
+    barrier();
+  }
+  auto pairs = scf::ForOp::create(b, loc, warp, mul(count1, count2),
+                                  idx(kWarps));
+  b.setInsertionPointToStart(pairs.getBody());
+  Value k = pairs.getInductionVar();
+  tilePair(div(k, count2), rem(k, count2), n2, size, vecP, vecAP);
 }
 
 void SolverEmitter::solvePair(Value p) {
@@ -509,6 +607,18 @@ void SolverEmitter::solvePair(Value p) {
           ValueRange{add(init.getRegionIterArg(0), mul(rhs, z)),
                      add(init.getRegionIterArg(1), mul(rhs, rhs))});
     }
+    // Both graphs' octiles stay in the caches for the whole solve where
+    // they fit.
+    Value resident = arith::AndIOp::create(
+        b, loc, cmpi(arith::CmpIPredicate::ule, nt1, idx(cachedTiles)),
+        cmpi(arith::CmpIPredicate::ule, nt2, idx(cachedTiles)));
+    {
+      auto stage = scf::IfOp::create(b, loc, resident, false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(stage.thenBlock());
+      stageTiles(g1, t1, nt1, cache1);
+      stageTiles(g2, t2, nt2, cache2);
+    }
     SmallVector<Value> sums = blockSum({init.getResult(0), init.getResult(1)});
     double tol = gram.getTol().convertToDouble();
     Value bound = mul(sums[1], cf(tol * tol));
@@ -540,7 +650,7 @@ void SolverEmitter::solvePair(Value p) {
         vstore(mul(vload(vdv, t), vload(vp, t)), vap, t);
       }
       barrier();
-      offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, vp, vap);
+      offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
       barrier();
       auto dot = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
                                     ValueRange{cf(0.0)});
@@ -646,16 +756,22 @@ void SolverEmitter::emit() {
       {ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(),
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
   smem = gpu::DynamicSharedMemoryOp::create(b, loc, smemType);
-  // [0, 32): the warps' partial sums; [32, 48): the pair; then the warps'
-  // expanded tiles (weights, then labels).
-  int64_t slots = kWarps * kOctile * kOctile;
+  // [0, 32): the warps' partial sums; [32, 48): the pair; then the two
+  // graphs' tile caches (bitmaps, coordinates, weights, labels).
   reduceSlots = sharedView(f32, 0, 2 * kWarps);
   pairSlot = sharedView(i32, 32, 1);
-  int64_t labelSlots = std::max<int64_t>(1, slots * edgeFeatures);
-  tileWeights = sharedView(f32, 48, slots);
-  tileWeights2 = sharedView(f32, 48 + 4 * slots, slots);
-  tileLabels = sharedView(f32, 48 + 8 * slots, labelSlots);
-  tileLabels2 = sharedView(f32, 48 + 8 * slots + 4 * labelSlots, labelSlots);
+  int64_t offset = 48;
+  for (TileCache *cache : {&cache1, &cache2}) {
+    cache->bitmaps = sharedView(i64, offset, cachedTiles);
+    offset += 8 * cachedTiles;
+    cache->coords = sharedView(i32, offset, cachedTiles);
+    offset += 4 * cachedTiles;
+    cache->weights = sharedView(f32, offset, 64 * cachedTiles);
+    offset += 4 * 64 * cachedTiles;
+    int64_t labels = std::max<int64_t>(1, 64 * cachedTiles * edgeFeatures);
+    cache->labels = sharedView(f32, offset, labels);
+    offset += 4 * labels;
+  }
 
   Value pairs = kernel.getArgument(2 * kNumDatasetArrays);
   Value counter = kernel.getArgument(2 * kNumDatasetArrays + 4);
@@ -728,6 +844,13 @@ struct ConvertKronToGPUPass
   LogicalResult lower(func::FuncOp func, GramOp gram);
 
   void runOnOperation() override {
+    if (cachedTiles < 1 || getSharedBytes(cachedTiles, 8) > 160 * 1024) {
+      getOperation().emitError()
+          << "convert-kron-to-gpu caches between 1 and "
+          << "a shared-memory budget's worth of octiles per graph, got "
+          << cachedTiles;
+      return signalPassFailure();
+    }
     if (residentBlocks < 1) {
       getOperation().emitError()
           << "convert-kron-to-gpu needs at least one resident block, got "
@@ -928,10 +1051,12 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
   solve->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), builder.getUnitAttr());
   solve.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({static_cast<int32_t>(kThreads), 1, 1}));
-  SolverEmitter(builder, loc, gram, solve, symmetric).emit();
-  int64_t tileSlots = 2 * kWarps * kOctile * kOctile;
-  int64_t sharedBytes =
-      48 + 4 * tileSlots * (1 + std::max<int64_t>(1, type.getEdgeLabels()));
+  if (minBlocksPerSM > 0)
+    solve->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(minBlocksPerSM));
+  SolverEmitter(builder, loc, gram, solve, symmetric, cachedTiles,
+                denseThreshold)
+      .emit();
+  int64_t sharedBytes = getSharedBytes(cachedTiles, type.getEdgeLabels());
 
   // The bundle description.
   kge::BundleBuilder bb(builder);

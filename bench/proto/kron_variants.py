@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Probe: the kron solver's options (convert-kron-to-gpu's cached-tiles,
+dense-threshold, blocks-per-sm) on the benchmark's sets. `--build DIR`
+here compiles the variants; on the GPU machine `--run DIR --data DATA`
+times each (GPU time of the Gram matrix, median of 2)."""
+
+import argparse
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT / "test" / "gpu"), str(ROOT / "bench")]
+sys.path.append(str(ROOT / "python"))
+
+VARIANTS = {
+    # Round 1 (bench/results/2026-11-26-h100-kron/variants-round1.json).
+    "sparse_c16_b8": dict(dense_threshold=5000, blocks_per_sm=8, cached_tiles=16),
+    # Round 2: more blocks per SM.
+    "sparse_c16_b10": dict(dense_threshold=5000, blocks_per_sm=10, cached_tiles=16),
+    "sparse_c16_b12": dict(dense_threshold=5000, blocks_per_sm=12, cached_tiles=16),
+    "sparse_c8_b12": dict(dense_threshold=5000, blocks_per_sm=12, cached_tiles=8),
+    "sparse_c8_b16": dict(dense_threshold=5000, blocks_per_sm=16, cached_tiles=8),
+}
+SETS = {"nws160": "unlabeled", "ba160": "unlabeled", "geometric160": "unlabeled",
+        "molecules": "molecules", "proteins": "proteins"}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", type=pathlib.Path)
+    parser.add_argument("--run", type=pathlib.Path)
+    parser.add_argument("--data", type=pathlib.Path)
+    parser.add_argument("--out", type=pathlib.Path)
+    args = parser.parse_args()
+    from kron_configs import CONFIGS, bundle_name
+    if args.build:
+        sys.path.insert(0, str(ROOT / "build" / "python_packages"))
+        from kge import kron
+        for variant, options in VARIANTS.items():
+            for config in set(SETS.values()):
+                out = args.build / variant
+                out.mkdir(parents=True, exist_ok=True)
+                kron.compile_gram(**CONFIGS[config], order="auto", cache=False,
+                                  **options).save(out / bundle_name(config, "auto"))
+        return
+    import bench_kron
+    sets = bench_kron.datasets(args.data)
+    results = {}
+    for variant in VARIANTS:
+        for name, config in SETS.items():
+            graphs, _ = sets[name]
+            k, iterations, seconds, _, pairs = bench_kron.time_kge(
+                args.run / variant, config, graphs, "auto", 2)
+            results[f"{variant}/{name}"] = seconds
+            print(f"{variant:14s} {name:13s} {seconds * 1e3:9.2f} ms "
+                  f"failed={(iterations <= 0).sum()}", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
