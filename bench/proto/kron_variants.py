@@ -14,13 +14,13 @@ sys.path[:0] = [str(ROOT / "test" / "gpu"), str(ROOT / "bench")]
 sys.path.append(str(ROOT / "python"))
 
 VARIANTS = {
-    # Round 1 (bench/results/2026-11-26-h100-kron/variants-round1.json).
-    "sparse_c16_b8": dict(dense_threshold=5000, blocks_per_sm=8, cached_tiles=16),
-    # Round 2: more blocks per SM.
-    "sparse_c16_b10": dict(dense_threshold=5000, blocks_per_sm=10, cached_tiles=16),
-    "sparse_c16_b12": dict(dense_threshold=5000, blocks_per_sm=12, cached_tiles=16),
-    "sparse_c8_b12": dict(dense_threshold=5000, blocks_per_sm=12, cached_tiles=8),
-    "sparse_c8_b16": dict(dense_threshold=5000, blocks_per_sm=16, cached_tiles=8),
+    # Round 1 and 2 (bench/results/2026-11-26-h100-kron/variants-round*.json)
+    # chose 16 cached octiles, 8 blocks per SM, no dense primitive. Round 3:
+    # vector passes four elements at a time, A p's diagonal part written
+    # with p (one pass fewer per iteration).
+    "unroll4_b8": dict(blocks_per_sm=8),
+    "unroll4_b6": dict(blocks_per_sm=6),
+    "unroll4_b8_c32": dict(blocks_per_sm=8, cached_tiles=32),
 }
 SETS = {"nws160": "unlabeled", "ba160": "unlabeled", "geometric160": "unlabeled",
         "molecules": "molecules", "proteins": "proteins"}

@@ -49,6 +49,8 @@ constexpr int64_t kNormalizeThreads = 256;
 constexpr int64_t kVectors = 5;
 /// The side of an octile.
 constexpr int64_t kOctile = 8;
+/// Elements of a vector pass each thread handles at once.
+constexpr int64_t kUnroll = 4;
 
 /// The arrays of one dataset in the kernel's argument order.
 enum DatasetArray : unsigned {
@@ -186,6 +188,40 @@ private:
                                   ValueRange{});
   }
 
+  /// Runs `body` over the elements of [0, size) this thread owns (tid,
+  /// tid + 128, ...), kUnroll at a time so that their loads overlap:
+  /// `body` gets the kUnroll element indices (clamped into range) and
+  /// whether each is in range, and returns the values to add to each of
+  /// `sums` partial sums (masked: valid() below). Returns the thread's
+  /// partial sums.
+  SmallVector<Value> vectorPass(
+      Value size, unsigned sums,
+      function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>)> body);
+  /// Elements `ts` of the workspace vector at `base`.
+  SmallVector<Value> vloads(Value base, ArrayRef<Value> ts) {
+    SmallVector<Value> out;
+    for (Value t : ts)
+      out.push_back(vload(base, t));
+    return out;
+  }
+  /// Stores `values` at `ts` of the vector at `base` where `valid`.
+  void vstores(ArrayRef<Value> values, Value base, ArrayRef<Value> ts,
+               ArrayRef<Value> valid) {
+    for (auto [value, t, ok] : llvm::zip(values, ts, valid)) {
+      auto guarded = scf::IfOp::create(b, loc, ok, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(guarded.thenBlock());
+      vstore(value, base, t);
+    }
+  }
+  /// The sum of `values` where `valid`.
+  Value maskedSum(ArrayRef<Value> values, ArrayRef<Value> valid) {
+    Value sum = cf(0.0);
+    for (auto [value, ok] : llvm::zip(values, valid))
+      sum = add(sum, select(ok, value, cf(0.0)));
+    return sum;
+  }
+
   /// The sums over the block of `values` (at most two), the same in every
   /// thread.
   SmallVector<Value> blockSum(ArrayRef<Value> values);
@@ -257,6 +293,35 @@ private:
   Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace;
   TileCache cache1, cache2;
 };
+
+SmallVector<Value> SolverEmitter::vectorPass(
+    Value size, unsigned sums,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>)> body) {
+  auto loop = scf::ForOp::create(b, loc, tid, size, idx(kThreads * kUnroll),
+                                 SmallVector<Value>(sums, cf(0.0)));
+  OpBuilder::InsertionGuard guard(b);
+  // (Without sums the loop has its terminator already.)
+  if (sums == 0)
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+  else
+    b.setInsertionPointToStart(loop.getBody());
+  Value last = sub(size, idx(1));
+  SmallVector<Value> ts, valid;
+  for (int64_t u = 0; u < kUnroll; ++u) {
+    Value t = add(loop.getInductionVar(), idx(kThreads * u));
+    Value ok = cmpi(arith::CmpIPredicate::ult, t, size);
+    ts.push_back(select(ok, t, last));
+    valid.push_back(ok);
+  }
+  SmallVector<Value> adds = body(ts, valid);
+  if (sums == 0)
+    return {};
+  SmallVector<Value> next;
+  for (unsigned k = 0; k < sums; ++k)
+    next.push_back(add(loop.getRegionIterArg(k), adds[k]));
+  scf::YieldOp::create(b, loc, next);
+  return SmallVector<Value>(loop.getResults());
+}
 
 SmallVector<Value> SolverEmitter::blockSum(ArrayRef<Value> values) {
   SmallVector<Value> partial(values);
@@ -602,6 +667,8 @@ void SolverEmitter::solvePair(Value p) {
       vstore(cf(0.0), vx, t);
       vstore(rhs, vr, t);
       vstore(z, vp, t);
+      // A p's diagonal part for the first iteration.
+      vstore(rhs, vap, t);
       scf::YieldOp::create(
           b, loc,
           ValueRange{add(init.getRegionIterArg(0), mul(rhs, z)),
@@ -641,72 +708,61 @@ void SolverEmitter::solvePair(Value p) {
       Block *after = b.createBlock(&cg.getAfter(), {},
                                    {b.getIndexType(), f32, i1}, {loc, loc, loc});
       Value iteration = after->getArgument(0), rz = after->getArgument(1);
-      // A p: the diagonal, then the off-diagonal part on the fly.
-      {
-        auto diagonal = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(diagonal.getBody());
-        Value t = diagonal.getInductionVar();
-        vstore(mul(vload(vdv, t), vload(vp, t)), vap, t);
-      }
-      barrier();
+      // A p: its diagonal part is there (written with p), the off-diagonal
+      // part is added on the fly.
       offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
       barrier();
-      auto dot = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
-                                    ValueRange{cf(0.0)});
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(dot.getBody());
-        Value t = dot.getInductionVar();
-        scf::YieldOp::create(
-            b, loc,
-            add(dot.getRegionIterArg(0), mul(vload(vp, t), vload(vap, t))));
-      }
-      Value alpha = div(rz, blockSum({dot.getResult(0)})[0]);
-      auto update = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
-                                       ValueRange{cf(0.0), cf(0.0)});
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(update.getBody());
-        Value t = update.getInductionVar();
-        Value pt = vload(vp, t);
-        vstore(add(vload(vx, t), mul(alpha, pt)), vx, t);
-        Value r = sub(vload(vr, t), mul(alpha, vload(vap, t)));
-        vstore(r, vr, t);
-        Value z = div(r, vload(vdv, t));
-        scf::YieldOp::create(
-            b, loc,
-            ValueRange{add(update.getRegionIterArg(0), mul(r, r)),
-                       add(update.getRegionIterArg(1), mul(r, z))});
-      }
-      SmallVector<Value> norms =
-          blockSum({update.getResult(0), update.getResult(1)});
+      Value pAp = vectorPass(size, 1, [&](ArrayRef<Value> ts,
+                                          ArrayRef<Value> valid) {
+        SmallVector<Value> p = vloads(vp, ts), ap = vloads(vap, ts), terms;
+        for (int64_t u = 0; u < kUnroll; ++u)
+          terms.push_back(mul(p[u], ap[u]));
+        return SmallVector<Value>{maskedSum(terms, valid)};
+      })[0];
+      Value alpha = div(rz, blockSum({pAp})[0]);
+      SmallVector<Value> partial = vectorPass(
+          size, 2, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
+            SmallVector<Value> p = vloads(vp, ts), x = vloads(vx, ts),
+                               r = vloads(vr, ts), ap = vloads(vap, ts),
+                               dv = vloads(vdv, ts);
+            SmallVector<Value> xs, rs, rr, rz;
+            for (int64_t u = 0; u < kUnroll; ++u) {
+              xs.push_back(add(x[u], mul(alpha, p[u])));
+              rs.push_back(sub(r[u], mul(alpha, ap[u])));
+              rr.push_back(mul(rs[u], rs[u]));
+              rz.push_back(mul(rs[u], div(rs[u], dv[u])));
+            }
+            vstores(xs, vx, ts, valid);
+            vstores(rs, vr, ts, valid);
+            return SmallVector<Value>{maskedSum(rr, valid),
+                                      maskedSum(rz, valid)};
+          });
+      SmallVector<Value> norms = blockSum(partial);
       Value converged = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
                                               norms[0], bound);
       Value beta = div(norms[1], rz);
-      {
-        auto direction = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(direction.getBody());
-        Value t = direction.getInductionVar();
-        vstore(add(div(vload(vr, t), vload(vdv, t)), mul(beta, vload(vp, t))),
-               vp, t);
-      }
+      // p = z + beta p, and A p's diagonal part for the next iteration.
+      vectorPass(size, 0, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
+        SmallVector<Value> r = vloads(vr, ts), dv = vloads(vdv, ts),
+                           p = vloads(vp, ts), ps, diagonal;
+        for (int64_t u = 0; u < kUnroll; ++u) {
+          ps.push_back(add(div(r[u], dv[u]), mul(beta, p[u])));
+          diagonal.push_back(mul(dv[u], ps[u]));
+        }
+        vstores(ps, vp, ts, valid);
+        vstores(diagonal, vap, ts, valid);
+        return SmallVector<Value>{};
+      });
       barrier();
       scf::YieldOp::create(
           b, loc, ValueRange{add(iteration, idx(1)), norms[1], converged});
     }
     // K = p_x . x with p = 1/n on each graph.
-    auto total = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
-                                    ValueRange{cf(0.0)});
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(total.getBody());
-      Value t = total.getInductionVar();
-      scf::YieldOp::create(b, loc,
-                           add(total.getRegionIterArg(0), vload(vx, t)));
-    }
-    Value value = div(blockSum({total.getResult(0)})[0],
+    Value total = vectorPass(size, 1, [&](ArrayRef<Value> ts,
+                                          ArrayRef<Value> valid) {
+      return SmallVector<Value>{maskedSum(vloads(vx, ts), valid)};
+    })[0];
+    Value value = div(blockSum({total})[0],
                       arith::UIToFPOp::create(
                           b, loc, f32,
                           arith::IndexCastOp::create(b, loc, i64, size)));
