@@ -14,13 +14,14 @@ sys.path[:0] = [str(ROOT / "test" / "gpu"), str(ROOT / "bench")]
 sys.path.append(str(ROOT / "python"))
 
 VARIANTS = {
-    # Round 1 and 2 (bench/results/2026-11-26-h100-kron/variants-round*.json)
-    # chose 16 cached octiles, 8 blocks per SM, no dense primitive. Round 3:
-    # vector passes four elements at a time, A p's diagonal part written
-    # with p (one pass fewer per iteration).
-    "unroll4_b8": dict(blocks_per_sm=8),
-    "unroll4_b6": dict(blocks_per_sm=6),
-    "unroll4_b8_c32": dict(blocks_per_sm=8, cached_tiles=32),
+    # Rounds 1-3 (bench/results/2026-11-26-h100-kron/variants-round*.json)
+    # chose 16 cached octiles, 8 blocks per SM, no dense primitive, vector
+    # passes four elements at a time. Round 4: XMV by product rows (each
+    # thread its rows, no atomics) against by octile pairs.
+    "rows_b8": dict(blocks_per_sm=8),
+    "rows_b6": dict(blocks_per_sm=6),
+    "rows_b12": dict(blocks_per_sm=12),
+    "pairs_b8": dict(blocks_per_sm=8, product_rows=False),
 }
 SETS = {"nws160": "unlabeled", "ba160": "unlabeled", "geometric160": "unlabeled",
         "molecules": "molecules", "proteins": "proteins"}

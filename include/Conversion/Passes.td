@@ -200,12 +200,24 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     to `dense-threshold` or more. A second kernel normalizes the Gram
     matrix where asked.
 
+    Where both graphs have at most 1,024 nodes and their octiles are
+    sparse (the product of their mean non-zero counts per octile below
+    `rows-density`), XMV runs by product rows instead: each thread computes
+    its rows (i, i') of A p whole — the diagonal part and, over the
+    non-zeros of row i of graph 1's octiles in tile row i / 8 and of row
+    i' of graph 2's, the off-diagonal part — without atomics or staging
+    (an index of each graph's tile rows in shared memory, made once per
+    pair).
+
     The defaults are the fastest measured on an H100 (bench/proto/
-    kron_variants.py, bench/results/2026-11-26-h100-kron): 16 cached
-    octiles per graph, 8 blocks per SM, and no dense primitive (a
-    threshold of 256 or 1024 was no faster on the dense protein graphs
-    and 1.4-1.9x slower elsewhere: its unrolled loop costs registers, and
-    the solver is bound by the latency its resident warps hide).
+    kron_variants.py, bench/results/2026-11-26-h100-kron): product rows
+    below a density product of 200 (1.3-1.6x faster than octile pairs on
+    the synthetic and molecule sets, 1.2x slower on the protein segments,
+    whose octiles hold 18 non-zeros on average), 16 cached octiles per
+    graph, 8 blocks per SM, and no dense primitive (a threshold of 256 or
+    1024 was no faster on the dense protein graphs and 1.4-1.9x slower
+    elsewhere: its unrolled loop costs registers, and the solver is bound
+    by the latency its resident warps hide).
 
     The dense octile product stays in this kernel rather than in a `tile`
     task (docs/RationaleKron.md says why).
@@ -219,6 +231,12 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
            "Product of two octiles' non-zero counts from which their product "
            "runs over all 64 entries (dense) rather than over the non-zeros "
            "(above 4096: never)">,
+    Option<"productRows", "product-rows", "bool", /*default=*/"true",
+           "XMV by product rows where both graphs have at most 1,024 nodes "
+           "(each thread its rows, no atomics); false: by octile pairs">,
+    Option<"rowsDensity", "rows-density", "int64_t", /*default=*/"200",
+           "Product of the two graphs' mean non-zeros per octile below which "
+           "a pair takes the product-row primitive (denser: octile pairs)">,
     Option<"minBlocksPerSM", "blocks-per-sm", "int64_t", /*default=*/"8",
            "Blocks each SM must hold at once (nvvm.minctasm: caps the "
            "registers; 0: no cap)">,

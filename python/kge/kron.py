@@ -904,13 +904,15 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
     lowered through kron-octile-tiling{order}, convert-kron-to-gpu and
     kge-lower-to-gpu; compiled once, then read from the bundle cache.
     `solver` takes convert-kron-to-gpu's options by their Python names
-    (cached_tiles, dense_threshold, blocks_per_sm)."""
-    allowed = {"cached_tiles", "dense_threshold", "blocks_per_sm"}
+    (cached_tiles, dense_threshold, blocks_per_sm, product_rows)."""
+    allowed = {"cached_tiles", "dense_threshold", "blocks_per_sm", "product_rows"}
     unknown = set(solver) - allowed
     if unknown:
         raise TypeError(f"unknown solver option(s) {', '.join(sorted(unknown))} (expected "
                         f"{', '.join(sorted(allowed))})")
-    options = "".join(f" {k.replace('_', '-')}={int(v)}" for k, v in sorted(solver.items()))
+    options = "".join(f" {k.replace('_', '-')}="
+                      f"{str(v).lower() if isinstance(v, bool) else int(v)}"
+                      for k, v in sorted(solver.items()))
     from . import compiler, ir, tile
     text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
                        maxiter, normalize, symmetric)

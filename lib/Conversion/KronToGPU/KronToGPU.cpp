@@ -49,6 +49,9 @@ constexpr int64_t kNormalizeThreads = 256;
 constexpr int64_t kVectors = 5;
 /// The side of an octile.
 constexpr int64_t kOctile = 8;
+/// Tile rows per graph (8 nodes each) the product-row primitive indexes in
+/// shared memory: graphs of up to 1,024 nodes.
+constexpr int64_t kMaxTileRows = 128;
 /// Elements of a vector pass each thread handles at once.
 constexpr int64_t kUnroll = 4;
 
@@ -101,17 +104,21 @@ SmallVector<std::string> datasetShape(unsigned array, StringRef s,
 /// The solver's shared memory: the reductions' slots, the pair, and two
 /// tile caches of `cachedTiles` octiles with `edgeLabels` label features.
 int64_t getSharedBytes(int64_t cachedTiles, int64_t edgeLabels) {
-  return 48 + 2 * cachedTiles *
-                  (8 + 4 + 4 * 64 + 4 * 64 * std::max<int64_t>(1, edgeLabels));
+  return 48 +
+         2 * cachedTiles *
+             (8 + 4 + 4 * 64 + 4 * 64 * std::max<int64_t>(1, edgeLabels)) +
+         2 * 4 * (kMaxTileRows + 1);
 }
 
 /// Builds the solver kernel's body.
 class SolverEmitter {
 public:
   SolverEmitter(OpBuilder &b, Location loc, GramOp gram, gpu::GPUFuncOp kernel,
-                bool symmetric, int64_t cachedTiles, int64_t denseThreshold)
+                bool symmetric, int64_t cachedTiles, int64_t denseThreshold,
+                bool productRows, int64_t rowsDensity)
       : b(b), loc(loc), gram(gram), kernel(kernel), symmetric(symmetric),
-        cachedTiles(cachedTiles), denseThreshold(denseThreshold) {
+        cachedTiles(cachedTiles), denseThreshold(denseThreshold),
+        productRows(productRows), rowsDensity(rowsDensity) {
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
@@ -267,6 +274,21 @@ private:
   SmallVector<Value> expandBit(ArrayRef<Value> g, Value bitmap, Value offset,
                                Value bit);
 
+  /// Writes to `out` [0, rows] the first of the `count` tiles (from
+  /// `first`) of the graph whose arrays are `g` in each tile row (tiles
+  /// are sorted by row), with the whole block.
+  void indexTileRows(ArrayRef<Value> g, Value first, Value count, Value rows,
+                     Value out);
+
+  /// One XMV by product rows: each thread computes its rows (i, i') of AP
+  /// = D V^-1 P - (A_x o E_x) P whole, over the non-zeros of row i of
+  /// graph 1's tiles in tile row i / 8 and of row i' of graph 2's (no
+  /// atomics; the octiles read from global memory, tile rows from
+  /// `tileRows1/2`).
+  void productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
+                      Value t2, Value n2, Value size, Value vecP, Value vecAP,
+                      Value vecDV);
+
   /// One XMV's off-diagonal part: AP -= (A_x o E_x) P, over the octile
   /// pairs of the two graphs (vectors by their workspace offsets), chunk
   /// of cached tiles by chunk unless `resident` (both graphs' tiles stay
@@ -290,7 +312,10 @@ private:
   Type f32, i32, i64;
   unsigned edgeFeatures, nodeFeatures;
   int64_t cachedTiles, denseThreshold;
-  Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace;
+  bool productRows;
+  int64_t rowsDensity;
+  Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace, tileRows1,
+      tileRows2;
   TileCache cache1, cache2;
 };
 
@@ -555,6 +580,124 @@ void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
   }
 }
 
+void SolverEmitter::indexTileRows(ArrayRef<Value> g, Value first,
+                                  Value count, Value rows, Value out) {
+  auto loop = scf::ForOp::create(b, loc, tid, add(rows, idx(1)), idx(kThreads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value r = loop.getInductionVar();
+  Type index = b.getIndexType();
+  // The first tile whose row is r or more (binary search).
+  auto search = scf::WhileOp::create(b, loc, TypeRange{index, index},
+                                     ValueRange{idx(0), count});
+  Block *before = b.createBlock(&search.getBefore(), {}, {index, index},
+                                {loc, loc});
+  scf::ConditionOp::create(b, loc,
+                           cmpi(arith::CmpIPredicate::ult,
+                                before->getArgument(0), before->getArgument(1)),
+                           before->getArguments());
+  Block *after = b.createBlock(&search.getAfter(), {}, {index, index},
+                               {loc, loc});
+  Value lo = after->getArgument(0), hi = after->getArgument(1);
+  Value mid = div(add(lo, hi), idx(2));
+  Value row = toIndex(arith::ShRUIOp::create(
+      b, loc, load(g[kCoords], {add(first, mid)}),
+      arith::ConstantIntOp::create(b, loc, i32, 16)));
+  Value below = cmpi(arith::CmpIPredicate::ult, row, r);
+  scf::YieldOp::create(b, loc,
+                       ValueRange{select(below, add(mid, idx(1)), lo),
+                                  select(below, hi, mid)});
+  b.setInsertionPointAfter(search);
+  store(arith::IndexCastOp::create(b, loc, i32, search.getResult(0)), out, {r});
+}
+
+void SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
+                                  Value t1, Value t2, Value n2, Value size,
+                                  Value vecP, Value vecAP, Value vecDV) {
+  auto loop = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  Value i = div(t, n2), i2 = rem(t, n2);
+  Type index = b.getIndexType();
+  // The octiles of graph `g` in the tile row of node `node`: its row's
+  // bits, the column of each tile and its non-zeros from the row's first.
+  struct RowOfTiles {
+    Value begin, end, shift;
+  };
+  auto rowOf = [&](Value rowsIndex, Value node) {
+    Value r = div(node, idx(kOctile));
+    return RowOfTiles{toIndex(load(rowsIndex, {r})),
+                      toIndex(load(rowsIndex, {add(r, idx(1))})),
+                      arith::IndexCastOp::create(
+                          b, loc, i64, mul(rem(node, idx(kOctile)), idx(kOctile)))};
+  };
+  RowOfTiles row1 = rowOf(tileRows1, i), row2 = rowOf(tileRows2, i2);
+  // Iterates the non-zeros of row `row` of the tiles [begin, end) of
+  // graph `g` (from tile `t0`): body(column node, weight, labels, acc).
+  auto forEachNonzero =
+      [&](ArrayRef<Value> g, Value t0, const RowOfTiles &row, Value acc,
+          function_ref<Value(Value, Value, ArrayRef<Value>, Value)> body) {
+        auto tiles = scf::ForOp::create(b, loc, row.begin, row.end, idx(1),
+                                        ValueRange{acc});
+        OpBuilder::InsertionGuard g0(b);
+        b.setInsertionPointToStart(tiles.getBody());
+        Value tile = add(t0, tiles.getInductionVar());
+        Value bitmap = load(g[kBitmaps], {tile});
+        Value column = toIndex(arith::AndIOp::create(
+            b, loc, load(g[kCoords], {tile}),
+            arith::ConstantIntOp::create(b, loc, i32, 0xffff)));
+        Value bits = arith::AndIOp::create(
+            b, loc, arith::ShRUIOp::create(b, loc, bitmap, row.shift),
+            ci64(0xff));
+        Value before = arith::AndIOp::create(
+            b, loc, bitmap,
+            sub(arith::ShLIOp::create(b, loc, ci64(1), row.shift), ci64(1)));
+        Value firstNonzero =
+            add(toIndex(load(g[kOffsets], {tile})),
+                toIndex(LLVM::CtPopOp::create(b, loc, i64, before)));
+        auto walk = scf::WhileOp::create(
+            b, loc, TypeRange{i64, index, f32},
+            ValueRange{bits, firstNonzero, tiles.getRegionIterArg(0)});
+        Block *cond = b.createBlock(&walk.getBefore(), {}, {i64, index, f32},
+                                    {loc, loc, loc});
+        scf::ConditionOp::create(
+            b, loc, cmpi(arith::CmpIPredicate::ne, cond->getArgument(0), ci64(0)),
+            cond->getArguments());
+        Block *step = b.createBlock(&walk.getAfter(), {}, {i64, index, f32},
+                                    {loc, loc, loc});
+        Value m = step->getArgument(0), nz = step->getArgument(1);
+        Value j = toIndex(LLVM::CountTrailingZerosOp::create(
+            b, loc, i64, m, b.getBoolAttr(true)));
+        SmallVector<Value> labels;
+        for (unsigned f = 0; f < edgeFeatures; ++f)
+          labels.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
+        Value next = body(add(mul(column, idx(kOctile)), j),
+                          load(g[kWeights], {nz}), labels, step->getArgument(2));
+        scf::YieldOp::create(
+            b, loc,
+            ValueRange{arith::AndIOp::create(b, loc, m, sub(m, ci64(1))),
+                       add(nz, idx(1)), next});
+        b.setInsertionPointAfter(walk);
+        scf::YieldOp::create(b, loc, walk.getResult(2));
+        return tiles.getResult(0);
+      };
+  Value sum = forEachNonzero(
+      g1, t1, row1, cf(0.0),
+      [&](Value j, Value w1, ArrayRef<Value> labels1, Value acc) {
+        Value rowBase = mul(j, n2);
+        SmallVector<Value> l1(labels1);
+        return forEachNonzero(
+            g2, t2, row2, acc,
+            [&](Value j2, Value w2, ArrayRef<Value> labels2, Value acc2) {
+              Value ke = baseKernel(gram.getEdgeKernel(), l1, labels2);
+              return add(acc2, mul(mul(mul(w1, w2), ke),
+                                   vload(vecP, add(rowBase, j2))));
+            });
+      });
+  vstore(sub(mul(vload(vecDV, t), vload(vecP, t)), sum), vecAP, t);
+}
+
 void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
                                 Value t1, Value nt1, Value t2, Value nt2,
                                 Value n2, Value size, Value vecP, Value vecAP,
@@ -686,6 +829,40 @@ void SolverEmitter::solvePair(Value p) {
       stageTiles(g1, t1, nt1, cache1);
       stageTiles(g2, t2, nt2, cache2);
     }
+    // The product-row primitive where both graphs' tile rows fit the
+    // shared index.
+    Value rows1 = div(add(n1, idx(kOctile - 1)), idx(kOctile));
+    Value rows2 = div(add(n2, idx(kOctile - 1)), idx(kOctile));
+    Value byRows = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    if (productRows) {
+      // ... and whose octiles are sparse: the product of their mean
+      // non-zero counts below rows-density (dense octiles share better by
+      // octile pairs).
+      auto nonzeros = [&](ArrayRef<Value> g, Value first, Value count) {
+        Value last = add(first, sub(arith::MaxUIOp::create(b, loc, count, idx(1)),
+                                    idx(1)));
+        Value end = add(toIndex(load(g[kOffsets], {last})),
+                        toIndex(LLVM::CtPopOp::create(
+                            b, loc, i64, load(g[kBitmaps], {last}))));
+        Value counted = sub(end, toIndex(load(g[kOffsets], {first})));
+        return select(cmpi(arith::CmpIPredicate::eq, count, idx(0)), idx(0),
+                      counted);
+      };
+      Value sparse = cmpi(arith::CmpIPredicate::ult,
+                          mul(nonzeros(g1, t1, nt1), nonzeros(g2, t2, nt2)),
+                          mul(idx(rowsDensity), mul(nt1, nt2)));
+      byRows = arith::AndIOp::create(
+          b, loc,
+          arith::AndIOp::create(
+              b, loc, cmpi(arith::CmpIPredicate::ule, rows1, idx(kMaxTileRows)),
+              cmpi(arith::CmpIPredicate::ule, rows2, idx(kMaxTileRows))),
+          sparse);
+      auto index = scf::IfOp::create(b, loc, byRows, false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(index.thenBlock());
+      indexTileRows(g1, t1, nt1, rows1, tileRows1);
+      indexTileRows(g2, t2, nt2, rows2, tileRows2);
+    }
     SmallVector<Value> sums = blockSum({init.getResult(0), init.getResult(1)});
     double tol = gram.getTol().convertToDouble();
     Value bound = mul(sums[1], cf(tol * tol));
@@ -710,7 +887,15 @@ void SolverEmitter::solvePair(Value p) {
       Value iteration = after->getArgument(0), rz = after->getArgument(1);
       // A p: its diagonal part is there (written with p), the off-diagonal
       // part is added on the fly.
-      offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
+      {
+        auto primitive = scf::IfOp::create(b, loc, byRows, true);
+        OpBuilder::InsertionGuard choice(b);
+        b.setInsertionPointToStart(primitive.thenBlock());
+        if (productRows)
+          productRowsXMV(g1, g2, t1, t2, n2, size, vp, vap, vdv);
+        b.setInsertionPointToStart(primitive.elseBlock());
+        offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
+      }
       barrier();
       Value pAp = vectorPass(size, 1, [&](ArrayRef<Value> ts,
                                           ArrayRef<Value> valid) {
@@ -828,6 +1013,9 @@ void SolverEmitter::emit() {
     cache->labels = sharedView(f32, offset, labels);
     offset += 4 * labels;
   }
+  tileRows1 = sharedView(i32, offset, kMaxTileRows + 1);
+  offset += 4 * (kMaxTileRows + 1);
+  tileRows2 = sharedView(i32, offset, kMaxTileRows + 1);
 
   Value pairs = kernel.getArgument(2 * kNumDatasetArrays);
   Value counter = kernel.getArgument(2 * kNumDatasetArrays + 4);
@@ -1110,7 +1298,7 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
   if (minBlocksPerSM > 0)
     solve->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(minBlocksPerSM));
   SolverEmitter(builder, loc, gram, solve, symmetric, cachedTiles,
-                denseThreshold)
+                denseThreshold, productRows, rowsDensity)
       .emit();
   int64_t sharedBytes = getSharedBytes(cachedTiles, type.getEdgeLabels());
 
