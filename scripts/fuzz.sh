@@ -22,6 +22,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_
 status=0
 "$BUILD_DIR/bin/kge-fuzz" --corpus "$ROOT/test" --corpus "$ROOT/examples/bvec" \
   --corpus "$ROOT/examples/tile" --corpus "$ROOT/examples/graph" \
+  --corpus "$ROOT/examples/kron" \
   --seed "${FUZZ_SEED:-$RANDOM}" --min-pipeline-runs "$MIN_RUNS" \
   --seconds "$((SECONDS_BUDGET * 3))" --crash-dir "$CRASHES" || status=1
 "$BUILD_DIR/bin/kge-fuzz" "$ROOT"/test/fuzz/regressions/*.mlir --crash-dir "$CRASHES" \

@@ -22,7 +22,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   python3 python3-venv python3-dev
   libgtest-dev nlohmann-json3-dev
-  wordnet-base
+  wordnet-base rdkit-data
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

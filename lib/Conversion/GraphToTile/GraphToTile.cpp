@@ -741,6 +741,11 @@ LogicalResult FunctionLowering::tieDim(Operation *op, Value size, Value dest,
            << "takes a size that is not a dimension of a parameter "
               "(tensor.dim %param, d): the lowering sizes the result by that "
               "parameter";
+  auto sourceType = dyn_cast<RankedTensorType>(source.getType());
+  if (!sourceType || *index < 0 || *index >= sourceType.getRank())
+    return op->emitOpError() << "takes dimension " << *index
+                             << " of a parameter of type " << source.getType()
+                             << ", which has no such dimension";
   unsigned p = source.getArgNumber(), d = cast<BlockArgument>(dest).getArgNumber();
   auto dimsOf = [&](unsigned arg) {
     SmallVector<Attribute> dims;

@@ -121,6 +121,21 @@ func.func @outer_sum_types_not_a_dimension(%x: tensor<?x?xf32>, %dy: tensor<?x?x
 
 // -----
 
+func.func @node_count_beyond_the_rank(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>,
+                                      %src: tensor<?xi32>, %dst: tensor<?xi32>,
+                                      %etype: tensor<?xi32>) -> tensor<?x?xf32> {
+  %c9 = arith.constant 9 : index
+  %n = tensor.dim %x, %c9 : tensor<?x?xf32>
+  %g = graph.coo %src, %dst, %etype nodes(%n) : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+  %m = graph.typed_linear %g, %x, %w rows(src) by(etype)
+      : tensor<?x?xf32>, tensor<?x?x?xf32> -> tensor<?x?xf32>
+  // expected-error @+1 {{takes dimension 9 of a parameter of type 'tensor<?x?xf32>', which has no such dimension}}
+  %out = graph.aggregate %g, %m to(dst) reduce(sum) : tensor<?x?xf32> -> tensor<?x?xf32>
+  return %out : tensor<?x?xf32>
+}
+
+// -----
+
 func.func @aggregate_node_rows(%x: tensor<?x?xf32>, %w: tensor<?x?x?xf32>, %src: tensor<?xi32>,
                                %dst: tensor<?xi32>, %etype: tensor<?xi32>, %ntype: tensor<?xi32>)
     -> tensor<?x?xf32> {

@@ -1,0 +1,271 @@
+"""The kron dialect's solver from Python, on the CPU: the arrays the GPU
+kernel reads (kge.kron.pack, octile_parts: kron-octile-tiling's derived
+parameters; pair_schedule, workspace_size: convert-kron-to-gpu's) give,
+through the kernel's algorithm run on the CPU (gram_octiles), the
+reference's Gram matrices; compile_gram's bundles name those parameters in
+their manifest; MarginalizedGraphKernel (CPU) works as scikit-learn's
+precomputed kernel; networkx graphs and RDKit molecules convert; bad input
+is refused with a message."""
+
+import numpy as np
+import pytest
+
+from kge import kron
+
+
+def random_graph(rng, n, p, node=("label",), edge=("length",)):
+    a = np.triu(rng.random((n, n)) < p, 1)
+    edges = np.argwhere(a)
+    labels = {"label": rng.integers(0, 3, n), "charge": rng.normal(0, 1, n)}
+    edge_labels = {"length": rng.uniform(0.5, 2.0, len(edges)),
+                   "kind": rng.integers(0, 2, len(edges)).astype(float)}
+    return kron.LabeledGraph.from_edges(
+        n, edges, weights=rng.uniform(0.5, 1.5, len(edges)),
+        node_labels={k: labels[k] for k in node}, edge_labels={k: edge_labels[k] for k in edge})
+
+
+def dataset(rng, sizes, **features):
+    return [random_graph(rng, n, min(1.0, 3.0 / n), **features) for n in sizes]
+
+
+NODE, EDGE = kron.KroneckerDelta(0.5), kron.SquareExponential(1.0)
+
+
+def parts_of(packed, order):
+    parts = kron.octile_parts(**packed, order=order)
+    parts["nodes"] = packed["nodes"]
+    return parts
+
+
+@pytest.mark.parametrize("order", ["natural", "rcm", "auto"])
+def test_octile_solver_matches_the_reference(order):
+    rng = np.random.default_rng(0)
+    X = dataset(rng, [1, 4, 9, 17, 26])
+    packed = kron.pack(X, ["label"], ["length"])
+    parts = parts_of(packed, order)
+    pairs = kron.pair_schedule(packed["nodes"], parts["tiles"])
+    k, iterations = kron.gram_octiles(parts, pairs, NODE, EDGE, ["label"], ["length"],
+                                      tol=1e-10)
+    assert (iterations > 0).all()
+    np.testing.assert_allclose(k, kron.gram(X, node_kernel=NODE, edge_kernel=EDGE), rtol=1e-5)
+
+
+def test_x_against_y_with_normalization_and_products_and_sums():
+    rng = np.random.default_rng(1)
+    node = kron.TensorProduct(label=kron.KroneckerDelta(0.3), charge=kron.SquareExponential(2.0))
+    edge = kron.Additive(length=kron.SquareExponential(0.5), kind=kron.KroneckerDelta(0.5))
+    features = dict(node=("label", "charge"), edge=("length", "kind"))
+    X, Y = dataset(rng, [3, 11, 20], **features), dataset(rng, [2, 9], **features)
+    px = kron.pack(X, ["label", "charge"], ["length", "kind"])
+    py = kron.pack(Y, ["label", "charge"], ["length", "kind"])
+    parts_x, parts_y = parts_of(px, "auto"), parts_of(py, "auto")
+    pairs = kron.pair_schedule(px["nodes"], parts_x["tiles"], py["nodes"], parts_y["tiles"],
+                               normalize=True)
+    # Every Gram entry once, then each graph's self-kernel for normalization.
+    assert sorted(map(tuple, pairs[pairs[:, 0] == 0][:, 1:])) == [
+        (a, b) for a in range(3) for b in range(2)]
+    assert len(pairs) == 6 + 3 + 2
+    k, _ = kron.gram_octiles(parts_x, pairs, node, edge, ["label", "charge"],
+                             ["length", "kind"], parts_y=parts_y, normalize=True, tol=1e-10)
+    np.testing.assert_allclose(k, kron.gram(X, Y, node_kernel=node, edge_kernel=edge,
+                                            normalize=True), rtol=1e-5)
+
+
+def test_octiles_cover_every_edge_twice_in_bit_order():
+    rng = np.random.default_rng(2)
+    X = dataset(rng, [5, 30, 40])
+    packed = kron.pack(X, ["label"], ["length"])
+    parts = kron.octile_parts(**packed, order="rcm")
+    assert len(parts["weights"]) == 2 * len(packed["weights"])
+    bitmaps = parts["bitmaps"].view(np.uint64)
+    counts = np.array([bin(int(b)).count("1") for b in bitmaps])
+    np.testing.assert_array_equal(np.diff(np.r_[parts["offsets"], len(parts["weights"])]), counts)
+    first, count = parts["tiles"][:, 0], parts["tiles"][:, 1]
+    np.testing.assert_array_equal(first, np.r_[0, np.cumsum(count)[:-1]])
+    # Tiles of a graph sorted by (row, column): the product-row primitive
+    # finds a tile row's octiles by binary search.
+    for g in range(len(X)):
+        coords = parts["coords"][first[g]:first[g] + count[g]]
+        assert (np.diff(coords) > 0).all()
+    # Degrees are the weighted degrees, in the tiled order.
+    assert parts["degrees"].sum() == pytest.approx(2 * packed["weights"].sum(), rel=1e-5)
+
+
+def test_auto_order_takes_fewer_tiles_per_graph():
+    ring = kron.LabeledGraph.from_edges(64, [(i, (i + 1) % 64) for i in range(64)])
+    scrambled = np.random.default_rng(3).permutation(64)
+    a = ring.adjacency[np.ix_(scrambled, scrambled)]
+    packed = kron.pack([kron.LabeledGraph(a)])
+    natural = kron.octile_parts(**packed, order="natural")["tiles"][0, 1]
+    auto = kron.octile_parts(**packed, order="auto")["tiles"][0, 1]
+    assert auto < natural / 2
+
+
+def test_schedule_puts_the_costliest_pairs_first_and_sizes_the_workspace():
+    nodes = np.array([[0, 5], [5, 40], [45, 12]], np.int32)
+    tiles = np.array([[0, 1], [1, 12], [13, 3]], np.int32)
+    pairs = kron.pair_schedule(nodes, tiles)
+    assert tuple(pairs[0]) == (0, 1, 1)
+    assert len(pairs) == 6
+    assert kron.workspace_size(pairs, nodes, blocks=4, vectors=5) == 4 * 5 * 40 * 40
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    pytest.importorskip("kge.ir")
+    return kron.compile_gram(NODE, EDGE, ["label"], ["length"], normalize=True, cache=False)
+
+
+def test_bundle_names_the_derived_parameters(compiled):
+    derived = compiled.manifest["derived"]
+    assert {f["part"] for f in derived.values() if f["function"] == "octiles"} == {
+        "node_labels", "degrees", "tiles", "coords", "bitmaps", "offsets", "weights",
+        "edge_labels"}
+    assert derived["pairs"]["function"] == "pair_schedule"
+    assert derived["workspace"]["function"] == "solver_workspace"
+    roles = {p["name"]: p["role"] for p in compiled.params}
+    assert roles["gram"] == roles["iterations"] == "result"
+    assert roles["workspace"] == "output"
+    kernels = [s["function"] for s in compiled.manifest["launches"] if s["kind"] == "kernel"]
+    assert kernels == ["gram_solve", "gram_normalize"]
+    rng = np.random.default_rng(4)
+    packed = kron.pack(dataset(rng, [3, 8]), ["label"], ["length"])
+    arrays = kron.derived_arrays(compiled, dict(packed))
+    assert arrays["pairs"].shape == (3, 3)
+    assert arrays["workspace"] == 3 * 5 * 64
+
+
+def test_solver_options_reach_the_pass():
+    pytest.importorskip("kge.ir")
+    with pytest.raises(TypeError, match="unknown solver option"):
+        kron.compile_gram(NODE, EDGE, ["label"], ["length"], cache=False, warps=8)
+    small = kron.compile_gram(NODE, EDGE, ["label"], ["length"], cache=False, cached_tiles=8)
+    default = kron.compile_gram(NODE, EDGE, ["label"], ["length"], cache=False)
+    # Two caches of 16 octiles (weights and one label feature, 512 bytes
+    # per octile, bitmap and coordinates 12) against two of 8.
+    assert (int(default.manifest["launches"][-1]["shared_bytes"]) -
+            int(small.manifest["launches"][-1]["shared_bytes"])) == 2 * 8 * (512 + 12)
+
+
+def test_kernel_class_on_the_cpu_is_a_precomputed_kernel():
+    rng = np.random.default_rng(5)
+    X = dataset(rng, [4, 6, 8, 10, 12, 14])
+    kernel = kron.MarginalizedGraphKernel(NODE, EDGE, q=0.1, normalize=True, device="cpu")
+    k = kernel(X)
+    np.testing.assert_allclose(np.diag(k), 1.0)
+    np.testing.assert_allclose(k, k.T)
+    assert np.linalg.eigvalsh(k).min() > -1e-9
+    np.testing.assert_allclose(kernel(X[:2], X), k[:2])
+    np.testing.assert_allclose(kernel.diag(X), 1.0)
+    sklearn = pytest.importorskip("sklearn.svm")
+    model = sklearn.SVC(kernel="precomputed").fit(k, [0, 0, 0, 1, 1, 1])
+    assert model.predict(kernel(X[:1], X)).shape == (1,)
+
+
+def test_non_convergence_raises_or_is_reported():
+    rng = np.random.default_rng(6)
+    X = dataset(rng, [10, 12])
+    kernel = kron.MarginalizedGraphKernel(NODE, EDGE, maxiter=1, device="cpu")
+    with pytest.raises(kron.ConvergenceError, match="did not converge within 1 iterations"):
+        kernel(X)
+    lenient = kron.MarginalizedGraphKernel(NODE, EDGE, maxiter=1, device="cpu",
+                                           raise_on_failure=False)
+    k = lenient(X)
+    assert lenient.failed_pairs and np.isnan(k[lenient.failed_pairs[0]])
+
+
+@pytest.mark.parametrize("q", [0.0, 1.0, -0.1, 1.5])
+def test_stopping_probability_outside_the_interval_is_refused(q):
+    with pytest.raises(ValueError, match="stopping probability"):
+        kron.MarginalizedGraphKernel(NODE, EDGE, q=q)
+    with pytest.raises(ValueError, match="stopping probability"):
+        kron.gram_module(NODE, EDGE, ["label"], ["length"], q=q)
+
+
+def test_bad_datasets_are_refused():
+    rng = np.random.default_rng(7)
+    good = random_graph(rng, 4, 0.5)
+    with pytest.raises(ValueError, match="holds no graph"):
+        kron.pack([])
+    with pytest.raises(ValueError, match="graph 1 has no node"):
+        kron.pack([good, kron.LabeledGraph(np.zeros((0, 0)))], ["label"], ["length"])
+    nan = kron.LabeledGraph(good.adjacency, {"label": np.array([0, np.nan, 1, 2])},
+                            good.edge_labels)
+    with pytest.raises(ValueError, match="graph 0: node label 'label' holds NaN"):
+        kron.pack([nan], ["label"], ["length"])
+    text = kron.LabeledGraph(good.adjacency, {"label": np.array(["C", "N", "O", "C"])},
+                             good.edge_labels)
+    with pytest.raises(TypeError, match="not numbers"):
+        kron.pack([text], ["label"], ["length"])
+    with pytest.raises(KeyError, match="no edge label 'order'"):
+        kron.pack([good], ["label"], ["order"])
+    with pytest.raises(TypeError, match="not a LabeledGraph"):
+        kron.pack([good.adjacency])
+    with pytest.raises(TypeError, match="not a base kernel"):
+        kron.kernel_attribute(lambda x, y: 1.0)
+    with pytest.raises(ValueError, match="node order"):
+        kron.octile_parts(**kron.pack([good], ["label"], ["length"]), order="metis")
+
+
+def test_single_node_disconnected_and_edgeless_graphs():
+    single = kron.LabeledGraph(np.zeros((1, 1)), {"label": np.array([1])},
+                               {"length": np.zeros((1, 1))})
+    pair = kron.LabeledGraph.from_edges(4, [(0, 1), (2, 3)], node_labels={"label": np.arange(4)},
+                                        edge_labels={"length": np.array([1.0, 2.0])})
+    edgeless = kron.LabeledGraph(np.zeros((3, 3)), {"label": np.array([0, 1, 0])},
+                                 {"length": np.zeros((3, 3))})
+    X = [single, pair, edgeless]
+    packed = kron.pack(X, ["label"], ["length"])
+    parts = parts_of(packed, "auto")
+    assert list(parts["tiles"][:, 1]) == [0, 1, 0]
+    k, iterations = kron.gram_octiles(parts, kron.pair_schedule(packed["nodes"], parts["tiles"]),
+                                      NODE, EDGE, ["label"], ["length"], tol=1e-12)
+    np.testing.assert_allclose(k, kron.gram(X, node_kernel=NODE, edge_kernel=EDGE), rtol=1e-5)
+
+
+def test_networkx_graphs_and_rdkit_molecules():
+    nx = pytest.importorskip("networkx")
+    g = nx.Graph()
+    g.add_node("a", element=6.0)
+    g.add_node("b", element=8.0)
+    g.add_node("c", element=6.0)
+    g.add_edge("a", "b", order=2.0, w=0.5)
+    g.add_edge("b", "c", order=1.0, w=1.0)
+    labeled = kron.from_networkx(g, weight="w")
+    assert labeled.num_nodes == 3 and labeled.adjacency[0, 1] == 0.5
+    assert set(labeled.node_labels) == {"element"} and set(labeled.edge_labels) == {"order"}
+    with pytest.raises(ValueError, match="undirected"):
+        kron.as_labeled_graph(nx.DiGraph(g))
+    with pytest.raises(TypeError, match="cannot make a labeled graph"):
+        kron.as_labeled_graph(42)
+    chem = pytest.importorskip("rdkit.Chem")
+    benzene = kron.from_molecule(chem.MolFromSmiles("c1ccccc1O"))
+    assert benzene.num_nodes == 7
+    assert benzene.node_labels["aromatic"].sum() == 6
+    assert sorted(set(benzene.edge_labels["order"][benzene.adjacency > 0])) == [1.0, 1.5]
+    kernel = kron.MarginalizedGraphKernel(
+        kron.TensorProduct(element=kron.KroneckerDelta(0.5), aromatic=kron.KroneckerDelta(0.5)),
+        kron.TensorProduct(order=kron.KroneckerDelta(0.5)), normalize=True, device="cpu")
+    k = kernel([chem.MolFromSmiles(s) for s in ("CCO", "CCN", "c1ccccc1")])
+    assert k[0, 1] > k[0, 2]
+
+
+def test_datasets_of_the_benchmarks():
+    nx = pytest.importorskip("networkx")  # noqa: F841
+    for kind in ("nws", "ba", "geometric"):
+        graphs = kron.synthetic_graphs(kind, 3, 40, seed=1)
+        assert [g.num_nodes for g in graphs] == [40, 40, 40]
+        assert all((g.adjacency > 0).sum() > 40 for g in graphs)
+    with pytest.raises(ValueError, match="unknown synthetic graph kind"):
+        kron.synthetic_graphs("er", 1, 10)
+    pytest.importorskip("rdkit")
+    import pathlib
+    if not pathlib.Path(kron.RDKIT_DATA).exists():
+        pytest.skip("Debian's rdkit-data is not installed")
+    molecules = kron.nci_molecules(50)
+    assert len(molecules) == 50
+    proteins = kron.protein_segments(kron.PDB_FILES[:1])
+    assert proteins and all(150 < g.num_nodes < 260 for g in proteins)
+    d = np.array([3.0, 4.99, 5.0, 6.0])
+    np.testing.assert_allclose(kron.smooth_cutoff(d, 5.0)[2:], 0.0)
+    assert 0 < kron.smooth_cutoff(d, 5.0)[1] < kron.smooth_cutoff(d, 5.0)[0] < 1
