@@ -1276,6 +1276,22 @@ def protein_segments(paths=None, residues=25, cutoff=5.0):
     return graphs
 
 
+def random_labeled_graph(rng, n, p, node_features=("label",), edge_features=("length",)):
+    """A random graph for tests: n nodes, each pair joined with
+    probability p (weights in [0.5, 1.5]), with the labels named among
+    `label` (integers 0-2) and `charge` (normal) per node and `length`
+    (in [0.5, 2]) and `kind` (0 or 1) per edge."""
+    a = np.triu(rng.random((n, n)) < p, 1)
+    edges = np.argwhere(a)
+    labels = {"label": rng.integers(0, 3, n), "charge": rng.normal(0, 1, n)}
+    edge_labels = {"length": rng.uniform(0.5, 2.0, len(edges)),
+                   "kind": rng.integers(0, 2, len(edges)).astype(float)}
+    return LabeledGraph.from_edges(
+        n, edges, weights=rng.uniform(0.5, 1.5, len(edges)),
+        node_labels={k: labels[k] for k in node_features},
+        edge_labels={k: edge_labels[k] for k in edge_features})
+
+
 def synthetic_graphs(kind, count=160, nodes=96, seed=0):
     """Unlabeled graphs of the paper's synthetic sets, through networkx:
     `nws` (Newman-Watts-Strogatz, k = 3, p = 0.1), `ba` (Barabasi-Albert,

@@ -34,17 +34,8 @@ def solver(config, order="auto"):
 
 
 def random_graph(rng, n, p, features):
-    """A graph of n nodes, edges with probability p, and the labels
-    `features` names (integer labels for deltas, reals otherwise)."""
-    a = np.triu(rng.random((n, n)) < p, 1)
-    edges = np.argwhere(a)
-    labels = {"label": rng.integers(0, 3, n), "charge": rng.normal(0, 1, n)}
-    edge_labels = {"length": rng.uniform(0.5, 2.0, len(edges)),
-                   "kind": rng.integers(0, 2, len(edges)).astype(float)}
-    return kron.LabeledGraph.from_edges(
-        n, edges, weights=rng.uniform(0.5, 1.5, len(edges)),
-        node_labels={k: v for k, v in labels.items() if k in features[0]},
-        edge_labels={k: v for k, v in edge_labels.items() if k in features[1]})
+    """A graph of n nodes with the labels `features` names (node, edge)."""
+    return kron.random_labeled_graph(rng, n, p, *features)
 
 
 def dataset(rng, config, sizes):

@@ -14,14 +14,7 @@ from kge import kron
 
 
 def random_graph(rng, n, p, node=("label",), edge=("length",)):
-    a = np.triu(rng.random((n, n)) < p, 1)
-    edges = np.argwhere(a)
-    labels = {"label": rng.integers(0, 3, n), "charge": rng.normal(0, 1, n)}
-    edge_labels = {"length": rng.uniform(0.5, 2.0, len(edges)),
-                   "kind": rng.integers(0, 2, len(edges)).astype(float)}
-    return kron.LabeledGraph.from_edges(
-        n, edges, weights=rng.uniform(0.5, 1.5, len(edges)),
-        node_labels={k: labels[k] for k in node}, edge_labels={k: edge_labels[k] for k in edge})
+    return kron.random_labeled_graph(rng, n, p, node, edge)
 
 
 def dataset(rng, sizes, **features):
