@@ -274,6 +274,28 @@ private:
   SmallVector<Value> expandBit(ArrayRef<Value> g, Value bitmap, Value offset,
                                Value bit);
 
+  /// A graph's compact octiles staged in shared memory for the product-row
+  /// primitive: bitmaps, coordinates and first non-zeros (counted from the
+  /// graph's first) of up to stagedTiles tiles, weights and labels of up
+  /// to stagedNonzeros non-zeros.
+  struct CompactTiles {
+    Value bitmaps, coords, offsets, weights, labels;
+  };
+  /// Copies tiles [first, first + count) of the graph whose arrays are
+  /// `g` and their `nonzeros` non-zeros into `staged`, with the whole block.
+  void stageCompact(ArrayRef<Value> g, Value first, Value count, Value nonzeros,
+                    const CompactTiles &staged);
+  /// `g` with its octile arrays replaced by the staged ones.
+  SmallVector<Value> compactArrays(ArrayRef<Value> g, const CompactTiles &staged) {
+    SmallVector<Value> arrays(g);
+    arrays[kBitmaps] = staged.bitmaps;
+    arrays[kCoords] = staged.coords;
+    arrays[kOffsets] = staged.offsets;
+    arrays[kWeights] = staged.weights;
+    arrays[kEdgeLabels] = staged.labels;
+    return arrays;
+  }
+
   /// Writes to `out` [0, rows] the first of the `count` tiles (from
   /// `first`) of the graph whose arrays are `g` in each tile row (tiles
   /// are sorted by row), with the whole block.
@@ -317,6 +339,8 @@ private:
   Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace, tileRows1,
       tileRows2;
   TileCache cache1, cache2;
+  CompactTiles compact1, compact2;
+  int64_t stagedTiles = 0, stagedNonzeros = 0;
 };
 
 SmallVector<Value> SolverEmitter::vectorPass(
@@ -611,6 +635,29 @@ void SolverEmitter::indexTileRows(ArrayRef<Value> g, Value first,
   store(arith::IndexCastOp::create(b, loc, i32, search.getResult(0)), out, {r});
 }
 
+void SolverEmitter::stageCompact(ArrayRef<Value> g, Value first, Value count,
+                                 Value nonzeros, const CompactTiles &staged) {
+  Value base = load(g[kOffsets], {first});
+  {
+    auto tiles = scf::ForOp::create(b, loc, tid, count, idx(kThreads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(tiles.getBody());
+    Value u = tiles.getInductionVar();
+    Value tile = add(first, u);
+    store(load(g[kBitmaps], {tile}), staged.bitmaps, {u});
+    store(load(g[kCoords], {tile}), staged.coords, {u});
+    store(sub(load(g[kOffsets], {tile}), base), staged.offsets, {u});
+  }
+  auto entries = scf::ForOp::create(b, loc, tid, nonzeros, idx(kThreads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entries.getBody());
+  Value z = entries.getInductionVar();
+  Value from = add(toIndex(base), z);
+  store(load(g[kWeights], {from}), staged.weights, {z});
+  for (unsigned f = 0; f < edgeFeatures; ++f)
+    store(load(g[kEdgeLabels], {from, idx(f)}), staged.labels, {z, idx(f)});
+}
+
 void SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
                                   Value t1, Value t2, Value n2, Value size,
                                   Value vecP, Value vecAP, Value vecDV) {
@@ -817,39 +864,36 @@ void SolverEmitter::solvePair(Value p) {
           ValueRange{add(init.getRegionIterArg(0), mul(rhs, z)),
                      add(init.getRegionIterArg(1), mul(rhs, rhs))});
     }
-    // Both graphs' octiles stay in the caches for the whole solve where
-    // they fit.
-    Value resident = arith::AndIOp::create(
-        b, loc, cmpi(arith::CmpIPredicate::ule, nt1, idx(cachedTiles)),
-        cmpi(arith::CmpIPredicate::ule, nt2, idx(cachedTiles)));
-    {
-      auto stage = scf::IfOp::create(b, loc, resident, false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(stage.thenBlock());
-      stageTiles(g1, t1, nt1, cache1);
-      stageTiles(g2, t2, nt2, cache2);
-    }
     // The product-row primitive where both graphs' tile rows fit the
     // shared index.
     Value rows1 = div(add(n1, idx(kOctile - 1)), idx(kOctile));
     Value rows2 = div(add(n2, idx(kOctile - 1)), idx(kOctile));
     Value byRows = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    Value staged = byRows;
     if (productRows) {
       // ... and whose octiles are sparse: the product of their mean
       // non-zero counts below rows-density (dense octiles share better by
       // octile pairs).
+      // (A graph without tiles reads nothing: it may be the last.)
       auto nonzeros = [&](ArrayRef<Value> g, Value first, Value count) {
-        Value last = add(first, sub(arith::MaxUIOp::create(b, loc, count, idx(1)),
-                                    idx(1)));
+        auto counted = scf::IfOp::create(
+            b, loc, TypeRange{b.getIndexType()},
+            cmpi(arith::CmpIPredicate::ne, count, idx(0)), true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(counted.thenBlock());
+        Value last = add(first, sub(count, idx(1)));
         Value end = add(toIndex(load(g[kOffsets], {last})),
                         toIndex(LLVM::CtPopOp::create(
                             b, loc, i64, load(g[kBitmaps], {last}))));
-        Value counted = sub(end, toIndex(load(g[kOffsets], {first})));
-        return select(cmpi(arith::CmpIPredicate::eq, count, idx(0)), idx(0),
-                      counted);
+        scf::YieldOp::create(b, loc,
+                             sub(end, toIndex(load(g[kOffsets], {first}))));
+        b.setInsertionPointToStart(counted.elseBlock());
+        scf::YieldOp::create(b, loc, idx(0));
+        return counted.getResult(0);
       };
+      Value z1 = nonzeros(g1, t1, nt1), z2 = nonzeros(g2, t2, nt2);
       Value sparse = cmpi(arith::CmpIPredicate::ult,
-                          mul(nonzeros(g1, t1, nt1), nonzeros(g2, t2, nt2)),
+                          mul(z1, z2),
                           mul(idx(rowsDensity), mul(nt1, nt2)));
       byRows = arith::AndIOp::create(
           b, loc,
@@ -857,11 +901,43 @@ void SolverEmitter::solvePair(Value p) {
               b, loc, cmpi(arith::CmpIPredicate::ule, rows1, idx(kMaxTileRows)),
               cmpi(arith::CmpIPredicate::ule, rows2, idx(kMaxTileRows))),
           sparse);
+      // Both graphs' compact octiles in shared memory (the octile caches'
+      // space) where they fit: the rows' loads then stay on chip.
+      staged = arith::AndIOp::create(
+          b, loc, byRows,
+          arith::AndIOp::create(
+          b, loc,
+          arith::AndIOp::create(
+              b, loc, cmpi(arith::CmpIPredicate::ule, nt1, idx(stagedTiles)),
+              cmpi(arith::CmpIPredicate::ule, nt2, idx(stagedTiles))),
+          arith::AndIOp::create(
+              b, loc, cmpi(arith::CmpIPredicate::ule, z1, idx(stagedNonzeros)),
+              cmpi(arith::CmpIPredicate::ule, z2, idx(stagedNonzeros)))));
       auto index = scf::IfOp::create(b, loc, byRows, false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(index.thenBlock());
       indexTileRows(g1, t1, nt1, rows1, tileRows1);
       indexTileRows(g2, t2, nt2, rows2, tileRows2);
+      auto stage = scf::IfOp::create(b, loc, staged, false);
+      b.setInsertionPointToStart(stage.thenBlock());
+      stageCompact(g1, t1, nt1, z1, compact1);
+      stageCompact(g2, t2, nt2, z2, compact2);
+    }
+    // Otherwise both graphs' octiles stay in the caches for the whole
+    // solve where they fit.
+    Value resident = arith::AndIOp::create(
+        b, loc,
+        arith::AndIOp::create(
+            b, loc, cmpi(arith::CmpIPredicate::ule, nt1, idx(cachedTiles)),
+            cmpi(arith::CmpIPredicate::ule, nt2, idx(cachedTiles))),
+        arith::XOrIOp::create(b, loc, byRows,
+                              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+    {
+      auto stage = scf::IfOp::create(b, loc, resident, false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(stage.thenBlock());
+      stageTiles(g1, t1, nt1, cache1);
+      stageTiles(g2, t2, nt2, cache2);
     }
     SmallVector<Value> sums = blockSum({init.getResult(0), init.getResult(1)});
     double tol = gram.getTol().convertToDouble();
@@ -891,8 +967,14 @@ void SolverEmitter::solvePair(Value p) {
         auto primitive = scf::IfOp::create(b, loc, byRows, true);
         OpBuilder::InsertionGuard choice(b);
         b.setInsertionPointToStart(primitive.thenBlock());
-        if (productRows)
+        if (productRows) {
+          auto where = scf::IfOp::create(b, loc, staged, true);
+          b.setInsertionPointToStart(where.thenBlock());
+          productRowsXMV(compactArrays(g1, compact1), compactArrays(g2, compact2),
+                         idx(0), idx(0), n2, size, vp, vap, vdv);
+          b.setInsertionPointToStart(where.elseBlock());
           productRowsXMV(g1, g2, t1, t2, n2, size, vp, vap, vdv);
+        }
         b.setInsertionPointToStart(primitive.elseBlock());
         offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
       }
@@ -1002,17 +1084,38 @@ void SolverEmitter::emit() {
   reduceSlots = sharedView(f32, 0, 2 * kWarps);
   pairSlot = sharedView(i32, 32, 1);
   int64_t offset = 48;
-  for (TileCache *cache : {&cache1, &cache2}) {
+  int64_t labelColumns = std::max<int64_t>(1, edgeFeatures);
+  int64_t region = cachedTiles * (8 + 4 + 4 * 64 + 4 * 64 * labelColumns);
+  // The product-row primitive's staged octiles take the caches' space.
+  stagedTiles = std::min<int64_t>(64, region / 64);
+  stagedNonzeros = (region - 16 * stagedTiles) / (4 * (1 + labelColumns));
+  for (auto [cache, compact] :
+       {std::make_pair(&cache1, &compact1), std::make_pair(&cache2, &compact2)}) {
+    int64_t at = offset;
+    compact->bitmaps = sharedView(i64, at, stagedTiles);
+    at += 8 * stagedTiles;
+    compact->coords = sharedView(i32, at, stagedTiles);
+    at += 4 * stagedTiles;
+    compact->offsets = sharedView(i32, at, stagedTiles);
+    at += 4 * stagedTiles;
+    compact->weights = sharedView(f32, at, stagedNonzeros);
+    at += 4 * stagedNonzeros;
+    auto labelsType = MemRefType::get(
+        {stagedNonzeros, labelColumns}, f32, MemRefLayoutAttrInterface(),
+        gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup));
+    compact->labels = memref::ViewOp::create(b, loc, labelsType, smem, idx(at),
+                                             ValueRange{});
     cache->bitmaps = sharedView(i64, offset, cachedTiles);
     offset += 8 * cachedTiles;
     cache->coords = sharedView(i32, offset, cachedTiles);
     offset += 4 * cachedTiles;
     cache->weights = sharedView(f32, offset, 64 * cachedTiles);
     offset += 4 * 64 * cachedTiles;
-    int64_t labels = std::max<int64_t>(1, 64 * cachedTiles * edgeFeatures);
+    int64_t labels = 64 * cachedTiles * labelColumns;
     cache->labels = sharedView(f32, offset, labels);
     offset += 4 * labels;
   }
+  assert(offset - 48 == 2 * region && "the staged octiles share the caches");
   tileRows1 = sharedView(i32, offset, kMaxTileRows + 1);
   offset += 4 * (kMaxTileRows + 1);
   tileRows2 = sharedView(i32, offset, kMaxTileRows + 1);
