@@ -14,14 +14,14 @@ sys.path[:0] = [str(ROOT / "test" / "gpu"), str(ROOT / "bench")]
 sys.path.append(str(ROOT / "python"))
 
 VARIANTS = {
-    # Rounds 1-3 (bench/results/2026-11-26-h100-kron/variants-round*.json)
+    # Rounds 1-4 (bench/results/2026-11-26-h100-kron/variants-round*.json)
     # chose 16 cached octiles, 8 blocks per SM, no dense primitive, vector
-    # passes four elements at a time. Round 4: XMV by product rows (each
-    # thread its rows, no atomics) against by octile pairs.
-    "rows_b8": dict(blocks_per_sm=8),
-    "rows_b6": dict(blocks_per_sm=6),
-    "rows_b12": dict(blocks_per_sm=12),
-    "pairs_b8": dict(blocks_per_sm=8, product_rows=False),
+    # passes four at a time, product rows below a density product of 200.
+    # Round 5: with the product rows' octiles staged in shared memory, the
+    # blocks per SM again.
+    "staged_b8": dict(blocks_per_sm=8),
+    "staged_b6": dict(blocks_per_sm=6),
+    "staged_b10": dict(blocks_per_sm=10),
 }
 SETS = {"nws160": "unlabeled", "ba160": "unlabeled", "geometric160": "unlabeled",
         "molecules": "molecules", "proteins": "proteins"}
