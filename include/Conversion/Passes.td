@@ -205,9 +205,10 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     `rows-density`), XMV runs by product rows instead: each thread computes
     its rows (i, i') of A p whole — the diagonal part and, over the
     non-zeros of row i of graph 1's octiles in tile row i / 8 and of row
-    i' of graph 2's, the off-diagonal part — without atomics or staging
-    (an index of each graph's tile rows in shared memory, made once per
-    pair).
+    i' of graph 2's, the off-diagonal part — without atomics: an index of
+    each graph's tile rows in shared memory, made once per pair, and both
+    graphs' compact octiles staged there too where they fit (in the octile
+    caches' space; read from global memory otherwise).
 
     The defaults are the fastest measured on an H100 (bench/proto/
     kron_variants.py, bench/results/2026-11-26-h100-kron): product rows
