@@ -229,6 +229,12 @@ private:
     return sum;
   }
 
+  /// Runs `body(bit, k, acc)` for each set bit of the i64 `bits`, lowest
+  /// first, `k` counting the bits visited from `first` (index), threading
+  /// the f32 `acc`; returns the final `acc`.
+  Value forEachSetBit(Value bits, Value first, Value acc,
+                      function_ref<Value(Value, Value, Value)> body);
+
   /// The sums over the block of `values` (at most two), the same in every
   /// thread.
   SmallVector<Value> blockSum(ArrayRef<Value> values);
@@ -370,6 +376,32 @@ SmallVector<Value> SolverEmitter::vectorPass(
     next.push_back(add(loop.getRegionIterArg(k), adds[k]));
   scf::YieldOp::create(b, loc, next);
   return SmallVector<Value>(loop.getResults());
+}
+
+Value SolverEmitter::forEachSetBit(
+    Value bits, Value first, Value acc,
+    function_ref<Value(Value, Value, Value)> body) {
+  Type index = b.getIndexType();
+  auto walk = scf::WhileOp::create(b, loc, TypeRange{i64, index, f32},
+                                   ValueRange{bits, first, acc});
+  OpBuilder::InsertionGuard guard(b);
+  Block *cond = b.createBlock(&walk.getBefore(), {}, {i64, index, f32},
+                              {loc, loc, loc});
+  scf::ConditionOp::create(
+      b, loc, cmpi(arith::CmpIPredicate::ne, cond->getArgument(0), ci64(0)),
+      cond->getArguments());
+  Block *step = b.createBlock(&walk.getAfter(), {}, {i64, index, f32},
+                              {loc, loc, loc});
+  Value m = step->getArgument(0), k = step->getArgument(1);
+  Value bit = toIndex(LLVM::CountTrailingZerosOp::create(
+      b, loc, i64, m, b.getBoolAttr(true)));
+  Value next = body(bit, k, step->getArgument(2));
+  scf::YieldOp::create(
+      b, loc,
+      ValueRange{arith::AndIOp::create(b, loc, m, sub(m, ci64(1))),
+                 add(k, idx(1)), next});
+  b.setInsertionPointAfter(walk);
+  return walk.getResult(2);
 }
 
 SmallVector<Value> SolverEmitter::blockSum(ArrayRef<Value> values) {
@@ -559,42 +591,13 @@ void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
       // Sparse: the set bits j of row i (tile 1) and j2 of row i2 (tile 2).
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(pick.elseBlock());
-      auto outer = scf::WhileOp::create(b, loc, TypeRange{i64, f32},
-                                        ValueRange{bits1, cf(0.0)});
-      Block *before = b.createBlock(&outer.getBefore(), {}, {i64, f32},
-                                    {loc, loc});
-      scf::ConditionOp::create(
-          b, loc,
-          cmpi(arith::CmpIPredicate::ne, before->getArgument(0), ci64(0)),
-          before->getArguments());
-      Block *after = b.createBlock(&outer.getAfter(), {}, {i64, f32},
-                                   {loc, loc});
-      Value m1 = after->getArgument(0);
-      Value j = toIndex(LLVM::CountTrailingZerosOp::create(
-          b, loc, i64, m1, b.getBoolAttr(true)));
-      Value next1 = arith::AndIOp::create(b, loc, m1, sub(m1, ci64(1)));
-      auto inner = scf::WhileOp::create(
-          b, loc, TypeRange{i64, f32}, ValueRange{bits2, after->getArgument(1)});
-      {
-        OpBuilder::InsertionGuard g2(b);
-        Block *before2 = b.createBlock(&inner.getBefore(), {}, {i64, f32},
-                                       {loc, loc});
-        scf::ConditionOp::create(
-            b, loc,
-            cmpi(arith::CmpIPredicate::ne, before2->getArgument(0), ci64(0)),
-            before2->getArguments());
-        Block *after2 = b.createBlock(&inner.getAfter(), {}, {i64, f32},
-                                      {loc, loc});
-        Value m2 = after2->getArgument(0);
-        Value j2 = toIndex(LLVM::CountTrailingZerosOp::create(
-            b, loc, i64, m2, b.getBoolAttr(true)));
-        Value next2 = arith::AndIOp::create(b, loc, m2, sub(m2, ci64(1)));
-        scf::YieldOp::create(
-            b, loc, ValueRange{next2, term(j, j2, after2->getArgument(1))});
-      }
-      scf::YieldOp::create(b, loc, ValueRange{next1, inner.getResult(1)});
-      b.setInsertionPointAfter(outer);
-      scf::YieldOp::create(b, loc, outer.getResult(1));
+      Value sum = forEachSetBit(
+          bits1, idx(0), cf(0.0), [&](Value j, Value, Value acc) {
+            return forEachSetBit(
+                bits2, idx(0), acc,
+                [&](Value j2, Value, Value inner) { return term(j, j2, inner); });
+          });
+      scf::YieldOp::create(b, loc, sum);
     }
     Value row = add(mul(add(mul(row1, idx(kOctile)), i), n2),
                     add(mul(row2, idx(kOctile)), i2));
@@ -666,7 +669,6 @@ void SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
   Value i = div(t, n2), i2 = rem(t, n2);
-  Type index = b.getIndexType();
   // The octiles of graph `g` in the tile row of node `node`: its row's
   // bits, the column of each tile and its non-zeros from the row's first.
   struct RowOfTiles {
@@ -703,30 +705,16 @@ void SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
         Value firstNonzero =
             add(toIndex(load(g[kOffsets], {tile})),
                 toIndex(LLVM::CtPopOp::create(b, loc, i64, before)));
-        auto walk = scf::WhileOp::create(
-            b, loc, TypeRange{i64, index, f32},
-            ValueRange{bits, firstNonzero, tiles.getRegionIterArg(0)});
-        Block *cond = b.createBlock(&walk.getBefore(), {}, {i64, index, f32},
-                                    {loc, loc, loc});
-        scf::ConditionOp::create(
-            b, loc, cmpi(arith::CmpIPredicate::ne, cond->getArgument(0), ci64(0)),
-            cond->getArguments());
-        Block *step = b.createBlock(&walk.getAfter(), {}, {i64, index, f32},
-                                    {loc, loc, loc});
-        Value m = step->getArgument(0), nz = step->getArgument(1);
-        Value j = toIndex(LLVM::CountTrailingZerosOp::create(
-            b, loc, i64, m, b.getBoolAttr(true)));
-        SmallVector<Value> labels;
-        for (unsigned f = 0; f < edgeFeatures; ++f)
-          labels.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
-        Value next = body(add(mul(column, idx(kOctile)), j),
-                          load(g[kWeights], {nz}), labels, step->getArgument(2));
-        scf::YieldOp::create(
-            b, loc,
-            ValueRange{arith::AndIOp::create(b, loc, m, sub(m, ci64(1))),
-                       add(nz, idx(1)), next});
-        b.setInsertionPointAfter(walk);
-        scf::YieldOp::create(b, loc, walk.getResult(2));
+        Value total = forEachSetBit(
+            bits, firstNonzero, tiles.getRegionIterArg(0),
+            [&](Value j, Value nz, Value sum) {
+              SmallVector<Value> labels;
+              for (unsigned f = 0; f < edgeFeatures; ++f)
+                labels.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
+              return body(add(mul(column, idx(kOctile)), j),
+                          load(g[kWeights], {nz}), labels, sum);
+            });
+        scf::YieldOp::create(b, loc, total);
         return tiles.getResult(0);
       };
   Value sum = forEachNonzero(
