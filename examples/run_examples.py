@@ -244,10 +244,13 @@ def run_kron_examples(tools, out):
         result = subprocess.run([sys.executable, str(ROOT / "examples" / "kron" / "molecules_svm.py")],
                                 check=True, capture_output=True, text=True)
         print(result.stdout.rstrip())
-        return [("kron gram", True, ""), ("kron molecules_svm", True, "")]
-    except subprocess.CalledProcessError as error:
-        print(error.stdout, error.stderr)
-        return [("kron gram", True, ""), ("kron molecules_svm", False, "failed")]
+        svm_ok = True
+    except subprocess.CalledProcessError as failure:
+        print(failure.stdout, failure.stderr)
+        svm_ok = False
+    # (The bundle was translated; the model is scored by its accuracy: no
+    # error against a reference to show.)
+    return [("kron gram", True, None), ("kron molecules_svm", svm_ok, None)]
 
 
 def main():
@@ -303,7 +306,8 @@ def main():
 
     print("\n=== summary")
     for name, ok, error in summary:
-        print(f"    {name:10s} CPU {'OK' if ok else 'MISMATCH'} (max error {error:.1e})")
+        detail = f" (max error {error:.1e})" if error is not None else ""
+        print(f"    {name:10s} CPU {'OK' if ok else 'MISMATCH'}{detail}")
     print(f"outputs in {args.out}")
     return 0 if all(ok for _, ok, _ in summary) else 1
 
