@@ -4,6 +4,7 @@
 
 #include "Conversion/Passes.h"
 #include "Dialect/BatchedVector/Transforms/Passes.h"
+#include "Dialect/Kron/Transforms/Passes.h"
 #include "Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Conversion/Passes.h"
@@ -78,6 +79,10 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   tile.warpgroup = options.warpgroup;
   tile.clusterM = options.clusterM;
   pm.addPass(createConvertTileIteratorToGPU(tile));
+  // kron functions: their datasets as octiles (where no layout was chosen
+  // before: the per-graph `auto` order), then the solver.
+  pm.addPass(kron::createKronOctileTiling());
+  pm.addPass(createConvertKronToGPU());
   OpPassManager &device = pm.nest<gpu::GPUModuleOp>();
   device.addPass(createConvertNVGPUToNVVMPass());
   device.addPass(createSCFToControlFlowPass());
@@ -94,8 +99,9 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
 void kge::registerPipelines() {
   PassPipelineRegistration<LowerToGPUOptions>(
       "kge-lower-to-gpu",
-      "Lower bvec functions to fused GPU kernels and tile functions to tiled "
-      "kernels in the NVVM dialect",
+      "Lower bvec functions to fused GPU kernels, tile functions to tiled "
+      "kernels and kron functions to the Gram-matrix solver, in the NVVM "
+      "dialect",
       buildLowerToGPUPipeline);
   PassPipelineRegistration<>(
       "kge-lower-to-cpu",

@@ -548,15 +548,16 @@ int main(int argc, char **argv) {
                   {"graph schedules to gpu",
                    "graph-fuse-linear,graph-compact-materialize,"
                    "convert-graph-to-tile,kge-lower-to-gpu"},
-                  // kron functions: the octile layout in each node order,
-                  // both XMV primitives, to the GPU.
-                  {"kron to gpu",
-                   "kron-octile-tiling{order=rcm},convert-kron-to-gpu,"
-                   "kge-lower-to-gpu"},
-                  {"kron octile pairs to gpu",
-                   "kron-octile-tiling{order=natural},"
+                  // kron functions (kge-lower-to-gpu lowers them to the
+                  // bundle with the default layout): the other node
+                  // orders and the octile-pair primitive with its dense
+                  // path, to the gpu dialect.
+                  {"kron octile pairs",
+                   "kron-octile-tiling{order=rcm},"
                    "convert-kron-to-gpu{product-rows=false cached-tiles=4 "
-                   "dense-threshold=64},kge-lower-to-gpu"},
+                   "dense-threshold=64}"},
+                  {"kron natural order",
+                   "kron-octile-tiling{order=natural},convert-kron-to-gpu"},
                   {"bundle", ""}};
 
   auto context = makeContext();
