@@ -6,7 +6,9 @@
 # comes last within FUZZ_SECONDS * 3. Crashing or hanging inputs land in
 # FUZZ_CRASH_DIR (default build/fuzz-crashes); fix them and keep them in
 # test/fuzz/regressions. KGE_BUILD_DIR picks the build (e.g. build-asan for
-# AddressSanitizer and UBSan reports).
+# AddressSanitizer and UBSan reports). FUZZ_TIMEOUT_MS (default 120000, as
+# the lit smoke test: GAMUT query 7's top-k at tf32x3 takes about 20 s
+# through every stage) is the per-input limit past which an input hangs.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${KGE_BUILD_DIR:-$ROOT/build}"
@@ -24,6 +26,7 @@ status=0
   --corpus "$ROOT/examples/tile" --corpus "$ROOT/examples/graph" \
   --corpus "$ROOT/examples/kron" \
   --seed "${FUZZ_SEED:-$RANDOM}" --min-pipeline-runs "$MIN_RUNS" \
+  --timeout-ms "${FUZZ_TIMEOUT_MS:-120000}" \
   --seconds "$((SECONDS_BUDGET * 3))" --crash-dir "$CRASHES" || status=1
 "$BUILD_DIR/bin/kge-fuzz" "$ROOT"/test/fuzz/regressions/*.mlir --crash-dir "$CRASHES" \
   | tail -1 || status=1
