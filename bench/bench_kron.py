@@ -70,7 +70,8 @@ def datasets(data):
 
 
 def time_kge(bundle_dir, config, graphs, order, repeats):
-    """(K, iterations, GPU seconds, host seconds) of the Gram matrix."""
+    """(K, iterations, GPU seconds, host seconds: packing, derived
+    arrays and their transfer, pair count) of the Gram matrix."""
     import torch
     from kge.compiler import Bundle
     from kron_configs import CONFIGS, bundle_name
@@ -78,17 +79,10 @@ def time_kge(bundle_dir, config, graphs, order, repeats):
     bundle = Bundle.read(pathlib.Path(bundle_dir) / bundle_name(config, order))
     program = bundle.load()
     start = time.perf_counter()
-    arrays = kron.pack(graphs, c["node_features"], c["edge_features"])
-    arrays.update(kron.derived_arrays(bundle, arrays))
+    packed = kron.pack(graphs, c["node_features"], c["edge_features"])
+    tensors = kron.gram_arguments(bundle, packed)
+    torch.cuda.synchronize()
     host = time.perf_counter() - start
-    tensors = {}
-    for param in bundle.params:
-        if param["role"] == "result":
-            continue
-        name = param["name"]
-        tensors[name] = (torch.empty(max(arrays[name], 1), dtype=torch.float32, device="cuda")
-                         if name == "workspace" else
-                         torch.from_numpy(np.ascontiguousarray(arrays[name])).cuda())
     results = program(**tensors)  # warm-up (module load)
     torch.cuda.synchronize()
     times = []
@@ -99,7 +93,7 @@ def time_kge(bundle_dir, config, graphs, order, repeats):
         times.append(time.perf_counter() - start)
     return (results["gram"].cpu().numpy().astype(np.float64),
             results["iterations"].cpu().numpy(), float(np.median(times)), host,
-            len(arrays["pairs"]))
+            len(tensors["pairs"]))
 
 
 def dense_pair(g1, g2, c, tol=1e-6, maxiter=10000):

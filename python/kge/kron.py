@@ -971,12 +971,11 @@ def derived_arrays(bundle, arrays):
     return out
 
 
-def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None):
-    """Runs a compile_gram bundle on the GPU (PyTorch tensors): derives
-    the octiles, the pair schedule and the workspace, launches, and returns
-    (gram, iterations) as NumPy arrays."""
+def gram_arguments(bundle, packed_x, packed_y=None, device="cuda"):
+    """The arguments of a compile_gram bundle as PyTorch tensors on
+    `device`: the packed datasets (Y's parameters suffixed `_y`), their
+    derived parameters (derived_arrays) and the workspace, allocated."""
     import torch
-    program = program or bundle.load()
     arrays = dict(packed_x)
     if packed_y is not None:
         arrays.update({f"{k}_y": v for k, v in packed_y.items()})
@@ -991,7 +990,15 @@ def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None):
                                         device=device)
         else:
             tensors[name] = torch.from_numpy(np.ascontiguousarray(arrays[name])).to(device)
-    results = program(**tensors)
+    return tensors
+
+
+def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None):
+    """Runs a compile_gram bundle on the GPU (PyTorch tensors): derives
+    the octiles, the pair schedule and the workspace, launches, and returns
+    (gram, iterations) as NumPy arrays."""
+    program = program or bundle.load()
+    results = program(**gram_arguments(bundle, packed_x, packed_y, device))
     return results["gram"].cpu().numpy(), results["iterations"].cpu().numpy()
 
 
