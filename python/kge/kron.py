@@ -225,13 +225,30 @@ def _probabilities(g, q, p):
     return q, p
 
 
-def _system(g1, g2, node_kernel, edge_kernel, q, p):
+#: The conventions of the product system's degrees (kron.gram's `degrees`).
+DEGREES = ("additive", "scaled")
+
+
+def degree(sums, q, degrees="additive"):
+    """The degrees d of D_x from the nodes' sums of edge weights: `additive`
+    (the solver paper's) d = sum + q; `scaled` (Kashima's transition
+    probabilities (1 - q) A_ij / sum_j A_ij, GraphDot's) d = sum / (1 - q),
+    an edgeless node counting as of degree 1."""
+    sums = np.asarray(sums, np.float64)
+    if degrees == "additive":
+        return sums + q
+    if degrees == "scaled":
+        return np.where(sums == 0, 1.0, sums) / (1 - q)
+    raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+
+
+def _system(g1, g2, node_kernel, edge_kernel, q, p, degrees="additive"):
     if g1.num_nodes == 0 or g2.num_nodes == 0:
         raise ValueError("the marginalized kernel needs graphs of at least one node")
     q1, p1 = _probabilities(g1, q, p)
     q2, p2 = _probabilities(g2, q, p)
-    d1 = g1.adjacency.sum(1) + q1
-    d2 = g2.adjacency.sum(1) + q2
+    d1 = degree(g1.adjacency.sum(1), q1, degrees)
+    d2 = degree(g2.adjacency.sum(1), q2, degrees)
     v = _node_kernel(g1, g2, node_kernel)
     if np.any(v <= 0) or np.any(v > 1):
         raise ValueError("the node kernel must lie in (0, 1]")
@@ -257,12 +274,15 @@ def xmv(system, x):
     return y
 
 
-def solve(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=None):
+def solve(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=None,
+          degrees="additive"):
     """The product system's solution x ([n, n']) by conjugate gradient with
     the diagonal preconditioner, XMV on the fly; with the number of
     iterations. Raises RuntimeError when it has not converged (relative
-    residual `tol`) within `maxiter` (default 10 n n') iterations."""
-    return _conjugate_gradient(_system(g1, g2, node_kernel, edge_kernel, q, p), tol, maxiter)
+    residual `tol`) within `maxiter` (default 10 n n') iterations.
+    `degrees` is the convention of D_x (see `degree`)."""
+    return _conjugate_gradient(_system(g1, g2, node_kernel, edge_kernel, q, p, degrees),
+                               tol, maxiter)
 
 
 def _conjugate_gradient(s, tol, maxiter):
@@ -291,25 +311,27 @@ def _conjugate_gradient(s, tol, maxiter):
                        f"{tol:g})")
 
 
-def kernel(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=None):
+def kernel(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, tol=1e-10, maxiter=None,
+           degrees="additive"):
     """K(G, G') = p_x . x, x solved by `solve`."""
-    s = _system(g1, g2, node_kernel, edge_kernel, q, p)
+    s = _system(g1, g2, node_kernel, edge_kernel, q, p, degrees)
     x, _ = _conjugate_gradient(s, tol, maxiter)
     return float((s.start * x).sum())
 
 
-def nodewise(g1, g2, node_kernel, edge_kernel, q=0.05, tol=1e-10, maxiter=None):
+def nodewise(g1, g2, node_kernel, edge_kernel, q=0.05, tol=1e-10, maxiter=None,
+             degrees="additive"):
     """The node-wise similarity [n, n']: x itself, the expected similarity
     of the walks that start at each pair of nodes (K = p_x . x weighs it
     by the starting probabilities)."""
-    x, _ = solve(g1, g2, node_kernel, edge_kernel, q, None, tol, maxiter)
+    x, _ = solve(g1, g2, node_kernel, edge_kernel, q, None, tol, maxiter, degrees)
     return x
 
 
-def dense_kernel(g1, g2, node_kernel, edge_kernel, q=0.05, p=None):
+def dense_kernel(g1, g2, node_kernel, edge_kernel, q=0.05, p=None, degrees="additive"):
     """K(G, G') from the formed product system, solved directly (float64):
     the ground truth for small graphs."""
-    s = _system(g1, g2, node_kernel, edge_kernel, q, p)
+    s = _system(g1, g2, node_kernel, edge_kernel, q, p, degrees)
     n1, n2 = s.diagonal.shape
     m = np.diag(s.diagonal.ravel())
     (i, j), (k, l) = s.edges1, s.edges2
@@ -321,7 +343,7 @@ def dense_kernel(g1, g2, node_kernel, edge_kernel, q=0.05, p=None):
 
 
 def gram(X, Y=None, node_kernel=None, edge_kernel=None, q=0.05, normalize=False,
-         tol=1e-10, maxiter=None):
+         tol=1e-10, maxiter=None, degrees="additive"):
     """The Gram matrix [len(X), len(Y)] (Y = X by default: symmetric, each
     pair solved once), normalized to K / sqrt(K(G, G) K(G', G')) with
     `normalize`."""
@@ -335,12 +357,13 @@ def gram(X, Y=None, node_kernel=None, edge_kernel=None, q=0.05, normalize=False,
             if symmetric and b < a:
                 k[a, b] = k[b, a]
                 continue
-            k[a, b] = kernel(g, h, node_kernel, edge_kernel, q, None, tol, maxiter)
+            k[a, b] = kernel(g, h, node_kernel, edge_kernel, q, None, tol, maxiter, degrees)
     if normalize:
-        dx = np.array([kernel(g, g, node_kernel, edge_kernel, q, None, tol, maxiter)
+        dx = np.array([kernel(g, g, node_kernel, edge_kernel, q, None, tol, maxiter, degrees)
                        for g in X]) if not symmetric else np.diag(k).copy()
         dy = dx if symmetric else np.array(
-            [kernel(h, h, node_kernel, edge_kernel, q, None, tol, maxiter) for h in Y])
+            [kernel(h, h, node_kernel, edge_kernel, q, None, tol, maxiter, degrees)
+             for h in Y])
         k = k / np.sqrt(np.outer(dx, dy))
     return k
 
@@ -438,6 +461,76 @@ def rcm_order(g):
             seen[neighbours] = True
             queue.extend(int(v) for v in neighbours)
     return np.array(order[::-1], dtype=np.int64)
+
+
+def _tile_count(n, i, j, part):
+    """Non-empty tiles of the graph of edges (i, j) (both directions) when
+    node v is in tile row part[v]."""
+    if not len(i):
+        return 0
+    parts = -(-n // OCTILE)
+    pi, pj = part[np.r_[i, j]], part[np.r_[j, i]]
+    return len(np.unique(pi * parts + pj))
+
+
+def _pbr(n, i, j, seed=0):
+    """pbr_order from a graph's node count and undirected edges (i, j)."""
+    parts = -(-n // OCTILE)
+    if parts <= 1 or not len(i):
+        return np.arange(n)
+    try:
+        import pymetis
+    except ImportError as error:
+        raise ImportError("the partition-based order (order='pbr', and 'auto', which "
+                          "weighs it) partitions with METIS through pymetis "
+                          "(pip install pymetis)") from error
+    neighbours = [[] for _ in range(n)]
+    for u, v in zip(i.tolist(), j.tolist()):
+        if u != v:
+            neighbours[u].append(v)
+            neighbours[v].append(u)
+    options = pymetis.Options(seed=seed, ufactor=1, contig=0)
+    _, membership = pymetis.part_graph(parts, adjacency=neighbours, recursive=True,
+                                       options=options)
+    part = np.asarray(membership, np.int64)
+    # METIS balances the parts only approximately: move nodes from parts
+    # over their capacity (8; the smallest part takes the remainder) to
+    # parts under it, each time the move that leaves the fewest tiles.
+    sizes = np.bincount(part, minlength=parts)
+    capacity = np.full(parts, OCTILE)
+    capacity[np.argmin(sizes)] = n - OCTILE * (parts - 1)
+    while (sizes > capacity).any():
+        over = np.flatnonzero(sizes > capacity)
+        under = np.flatnonzero(sizes < capacity)
+        best = None
+        for v in np.flatnonzero(np.isin(part, over)):
+            source = part[v]
+            for target in under:
+                part[v] = target
+                count = _tile_count(n, i, j, part)
+                if best is None or count < best[0]:
+                    best = (count, v, target)
+            part[v] = source
+        _, v, target = best
+        sizes[part[v]] -= 1
+        sizes[target] += 1
+        part[v] = target
+    # Parts in order, the smallest last; nodes by index within a part.
+    rank = np.empty(parts, np.int64)
+    rank[np.argsort(capacity != OCTILE, kind="stable")] = np.arange(parts)
+    return np.lexsort((np.arange(n), rank[part]))
+
+
+def pbr_order(g, seed=0):
+    """The partition-based order (PBR, the solver paper's Section IV):
+    the nodes split into ceil(n / 8) parts of 8 (the last holds the rest)
+    so that few pairs of parts share an edge — each such pair is a
+    non-empty octile — by METIS's k-way partition (pymetis), made exactly
+    balanced by greedy moves (each the move from an overfull part to an
+    underfull one that leaves the fewest tiles); the parts in order, the
+    nodes of a part by index."""
+    i, j = np.nonzero(np.triu(g.adjacency > 0, 1))
+    return _pbr(g.num_nodes, i, j, seed)
 
 
 def xmv_octiles(o1, o2, g1, g2, node_kernel, edge_kernel, x, q=0.05, p=None):
@@ -610,10 +703,18 @@ def unpack(packed, node_features=(), edge_features=()):
     return graphs
 
 
+#: The node orders kron-octile-tiling cuts the tiles in.
+ORDERS = ("natural", "rcm", "pbr", "auto")
+
+
 def _graph_order(n, i, j, order):
-    """The node order of one graph (positions of its nodes) for `order`."""
+    """The node order of one graph (its nodes in their new order) for
+    `order`; `auto`: of natural, RCM and PBR, the one with the fewest
+    tiles (the first of them on a tie)."""
     if order == "natural" or n <= OCTILE:
         return np.arange(n)
+    if order == "pbr":
+        return _pbr(n, i, j)
     a = np.zeros((n, n))
     a[i, j] = a[j, i] = 1
     rcm = rcm_order(LabeledGraph(a))
@@ -622,9 +723,9 @@ def _graph_order(n, i, j, order):
     def tiles(o):
         position = np.empty(n, np.int64)
         position[o] = np.arange(n)
-        pi, pj = position[np.r_[i, j]], position[np.r_[j, i]]
-        return len(np.unique((pi // OCTILE) * n + pj // OCTILE))
-    return rcm if tiles(rcm) < tiles(np.arange(n)) else np.arange(n)
+        return _tile_count(n, i, j, position // OCTILE)
+    candidates = [np.arange(n), rcm, _pbr(n, i, j)]
+    return min(candidates, key=tiles)
 
 
 def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto"):
@@ -636,8 +737,8 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
     column), `bitmaps` (int64), `offsets` (first non-zero) per tile, and
     `weights`, `edge_labels` per non-zero."""
-    if order not in ("natural", "rcm", "auto"):
-        raise ValueError(f"the node order is 'natural', 'rcm' or 'auto', not {order!r}")
+    if order not in ORDERS:
+        raise ValueError(f"the node order is 'natural', 'rcm', 'pbr' or 'auto', not {order!r}")
     nodes = np.asarray(nodes, np.int64)
     ends = np.asarray(ends, np.int64)
     weights = np.asarray(weights, np.float32)
@@ -758,7 +859,7 @@ def _evaluate(kernel, x, y):
 
 
 def solve_octiles(parts1, g1, parts2, g2, node_kernel, edge_kernel, node_features,
-                  edge_features, q=0.05, tol=1e-6, maxiter=1000):
+                  edge_features, q=0.05, tol=1e-6, maxiter=1000, degrees="additive"):
     """The GPU solver's algorithm on the CPU (float64), on the arrays the
     kernel reads: graph `g1` of octile parts `parts1` against graph `g2` of
     `parts2`: conjugate gradient with the diagonal preconditioner, XMV's
@@ -774,7 +875,8 @@ def solve_octiles(parts1, g1, parts2, g2, node_kernel, edge_kernel, node_feature
     kv = _evaluate(node_kernel, {k: v[:, None] for k, v in l1.items()},
                    {k: v[None, :] for k, v in l2.items()})
     kv = np.broadcast_to(kv, (n1, n2))
-    d = np.outer(parts1["degrees"][first1:first1 + n1] + q, parts2["degrees"][first2:first2 + n2] + q)
+    d = np.outer(degree(parts1["degrees"][first1:first1 + n1], q, degrees),
+                 degree(parts2["degrees"][first2:first2 + n2], q, degrees))
     dv = d / kv
     pad1, pad2 = -(-n1 // OCTILE) * OCTILE, -(-n2 // OCTILE) * OCTILE
     blocks = []
@@ -822,7 +924,8 @@ def solve_octiles(parts1, g1, parts2, g2, node_kernel, edge_kernel, node_feature
 
 
 def gram_octiles(parts_x, pairs, node_kernel, edge_kernel, node_features, edge_features,
-                 parts_y=None, q=0.05, tol=1e-6, maxiter=1000, normalize=False):
+                 parts_y=None, q=0.05, tol=1e-6, maxiter=1000, normalize=False,
+                 degrees="additive"):
     """The Gram matrix and iteration counts as the GPU kernel computes
     them from the octile parts and the pair schedule (solve_octiles per
     pair, results scattered by kind, then normalized)."""
@@ -836,7 +939,7 @@ def gram_octiles(parts_x, pairs, node_kernel, edge_kernel, node_features, edge_f
         left, li = (parts_y, b) if kind == 2 else (parts_x, a)
         right, ri = (parts_x, a) if kind == 1 else (parts_y, b)
         value, its = solve_octiles(left, li, right, ri, node_kernel, edge_kernel,
-                                   node_features, edge_features, q, tol, maxiter)
+                                   node_features, edge_features, q, tol, maxiter, degrees)
         if kind == 0:
             k[a, b], iterations[a, b] = value, its
             if symmetric:
@@ -857,7 +960,8 @@ def gram_octiles(parts_x, pairs, node_kernel, edge_kernel, node_features, edge_f
 # ---------------------------------------------------------------------------
 
 def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
-                maxiter=1000, normalize=False, symmetric=True, name="gram"):
+                maxiter=1000, normalize=False, symmetric=True, name="gram",
+                degrees="additive"):
     """The `kron` function computing the Gram matrix of one dataset with
     itself (`symmetric`) or of X against Y, as MLIR text."""
     if not 0 < q < 1:
@@ -866,6 +970,8 @@ def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, 
         raise ValueError(f"the tolerance must be positive, got {tol}")
     if not (isinstance(maxiter, int) and maxiter >= 1):
         raise ValueError(f"the iteration cap must be a positive integer, got {maxiter!r}")
+    if degrees not in DEGREES:
+        raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
     fv, fe = len(node_features), len(edge_features)
     graphs_type = f"!kron.graphs<node_labels = {fv}, edge_labels = {fe}>"
     tensors = (f"tensor<?x2xi32>, tensor<?x{fv}xf32>, tensor<?x2xi32>, tensor<?x2xi32>, "
@@ -886,7 +992,8 @@ def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, 
             f"tensor<?x?xi32> {{kge.param = \"iterations\"}}) {{\n"
             + "\n".join(datasets) + "\n"
             f"  %K, %it = kron.gram {operands} node({kernel_attribute(node_kernel)}) "
-            f"edge({kernel_attribute(edge_kernel)}) stop({_real(q)}) tol({_real(tol)}) "
+            f"edge({kernel_attribute(edge_kernel)}) stop({_real(q)}) degrees(\"{degrees}\") "
+            f"tol({_real(tol)}) "
             f"max_iter({maxiter}){' normalize' if normalize else ''} "
             f": {types} -> tensor<?x?xf32>, tensor<?x?xi32>\n"
             f"  return %K, %it : tensor<?x?xf32>, tensor<?x?xi32>\n}}\n")
@@ -899,7 +1006,7 @@ _VECTORS = 5
 
 def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
                  maxiter=1000, normalize=False, symmetric=True, order="auto", cubin=True,
-                 cache=True, **solver):
+                 cache=True, degrees="additive", **solver):
     """The GPU bundle (kge.compiler.Bundle) of gram_module's function,
     lowered through kron-octile-tiling{order}, convert-kron-to-gpu and
     kge-lower-to-gpu; compiled once, then read from the bundle cache.
@@ -915,7 +1022,7 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
                       for k, v in sorted(solver.items()))
     from . import compiler, ir, tile
     text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
-                       maxiter, normalize, symmetric)
+                       maxiter, normalize, symmetric, degrees=degrees)
 
     def build():
         module = compiler.lower_text(
@@ -1108,12 +1215,20 @@ class MarginalizedGraphKernel:
     CPU (`device='cpu'`) the float64 reference. Pairs that do not converge
     within `maxiter` raise ConvergenceError (or, with
     `raise_on_failure=False`, stay in the result, their indices in
-    `self.failed_pairs`)."""
+    `self.failed_pairs`). `degrees='scaled'` takes GraphDot's degrees
+    (sum / (1 - q)) instead of the solver paper's (sum + q): its
+    normalized Gram matrix is then GraphDot's (unnormalized, GraphDot's
+    values are n n' / q^2 times these: its starting probabilities are 1
+    and its right-hand side D_x 1)."""
 
     def __init__(self, node_kernel, edge_kernel, q=0.05, tol=1e-6, maxiter=1000,
-                 normalize=False, order="auto", device=None, raise_on_failure=True):
+                 normalize=False, order="auto", device=None, raise_on_failure=True,
+                 degrees="additive"):
         if not 0 < q < 1:
             raise ValueError(f"the stopping probability q must be in (0, 1), got {q}")
+        if degrees not in DEGREES:
+            raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+        self.degrees = degrees
         kernel_attribute(node_kernel)
         kernel_attribute(edge_kernel)
         self.node_kernel, self.edge_kernel = node_kernel, edge_kernel
@@ -1151,7 +1266,7 @@ class MarginalizedGraphKernel:
     def _pair(self, g, h):
         try:
             return kernel(g, h, self.node_kernel, self.edge_kernel, self.q, None, self.tol,
-                          self.maxiter)
+                          self.maxiter, self.degrees)
         except RuntimeError:
             return None
 
@@ -1182,7 +1297,8 @@ class MarginalizedGraphKernel:
         key = (tuple(nodes), tuple(edges), Y is None)
         if key not in self._programs:
             bundle = compile_gram(self.node_kernel, self.edge_kernel, nodes, edges, self.q,
-                                  self.tol, self.maxiter, self.normalize, Y is None, self.order)
+                                  self.tol, self.maxiter, self.normalize, Y is None, self.order,
+                                  degrees=self.degrees)
             self._programs[key] = (bundle, bundle.load())
         bundle, program = self._programs[key]
         k, iterations = run_gram(bundle, pack(X, nodes, edges),

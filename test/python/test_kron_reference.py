@@ -69,6 +69,34 @@ def test_unlabeled_graphs_give_the_random_walk_kernel():
     assert np.isclose(kron.kernel(g1, g2, one, one, q=q), expected, rtol=1e-9)
 
 
+def test_scaled_degrees_give_the_transition_probability_walks():
+    """degrees='scaled' (GraphDot's convention): D_x from d = sum / (1 - q),
+    so that with constant kernels x = sum_k (P (x) P')^k q^2 1, P the walk's
+    transition matrix (1 - q) A_ij / sum_j A_ij (an edgeless node: degree
+    1)."""
+    rng = np.random.default_rng(4)
+    g1, g2 = random_graph(rng, 6, labels=False), random_graph(rng, 5, labels=False)
+    a2 = g2.adjacency.copy()
+    a2[4, :] = a2[:, 4] = 0  # an edgeless node
+    g2 = kron.LabeledGraph(a2)
+    q = 0.2
+
+    def transition(a):
+        sums = a.sum(1)
+        return (1 - q) * a / np.where(sums == 0, 1.0, sums)[:, None]
+    walk = np.kron(transition(g1.adjacency), transition(g2.adjacency))
+    x = np.linalg.solve(np.eye(30) - walk, np.full(30, q * q))
+    one = kron.Constant(1.0)
+    assert np.isclose(kron.kernel(g1, g2, one, one, q=q, degrees="scaled"), x.mean(),
+                      rtol=1e-9)
+    assert np.isclose(kron.dense_kernel(g1, g2, one, one, q=q, degrees="scaled"), x.mean(),
+                      rtol=1e-9)
+    # The conventions differ (the paper's adds q to the degrees).
+    assert not np.isclose(kron.kernel(g1, g2, one, one, q=q), x.mean(), rtol=1e-3)
+    with pytest.raises(ValueError, match="degrees are 'additive' or 'scaled'"):
+        kron.kernel(g1, g2, one, one, q=q, degrees="walk")
+
+
 def test_gram_matrix_is_symmetric_positive_semidefinite():
     rng = np.random.default_rng(3)
     graphs = [random_graph(rng, n) for n in (3, 5, 6, 4, 7)]
@@ -169,6 +197,39 @@ def test_rcm_order_gathers_the_non_zeros_into_fewer_octiles():
     i, j = np.nonzero(g.adjacency)
     assert np.abs(position[i] - position[j]).max() <= 6  # near the band again
     assert len(kron.octiles(g, order).coords) < len(kron.octiles(g).coords) / 2
+
+
+def ring_of_cliques(rng, cliques, size=8):
+    """`cliques` cliques of `size` nodes, each joined to the next by one
+    edge, the nodes scrambled; with each node's clique."""
+    n = cliques * size
+    edges = [(c * size + u, c * size + v) for c in range(cliques)
+             for u in range(size) for v in range(u + 1, size)]
+    edges += [(c * size, ((c + 1) % cliques) * size + 1) for c in range(cliques)]
+    scramble = rng.permutation(n)
+    clique = np.empty(n, dtype=int)
+    clique[scramble] = np.arange(n) // size
+    return kron.LabeledGraph.from_edges(
+        n, [(scramble[u], scramble[v]) for u, v in edges]), clique
+
+
+def test_pbr_order_finds_the_partition_into_tile_rows():
+    rng = np.random.default_rng(9)
+    g, clique = ring_of_cliques(rng, 12)
+    order = kron.pbr_order(g)
+    assert sorted(order.tolist()) == list(range(96))
+    # Each tile row one clique: the diagonal tiles full, two tiles per
+    # joining edge.
+    rows = clique[order].reshape(12, 8)
+    assert (rows == rows[:, :1]).all() and len(set(rows[:, 0])) == 12
+    assert len(kron.octiles(g, order).coords) == 12 + 2 * 12
+    assert len(kron.octiles(g).coords) > 3 * (12 + 2 * 12)  # scrambled: nearly all 144
+    # Parts exactly balanced: a graph of 8 k + 3 nodes has its short tile
+    # row last.
+    h = random_graph(rng, 43, labels=False)
+    position = np.empty(43, dtype=int)
+    position[kron.pbr_order(h)] = np.arange(43)
+    assert sorted(np.bincount(position // 8).tolist()) == [3, 8, 8, 8, 8, 8]
 
 
 def test_xmv_over_octiles_equals_xmv():

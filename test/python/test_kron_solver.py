@@ -30,7 +30,7 @@ def parts_of(packed, order):
     return parts
 
 
-@pytest.mark.parametrize("order", ["natural", "rcm", "auto"])
+@pytest.mark.parametrize("order", ["natural", "rcm", "pbr", "auto"])
 def test_octile_solver_matches_the_reference(order):
     rng = np.random.default_rng(0)
     X = dataset(rng, [1, 4, 9, 17, 26])
@@ -41,6 +41,30 @@ def test_octile_solver_matches_the_reference(order):
                                       tol=1e-10)
     assert (iterations > 0).all()
     np.testing.assert_allclose(k, kron.gram(X, node_kernel=NODE, edge_kernel=EDGE), rtol=1e-5)
+
+
+def test_octile_solver_with_scaled_degrees():
+    rng = np.random.default_rng(4)
+    X = dataset(rng, [1, 6, 13, 22])
+    packed = kron.pack(X, ["label"], ["length"])
+    parts = parts_of(packed, "auto")
+    pairs = kron.pair_schedule(packed["nodes"], parts["tiles"])
+    k, _ = kron.gram_octiles(parts, pairs, NODE, EDGE, ["label"], ["length"], tol=1e-10,
+                             degrees="scaled")
+    np.testing.assert_allclose(
+        k, kron.gram(X, node_kernel=NODE, edge_kernel=EDGE, degrees="scaled"), rtol=1e-5)
+    assert 'degrees("scaled")' in kron.gram_module(NODE, EDGE, ["label"], ["length"],
+                                                   degrees="scaled")
+
+
+def test_auto_order_weighs_natural_rcm_and_pbr():
+    rng = np.random.default_rng(6)
+    X = dataset(rng, [9, 30, 57, 80])
+    packed = kron.pack(X, ["label"], ["length"])
+    counts = {order: kron.octile_parts(**packed, order=order)["tiles"][:, 1]
+              for order in ("natural", "rcm", "pbr", "auto")}
+    np.testing.assert_array_equal(
+        counts["auto"], np.minimum.reduce([counts["natural"], counts["rcm"], counts["pbr"]]))
 
 
 def test_x_against_y_with_normalization_and_products_and_sums():
@@ -262,3 +286,12 @@ def test_datasets_of_the_benchmarks():
     d = np.array([3.0, 4.99, 5.0, 6.0])
     np.testing.assert_allclose(kron.smooth_cutoff(d, 5.0)[2:], 0.0)
     assert 0 < kron.smooth_cutoff(d, 5.0)[1] < kron.smooth_cutoff(d, 5.0)[0] < 1
+
+
+def test_pbr_without_pymetis_says_what_is_missing(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "pymetis", None)
+    rng = np.random.default_rng(8)
+    packed = kron.pack(dataset(rng, [20]), ["label"], ["length"])
+    with pytest.raises(ImportError, match="pip install pymetis"):
+        kron.octile_parts(**packed, order="pbr")

@@ -312,8 +312,9 @@ private:
   /// = D V^-1 P - (A_x o E_x) P whole, over the non-zeros of row i of
   /// graph 1's tiles in tile row i / 8 and of row i' of graph 2's (no
   /// atomics; the octiles read from global memory, tile rows from
-  /// `tileRows1/2`).
-  void productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
+  /// `tileRows1/2`). Returns the thread's share of P . AP (its rows are
+  /// whole: CG's first reduction needs no pass of its own).
+  Value productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
                       Value t2, Value n2, Value size, Value vecP, Value vecAP,
                       Value vecDV);
 
@@ -661,10 +662,11 @@ void SolverEmitter::stageCompact(ArrayRef<Value> g, Value first, Value count,
     store(load(g[kEdgeLabels], {from, idx(f)}), staged.labels, {z, idx(f)});
 }
 
-void SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
-                                  Value t1, Value t2, Value n2, Value size,
-                                  Value vecP, Value vecAP, Value vecDV) {
-  auto loop = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
+Value SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
+                                   Value t1, Value t2, Value n2, Value size,
+                                   Value vecP, Value vecAP, Value vecDV) {
+  auto loop = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
+                                 ValueRange{cf(0.0)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
@@ -730,7 +732,13 @@ void SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
                                    vload(vecP, add(rowBase, j2))));
             });
       });
-  vstore(sub(mul(vload(vecDV, t), vload(vecP, t)), sum), vecAP, t);
+  Value pt = vload(vecP, t);
+  Value apt = sub(mul(vload(vecDV, t), pt), sum);
+  vstore(apt, vecAP, t);
+  scf::YieldOp::create(b, loc,
+                       add(loop.getRegionIterArg(0), mul(pt, apt)));
+  b.setInsertionPointAfter(loop);
+  return loop.getResult(0);
 }
 
 void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
@@ -822,6 +830,15 @@ void SolverEmitter::solvePair(Value p) {
     Value vx = vector(0), vr = vector(1), vp = vector(2), vap = vector(3),
           vdv = vector(4);
     double q = gram.getStop().convertToDouble();
+    // A node's degree in D_x from its sum of edge weights (the op's
+    // `degrees`): sum + q, or sum / (1 - q) with an edgeless node's sum 1.
+    auto degree = [&](Value sum) {
+      if (gram.getDegrees() == "additive")
+        return add(sum, cf(q));
+      Value edgeless = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                             sum, cf(0.0));
+      return mul(select(edgeless, cf(1.0), sum), cf(1.0 / (1.0 - q)));
+    };
     // Initialization: x = 0, r = b = D_x q_x, p = r / (D_x V_x^-1).
     auto init = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
                                    ValueRange{cf(0.0), cf(0.0)});
@@ -831,8 +848,8 @@ void SolverEmitter::solvePair(Value p) {
       Value t = init.getInductionVar();
       Value i = div(t, n2), i2 = rem(t, n2);
       Value v1 = add(node1, i), v2 = add(node2, i2);
-      Value d = mul(add(load(g1[kDegrees], {v1}), cf(q)),
-                    add(load(g2[kDegrees], {v2}), cf(q)));
+      Value d = mul(degree(load(g1[kDegrees], {v1})),
+                    degree(load(g2[kDegrees], {v2})));
       SmallVector<Value> x, y;
       for (unsigned f = 0; f < nodeFeatures; ++f) {
         x.push_back(load(g1[kNodeLabels], {v1, idx(f)}));
@@ -949,31 +966,44 @@ void SolverEmitter::solvePair(Value p) {
       Block *after = b.createBlock(&cg.getAfter(), {},
                                    {b.getIndexType(), f32, i1}, {loc, loc, loc});
       Value iteration = after->getArgument(0), rz = after->getArgument(1);
-      // A p: its diagonal part is there (written with p), the off-diagonal
-      // part is added on the fly.
+      // A p and this thread's share of p . A p. By product rows, each
+      // thread's rows of A p are whole (and p . A p comes with them); by
+      // octile pairs, A p's diagonal part is there (written with p), the
+      // off-diagonal part is added by all warps, then p . A p is a pass.
+      Value pAp;
       {
-        auto primitive = scf::IfOp::create(b, loc, byRows, true);
+        auto primitive = scf::IfOp::create(b, loc, TypeRange{f32}, byRows, true);
+        pAp = primitive.getResult(0);
         OpBuilder::InsertionGuard choice(b);
         b.setInsertionPointToStart(primitive.thenBlock());
         if (productRows) {
-          auto where = scf::IfOp::create(b, loc, staged, true);
+          auto where = scf::IfOp::create(b, loc, TypeRange{f32}, staged, true);
+          scf::YieldOp::create(b, loc, where.getResult(0));
           b.setInsertionPointToStart(where.thenBlock());
-          productRowsXMV(compactArrays(g1, compact1), compactArrays(g2, compact2),
-                         idx(0), idx(0), n2, size, vp, vap, vdv);
+          scf::YieldOp::create(
+              b, loc,
+              productRowsXMV(compactArrays(g1, compact1),
+                             compactArrays(g2, compact2), idx(0), idx(0), n2,
+                             size, vp, vap, vdv));
           b.setInsertionPointToStart(where.elseBlock());
-          productRowsXMV(g1, g2, t1, t2, n2, size, vp, vap, vdv);
+          scf::YieldOp::create(
+              b, loc, productRowsXMV(g1, g2, t1, t2, n2, size, vp, vap, vdv));
+        } else {
+          scf::YieldOp::create(b, loc, cf(0.0));
         }
         b.setInsertionPointToStart(primitive.elseBlock());
         offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
+        barrier();
+        scf::YieldOp::create(
+            b, loc,
+            vectorPass(size, 1, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
+              SmallVector<Value> p = vloads(vp, ts), ap = vloads(vap, ts),
+                                 terms;
+              for (int64_t u = 0; u < kUnroll; ++u)
+                terms.push_back(mul(p[u], ap[u]));
+              return SmallVector<Value>{maskedSum(terms, valid)};
+            })[0]);
       }
-      barrier();
-      Value pAp = vectorPass(size, 1, [&](ArrayRef<Value> ts,
-                                          ArrayRef<Value> valid) {
-        SmallVector<Value> p = vloads(vp, ts), ap = vloads(vap, ts), terms;
-        for (int64_t u = 0; u < kUnroll; ++u)
-          terms.push_back(mul(p[u], ap[u]));
-        return SmallVector<Value>{maskedSum(terms, valid)};
-      })[0];
       Value alpha = div(rz, blockSum({pAp})[0]);
       SmallVector<Value> partial = vectorPass(
           size, 2, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
@@ -996,7 +1026,8 @@ void SolverEmitter::solvePair(Value p) {
       Value converged = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
                                               norms[0], bound);
       Value beta = div(norms[1], rz);
-      // p = z + beta p, and A p's diagonal part for the next iteration.
+      // p = z + beta p, and (octile pairs) A p's diagonal part for the
+      // next iteration.
       vectorPass(size, 0, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
         SmallVector<Value> r = vloads(vr, ts), dv = vloads(vdv, ts),
                            p = vloads(vp, ts), ps, diagonal;
@@ -1005,6 +1036,15 @@ void SolverEmitter::solvePair(Value p) {
           diagonal.push_back(mul(dv[u], ps[u]));
         }
         vstores(ps, vp, ts, valid);
+        // (Product rows compute A p whole.)
+        auto octilePairs = scf::IfOp::create(
+            b, loc,
+            arith::XOrIOp::create(
+                b, loc, byRows,
+                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+            false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(octilePairs.thenBlock());
         vstores(diagonal, vap, ts, valid);
         return SmallVector<Value>{};
       });

@@ -36,7 +36,7 @@ func.func @integer_labels(%nodes: tensor<?x2xi32>, %nl: tensor<?x1xi32>, %edges:
 func.func @bad_order(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>,
                      %tiles: tensor<?x2xi32>, %coords: tensor<?xi32>, %bitmaps: tensor<?xi64>,
                      %offsets: tensor<?xi32>, %w: tensor<?xf32>, %el: tensor<?x0xf32>) {
-  // expected-error @+1 {{orders the nodes 'natural', 'rcm' or 'auto', got 'metis'}}
+  // expected-error @+1 {{orders the nodes 'natural', 'rcm', 'pbr' or 'auto', got 'metis'}}
   %X = kron.octiles nodes(%nodes, %nl, %deg) tiles(%tiles, %coords, %bitmaps, %offsets)
       nonzeros(%w, %el) order("metis")
       : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?xf32>, tensor<?x2xi32>, tensor<?xi32>,
@@ -65,6 +65,16 @@ func.func @stop_out_of_range(%X: !kron.graphs<node_labels = 0, edge_labels = 0>)
   // expected-error @+1 {{stopping probability must be in (0, 1), got 1}}
   %K, %it = kron.gram %X node(#kron.constant<1.0>) edge(#kron.constant<1.0>)
       stop(1.0) tol(1.0e-06) max_iter(10)
+      : !kron.graphs<node_labels = 0, edge_labels = 0> -> tensor<?x?xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @degrees(%X: !kron.graphs<node_labels = 0, edge_labels = 0>) {
+  // expected-error @+1 {{takes degrees "additive" (sum + stop) or "scaled" (sum / (1 - stop)), not "walk"}}
+  %K, %it = kron.gram %X node(#kron.constant<1.0>) edge(#kron.constant<1.0>)
+      stop(0.05) degrees("walk") tol(1.0e-06) max_iter(10)
       : !kron.graphs<node_labels = 0, edge_labels = 0> -> tensor<?x?xf32>, tensor<?x?xi32>
   return
 }

@@ -9,6 +9,7 @@
 // CHECK-SAME: -> <node_labels = 2, edge_labels = 1>
 // CHECK: kron.gram %{{.*}} node(#kron.product<[#kron.delta<5.000000e-01>, #kron.sqexp<2.000000e+00>]>)
 // CHECK-SAME: edge(#kron.sum<[#kron.delta<2.500000e-01>]>) stop(5.000000e-02) tol({{.*}}) max_iter(500) normalize
+// CHECK-NOT: degrees
 func.func @edge_lists(%nodes: tensor<?x2xi32>, %nl: tensor<?x2xf32>, %edges: tensor<?x2xi32>,
                       %ends: tensor<?x2xi32>, %w: tensor<?xf32>, %el: tensor<?x1xf32>)
     -> (tensor<?x?xf32>, tensor<?x?xi32>) {
@@ -26,6 +27,7 @@ func.func @edge_lists(%nodes: tensor<?x2xi32>, %nl: tensor<?x2xf32>, %edges: ten
 // CHECK-LABEL: func.func @octiles_x_against_y
 // CHECK: kron.octiles nodes({{.*}}) tiles({{.*}}) nonzeros({{.*}}) order("rcm")
 // CHECK: kron.gram %{{.*}}, %{{.*}} node(#kron.constant<1.000000e+00>) edge(#kron.constant<5.000000e-01>)
+// CHECK-SAME: stop(1.000000e-01) degrees("scaled") tol(
 // CHECK-NOT: normalize
 func.func @octiles_x_against_y(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>,
                                %tiles: tensor<?x2xi32>, %coords: tensor<?xi32>,
@@ -38,7 +40,7 @@ func.func @octiles_x_against_y(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %d
         tensor<?xi64>, tensor<?xi32>, tensor<?xf32>, tensor<?x0xf32>
       -> !kron.graphs<node_labels = 0, edge_labels = 0>
   %K, %it = kron.gram %X, %X node(#kron.constant<1.000000e+00>) edge(#kron.constant<5.000000e-01>)
-      stop(1.000000e-01) tol(1.000000e-05) max_iter(100)
+      stop(1.000000e-01) degrees("scaled") tol(1.000000e-05) max_iter(100)
       : !kron.graphs<node_labels = 0, edge_labels = 0>, !kron.graphs<node_labels = 0, edge_labels = 0>
       -> tensor<?x?xf32>, tensor<?x?xi32>
   return %K, %it : tensor<?x?xf32>, tensor<?x?xi32>

@@ -54,6 +54,13 @@ struct FeatureKernels {
 };
 FeatureKernels getFeatureKernels(Attribute kernel);
 
+/// Whether `order` names a node order of the octiles: "natural", "rcm"
+/// (reverse Cuthill-McKee), "pbr" (partition-based) or "auto".
+bool isNodeOrder(StringRef order);
+
+/// The node orders, as messages list them.
+constexpr const char *kNodeOrders = "'natural', 'rcm', 'pbr' or 'auto'";
+
 } // namespace kron
 } // namespace mlir
 

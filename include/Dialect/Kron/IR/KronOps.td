@@ -249,6 +249,14 @@ def Kron_GramOp : Kron_Op<"gram", [Pure]> {
     `%X` (symmetric: each pair solved once). With `normalize`, `K[a, b] /
     sqrt(K(X[a], X[a]) K(Y[b], Y[b]))`.
 
+    `degrees` names the degree `d_i` of the product system's diagonal
+    `D_x = diag(d (x) d')`: `"additive"` (the default) takes `d_i = sum_j
+    A_ij + stop`, the solver paper's convention; `"scaled"` takes `d_i =
+    sum_j A_ij / (1 - stop)` (the walk's transition probabilities
+    `(1 - stop) A_ij / sum_j A_ij`, Kashima's and GraphDot's convention; a
+    node without edges counts as of degree 1). The right-hand side is
+    `D_x q_x` with `q_x = stop^2` either way.
+
     Each pair's linear system is solved by conjugate gradient with the
     diagonal preconditioner to the relative residual `tol` within
     `max_iter` iterations. The second result holds each pair's iteration
@@ -269,16 +277,29 @@ def Kron_GramOp : Kron_Op<"gram", [Pure]> {
         : !kron.graphs<node_labels = 1, edge_labels = 0>
         -> tensor<?x?xf32>, tensor<?x?xi32>
     ```
+
+    With GraphDot's degrees:
+
+    ```mlir
+    %K, %iterations = kron.gram %X
+        node(#kron.delta<5.000000e-01>) edge(#kron.constant<1.000000e+00>)
+        stop(5.000000e-02) degrees("scaled") tol(1.000000e-06) max_iter(1000)
+        : !kron.graphs<node_labels = 1, edge_labels = 0>
+        -> tensor<?x?xf32>, tensor<?x?xi32>
+    ```
   }];
   let arguments = (ins Kron_GraphsType:$x, Optional<Kron_GraphsType>:$y,
                        AnyAttr:$node_kernel, AnyAttr:$edge_kernel,
-                       F64Attr:$stop, F64Attr:$tol, I64Attr:$max_iter,
+                       F64Attr:$stop,
+                       DefaultValuedStrAttr<StrAttr, "additive">:$degrees,
+                       F64Attr:$tol, I64Attr:$max_iter,
                        UnitAttr:$normalize);
   let results = (outs TensorRankOf<[F32], [2]>:$gram,
                       TensorRankOf<[I32], [2]>:$iterations);
   let assemblyFormat = [{
     $x (`,` $y^)? `node` `(` $node_kernel `)` `edge` `(` $edge_kernel `)`
-    `stop` `(` $stop `)` `tol` `(` $tol `)` `max_iter` `(` $max_iter `)`
+    `stop` `(` $stop `)` (`degrees` `(` $degrees^ `)`)?
+    `tol` `(` $tol `)` `max_iter` `(` $max_iter `)`
     (`normalize` $normalize^)? attr-dict
     `:` type($x) (`,` type($y)^)? `->` type($gram) `,` type($iterations)
   }];

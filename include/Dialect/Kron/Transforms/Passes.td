@@ -22,8 +22,10 @@ def KronOctileTiling : Pass<"kron-octile-tiling", "ModuleOp"> {
 
     The node order (`order`) packs the non-zeros into fewer, denser
     tiles: `natural` keeps the graph's numbering, `rcm` is the reverse
-    Cuthill-McKee order (bandwidth reduction), `auto` takes per graph the
-    one of the two that gives fewer tiles.
+    Cuthill-McKee order (bandwidth reduction), `pbr` the partition-based
+    order (the nodes split into parts of 8 with few edges between parts
+    by METIS, each part a tile row), `auto` takes per graph the one of
+    the three that gives the fewest tiles.
 
     Example:
 
@@ -37,7 +39,7 @@ def KronOctileTiling : Pass<"kron-octile-tiling", "ModuleOp"> {
   }];
   let options = [
     Option<"order", "order", "std::string", /*default=*/"\"auto\"",
-           "The node order the tiles are cut in: natural, rcm or auto">,
+           "The node order the tiles are cut in: natural, rcm, pbr or auto">,
   ];
 }
 

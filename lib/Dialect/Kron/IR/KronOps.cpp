@@ -72,6 +72,11 @@ bool mlir::kron::isBaseKernel(Attribute attr) {
              SumAttr>(attr);
 }
 
+bool mlir::kron::isNodeOrder(StringRef order) {
+  return order == "natural" || order == "rcm" || order == "pbr" ||
+         order == "auto";
+}
+
 FeatureKernels mlir::kron::getFeatureKernels(Attribute kernel) {
   FeatureKernels result;
   if (auto product = dyn_cast<ProductAttr>(kernel)) {
@@ -175,8 +180,8 @@ LogicalResult GraphsOp::verify() {
 
 LogicalResult OctilesOp::verify() {
   GraphsType type = getGraphs().getType();
-  if (getOrder() != "natural" && getOrder() != "rcm" && getOrder() != "auto")
-    return emitOpError() << "orders the nodes 'natural', 'rcm' or 'auto', got '"
+  if (!isNodeOrder(getOrder()))
+    return emitOpError() << "orders the nodes " << kNodeOrders << ", got '"
                          << getOrder() << "'";
   if (failed(expectColumns(*this, getNodes(), "nodes", 2)) ||
       failed(expectColumns(*this, getTiles(), "tiles", 2)) ||
@@ -210,6 +215,10 @@ LogicalResult GramOp::verify() {
   if (!(stop > 0 && stop < 1))
     return emitOpError() << "stopping probability must be in (0, 1), got "
                          << stop;
+  if (getDegrees() != "additive" && getDegrees() != "scaled")
+    return emitOpError() << "takes degrees \"additive\" (sum + stop) or "
+                            "\"scaled\" (sum / (1 - stop)), not \""
+                         << getDegrees() << "\"";
   double tol = getTol().convertToDouble();
   if (!(tol > 0) || !std::isfinite(tol))
     return emitOpError() << "tolerance must be positive and finite, got "

@@ -91,11 +91,9 @@ struct KronOctileTilingPass
   }
 
   void runOnOperation() override {
-    if (order != "natural" && order != "rcm" && order != "auto") {
-      getOperation().emitError()
-          << "kron-octile-tiling orders the nodes 'natural', 'rcm' or "
-             "'auto', not '"
-          << order << "'";
+    if (!isNodeOrder(order)) {
+      getOperation().emitError() << "kron-octile-tiling orders the nodes "
+                                 << kNodeOrders << ", not '" << order << "'";
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
