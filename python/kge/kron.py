@@ -817,7 +817,7 @@ def pair_schedule(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False)
     return np.stack([kind[order], a[order], b[order]], 1).astype(np.int32)
 
 
-def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=5):
+def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
     """The solver workspace's length (floats): `vectors` of the largest
     product n n' of the schedule for each of the min(P, blocks) blocks."""
     x_nodes = np.asarray(x_nodes, np.int64)
@@ -1001,7 +1001,6 @@ def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, 
 
 #: Blocks the solver keeps resident (convert-kron-to-gpu's `blocks`).
 RESIDENT_BLOCKS = 1024
-_VECTORS = 5
 
 
 def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
@@ -1011,12 +1010,15 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
     lowered through kron-octile-tiling{order}, convert-kron-to-gpu and
     kge-lower-to-gpu; compiled once, then read from the bundle cache.
     `solver` takes convert-kron-to-gpu's options by their Python names
-    (cached_tiles, dense_threshold, blocks_per_sm, product_rows)."""
-    allowed = {"cached_tiles", "dense_threshold", "blocks_per_sm", "product_rows"}
+    (blocks, cached_tiles, dense_threshold, blocks_per_sm, product_rows,
+    rows_density)."""
+    allowed = {"blocks", "cached_tiles", "dense_threshold", "blocks_per_sm", "product_rows",
+               "rows_density"}
     unknown = set(solver) - allowed
     if unknown:
         raise TypeError(f"unknown solver option(s) {', '.join(sorted(unknown))} (expected "
                         f"{', '.join(sorted(allowed))})")
+    solver.setdefault("blocks", RESIDENT_BLOCKS)
     options = "".join(f" {k.replace('_', '-')}="
                       f"{str(v).lower() if isinstance(v, bool) else int(v)}"
                       for k, v in sorted(solver.items()))
@@ -1027,7 +1029,7 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
     def build():
         module = compiler.lower_text(
             text, f"kron-octile-tiling{{order={order}}},"
-                  f"convert-kron-to-gpu{{blocks={RESIDENT_BLOCKS}{options}}},kge-lower-to-gpu")
+                  f"convert-kron-to-gpu{{{options.strip()}}},kge-lower-to-gpu")
         return compiler.Bundle(ir.to_bundle(module, cubin))
 
     return tile.cached_bundle({"kron": text, "order": order, "cubin": cubin,

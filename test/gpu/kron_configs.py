@@ -55,8 +55,13 @@ CONFIGS = {
                            symmetric=True),
 }
 
+# GraphDot's degrees (sum / (1 - q)): the same values as GraphDot's
+# MarginalizedGraphKernel up to its scaling (normalized: equal).
+CONFIGS.update({f"{name}_scaled": {**CONFIGS[name], "degrees": "scaled"}
+                for name in ("delta_sqexp", "unlabeled", "molecules", "proteins")})
+
 #: Node orders the bundles are built for (kron-octile-tiling).
-ORDERS = ("auto", "natural")
+ORDERS = ("auto", "natural", "rcm", "pbr")
 
 
 def bundle_name(config, order):

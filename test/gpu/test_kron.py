@@ -55,7 +55,8 @@ def dataset(rng, config, sizes):
 def reference(config, X, Y=None):
     c = CONFIGS[config]
     return kron.gram(X, Y, node_kernel=c["node_kernel"], edge_kernel=c["edge_kernel"],
-                     q=c["q"], normalize=c["normalize"], tol=1e-10, maxiter=100000)
+                     q=c["q"], normalize=c["normalize"], tol=1e-10, maxiter=100000,
+                     degrees=c.get("degrees", "additive"))
 
 
 def run(config, X, Y=None, order="auto"):
@@ -65,8 +66,9 @@ def run(config, X, Y=None, order="auto"):
     return kron.run_gram(bundle, packed(X), None if Y is None else packed(Y), program=program)
 
 
-@pytest.mark.parametrize("order", ["auto", "natural"])
-@pytest.mark.parametrize("config", ["delta_sqexp", "unlabeled"])
+@pytest.mark.parametrize("order", ["auto", "natural", "rcm", "pbr"])
+@pytest.mark.parametrize("config", ["delta_sqexp", "unlabeled", "delta_sqexp_scaled",
+                                    "unlabeled_scaled"])
 def test_gram_matches_the_reference(config, order):
     rng = np.random.default_rng(17)
     X = dataset(rng, config, [1, 2, 7, 9, 16, 23, 31, 40])

@@ -45,8 +45,10 @@ namespace {
 constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = 32 * kWarps;
 constexpr int64_t kNormalizeThreads = 256;
-/// The solver's vectors per pair: x, r, p, A p and the diagonal D V^-1.
-constexpr int64_t kVectors = 5;
+/// The solver's vectors per pair: r, p, A p and the diagonal D V^-1 (x
+/// is never stored: K needs only its sum), and T where XMV is factored.
+constexpr int64_t kVectors = 4;
+constexpr int64_t kFactoredVectors = 5;
 /// The side of an octile.
 constexpr int64_t kOctile = 8;
 /// Tile rows per graph (8 nodes each) the product-row primitive indexes in
@@ -103,6 +105,17 @@ SmallVector<std::string> datasetShape(unsigned array, StringRef s,
 
 /// The solver's shared memory: the reductions' slots, the pair, and two
 /// tile caches of `cachedTiles` octiles with `edgeLabels` label features.
+/// Whether the solver factors XMV's off-diagonal part into two sparse
+/// products: by product rows, for a constant edge kernel.
+bool factorsXMV(GramOp gram, bool productRows) {
+  return productRows && getFeatureKernels(gram.getEdgeKernel()).perFeature.empty();
+}
+
+/// The vectors per pair the workspace holds.
+int64_t solverVectors(GramOp gram, bool productRows) {
+  return factorsXMV(gram, productRows) ? kFactoredVectors : kVectors;
+}
+
 int64_t getSharedBytes(int64_t cachedTiles, int64_t edgeLabels) {
   return 48 +
          2 * cachedTiles *
@@ -124,6 +137,8 @@ public:
     i64 = b.getI64Type();
     edgeFeatures = gram.getX().getType().getEdgeLabels();
     nodeFeatures = gram.getX().getType().getNodeLabels();
+    factored = factorsXMV(gram, productRows);
+    vectors = solverVectors(gram, productRows);
   }
 
   void emit();
@@ -312,11 +327,35 @@ private:
   /// = D V^-1 P - (A_x o E_x) P whole, over the non-zeros of row i of
   /// graph 1's tiles in tile row i / 8 and of row i' of graph 2's (no
   /// atomics; the octiles read from global memory, tile rows from
-  /// `tileRows1/2`). Returns the thread's share of P . AP (its rows are
-  /// whole: CG's first reduction needs no pass of its own).
-  Value productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
-                      Value t2, Value n2, Value size, Value vecP, Value vecAP,
-                      Value vecDV);
+  /// `tileRows1/2`). Returns the thread's shares of P . AP and of the sum
+  /// of P (its rows are whole: CG's first reduction needs no pass of its
+  /// own).
+  std::pair<Value, Value> productRowsXMV(ArrayRef<Value> g1,
+                                         ArrayRef<Value> g2, Value t1,
+                                         Value t2, Value n2, Value size,
+                                         Value vecP, Value vecAP, Value vecDV);
+
+  /// One XMV by product rows where the edge kernel is a constant c: then
+  /// (A_x o E_x) P = c A P A'^T, two sparse products (over the graphs'
+  /// non-zeros once each, not over their pairs), T = P A'^T into `vecT`
+  /// first. Returns the shares as productRowsXMV does.
+  std::pair<Value, Value> factoredXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
+                                      Value t1, Value t2, Value n2, Value size,
+                                      Value vecP, Value vecAP, Value vecDV,
+                                      Value vecT);
+
+  /// Folds body(column node, weight, labels, acc) over the non-zeros of
+  /// row `node` of graph `g` (its tiles from `t0`, tile rows indexed by
+  /// `rowsIndex`), from `acc`.
+  Value rowNonzeros(ArrayRef<Value> g, Value t0, Value rowsIndex, Value node,
+                    Value acc,
+                    function_ref<Value(Value, Value, ArrayRef<Value>, Value)> body);
+
+  /// AP = D V^-1 P - offDiagonalRow(t) for this thread's rows t, with its
+  /// shares of P . AP and of the sum of P.
+  std::pair<Value, Value> finishRows(Value size, Value vecP, Value vecAP,
+                                     Value vecDV,
+                                     function_ref<Value(Value)> offDiagonalRow);
 
   /// One XMV's off-diagonal part: AP -= (A_x o E_x) P, over the octile
   /// pairs of the two graphs (vectors by their workspace offsets), chunk
@@ -341,8 +380,8 @@ private:
   Type f32, i32, i64;
   unsigned edgeFeatures, nodeFeatures;
   int64_t cachedTiles, denseThreshold;
-  bool productRows;
-  int64_t rowsDensity;
+  bool productRows, factored;
+  int64_t rowsDensity, vectors;
   Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace, tileRows1,
       tileRows2;
   TileCache cache1, cache2;
@@ -662,83 +701,114 @@ void SolverEmitter::stageCompact(ArrayRef<Value> g, Value first, Value count,
     store(load(g[kEdgeLabels], {from, idx(f)}), staged.labels, {z, idx(f)});
 }
 
-Value SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
-                                   Value t1, Value t2, Value n2, Value size,
-                                   Value vecP, Value vecAP, Value vecDV) {
+Value SolverEmitter::rowNonzeros(
+    ArrayRef<Value> g, Value t0, Value rowsIndex, Value node, Value acc,
+    function_ref<Value(Value, Value, ArrayRef<Value>, Value)> body) {
+  // The octiles of the tile row of `node`: its bits in each, the tile's
+  // column and its non-zeros from the row's first.
+  Value r = div(node, idx(kOctile));
+  Value shift = arith::IndexCastOp::create(
+      b, loc, i64, mul(rem(node, idx(kOctile)), idx(kOctile)));
+  auto tiles = scf::ForOp::create(b, loc, toIndex(load(rowsIndex, {r})),
+                                  toIndex(load(rowsIndex, {add(r, idx(1))})),
+                                  idx(1), ValueRange{acc});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(tiles.getBody());
+  Value tile = add(t0, tiles.getInductionVar());
+  Value bitmap = load(g[kBitmaps], {tile});
+  Value column = toIndex(arith::AndIOp::create(
+      b, loc, load(g[kCoords], {tile}),
+      arith::ConstantIntOp::create(b, loc, i32, 0xffff)));
+  Value bits = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bitmap, shift), ci64(0xff));
+  Value before = arith::AndIOp::create(
+      b, loc, bitmap, sub(arith::ShLIOp::create(b, loc, ci64(1), shift), ci64(1)));
+  Value firstNonzero =
+      add(toIndex(load(g[kOffsets], {tile})),
+          toIndex(LLVM::CtPopOp::create(b, loc, i64, before)));
+  Value total = forEachSetBit(
+      bits, firstNonzero, tiles.getRegionIterArg(0),
+      [&](Value j, Value nz, Value sum) {
+        SmallVector<Value> labels;
+        for (unsigned f = 0; f < edgeFeatures; ++f)
+          labels.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
+        return body(add(mul(column, idx(kOctile)), j), load(g[kWeights], {nz}),
+                    labels, sum);
+      });
+  scf::YieldOp::create(b, loc, total);
+  b.setInsertionPointAfter(tiles);
+  return tiles.getResult(0);
+}
+
+std::pair<Value, Value>
+SolverEmitter::finishRows(Value size, Value vecP, Value vecAP, Value vecDV,
+                          function_ref<Value(Value)> offDiagonalRow) {
   auto loop = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
-                                 ValueRange{cf(0.0)});
+                                 ValueRange{cf(0.0), cf(0.0)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
-  Value i = div(t, n2), i2 = rem(t, n2);
-  // The octiles of graph `g` in the tile row of node `node`: its row's
-  // bits, the column of each tile and its non-zeros from the row's first.
-  struct RowOfTiles {
-    Value begin, end, shift;
-  };
-  auto rowOf = [&](Value rowsIndex, Value node) {
-    Value r = div(node, idx(kOctile));
-    return RowOfTiles{toIndex(load(rowsIndex, {r})),
-                      toIndex(load(rowsIndex, {add(r, idx(1))})),
-                      arith::IndexCastOp::create(
-                          b, loc, i64, mul(rem(node, idx(kOctile)), idx(kOctile)))};
-  };
-  RowOfTiles row1 = rowOf(tileRows1, i), row2 = rowOf(tileRows2, i2);
-  // Iterates the non-zeros of row `row` of the tiles [begin, end) of
-  // graph `g` (from tile `t0`): body(column node, weight, labels, acc).
-  auto forEachNonzero =
-      [&](ArrayRef<Value> g, Value t0, const RowOfTiles &row, Value acc,
-          function_ref<Value(Value, Value, ArrayRef<Value>, Value)> body) {
-        auto tiles = scf::ForOp::create(b, loc, row.begin, row.end, idx(1),
-                                        ValueRange{acc});
-        OpBuilder::InsertionGuard g0(b);
-        b.setInsertionPointToStart(tiles.getBody());
-        Value tile = add(t0, tiles.getInductionVar());
-        Value bitmap = load(g[kBitmaps], {tile});
-        Value column = toIndex(arith::AndIOp::create(
-            b, loc, load(g[kCoords], {tile}),
-            arith::ConstantIntOp::create(b, loc, i32, 0xffff)));
-        Value bits = arith::AndIOp::create(
-            b, loc, arith::ShRUIOp::create(b, loc, bitmap, row.shift),
-            ci64(0xff));
-        Value before = arith::AndIOp::create(
-            b, loc, bitmap,
-            sub(arith::ShLIOp::create(b, loc, ci64(1), row.shift), ci64(1)));
-        Value firstNonzero =
-            add(toIndex(load(g[kOffsets], {tile})),
-                toIndex(LLVM::CtPopOp::create(b, loc, i64, before)));
-        Value total = forEachSetBit(
-            bits, firstNonzero, tiles.getRegionIterArg(0),
-            [&](Value j, Value nz, Value sum) {
-              SmallVector<Value> labels;
-              for (unsigned f = 0; f < edgeFeatures; ++f)
-                labels.push_back(load(g[kEdgeLabels], {nz, idx(f)}));
-              return body(add(mul(column, idx(kOctile)), j),
-                          load(g[kWeights], {nz}), labels, sum);
-            });
-        scf::YieldOp::create(b, loc, total);
-        return tiles.getResult(0);
-      };
-  Value sum = forEachNonzero(
-      g1, t1, row1, cf(0.0),
-      [&](Value j, Value w1, ArrayRef<Value> labels1, Value acc) {
-        Value rowBase = mul(j, n2);
-        SmallVector<Value> l1(labels1);
-        return forEachNonzero(
-            g2, t2, row2, acc,
-            [&](Value j2, Value w2, ArrayRef<Value> labels2, Value acc2) {
-              Value ke = baseKernel(gram.getEdgeKernel(), l1, labels2);
-              return add(acc2, mul(mul(mul(w1, w2), ke),
-                                   vload(vecP, add(rowBase, j2))));
-            });
-      });
   Value pt = vload(vecP, t);
-  Value apt = sub(mul(vload(vecDV, t), pt), sum);
+  Value apt = sub(mul(vload(vecDV, t), pt), offDiagonalRow(t));
   vstore(apt, vecAP, t);
   scf::YieldOp::create(b, loc,
-                       add(loop.getRegionIterArg(0), mul(pt, apt)));
+                       ValueRange{add(loop.getRegionIterArg(0), mul(pt, apt)),
+                                  add(loop.getRegionIterArg(1), pt)});
   b.setInsertionPointAfter(loop);
-  return loop.getResult(0);
+  return {loop.getResult(0), loop.getResult(1)};
+}
+
+std::pair<Value, Value>
+SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
+                              Value t1, Value t2, Value n2, Value size,
+                              Value vecP, Value vecAP, Value vecDV) {
+  return finishRows(size, vecP, vecAP, vecDV, [&](Value t) {
+    Value i = div(t, n2), i2 = rem(t, n2);
+    return rowNonzeros(
+        g1, t1, tileRows1, i, cf(0.0),
+        [&](Value j, Value w1, ArrayRef<Value> labels1, Value acc) {
+          Value rowBase = mul(j, n2);
+          SmallVector<Value> l1(labels1);
+          return rowNonzeros(
+              g2, t2, tileRows2, i2, acc,
+              [&](Value j2, Value w2, ArrayRef<Value> labels2, Value acc2) {
+                Value ke = baseKernel(gram.getEdgeKernel(), l1, labels2);
+                return add(acc2, mul(mul(mul(w1, w2), ke),
+                                     vload(vecP, add(rowBase, j2))));
+              });
+        });
+  });
+}
+
+std::pair<Value, Value>
+SolverEmitter::factoredXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
+                           Value t2, Value n2, Value size, Value vecP,
+                           Value vecAP, Value vecDV, Value vecT) {
+  // T = P A'^T: T[j, i'] = sum over the non-zeros (i', j') of A' of
+  // A'[i', j'] P[j, j'].
+  {
+    auto loop = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value t = loop.getInductionVar();
+    Value rowBase = sub(t, rem(t, n2));
+    vstore(rowNonzeros(g2, t2, tileRows2, rem(t, n2), cf(0.0),
+                       [&](Value j2, Value w2, ArrayRef<Value>, Value acc) {
+                         return add(acc, mul(w2, vload(vecP, add(rowBase, j2))));
+                       }),
+           vecT, t);
+  }
+  barrier();
+  // (A o E) P = c A T: row (i, i') sums A[i, j] T[j, i'].
+  double c = getFeatureKernels(gram.getEdgeKernel()).constant;
+  return finishRows(size, vecP, vecAP, vecDV, [&](Value t) {
+    Value i2 = rem(t, n2);
+    Value sum = rowNonzeros(g1, t1, tileRows1, div(t, n2), cf(0.0),
+                            [&](Value j, Value w1, ArrayRef<Value>, Value acc) {
+                              return add(acc, mul(w1, vload(vecT, add(mul(j, n2), i2))));
+                            });
+    return mul(sum, cf(c));
+  });
 }
 
 void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
@@ -814,8 +884,8 @@ void SolverEmitter::solvePair(Value p) {
   Value blocks = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value share = div(div(memref::DimOp::create(b, loc, workspace, 0), blocks),
-                    idx(kVectors));
-  Value start = mul(mul(block, share), idx(kVectors));
+                    idx(vectors));
+  Value start = mul(mul(block, share), idx(vectors));
   // Vector n of the block's workspace starts at start + n * share.
   auto vector = [&](int64_t n) { return add(start, mul(share, idx(n))); };
   Value fits = cmpi(arith::CmpIPredicate::ule, size, share);
@@ -827,8 +897,8 @@ void SolverEmitter::solvePair(Value p) {
     // value (NaN) and no iteration (0), which the caller reports.
     scf::YieldOp::create(b, loc, ValueRange{cf(std::nan("")), zero32});
     b.setInsertionPointToStart(solvable.thenBlock());
-    Value vx = vector(0), vr = vector(1), vp = vector(2), vap = vector(3),
-          vdv = vector(4);
+    // r, p, A p and the diagonal D_x V_x^-1 (the solution is never stored).
+    Value vr = vector(0), vp = vector(1), vap = vector(2), vdv = vector(3);
     double q = gram.getStop().convertToDouble();
     // A node's degree in D_x from its sum of edge weights (the op's
     // `degrees`): sum + q, or sum / (1 - q) with an edgeless node's sum 1.
@@ -839,7 +909,7 @@ void SolverEmitter::solvePair(Value p) {
                                              sum, cf(0.0));
       return mul(select(edgeless, cf(1.0), sum), cf(1.0 / (1.0 - q)));
     };
-    // Initialization: x = 0, r = b = D_x q_x, p = r / (D_x V_x^-1).
+    // Initialization: x = 0 (implicit), r = b = D_x q_x, p = r / (D_x V_x^-1).
     auto init = scf::ForOp::create(b, loc, tid, size, idx(kThreads),
                                    ValueRange{cf(0.0), cf(0.0)});
     {
@@ -859,7 +929,6 @@ void SolverEmitter::solvePair(Value p) {
       Value rhs = mul(d, cf(q * q));
       Value z = div(rhs, dv);
       vstore(dv, vdv, t);
-      vstore(cf(0.0), vx, t);
       vstore(rhs, vr, t);
       vstore(z, vp, t);
       // A p's diagonal part for the first iteration.
@@ -897,8 +966,11 @@ void SolverEmitter::solvePair(Value p) {
         return counted.getResult(0);
       };
       Value z1 = nonzeros(g1, t1, nt1), z2 = nonzeros(g2, t2, nt2);
-      Value sparse = cmpi(arith::CmpIPredicate::ult,
-                          mul(z1, z2),
+      // (Factored, XMV costs the graphs' non-zeros once each: rows always
+      // win.)
+      Value sparse =
+          factored ? arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)
+                   : cmpi(arith::CmpIPredicate::ult, mul(z1, z2),
                           mul(idx(rowsDensity), mul(nt1, nt2)));
       byRows = arith::AndIOp::create(
           b, loc,
@@ -949,14 +1021,18 @@ void SolverEmitter::solvePair(Value p) {
     Value bound = mul(sums[1], cf(tol * tol));
     Value maxIter = idx(gram.getMaxIter());
     Type i1 = b.getI1Type();
+    // K needs only the sum of x = sum_k alpha_k p_k: each thread carries
+    // its share, sum_k alpha_k (the sum of its elements of p_k), and x is
+    // never stored.
     auto cg = scf::WhileOp::create(
-        b, loc, TypeRange{b.getIndexType(), f32, i1},
-        ValueRange{idx(0), sums[0], arith::ConstantIntOp::create(b, loc, i1, 0)});
+        b, loc, TypeRange{b.getIndexType(), f32, i1, f32},
+        ValueRange{idx(0), sums[0], arith::ConstantIntOp::create(b, loc, i1, 0),
+                   cf(0.0)});
     {
       OpBuilder::InsertionGuard g(b);
       Block *before = b.createBlock(&cg.getBefore(), {},
-                                    {b.getIndexType(), f32, i1},
-                                    {loc, loc, loc});
+                                    {b.getIndexType(), f32, i1, f32},
+                                    {loc, loc, loc, loc});
       Value more = arith::AndIOp::create(
           b, loc,
           cmpi(arith::CmpIPredicate::ult, before->getArgument(0), maxIter),
@@ -964,60 +1040,72 @@ void SolverEmitter::solvePair(Value p) {
                                 arith::ConstantIntOp::create(b, loc, i1, 1)));
       scf::ConditionOp::create(b, loc, more, before->getArguments());
       Block *after = b.createBlock(&cg.getAfter(), {},
-                                   {b.getIndexType(), f32, i1}, {loc, loc, loc});
+                                   {b.getIndexType(), f32, i1, f32},
+                                   {loc, loc, loc, loc});
       Value iteration = after->getArgument(0), rz = after->getArgument(1);
-      // A p and this thread's share of p . A p. By product rows, each
-      // thread's rows of A p are whole (and p . A p comes with them); by
-      // octile pairs, A p's diagonal part is there (written with p), the
-      // off-diagonal part is added by all warps, then p . A p is a pass.
-      Value pAp;
+      Value xShare = after->getArgument(3);
+      // A p and this thread's shares of p . A p and of the sum of p. By
+      // product rows, each thread's rows of A p are whole (and the shares
+      // come with them); by octile pairs, A p's diagonal part is there
+      // (written with p), the off-diagonal part is added by all warps, then
+      // the shares are a pass.
+      Value pAp, pSum;
       {
-        auto primitive = scf::IfOp::create(b, loc, TypeRange{f32}, byRows, true);
+        auto primitive =
+            scf::IfOp::create(b, loc, TypeRange{f32, f32}, byRows, true);
         pAp = primitive.getResult(0);
+        pSum = primitive.getResult(1);
         OpBuilder::InsertionGuard choice(b);
         b.setInsertionPointToStart(primitive.thenBlock());
         if (productRows) {
-          auto where = scf::IfOp::create(b, loc, TypeRange{f32}, staged, true);
-          scf::YieldOp::create(b, loc, where.getResult(0));
+          auto where =
+              scf::IfOp::create(b, loc, TypeRange{f32, f32}, staged, true);
+          scf::YieldOp::create(b, loc, where.getResults());
+          auto yieldPair = [&](std::pair<Value, Value> shares) {
+            scf::YieldOp::create(b, loc, ValueRange{shares.first, shares.second});
+          };
+          auto rows = [&](ArrayRef<Value> h1, ArrayRef<Value> h2, Value first1,
+                          Value first2) {
+            if (factored)
+              return factoredXMV(h1, h2, first1, first2, n2, size, vp, vap,
+                                 vdv, vector(4));
+            return productRowsXMV(h1, h2, first1, first2, n2, size, vp, vap,
+                                  vdv);
+          };
           b.setInsertionPointToStart(where.thenBlock());
-          scf::YieldOp::create(
-              b, loc,
-              productRowsXMV(compactArrays(g1, compact1),
-                             compactArrays(g2, compact2), idx(0), idx(0), n2,
-                             size, vp, vap, vdv));
+          yieldPair(rows(compactArrays(g1, compact1),
+                         compactArrays(g2, compact2), idx(0), idx(0)));
           b.setInsertionPointToStart(where.elseBlock());
-          scf::YieldOp::create(
-              b, loc, productRowsXMV(g1, g2, t1, t2, n2, size, vp, vap, vdv));
+          yieldPair(rows(g1, g2, t1, t2));
         } else {
-          scf::YieldOp::create(b, loc, cf(0.0));
+          scf::YieldOp::create(b, loc, ValueRange{cf(0.0), cf(0.0)});
         }
         b.setInsertionPointToStart(primitive.elseBlock());
         offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
         barrier();
         scf::YieldOp::create(
             b, loc,
-            vectorPass(size, 1, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
+            vectorPass(size, 2, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
               SmallVector<Value> p = vloads(vp, ts), ap = vloads(vap, ts),
                                  terms;
               for (int64_t u = 0; u < kUnroll; ++u)
                 terms.push_back(mul(p[u], ap[u]));
-              return SmallVector<Value>{maskedSum(terms, valid)};
-            })[0]);
+              return SmallVector<Value>{maskedSum(terms, valid),
+                                        maskedSum(p, valid)};
+            }));
       }
       Value alpha = div(rz, blockSum({pAp})[0]);
+      Value nextShare = add(xShare, mul(alpha, pSum));
       SmallVector<Value> partial = vectorPass(
           size, 2, [&](ArrayRef<Value> ts, ArrayRef<Value> valid) {
-            SmallVector<Value> p = vloads(vp, ts), x = vloads(vx, ts),
-                               r = vloads(vr, ts), ap = vloads(vap, ts),
+            SmallVector<Value> r = vloads(vr, ts), ap = vloads(vap, ts),
                                dv = vloads(vdv, ts);
-            SmallVector<Value> xs, rs, rr, rz;
+            SmallVector<Value> rs, rr, rz;
             for (int64_t u = 0; u < kUnroll; ++u) {
-              xs.push_back(add(x[u], mul(alpha, p[u])));
               rs.push_back(sub(r[u], mul(alpha, ap[u])));
               rr.push_back(mul(rs[u], rs[u]));
               rz.push_back(mul(rs[u], div(rs[u], dv[u])));
             }
-            vstores(xs, vx, ts, valid);
             vstores(rs, vr, ts, valid);
             return SmallVector<Value>{maskedSum(rr, valid),
                                       maskedSum(rz, valid)};
@@ -1049,15 +1137,12 @@ void SolverEmitter::solvePair(Value p) {
         return SmallVector<Value>{};
       });
       barrier();
-      scf::YieldOp::create(
-          b, loc, ValueRange{add(iteration, idx(1)), norms[1], converged});
+      scf::YieldOp::create(b, loc,
+                           ValueRange{add(iteration, idx(1)), norms[1],
+                                      converged, nextShare});
     }
     // K = p_x . x with p = 1/n on each graph.
-    Value total = vectorPass(size, 1, [&](ArrayRef<Value> ts,
-                                          ArrayRef<Value> valid) {
-      return SmallVector<Value>{maskedSum(vloads(vx, ts), valid)};
-    })[0];
-    Value value = div(blockSum({total})[0],
+    Value value = div(blockSum({cg.getResult(3)})[0],
                       arith::UIToFPOp::create(
                           b, loc, f32,
                           arith::IndexCastOp::create(b, loc, i64, size)));
@@ -1313,7 +1398,8 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
       b.getNamedAttr("function", b.getStringAttr("solver_workspace")),
       b.getNamedAttr("pairs", b.getStringAttr("pairs")),
       b.getNamedAttr("blocks", b.getStringAttr(std::to_string(residentBlocks))),
-      b.getNamedAttr("vectors", b.getStringAttr(std::to_string(kVectors))),
+      b.getNamedAttr("vectors", b.getStringAttr(std::to_string(
+                                    solverVectors(gram, productRows)))),
       b.getNamedAttr("x_nodes", nameOf(octilesX.getNodes())),
       b.getNamedAttr("y_nodes", nameOf(symmetric ? octilesX.getNodes()
                                                  : octilesY.getNodes()))};

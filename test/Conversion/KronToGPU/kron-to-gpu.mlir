@@ -8,7 +8,7 @@
 
 // CHECK-LABEL: gpu.module @gram_kernels
 // CHECK-SAME: kge.derived = {{{.*}}pairs = {{{.*}}function = "pair_schedule"{{.*}}normalize = "true"{{.*}}symmetric = "true"
-// CHECK-SAME: workspace = {blocks = "1024", function = "solver_workspace"
+// CHECK-SAME: workspace = {blocks = "1024", function = "solver_workspace", pairs = "pairs", vectors = "4"
 // CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counter", kind = "memset"}, {buffer = "param:gram", kind = "memset", value = 2143289344 : i64}, {buffer = "param:iterations", kind = "memset"}
 // CHECK-SAME: function = "gram_solve", grid = ["min(P, 1024)", "1", "1"]
 // CHECK-SAME: function = "gram_normalize", grid = ["ceildiv(G * G, 256)", "1", "1"]
@@ -52,8 +52,13 @@ func.func @gram(%nodes: tensor<?x2xi32> {kge.param = "nodes"},
 
 // X against Y: results [G, G_y]; normalization takes both datasets'
 // self-kernels from scratch arrays of their own.
+// A constant edge kernel factors XMV (c A P A'^T): a fifth vector holds
+// P A'^T; without product rows, XMV stays by octile pairs (four vectors).
 // CHECK-LABEL: gpu.module @xy_kernels
 // CHECK-SAME: symmetric = "false"
+// CHECK-SAME: vectors = "5"
+// PAIRS-LABEL: gpu.module @xy_kernels
+// PAIRS-SAME: vectors = "4"
 // CHECK-SAME: kge.scratch = [{count = "1", dtype = "i32", name = "counter"}, {count = "G", dtype = "f32", name = "self_x"}, {count = "G_y", dtype = "f32", name = "self_y"}]
 // CHECK-SAME: {dtype = "f32", name = "gram", role = "result", shape = ["G", "G_y"]}
 func.func @xy(%n: tensor<?x2xi32> {kge.param = "nodes"}, %nl: tensor<?x0xf32> {kge.param = "nl"},
