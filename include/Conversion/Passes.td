@@ -181,7 +181,10 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
       times octile pairs), so that the longest solves start first;
     - `workspace` (`[W]` f32, `kge.derived = {function =
       "solver_workspace", blocks, vectors}`): the solver's vectors, `vectors`
-      of `n n'` floats for each of the `blocks` resident blocks.
+      of `n n'` floats for each of the `blocks` resident blocks (r, p, A p
+      and the diagonal; the solution is never stored — K = p_x . x is the
+      sum over the iterations of alpha times the sum of p — and a fifth
+      where XMV is factored).
 
     The kernel runs `min(P, blocks)` blocks of 128 threads; each block
     takes the next pair of the schedule from a counter (dynamic load
@@ -208,10 +211,21 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     i' of graph 2's, the off-diagonal part — without atomics: an index of
     each graph's tile rows in shared memory, made once per pair, and both
     graphs' compact octiles staged there too where they fit (in the octile
-    caches' space; read from global memory otherwise).
+    caches' space; read from global memory otherwise). The rows also give
+    each thread its shares of p . A p and of the sum of p, so that CG's
+    first reduction needs no pass of its own.
+
+    Where the edge base kernel is a constant c (unlabeled edges), the
+    product rows are factored: (A_x o E_x) p = c A P A'^T with P the
+    [n, n'] view of p, computed as two sparse products — T = P A'^T, then
+    c A T — over each graph's non-zeros once rather than over their pairs
+    (always by rows where the tile rows fit: the factored form is cheaper
+    for dense octiles too).
 
     The defaults are the fastest measured on an H100 (bench/proto/
-    kron_variants.py, bench/results/2026-11-26-h100-kron): product rows
+    kron_variants.py, bench/results/2026-11-26-h100-kron and
+    2026-11-26-h100-kron-factored): the factored rows 7x faster than the
+    plain ones on the BA set, 2.8x on the random geometric set; product rows
     below a density product of 200 (1.3-1.6x faster than octile pairs on
     the synthetic and molecule sets, 1.2x slower on the protein segments,
     whose octiles hold 18 non-zeros on average), 16 cached octiles per
