@@ -733,8 +733,8 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     graph's nodes in `order` (natural, rcm, or auto: per graph the one with
     fewer tiles), its adjacency as non-empty 8 x 8 tiles (both directions
     of each edge), each a 64-bit bitmap (bit r * 8 + c) and its non-zeros
-    in bit order. A dict of `node_labels` and `degrees` per node (tiled
-    order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
+    in bit order. A dict of `node_labels`, `degrees` and `rows` (the
+    node's row in the packed order) per node (tiled order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
     column), `bitmaps` (int64), `offsets` (first non-zero) per tile, and
     `weights`, `edge_labels` per non-zero."""
     if order not in ORDERS:
@@ -777,7 +777,9 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     tiled_labels[target] = node_labels
     tiled_degrees = np.empty(len(node_labels), np.float32)
     tiled_degrees[target] = degrees
-    return {"node_labels": tiled_labels, "degrees": tiled_degrees,
+    rows = np.empty(len(node_labels), np.int32)
+    rows[target] = np.arange(len(node_labels))
+    return {"node_labels": tiled_labels, "degrees": tiled_degrees, "rows": rows,
             "tiles": np.stack([first_tile, counts], 1).astype(np.int32),
             "coords": ((row[starts] << 16) | col[starts]).astype(np.int32),
             "bitmaps": bitmaps.view(np.int64),

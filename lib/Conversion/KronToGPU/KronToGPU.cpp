@@ -62,6 +62,7 @@ enum DatasetArray : unsigned {
   kNodes,
   kNodeLabels,
   kDegrees,
+  kRows,
   kTiles,
   kCoords,
   kBitmaps,
@@ -74,8 +75,9 @@ enum DatasetArray : unsigned {
 /// The operands of `octiles` in DatasetArray order.
 SmallVector<Value> datasetArrays(OctilesOp octiles) {
   return {octiles.getNodes(),   octiles.getNodeLabels(), octiles.getDegrees(),
-          octiles.getTiles(),   octiles.getCoords(),     octiles.getBitmaps(),
-          octiles.getOffsets(), octiles.getWeights(),    octiles.getEdgeLabels()};
+          octiles.getRows(),    octiles.getTiles(),      octiles.getCoords(),
+          octiles.getBitmaps(), octiles.getOffsets(),    octiles.getWeights(),
+          octiles.getEdgeLabels()};
 }
 
 /// The shape of each dataset array as symbols (suffix `s`: "" for X, "_y"
@@ -91,6 +93,7 @@ SmallVector<std::string> datasetShape(unsigned array, StringRef s,
   case kNodeLabels:
     return {V, std::to_string(nodeLabels)};
   case kDegrees:
+  case kRows:
     return {V};
   case kCoords:
   case kBitmaps:
@@ -103,19 +106,54 @@ SmallVector<std::string> datasetShape(unsigned array, StringRef s,
   }
 }
 
-/// The solver's shared memory: the reductions' slots, the pair, and two
-/// tile caches of `cachedTiles` octiles with `edgeLabels` label features.
+/// What the lowering reads of a kron.gram or a kron.nodewise (`nodal`:
+/// the solutions themselves rather than their means).
+struct Solve {
+  Operation *op;
+  Value x, y, result, iterations;
+  Attribute nodeKernel, edgeKernel;
+  double stop, tol;
+  StringRef degrees;
+  int64_t maxIter;
+  bool normalize, nodal;
+
+  template <typename SolveOp>
+  static Solve of(SolveOp op, bool normalize, bool nodal) {
+    return Solve{op,
+                 op.getX(),
+                 op.getY(),
+                 op->getResult(0),
+                 op.getIterations(),
+                 op.getNodeKernel(),
+                 op.getEdgeKernel(),
+                 op.getStop().convertToDouble(),
+                 op.getTol().convertToDouble(),
+                 op.getDegrees(),
+                 static_cast<int64_t>(op.getMaxIter()),
+                 normalize,
+                 nodal};
+  }
+  static Solve of(GramOp op) { return of(op, op.getNormalize(), false); }
+  static Solve of(NodewiseOp op) { return of(op, false, true); }
+  /// The op's name, for messages.
+  StringRef name() const { return nodal ? "kron.nodewise" : "kron.gram"; }
+};
+
 /// Whether the solver factors XMV's off-diagonal part into two sparse
 /// products: by product rows, for a constant edge kernel.
-bool factorsXMV(GramOp gram, bool productRows) {
-  return productRows && getFeatureKernels(gram.getEdgeKernel()).perFeature.empty();
+bool factorsXMV(const Solve &gram, bool productRows) {
+  return productRows && getFeatureKernels(gram.edgeKernel).perFeature.empty();
 }
 
-/// The vectors per pair the workspace holds.
-int64_t solverVectors(GramOp gram, bool productRows) {
-  return factorsXMV(gram, productRows) ? kFactoredVectors : kVectors;
+/// The vectors per pair the workspace holds (and the solution where the
+/// solve is nodal).
+int64_t solverVectors(const Solve &gram, bool productRows) {
+  return (factorsXMV(gram, productRows) ? kFactoredVectors : kVectors) +
+         (gram.nodal ? 1 : 0);
 }
 
+/// The solver's shared memory: the reductions' slots, the pair, and two
+/// tile caches of `cachedTiles` octiles with `edgeLabels` label features.
 int64_t getSharedBytes(int64_t cachedTiles, int64_t edgeLabels) {
   return 48 +
          2 * cachedTiles *
@@ -126,7 +164,7 @@ int64_t getSharedBytes(int64_t cachedTiles, int64_t edgeLabels) {
 /// Builds the solver kernel's body.
 class SolverEmitter {
 public:
-  SolverEmitter(OpBuilder &b, Location loc, GramOp gram, gpu::GPUFuncOp kernel,
+  SolverEmitter(OpBuilder &b, Location loc, const Solve &gram, gpu::GPUFuncOp kernel,
                 bool symmetric, int64_t cachedTiles, int64_t denseThreshold,
                 bool productRows, int64_t rowsDensity)
       : b(b), loc(loc), gram(gram), kernel(kernel), symmetric(symmetric),
@@ -135,8 +173,9 @@ public:
     f32 = b.getF32Type();
     i32 = b.getI32Type();
     i64 = b.getI64Type();
-    edgeFeatures = gram.getX().getType().getEdgeLabels();
-    nodeFeatures = gram.getX().getType().getNodeLabels();
+    auto type = cast<GraphsType>(gram.x.getType());
+    edgeFeatures = type.getEdgeLabels();
+    nodeFeatures = type.getNodeLabels();
     factored = factorsXMV(gram, productRows);
     vectors = solverVectors(gram, productRows);
   }
@@ -374,7 +413,7 @@ private:
 
   OpBuilder &b;
   Location loc;
-  GramOp gram;
+  Solve gram;
   gpu::GPUFuncOp kernel;
   bool symmetric;
   Type f32, i32, i64;
@@ -612,7 +651,7 @@ void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
     auto term = [&](Value j, Value j2, Value acc) {
       Value slot1 = add(row1Base, j), slot2 = add(row2Base, j2);
       Value w = mul(load(cache1.weights, {slot1}), load(cache2.weights, {slot2}));
-      Value ke = baseKernel(gram.getEdgeKernel(), labelsAt(cache1, slot1),
+      Value ke = baseKernel(gram.edgeKernel, labelsAt(cache1, slot1),
                             labelsAt(cache2, slot2));
       return add(acc, mul(mul(w, ke), direction(j, j2)));
     };
@@ -772,7 +811,7 @@ SolverEmitter::productRowsXMV(ArrayRef<Value> g1, ArrayRef<Value> g2,
           return rowNonzeros(
               g2, t2, tileRows2, i2, acc,
               [&](Value j2, Value w2, ArrayRef<Value> labels2, Value acc2) {
-                Value ke = baseKernel(gram.getEdgeKernel(), l1, labels2);
+                Value ke = baseKernel(gram.edgeKernel, l1, labels2);
                 return add(acc2, mul(mul(mul(w1, w2), ke),
                                      vload(vecP, add(rowBase, j2))));
               });
@@ -800,7 +839,7 @@ SolverEmitter::factoredXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
   }
   barrier();
   // (A o E) P = c A T: row (i, i') sums A[i, j] T[j, i'].
-  double c = getFeatureKernels(gram.getEdgeKernel()).constant;
+  double c = getFeatureKernels(gram.edgeKernel).constant;
   return finishRows(size, vecP, vecAP, vecDV, [&](Value t) {
     Value i2 = rem(t, n2);
     Value sum = rowNonzeros(g1, t1, tileRows1, div(t, n2), cf(0.0),
@@ -899,11 +938,13 @@ void SolverEmitter::solvePair(Value p) {
     b.setInsertionPointToStart(solvable.thenBlock());
     // r, p, A p and the diagonal D_x V_x^-1 (the solution is never stored).
     Value vr = vector(0), vp = vector(1), vap = vector(2), vdv = vector(3);
-    double q = gram.getStop().convertToDouble();
+    // The solution, kept where the solve is nodal (the last vector).
+    Value vx = gram.nodal ? vector(vectors - 1) : Value();
+    double q = gram.stop;
     // A node's degree in D_x from its sum of edge weights (the op's
     // `degrees`): sum + q, or sum / (1 - q) with an edgeless node's sum 1.
     auto degree = [&](Value sum) {
-      if (gram.getDegrees() == "additive")
+      if (gram.degrees == "additive")
         return add(sum, cf(q));
       Value edgeless = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                              sum, cf(0.0));
@@ -925,10 +966,12 @@ void SolverEmitter::solvePair(Value p) {
         x.push_back(load(g1[kNodeLabels], {v1, idx(f)}));
         y.push_back(load(g2[kNodeLabels], {v2, idx(f)}));
       }
-      Value dv = div(d, baseKernel(gram.getNodeKernel(), x, y));
+      Value dv = div(d, baseKernel(gram.nodeKernel, x, y));
       Value rhs = mul(d, cf(q * q));
       Value z = div(rhs, dv);
       vstore(dv, vdv, t);
+      if (vx)
+        vstore(cf(0.0), vx, t);
       vstore(rhs, vr, t);
       vstore(z, vp, t);
       // A p's diagonal part for the first iteration.
@@ -1017,9 +1060,9 @@ void SolverEmitter::solvePair(Value p) {
       stageTiles(g2, t2, nt2, cache2);
     }
     SmallVector<Value> sums = blockSum({init.getResult(0), init.getResult(1)});
-    double tol = gram.getTol().convertToDouble();
+    double tol = gram.tol;
     Value bound = mul(sums[1], cf(tol * tol));
-    Value maxIter = idx(gram.getMaxIter());
+    Value maxIter = idx(gram.maxIter);
     Type i1 = b.getI1Type();
     // K needs only the sum of x = sum_k alpha_k p_k: each thread carries
     // its share, sum_k alpha_k (the sum of its elements of p_k), and x is
@@ -1107,6 +1150,12 @@ void SolverEmitter::solvePair(Value p) {
               rz.push_back(mul(rs[u], div(rs[u], dv[u])));
             }
             vstores(rs, vr, ts, valid);
+            if (vx) {
+              SmallVector<Value> p = vloads(vp, ts), x = vloads(vx, ts), xs;
+              for (int64_t u = 0; u < kUnroll; ++u)
+                xs.push_back(add(x[u], mul(alpha, p[u])));
+              vstores(xs, vx, ts, valid);
+            }
             return SmallVector<Value>{maskedSum(rr, valid),
                                       maskedSum(rz, valid)};
           });
@@ -1150,6 +1199,25 @@ void SolverEmitter::solvePair(Value p) {
         arith::IndexCastOp::create(b, loc, i32, cg.getResult(0));
     iterations = select(cg.getResult(2), iterations,
                         arith::SubIOp::create(b, loc, zero32, iterations));
+    if (vx) {
+      // The pair's block of S, in the datasets' node order (and, X against
+      // itself, its transpose).
+      Value out = kernel.getArgument(2 * kNumDatasetArrays + 2);
+      auto scatter = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(scatter.getBody());
+      Value t = scatter.getInductionVar();
+      Value row = toIndex(load(g1[kRows], {add(node1, div(t, n2))}));
+      Value column = toIndex(load(g2[kRows], {add(node2, rem(t, n2))}));
+      Value x = vload(vx, t);
+      store(x, out, {row, column});
+      if (symmetric) {
+        auto mirror = scf::IfOp::create(
+            b, loc, cmpi(arith::CmpIPredicate::ne, a, bIndex), false);
+        b.setInsertionPointToStart(mirror.thenBlock());
+        store(x, out, {column, row});
+      }
+    }
     scf::YieldOp::create(b, loc, ValueRange{value, iterations});
   }
   Value value = solvable.getResult(0), iterations = solvable.getResult(1);
@@ -1161,10 +1229,13 @@ void SolverEmitter::solvePair(Value p) {
   Value isEntry = cmpi(arith::CmpIPredicate::eq, kind, zero32);
   auto entry = scf::IfOp::create(b, loc, isEntry, true);
   b.setInsertionPointToStart(entry.thenBlock());
-  store(value, gramOut, {a, bIndex});
+  // (Nodal, the similarities are written: only the iterations here.)
+  if (!gram.nodal)
+    store(value, gramOut, {a, bIndex});
   store(iterations, iterationsOut, {a, bIndex});
   if (symmetric) {
-    store(value, gramOut, {bIndex, a});
+    if (!gram.nodal)
+      store(value, gramOut, {bIndex, a});
     store(iterations, iterationsOut, {bIndex, a});
     auto diagonal = scf::IfOp::create(
         b, loc, cmpi(arith::CmpIPredicate::eq, a, bIndex), false);
@@ -1301,7 +1372,7 @@ struct ConvertKronToGPUPass
     : public kge::impl::ConvertKronToGPUBase<ConvertKronToGPUPass> {
   using ConvertKronToGPUBase::ConvertKronToGPUBase;
 
-  LogicalResult lower(func::FuncOp func, GramOp gram);
+  LogicalResult lower(func::FuncOp func, Solve gram);
 
   void runOnOperation() override {
     if (cachedTiles < 1 || getSharedBytes(cachedTiles, 8) > 160 * 1024) {
@@ -1317,26 +1388,33 @@ struct ConvertKronToGPUPass
           << residentBlocks;
       return signalPassFailure();
     }
-    SmallVector<std::pair<func::FuncOp, GramOp>> work;
+    SmallVector<std::pair<func::FuncOp, Solve>> work;
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      SmallVector<GramOp> grams(func.getBody().getOps<GramOp>());
-      if (grams.empty()) {
+      SmallVector<Solve> solves;
+      for (Operation &op : func.getBody().getOps()) {
+        if (auto gram = dyn_cast<GramOp>(op))
+          solves.push_back(Solve::of(gram));
+        else if (auto nodewise = dyn_cast<NodewiseOp>(op))
+          solves.push_back(Solve::of(nodewise));
+      }
+      if (solves.empty()) {
         if (!func.getBody().getOps<OctilesOp>().empty() ||
             !func.getBody().getOps<GraphsOp>().empty()) {
-          func.emitOpError() << "holds a kron dataset but no kron.gram";
+          func.emitOpError()
+              << "holds a kron dataset but no kron.gram or kron.nodewise";
           return signalPassFailure();
         }
         continue;
       }
-      if (grams.size() != 1) {
-        func.emitOpError() << "holds " << grams.size()
-                           << " kron.gram operations; a kron function "
-                              "computes one Gram matrix";
+      if (solves.size() != 1) {
+        func.emitOpError() << "holds " << solves.size()
+                           << " kron.gram / kron.nodewise operations; a kron "
+                              "function computes one matrix";
         return signalPassFailure();
       }
-      work.push_back({func, grams.front()});
+      work.push_back({func, solves.front()});
     }
     for (auto [func, gram] : work)
       if (failed(lower(func, gram)))
@@ -1344,34 +1422,36 @@ struct ConvertKronToGPUPass
   }
 };
 
-LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
+LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, Solve gram) {
   // The function returns the Gram matrix and the iteration counts.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
-  if (ret.getNumOperands() != 2 || ret.getOperand(0) != gram.getGram() ||
-      ret.getOperand(1) != gram.getIterations())
+  if (ret.getNumOperands() != 2 || ret.getOperand(0) != gram.result ||
+      ret.getOperand(1) != gram.iterations)
     return func.emitOpError()
-           << "must return its kron.gram's two results (the Gram matrix and "
-              "the iteration counts) and nothing else";
-  auto octilesX = gram.getX().getDefiningOp<OctilesOp>();
-  auto octilesY =
-      gram.getY() ? gram.getY().getDefiningOp<OctilesOp>() : OctilesOp();
-  if (!octilesX || (gram.getY() && !octilesY))
-    return gram.emitOpError()
+           << "must return its " << gram.name()
+           << "'s two results (the "
+           << (gram.nodal ? "similarities" : "Gram matrix")
+           << " and the iteration counts) and nothing else";
+  auto octilesX = gram.x.getDefiningOp<OctilesOp>();
+  auto octilesY = gram.y ? gram.y.getDefiningOp<OctilesOp>() : OctilesOp();
+  if (!octilesX || (gram.y && !octilesY))
+    return gram.op->emitOpError()
            << "reads a dataset that is not stored as octiles; run "
               "kron-octile-tiling before convert-kron-to-gpu";
   bool symmetric = !octilesY;
   for (Operation &op : func.getBody().front())
-    if (!isa<OctilesOp, GramOp, func::ReturnOp>(op))
+    if (!isa<OctilesOp, GramOp, NodewiseOp, func::ReturnOp>(op))
       return op.emitOpError()
-             << "cannot be lowered with kron.gram: a kron function holds "
-                "its datasets, one kron.gram and the return";
+             << "cannot be lowered with " << gram.name()
+             << ": a kron function holds its datasets, one kron.gram or "
+                "kron.nodewise and the return";
   SmallVector<Value> arraysX = datasetArrays(octilesX);
   SmallVector<Value> arraysY =
       symmetric ? arraysX : datasetArrays(octilesY);
   for (Value v : llvm::concat<Value>(arraysX, arraysY))
     if (!isa<BlockArgument>(v) ||
         cast<BlockArgument>(v).getOwner() != &func.getBody().front())
-      return gram.emitOpError()
+      return gram.op->emitOpError()
              << "reads a dataset array that is not a parameter of its "
                 "function";
 
@@ -1389,7 +1469,7 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
                                                  : octilesY.getTiles())),
       b.getNamedAttr("symmetric", b.getStringAttr(symmetric ? "true" : "false")),
       b.getNamedAttr("normalize",
-                     b.getStringAttr(gram.getNormalize() ? "true" : "false"))};
+                     b.getStringAttr(gram.normalize ? "true" : "false"))};
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Value pairs = params.add(
       RankedTensorType::get({ShapedType::kDynamic, 3}, i32), "pairs", "kron",
@@ -1413,7 +1493,7 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
                                  "pair schedule takes that name";
 
   // The signature: the parameters, then the two results.
-  GraphsType type = gram.getX().getType();
+  auto type = cast<GraphsType>(gram.x.getType());
   std::map<unsigned, SmallVector<std::string>> shapes;
   auto assign = [&](ArrayRef<Value> arrays, StringRef suffix) {
     for (auto [n, v] : llvm::enumerate(arrays))
@@ -1466,14 +1546,21 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
       param.role = kge_runtime::ParamRole::Output;
     signature.params.push_back(std::move(param));
   }
+  // The results: the Gram matrix [G, G_y] (nodal: the similarities [V,
+  // V_y]) and the iteration counts [G, G_y].
   std::string rowsSym = "G", colsSym = symmetric ? "G" : "G_y";
+  std::string resultRows = gram.nodal ? "V" : rowsSym;
+  std::string resultCols = gram.nodal ? (symmetric ? "V" : "V_y") : colsSym;
   for (unsigned r = 0; r < 2; ++r) {
     kge_runtime::Parameter param;
     auto named = func.getResultAttrOfType<StringAttr>(r, "kge.param");
-    param.name = named ? named.str() : (r == 0 ? "gram" : "iterations");
+    param.name = named ? named.str()
+                       : (r == 1 ? "iterations"
+                                 : (gram.nodal ? "similarity" : "gram"));
     param.role = kge_runtime::ParamRole::Result;
     param.dtype = r == 0 ? kge_runtime::DType::F32 : kge_runtime::DType::I32;
-    param.shape = toDims({rowsSym, colsSym});
+    param.shape = r == 0 ? toDims({resultRows, resultCols})
+                         : toDims({rowsSym, colsSym});
     if (signature.find(param.name) >= 0)
       return func.emitOpError() << "has a parameter and a result named '"
                                 << param.name << "'";
@@ -1535,7 +1622,7 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
   args.push_back(paramRef(workspace));
   std::string gramName = signature.params[signature.params.size() - 2].name;
   std::string iterationsName = signature.params.back().name;
-  args.push_back(bb.memref("param:" + gramName, {rowsSym, colsSym}));
+  args.push_back(bb.memref("param:" + gramName, {resultRows, resultCols}));
   args.push_back(bb.memref("param:" + iterationsName, {rowsSym, colsSym}));
   SmallVector<Attribute> scratch, steps;
   auto scratchArray = [&](StringRef scratchName, StringRef dtype,
@@ -1566,7 +1653,7 @@ LogicalResult ConvertKronToGPUPass::lower(func::FuncOp func, GramOp gram) {
       name + "_solve", module.getName(),
       {"min(P, " + std::to_string(residentBlocks) + ")", "1", "1"}, kThreads,
       std::to_string(sharedBytes), args));
-  if (gram.getNormalize()) {
+  if (gram.normalize) {
     builder.setInsertionPointToEnd(module.getBody());
     auto normalize = gpu::GPUFuncOp::create(
         builder, loc, name + "_normalize",

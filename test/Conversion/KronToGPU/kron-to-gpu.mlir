@@ -102,3 +102,30 @@ func.func @not_tiled(%X: !kron.graphs<node_labels = 0, edge_labels = 0>)
       : !kron.graphs<node_labels = 0, edge_labels = 0> -> tensor<?x?xf32>, tensor<?x?xi32>
   return %K, %it : tensor<?x?xf32>, tensor<?x?xi32>
 }
+
+// -----
+
+// The node-wise similarities: a sixth vector keeps the solution (the
+// factored XMV's five and x), the first result is [V, V] and the kernel
+// scatters each pair's block through the tiled order's `rows`.
+// CHECK-LABEL: gpu.module @nodal_kernels
+// CHECK-SAME: vectors = "6"
+// CHECK-SAME: {dtype = "i32", name = "rows", role = "table", shape = ["V"]}
+// CHECK-SAME: {dtype = "f32", name = "similarity", role = "result", shape = ["V", "V"]}
+// CHECK-SAME: {dtype = "i32", name = "iterations", role = "result", shape = ["G", "G"]}
+// CHECK-NOT: gram_normalize
+// CHECK: gpu.func @nodal_solve
+// PAIRS-LABEL: gpu.module @nodal_kernels
+// PAIRS-SAME: vectors = "5"
+func.func @nodal(%n: tensor<?x2xi32> {kge.param = "nodes"}, %nl: tensor<?x0xf32> {kge.param = "nl"},
+                 %e: tensor<?x2xi32> {kge.param = "edges"}, %ends: tensor<?x2xi32> {kge.param = "ends"},
+                 %w: tensor<?xf32> {kge.param = "w"}, %el: tensor<?x0xf32> {kge.param = "el"})
+    -> (tensor<?x?xf32> {kge.param = "similarity"}, tensor<?x?xi32> {kge.param = "iterations"}) {
+  %X = kron.graphs nodes(%n, %nl) edges(%e, %ends, %w, %el)
+      : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?x2xi32>, tensor<?x2xi32>, tensor<?xf32>,
+        tensor<?x0xf32> -> !kron.graphs<node_labels = 0, edge_labels = 0>
+  %S, %it = kron.nodewise %X node(#kron.constant<1.0>) edge(#kron.constant<1.0>)
+      stop(0.05) tol(1.0e-6) max_iter(100)
+      : !kron.graphs<node_labels = 0, edge_labels = 0> -> tensor<?x?xf32>, tensor<?x?xi32>
+  return %S, %it : tensor<?x?xf32>, tensor<?x?xi32>
+}

@@ -33,13 +33,13 @@ func.func @integer_labels(%nodes: tensor<?x2xi32>, %nl: tensor<?x1xi32>, %edges:
 
 // -----
 
-func.func @bad_order(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>,
+func.func @bad_order(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>, %rows: tensor<?xi32>,
                      %tiles: tensor<?x2xi32>, %coords: tensor<?xi32>, %bitmaps: tensor<?xi64>,
                      %offsets: tensor<?xi32>, %w: tensor<?xf32>, %el: tensor<?x0xf32>) {
   // expected-error @+1 {{orders the nodes 'natural', 'rcm', 'pbr' or 'auto', got 'metis'}}
-  %X = kron.octiles nodes(%nodes, %nl, %deg) tiles(%tiles, %coords, %bitmaps, %offsets)
+  %X = kron.octiles nodes(%nodes, %nl, %deg, %rows) tiles(%tiles, %coords, %bitmaps, %offsets)
       nonzeros(%w, %el) order("metis")
-      : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?xf32>, tensor<?x2xi32>, tensor<?xi32>,
+      : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?x2xi32>, tensor<?xi32>,
         tensor<?xi64>, tensor<?xi32>, tensor<?xf32>, tensor<?x0xf32>
       -> !kron.graphs<node_labels = 0, edge_labels = 0>
   return
@@ -47,13 +47,13 @@ func.func @bad_order(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor
 
 // -----
 
-func.func @tile_rows(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>,
+func.func @tile_rows(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>, %rows: tensor<?xi32>,
                      %tiles: tensor<?x2xi32>, %coords: tensor<4xi32>, %bitmaps: tensor<5xi64>,
                      %offsets: tensor<?xi32>, %w: tensor<?xf32>, %el: tensor<?x0xf32>) {
   // expected-error @+1 {{'coords' has 4 rows but 'bitmaps' has 5}}
-  %X = kron.octiles nodes(%nodes, %nl, %deg) tiles(%tiles, %coords, %bitmaps, %offsets)
+  %X = kron.octiles nodes(%nodes, %nl, %deg, %rows) tiles(%tiles, %coords, %bitmaps, %offsets)
       nonzeros(%w, %el) order("natural")
-      : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?xf32>, tensor<?x2xi32>, tensor<4xi32>,
+      : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?x2xi32>, tensor<4xi32>,
         tensor<5xi64>, tensor<?xi32>, tensor<?xf32>, tensor<?x0xf32>
       -> !kron.graphs<node_labels = 0, edge_labels = 0>
   return
@@ -155,3 +155,23 @@ func.func private @nested_product() attributes {k = #kron.product<[#kron.product
 
 // expected-error @+1 {{#kron.sum takes at least one base kernel}}
 func.func private @empty_sum() attributes {k = #kron.sum<[]>}
+
+// -----
+
+func.func @nodewise_stop(%X: !kron.graphs<node_labels = 0, edge_labels = 0>) {
+  // expected-error @+1 {{'kron.nodewise' op stopping probability must be in (0, 1), got 0}}
+  %S, %it = kron.nodewise %X node(#kron.constant<1.0>) edge(#kron.constant<1.0>)
+      stop(0.0) tol(1.0e-06) max_iter(10)
+      : !kron.graphs<node_labels = 0, edge_labels = 0> -> tensor<?x?xf32>, tensor<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @nodewise_kernel(%X: !kron.graphs<node_labels = 0, edge_labels = 0>) {
+  // expected-error @+1 {{'kron.nodewise' op the node kernel #kron.delta<5.000000e-01> reads 1 label feature(s); the graphs' nodes have 0}}
+  %S, %it = kron.nodewise %X node(#kron.delta<0.5>) edge(#kron.constant<1.0>)
+      stop(0.05) tol(1.0e-06) max_iter(10)
+      : !kron.graphs<node_labels = 0, edge_labels = 0> -> tensor<?x?xf32>, tensor<?x?xi32>
+  return
+}

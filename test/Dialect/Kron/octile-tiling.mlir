@@ -9,6 +9,7 @@
 // CHECK-SAME: %[[NODES:[a-z0-9]+]]: tensor<?x2xi32> {kge.param = "nodes"}
 // CHECK-SAME: %[[NL:[a-z0-9]+]]: tensor<?x1xf32> {kge.derived = {{{.*}}function = "octiles"{{.*}}order = "rcm", part = "node_labels"{{.*}}}, kge.param = "octile_node_labels"}
 // CHECK-SAME: %[[DEG:[a-z0-9]+]]: tensor<?xf32> {kge.derived = {{{.*}}part = "degrees"{{.*}}}, kge.param = "degrees"}
+// CHECK-SAME: %[[ROWS:[a-z0-9]+]]: tensor<?xi32> {kge.derived = {{{.*}}part = "rows"{{.*}}}, kge.param = "rows"}
 // CHECK-SAME: %[[TILES:[a-z0-9]+]]: tensor<?x2xi32> {kge.derived = {{{.*}}part = "tiles"{{.*}}}, kge.param = "tiles"}
 // CHECK-SAME: %[[COORDS:[a-z0-9]+]]: tensor<?xi32> {kge.derived = {{{.*}}part = "coords"{{.*}}}, kge.param = "coords"}
 // CHECK-SAME: %[[BITMAPS:[a-z0-9]+]]: tensor<?xi64> {kge.derived = {{{.*}}part = "bitmaps"{{.*}}}, kge.param = "bitmaps"}
@@ -16,7 +17,7 @@
 // CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<?xf32> {kge.derived = {{{.*}}part = "weights"{{.*}}}, kge.param = "octile_weights"}
 // CHECK-SAME: %[[EL:[a-z0-9]+]]: tensor<?x1xf32> {kge.derived = {{{.*}}part = "edge_labels"{{.*}}}, kge.param = "octile_edge_labels"}
 // CHECK-NOT: kron.graphs
-// CHECK: %[[X:.*]] = kron.octiles nodes(%[[NODES]], %[[NL]], %[[DEG]]) tiles(%[[TILES]], %[[COORDS]], %[[BITMAPS]], %[[OFFSETS]]) nonzeros(%[[W]], %[[EL]]) order("rcm")
+// CHECK: %[[X:.*]] = kron.octiles nodes(%[[NODES]], %[[NL]], %[[DEG]], %[[ROWS]]) tiles(%[[TILES]], %[[COORDS]], %[[BITMAPS]], %[[OFFSETS]]) nonzeros(%[[W]], %[[EL]]) order("rcm")
 // CHECK: kron.gram %[[X]]
 // AUTO: order("auto")
 func.func @gram(%nodes: tensor<?x2xi32> {kge.param = "nodes"},

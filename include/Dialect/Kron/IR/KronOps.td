@@ -200,8 +200,9 @@ def Kron_OctilesOp : Kron_Op<"octiles", [Pure]> {
     undirected edge are stored.
 
     - `nodes` `[G, 2]`: each graph's first node row and node count;
-      `node_labels` `[V, node_labels]` and `degrees` `[V]` (a node's sum of
-      edge weights) per node, in the tiled order;
+      `node_labels` `[V, node_labels]`, `degrees` `[V]` (a node's sum of
+      edge weights) and `rows` `[V]` (its row in the dataset's own order)
+      per node, in the tiled order;
     - `tiles` `[G, 2]`: each graph's first tile and tile count; per tile,
       `coords` `[T]` (tile row `<< 16 |` tile column), `bitmaps` `[T]` and
       `offsets` `[T]` (its first non-zero);
@@ -214,26 +215,28 @@ def Kron_OctilesOp : Kron_Op<"octiles", [Pure]> {
     Example:
 
     ```mlir
-    %X = kron.octiles nodes(%nodes, %vlabels, %degrees)
+    %X = kron.octiles nodes(%nodes, %vlabels, %degrees, %rows)
         tiles(%tiles, %coords, %bitmaps, %offsets) nonzeros(%w, %elabels)
         order("rcm")
-        : tensor<?x2xi32>, tensor<?x1xf32>, tensor<?xf32>, tensor<?x2xi32>,
-          tensor<?xi32>, tensor<?xi64>, tensor<?xi32>, tensor<?xf32>,
-          tensor<?x1xf32> -> !kron.graphs<node_labels = 1, edge_labels = 1>
+        : tensor<?x2xi32>, tensor<?x1xf32>, tensor<?xf32>, tensor<?xi32>,
+          tensor<?x2xi32>, tensor<?xi32>, tensor<?xi64>, tensor<?xi32>,
+          tensor<?xf32>, tensor<?x1xf32>
+          -> !kron.graphs<node_labels = 1, edge_labels = 1>
     ```
   }];
   let arguments = (ins Kron_Ranges:$nodes, Kron_Labels:$node_labels,
-                       1DTensorOf<[F32]>:$degrees, Kron_Ranges:$tiles,
+                       1DTensorOf<[F32]>:$degrees, 1DTensorOf<[I32]>:$rows,
+                       Kron_Ranges:$tiles,
                        1DTensorOf<[I32]>:$coords, 1DTensorOf<[I64]>:$bitmaps,
                        1DTensorOf<[I32]>:$offsets, 1DTensorOf<[F32]>:$weights,
                        Kron_Labels:$edge_labels, StrAttr:$order);
   let results = (outs Kron_GraphsType:$graphs);
   let assemblyFormat = [{
-    `nodes` `(` $nodes `,` $node_labels `,` $degrees `)`
+    `nodes` `(` $nodes `,` $node_labels `,` $degrees `,` $rows `)`
     `tiles` `(` $tiles `,` $coords `,` $bitmaps `,` $offsets `)`
     `nonzeros` `(` $weights `,` $edge_labels `)` `order` `(` $order `)` attr-dict
     `:` type($nodes) `,` type($node_labels) `,` type($degrees) `,`
-    type($tiles) `,` type($coords) `,` type($bitmaps) `,` type($offsets) `,`
+    type($rows) `,` type($tiles) `,` type($coords) `,` type($bitmaps) `,` type($offsets) `,`
     type($weights) `,` type($edge_labels) `->` type($graphs)
   }];
   let hasVerifier = 1;
@@ -302,6 +305,50 @@ def Kron_GramOp : Kron_Op<"gram", [Pure]> {
     `tol` `(` $tol `)` `max_iter` `(` $max_iter `)`
     (`normalize` $normalize^)? attr-dict
     `:` type($x) (`,` type($y)^)? `->` type($gram) `,` type($iterations)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kron_NodewiseOp : Kron_Op<"nodewise", [Pure]> {
+  let summary = "the node-wise similarities of all pairs of graphs";
+  let description = [{
+    The node-wise similarity matrix of the marginalized graph kernel: for
+    each pair of graphs `(X[a], Y[b])` it holds the solution `x` of the
+    pair's linear system, `S[u, v] = x[(u, v)]` for node `u` of `X[a]` and
+    node `v` of `Y[b]` (rows of the datasets' node arrays, in their own
+    order) — the expected similarity of the walks that start at `u` and
+    `v`. `K(X[a], Y[b])` of `kron.gram` (without `normalize`) is the mean
+    of the pair's block. Without `%Y`, between all pairs of `%X` (each
+    pair solved once, its block written with its transpose). `S` is `[V,
+    V_y]` (all nodes of `%X` by all nodes of `%Y`); entries of pairs that
+    did not converge hold the last iterate, the second result (`[G, G_y]`)
+    holds each pair's iteration count, negated where it did not converge.
+
+    The base kernels, `stop`, `degrees`, `tol` and `max_iter` are those of
+    `kron.gram`.
+
+    Example:
+
+    ```mlir
+    %S, %iterations = kron.nodewise %X
+        node(#kron.delta<5.000000e-01>) edge(#kron.constant<1.000000e+00>)
+        stop(5.000000e-02) tol(1.000000e-06) max_iter(1000)
+        : !kron.graphs<node_labels = 1, edge_labels = 0>
+        -> tensor<?x?xf32>, tensor<?x?xi32>
+    ```
+  }];
+  let arguments = (ins Kron_GraphsType:$x, Optional<Kron_GraphsType>:$y,
+                       AnyAttr:$node_kernel, AnyAttr:$edge_kernel,
+                       F64Attr:$stop,
+                       DefaultValuedStrAttr<StrAttr, "additive">:$degrees,
+                       F64Attr:$tol, I64Attr:$max_iter);
+  let results = (outs TensorRankOf<[F32], [2]>:$similarity,
+                      TensorRankOf<[I32], [2]>:$iterations);
+  let assemblyFormat = [{
+    $x (`,` $y^)? `node` `(` $node_kernel `)` `edge` `(` $edge_kernel `)`
+    `stop` `(` $stop `)` (`degrees` `(` $degrees^ `)`)?
+    `tol` `(` $tol `)` `max_iter` `(` $max_iter `)` attr-dict
+    `:` type($x) (`,` type($y)^)? `->` type($similarity) `,` type($iterations)
   }];
   let hasVerifier = 1;
 }

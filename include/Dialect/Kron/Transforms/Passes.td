@@ -15,7 +15,8 @@ def KronOctileTiling : Pass<"kron-octile-tiling", "ModuleOp"> {
     edges = ..., ends = ..., weights = ..., edge_labels = ...}`, the
     parameters' names): each graph's adjacency cut into 8 x 8 tiles,
     empty tiles removed, each tile compact (a 64-bit bitmap and its
-    non-zeros in bit order), the node labels and degrees in the tiled
+    non-zeros in bit order), the node labels, degrees and rows (each node's row in the
+    dataset's own order) in the tiled
     order (the solver's two-level sparsity). The derived arrays are the
     `kron.octiles` operands of the same name (`node_labels` and
     `edge_labels` as `octile_node_labels`, `octile_edge_labels`).
@@ -32,7 +33,7 @@ def KronOctileTiling : Pass<"kron-octile-tiling", "ModuleOp"> {
     ```mlir
     %X = kron.graphs nodes(%n, %nl) edges(%e, %ends, %w, %el) : ...
     // kron-octile-tiling{order=rcm}:
-    %X = kron.octiles nodes(%n, %octile_node_labels, %degrees)
+    %X = kron.octiles nodes(%n, %octile_node_labels, %degrees, %rows)
         tiles(%tiles, %coords, %bitmaps, %offsets)
         nonzeros(%octile_weights, %octile_edge_labels) order("rcm") : ...
     ```

@@ -192,7 +192,8 @@ LogicalResult OctilesOp::verify() {
     return failure();
   if (failed(expectSameRows(*this, {{"nodes", getNodes()}, {"tiles", getTiles()}})) ||
       failed(expectSameRows(*this, {{"node_labels", getNodeLabels()},
-                                    {"degrees", getDegrees()}})) ||
+                                    {"degrees", getDegrees()},
+                                    {"rows", getRows()}})) ||
       failed(expectSameRows(*this, {{"coords", getCoords()},
                                     {"bitmaps", getBitmaps()},
                                     {"offsets", getOffsets()}})) ||
@@ -202,32 +203,42 @@ LogicalResult OctilesOp::verify() {
   return success();
 }
 
-LogicalResult GramOp::verify() {
-  GraphsType x = getX().getType();
-  if (getY() && getY().getType() != x)
-    return emitOpError() << "compares datasets of different labels: " << x
-                         << " and " << getY().getType();
-  auto emit = [&] { return emitOpError(); };
-  if (failed(verifyBaseKernel(getNodeKernel(), x.getNodeLabels(), "node", emit)) ||
-      failed(verifyBaseKernel(getEdgeKernel(), x.getEdgeLabels(), "edge", emit)))
+/// The checks kron.gram and kron.nodewise share: the datasets, the base
+/// kernels, the stopping probability, the degrees, the tolerance and the
+/// iteration cap.
+template <typename SolveOp>
+static LogicalResult verifySolve(SolveOp op) {
+  GraphsType x = op.getX().getType();
+  if (op.getY() && op.getY().getType() != x)
+    return op.emitOpError() << "compares datasets of different labels: " << x
+                            << " and " << op.getY().getType();
+  auto emit = [&] { return op.emitOpError(); };
+  if (failed(verifyBaseKernel(op.getNodeKernel(), x.getNodeLabels(), "node",
+                              emit)) ||
+      failed(verifyBaseKernel(op.getEdgeKernel(), x.getEdgeLabels(), "edge",
+                              emit)))
     return failure();
-  double stop = getStop().convertToDouble();
+  double stop = op.getStop().convertToDouble();
   if (!(stop > 0 && stop < 1))
-    return emitOpError() << "stopping probability must be in (0, 1), got "
-                         << stop;
-  if (getDegrees() != "additive" && getDegrees() != "scaled")
-    return emitOpError() << "takes degrees \"additive\" (sum + stop) or "
-                            "\"scaled\" (sum / (1 - stop)), not \""
-                         << getDegrees() << "\"";
-  double tol = getTol().convertToDouble();
+    return op.emitOpError() << "stopping probability must be in (0, 1), got "
+                            << stop;
+  if (op.getDegrees() != "additive" && op.getDegrees() != "scaled")
+    return op.emitOpError() << "takes degrees \"additive\" (sum + stop) or "
+                               "\"scaled\" (sum / (1 - stop)), not \""
+                            << op.getDegrees() << "\"";
+  double tol = op.getTol().convertToDouble();
   if (!(tol > 0) || !std::isfinite(tol))
-    return emitOpError() << "tolerance must be positive and finite, got "
-                         << tol;
-  if (getMaxIter() < 1)
-    return emitOpError() << "iteration cap must be at least 1, got "
-                         << getMaxIter();
+    return op.emitOpError() << "tolerance must be positive and finite, got "
+                            << tol;
+  if (op.getMaxIter() < 1)
+    return op.emitOpError() << "iteration cap must be at least 1, got "
+                            << op.getMaxIter();
   return success();
 }
+
+LogicalResult GramOp::verify() { return verifySolve(*this); }
+
+LogicalResult NodewiseOp::verify() { return verifySolve(*this); }
 
 #define GET_OP_CLASSES
 #include "Dialect/Kron/IR/KronOps.cpp.inc"

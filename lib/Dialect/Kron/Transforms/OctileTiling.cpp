@@ -69,20 +69,21 @@ struct KronOctileTilingPass
     };
     Value nodeLabels = derive("node_labels", matrix(type.getNodeLabels(), f32));
     Value degrees = derive("degrees", vector(f32));
+    Value rows = derive("rows", vector(i32));
     Value tiles = derive("tiles", matrix(2, i32));
     Value coords = derive("coords", vector(i32));
     Value bitmaps = derive("bitmaps", vector(i64));
     Value offsets = derive("offsets", vector(i32));
     Value weights = derive("weights", vector(f32));
     Value edgeLabels = derive("edge_labels", matrix(type.getEdgeLabels(), f32));
-    for (Value v : {nodeLabels, degrees, tiles, coords, bitmaps, offsets,
-                    weights, edgeLabels})
+    for (Value v : {nodeLabels, degrees, rows, tiles, coords, bitmaps,
+                    offsets, weights, edgeLabels})
       if (!v)
         return graphs.emitOpError() << "could not add the octiles' parameters "
                                        "to its function";
     OpBuilder builder(graphs);
     auto octiles = OctilesOp::create(
-        builder, loc, type, graphs.getNodes(), nodeLabels, degrees, tiles,
+        builder, loc, type, graphs.getNodes(), nodeLabels, degrees, rows, tiles,
         coords, bitmaps, offsets, weights, edgeLabels,
         builder.getStringAttr(order));
     graphs.getGraphs().replaceAllUsesWith(octiles.getGraphs());
