@@ -861,12 +861,14 @@ def _evaluate(kernel, x, y):
 
 
 def solve_octiles(parts1, g1, parts2, g2, node_kernel, edge_kernel, node_features,
-                  edge_features, q=0.05, tol=1e-6, maxiter=1000, degrees="additive"):
+                  edge_features, q=0.05, tol=1e-6, maxiter=1000, degrees="additive",
+                  nodal=False):
     """The GPU solver's algorithm on the CPU (float64), on the arrays the
     kernel reads: graph `g1` of octile parts `parts1` against graph `g2` of
     `parts2`: conjugate gradient with the diagonal preconditioner, XMV's
     off-diagonal part accumulated octile pair by octile pair. Returns
-    (K, iterations), iterations negated when it did not converge."""
+    (K, iterations), iterations negated when it did not converge; `nodal`:
+    (the solution [n1, n2] in the tiled order, iterations)."""
     (t1, nt1), (t2, nt2) = parts1["tiles"][g1], parts2["tiles"][g2]
     first1, n1 = parts1["nodes"][g1]
     first2, n2 = parts2["nodes"][g2]
@@ -919,21 +921,41 @@ def solve_octiles(parts1, g1, parts2, g2, node_kernel, edge_kernel, node_feature
         z = r / dvp
         rz_next = float((r * z).sum())
         if float((r * r).sum()) <= bound:
-            return float(x.sum()) / (n1 * n2), iteration
+            return (x[:n1, :n2] if nodal else float(x.sum()) / (n1 * n2)), iteration
         p = z + (rz_next / rz) * p
         rz = rz_next
-    return float(x.sum()) / (n1 * n2), -maxiter
+    return (x[:n1, :n2] if nodal else float(x.sum()) / (n1 * n2)), -maxiter
 
 
 def gram_octiles(parts_x, pairs, node_kernel, edge_kernel, node_features, edge_features,
                  parts_y=None, q=0.05, tol=1e-6, maxiter=1000, normalize=False,
-                 degrees="additive"):
+                 degrees="additive", nodal=False):
     """The Gram matrix and iteration counts as the GPU kernel computes
     them from the octile parts and the pair schedule (solve_octiles per
-    pair, results scattered by kind, then normalized)."""
+    pair, results scattered by kind, then normalized); `nodal`: the
+    node-wise similarities [V, V_y] instead, each pair's solution
+    scattered through the parts' `rows` (kron.nodewise)."""
     symmetric = parts_y is None
     parts_y = parts_x if symmetric else parts_y
     gx, gy = len(parts_x["nodes"]), len(parts_y["nodes"])
+    if nodal:
+        if normalize:
+            raise ValueError("node-wise similarities are not normalized")
+        s = np.full((len(parts_x["rows"]), len(parts_y["rows"])), np.nan)
+        iterations = np.zeros((gx, gy), np.int64)
+        for _, a, b in np.asarray(pairs):
+            x, its = solve_octiles(parts_x, a, parts_y, b, node_kernel, edge_kernel,
+                                   node_features, edge_features, q, tol, maxiter, degrees,
+                                   nodal=True)
+            (f1, n1), (f2, n2) = parts_x["nodes"][a], parts_y["nodes"][b]
+            rows = parts_x["rows"][f1:f1 + n1]
+            columns = parts_y["rows"][f2:f2 + n2]
+            s[np.ix_(rows, columns)] = x
+            iterations[a, b] = its
+            if symmetric:
+                s[np.ix_(columns, rows)] = x.T
+                iterations[b, a] = its
+        return s, iterations
     k = np.full((gx, gy), np.nan)
     iterations = np.zeros((gx, gy), np.int64)
     self_x, self_y = np.zeros(gx), np.zeros(gy)
@@ -963,9 +985,10 @@ def gram_octiles(parts_x, pairs, node_kernel, edge_kernel, node_features, edge_f
 
 def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
                 maxiter=1000, normalize=False, symmetric=True, name="gram",
-                degrees="additive"):
+                degrees="additive", nodal=False):
     """The `kron` function computing the Gram matrix of one dataset with
-    itself (`symmetric`) or of X against Y, as MLIR text."""
+    itself (`symmetric`) or of X against Y, as MLIR text; `nodal`: the
+    node-wise similarities (kron.nodewise) instead."""
     if not 0 < q < 1:
         raise ValueError(f"the stopping probability must be in (0, 1), got {q}")
     if not tol > 0:
@@ -974,6 +997,8 @@ def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, 
         raise ValueError(f"the iteration cap must be a positive integer, got {maxiter!r}")
     if degrees not in DEGREES:
         raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+    if nodal and normalize:
+        raise ValueError("node-wise similarities are not normalized")
     fv, fe = len(node_features), len(edge_features)
     graphs_type = f"!kron.graphs<node_labels = {fv}, edge_labels = {fe}>"
     tensors = (f"tensor<?x2xi32>, tensor<?x{fv}xf32>, tensor<?x2xi32>, tensor<?x2xi32>, "
@@ -989,11 +1014,12 @@ def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, 
             f": {tensors} -> {graphs_type}")
     operands = "%X" if symmetric else "%X, %X_y"
     types = graphs_type if symmetric else f"{graphs_type}, {graphs_type}"
+    result, op = ("similarity", "kron.nodewise") if nodal else ("gram", "kron.gram")
     return (f"func.func @{name}({', '.join(args)})\n"
-            f"    -> (tensor<?x?xf32> {{kge.param = \"gram\"}}, "
+            f"    -> (tensor<?x?xf32> {{kge.param = \"{result}\"}}, "
             f"tensor<?x?xi32> {{kge.param = \"iterations\"}}) {{\n"
             + "\n".join(datasets) + "\n"
-            f"  %K, %it = kron.gram {operands} node({kernel_attribute(node_kernel)}) "
+            f"  %K, %it = {op} {operands} node({kernel_attribute(node_kernel)}) "
             f"edge({kernel_attribute(edge_kernel)}) stop({_real(q)}) degrees(\"{degrees}\") "
             f"tol({_real(tol)}) "
             f"max_iter({maxiter}){' normalize' if normalize else ''} "
@@ -1007,7 +1033,7 @@ RESIDENT_BLOCKS = 1024
 
 def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05, tol=1e-6,
                  maxiter=1000, normalize=False, symmetric=True, order="auto", cubin=True,
-                 cache=True, degrees="additive", **solver):
+                 cache=True, degrees="additive", nodal=False, **solver):
     """The GPU bundle (kge.compiler.Bundle) of gram_module's function,
     lowered through kron-octile-tiling{order}, convert-kron-to-gpu and
     kge-lower-to-gpu; compiled once, then read from the bundle cache.
@@ -1026,7 +1052,7 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
                       for k, v in sorted(solver.items()))
     from . import compiler, ir, tile
     text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
-                       maxiter, normalize, symmetric, degrees=degrees)
+                       maxiter, normalize, symmetric, degrees=degrees, nodal=nodal)
 
     def build():
         module = compiler.lower_text(
@@ -1107,10 +1133,12 @@ def gram_arguments(bundle, packed_x, packed_y=None, device="cuda"):
 def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None):
     """Runs a compile_gram bundle on the GPU (PyTorch tensors): derives
     the octiles, the pair schedule and the workspace, launches, and returns
-    (gram, iterations) as NumPy arrays."""
+    (gram, iterations) as NumPy arrays (a nodal bundle: the similarities
+    [V, V_y] first)."""
     program = program or bundle.load()
     results = program(**gram_arguments(bundle, packed_x, packed_y, device))
-    return results["gram"].cpu().numpy(), results["iterations"].cpu().numpy()
+    first = "similarity" if "similarity" in results else "gram"
+    return results[first].cpu().numpy(), results["iterations"].cpu().numpy()
 
 
 # ---------------------------------------------------------------------------
@@ -1252,12 +1280,18 @@ class MarginalizedGraphKernel:
         except ImportError:
             return "cpu"
 
-    def __call__(self, X, Y=None):
+    def __call__(self, X, Y=None, nodal=False):
+        """The Gram matrix [len(X), len(Y)]; `nodal`: the node-wise
+        similarities [nodes of X, nodes of Y] (graph by graph, each graph's
+        nodes in its order), whose block means are the Gram matrix."""
         X = [as_labeled_graph(g) for g in X]
         Y = None if Y is None else [as_labeled_graph(g) for g in Y]
+        if nodal and self.normalize:
+            raise ValueError("node-wise similarities are not normalized: make the kernel "
+                             "with normalize=False")
         if self._device() == "cpu":
-            return self._cpu(X, Y)
-        return self._gpu(X, Y)
+            return self._cpu_nodal(X, Y) if nodal else self._cpu(X, Y)
+        return self._gpu(X, Y, nodal)
 
     def diag(self, X):
         """K(G, G) of each graph of X (normalized: ones)."""
@@ -1295,14 +1329,36 @@ class MarginalizedGraphKernel:
             k = k / np.sqrt(np.outer(dx, dy))
         return self._finish(k, failed)
 
-    def _gpu(self, X, Y):
+    def _cpu_nodal(self, X, Y):
+        symmetric = Y is None
+        Y = X if symmetric else Y
+        starts_x = np.r_[0, np.cumsum([g.num_nodes for g in X])]
+        starts_y = np.r_[0, np.cumsum([g.num_nodes for g in Y])]
+        s = np.full((starts_x[-1], starts_y[-1]), np.nan)
+        failed = []
+        for a, g in enumerate(X):
+            for b, h in enumerate(Y):
+                if symmetric and b < a:
+                    continue
+                try:
+                    x = nodewise(g, h, self.node_kernel, self.edge_kernel, self.q, self.tol,
+                                 self.maxiter, self.degrees)
+                except RuntimeError:
+                    failed.append((a, b))
+                    continue
+                s[starts_x[a]:starts_x[a + 1], starts_y[b]:starts_y[b + 1]] = x
+                if symmetric:
+                    s[starts_x[b]:starts_x[b + 1], starts_y[a]:starts_y[a + 1]] = x.T
+        return self._finish(s, failed)
+
+    def _gpu(self, X, Y, nodal=False):
         nodes = _feature_names(self.node_kernel, X + (Y or []), "node")
         edges = _feature_names(self.edge_kernel, X + (Y or []), "edge")
-        key = (tuple(nodes), tuple(edges), Y is None)
+        key = (tuple(nodes), tuple(edges), Y is None, nodal)
         if key not in self._programs:
             bundle = compile_gram(self.node_kernel, self.edge_kernel, nodes, edges, self.q,
                                   self.tol, self.maxiter, self.normalize, Y is None, self.order,
-                                  degrees=self.degrees)
+                                  degrees=self.degrees, nodal=nodal)
             self._programs[key] = (bundle, bundle.load())
         bundle, program = self._programs[key]
         k, iterations = run_gram(bundle, pack(X, nodes, edges),

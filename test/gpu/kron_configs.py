@@ -55,6 +55,11 @@ CONFIGS = {
                            symmetric=True),
 }
 
+# The node-wise similarities (kron.nodewise): X with itself by factored
+# XMV, X against Y by product rows.
+CONFIGS["nodal"] = {**CONFIGS["unlabeled"], "nodal": True}
+CONFIGS["nodal_xy"] = {**CONFIGS["delta_sqexp_xy"], "normalize": False, "nodal": True}
+
 # GraphDot's degrees (sum / (1 - q)): the same values as GraphDot's
 # MarginalizedGraphKernel up to its scaling (normalized: equal).
 CONFIGS.update({f"{name}_scaled": {**CONFIGS[name], "degrees": "scaled"}

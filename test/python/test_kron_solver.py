@@ -136,7 +136,7 @@ def compiled():
 def test_bundle_names_the_derived_parameters(compiled):
     derived = compiled.manifest["derived"]
     assert {f["part"] for f in derived.values() if f["function"] == "octiles"} == {
-        "node_labels", "degrees", "tiles", "coords", "bitmaps", "offsets", "weights",
+        "node_labels", "degrees", "rows", "tiles", "coords", "bitmaps", "offsets", "weights",
         "edge_labels"}
     assert derived["pairs"]["function"] == "pair_schedule"
     assert derived["workspace"]["function"] == "solver_workspace"
@@ -295,3 +295,56 @@ def test_pbr_without_pymetis_says_what_is_missing(monkeypatch):
     packed = kron.pack(dataset(rng, [20]), ["label"], ["length"])
     with pytest.raises(ImportError, match="pip install pymetis"):
         kron.octile_parts(**packed, order="pbr")
+
+
+@pytest.mark.parametrize("order", ["auto", "pbr"])
+def test_nodewise_similarities_from_the_octiles(order):
+    """kron.nodewise's algorithm on the CPU: each pair's solution, in the
+    tiled order, scattered back to the datasets' node order through the
+    octiles' `rows`; the blocks' means are the Gram matrix."""
+    rng = np.random.default_rng(12)
+    X, Y = dataset(rng, [1, 7, 19, 30]), dataset(rng, [4, 23])
+    px, py = kron.pack(X, ["label"], ["length"]), kron.pack(Y, ["label"], ["length"])
+    parts_x, parts_y = parts_of(px, order), parts_of(py, order)
+    assert sorted(parts_x["rows"]) == list(range(len(px["node_labels"])))
+    pairs = kron.pair_schedule(px["nodes"], parts_x["tiles"])
+    s, iterations = kron.gram_octiles(parts_x, pairs, NODE, EDGE, ["label"], ["length"],
+                                      tol=1e-10, nodal=True)
+    assert s.shape == (57, 57) and (iterations > 0).all()
+    starts = np.r_[0, np.cumsum([g.num_nodes for g in X])]
+    for a, g in enumerate(X):
+        for b, h in enumerate(X):
+            block = s[starts[a]:starts[a + 1], starts[b]:starts[b + 1]]
+            np.testing.assert_allclose(block, kron.nodewise(g, h, NODE, EDGE), rtol=1e-6)
+    pairs = kron.pair_schedule(px["nodes"], parts_x["tiles"], py["nodes"], parts_y["tiles"])
+    s, _ = kron.gram_octiles(parts_x, pairs, NODE, EDGE, ["label"], ["length"],
+                             parts_y=parts_y, tol=1e-10, nodal=True)
+    k = kron.gram(X, Y, node_kernel=NODE, edge_kernel=EDGE)
+    ends_y = np.r_[0, np.cumsum([g.num_nodes for g in Y])]
+    for a in range(len(X)):
+        for b in range(len(Y)):
+            block = s[starts[a]:starts[a + 1], ends_y[b]:ends_y[b + 1]]
+            assert block.mean() == pytest.approx(k[a, b], rel=1e-6)
+
+
+def test_marginalized_graph_kernel_gives_nodal_similarities():
+    rng = np.random.default_rng(13)
+    X = dataset(rng, [3, 8, 12])
+    kernel = kron.MarginalizedGraphKernel(NODE, EDGE, device="cpu", tol=1e-10)
+    s, k = kernel(X, nodal=True), kernel(X)
+    assert s.shape == (23, 23)
+    np.testing.assert_allclose(s, s.T, rtol=1e-9)
+    np.testing.assert_allclose(s[3:11, 11:].mean(), k[1, 2], rtol=1e-9)
+    with pytest.raises(ValueError, match="not normalized"):
+        kron.MarginalizedGraphKernel(NODE, EDGE, normalize=True, device="cpu")(X, nodal=True)
+    with pytest.raises(ValueError, match="not normalized"):
+        kron.gram_module(NODE, EDGE, ["label"], ["length"], normalize=True, nodal=True)
+
+
+def test_nodewise_bundle_returns_the_similarities():
+    bundle = kron.compile_gram(NODE, EDGE, ["label"], ["length"], nodal=True, cache=False)
+    params = {p["name"]: p for p in bundle.params}
+    assert params["similarity"]["shape"] == ["V", "V"] and params["similarity"]["role"] == "result"
+    assert params["iterations"]["shape"] == ["G", "G"]
+    assert bundle.manifest["derived"]["rows"]["part"] == "rows"
+    assert "kron.nodewise" in kron.gram_module(NODE, EDGE, ["label"], ["length"], nodal=True)
