@@ -5,6 +5,7 @@ direct solve; the unlabeled case is the random-walk kernel; Gram matrices
 are symmetric and positive semi-definite; small stopping probabilities
 converge; bad input is refused with a message."""
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -247,3 +248,25 @@ def test_xmv_over_octiles_equals_xmv():
     x = rng.random((10, 12))
     assert np.allclose(kron.xmv_octiles(kron.octiles(h1), kron.octiles(h2), h1, h2,
                                         kron.Constant(1.0), delta, x), kron.xmv(s, x))
+
+
+@pytest.mark.parametrize("degree,graphs", [
+    (2, [nx.cycle_graph(n) for n in (3, 5, 8, 13)]),
+    (4, [nx.circulant_graph(n, [1, 2]) for n in (6, 9, 11)]),
+])
+def test_equals_grakels_geometric_random_walk_on_regular_graphs(degree, graphs):
+    """Where the two compute the same kernel: on graphs of one degree c,
+    the unlabeled marginalized kernel's system is (c + q)^2 (I - lambda
+    A_x) x = (c + q)^2 q^2 1 with lambda = 1 / (c + q)^2, so K n n' / q^2
+    is GraKeL's geometric random-walk kernel sum((I - lambda A_x)^-1)."""
+    from grakel import Graph
+    from grakel.kernels import RandomWalk
+    q = 0.05
+    walk = RandomWalk(lamda=1 / (degree + q) ** 2, kernel_type="geometric",
+                      method_type="baseline", normalize=False)
+    expected = walk.fit_transform([Graph(nx.to_numpy_array(g)) for g in graphs])
+    one = kron.Constant(1.0)
+    k = kron.gram([kron.from_networkx(g) for g in graphs], node_kernel=one, edge_kernel=one,
+                  q=q)
+    n = np.array([g.number_of_nodes() for g in graphs], dtype=float)
+    np.testing.assert_allclose(k * np.outer(n, n) / q ** 2, expected, rtol=1e-8)
