@@ -23,6 +23,16 @@
 #     --out .carry/tile
 #   - concurrent load-and-launch from 8 threads (test/gpu/stress_concurrency.py),
 #     alone and under compute-sanitizer memcheck.
+#   - the kron solver's Gram matrices and node-wise similarities against the
+#     NumPy reference (test/gpu/test_kron.py; bundles from
+#     `cd test/gpu && PYTHONPATH=../../build/python_packages
+#     ../../.venv/bin/python build_kron_bundles.py --out ../../.carry/kron`,
+#     KGE_GPU_KRON_BUNDLES). Its octiles are derived on the GPU machine in
+#     every node order, the partition-based one through pymetis: install its
+#     wheel there (pip download pymetis==2025.2.2 --only-binary :all:
+#     --python-version 3.12 here).
+#   - the graph dialect's kernels (test/gpu/test_graph*.py,
+#     KGE_GPU_GRAPH_BUNDLES).
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
 # (nlohmann/json headers where no package provides them), KGE_GPU_QUICK=1
 # (skip the sanitizer and the stress runs), KGE_GPU_STRESS_SECONDS (60),

@@ -40,6 +40,11 @@ VARIANTS = {
     "g_rows_b6": dict(blocks_per_sm=6),
     "g_rows_b12": dict(blocks_per_sm=12),
     "g_rows_b16": dict(blocks_per_sm=16),
+    # The adaptive switch again on the default kernel (with the dense
+    # primitive's row summed in eight partial sums, an experiment not kept:
+    # variants-dense-partial-sums.json, no faster than one chain).
+    "h_dense1024": dict(dense_threshold=1024),
+    "h_dense2048": dict(dense_threshold=2048),
 }
 SETS = {"nws160": "unlabeled", "ba160": "unlabeled", "geometric160": "unlabeled",
         "molecules": "molecules", "proteins": "proteins", "dense64": "delta_sqexp"}
@@ -78,6 +83,7 @@ def main():
     parser.add_argument("--data", type=pathlib.Path)
     parser.add_argument("--out", type=pathlib.Path)
     parser.add_argument("--variants", help="comma-separated: time only these")
+    parser.add_argument("--sets", help="comma-separated: time only these")
     args = parser.parse_args()
     from kron_configs import CONFIGS, bundle_name
     if args.build:
@@ -99,16 +105,25 @@ def main():
     peak = fp32_peak()
     results = {"fp32_peak_flops": peak}
     chosen = args.variants.split(",") if args.variants else list(VARIANTS)
+    reference = {}
     for variant, options in VARIANTS.items():
         if variant not in chosen:
             continue
         order = options.get("order", "auto")
         for name, config in SETS.items():
+            if args.sets and name not in args.sets.split(","):
+                continue
             graphs, _ = sets[name]
             k, iterations, seconds, _, pairs = bench_kron.time_kge(
                 args.run / variant, config, graphs, order, 2)
             results[f"{variant}/{name}"] = seconds
-            line = f"{variant:14s} {name:13s} {seconds * 1e3:9.2f} ms failed={(iterations <= 0).sum()}"
+            # Every variant computes the same matrix: its largest relative
+            # difference from the first variant timed on the set.
+            first = reference.setdefault(name, k)
+            difference = float(np.nanmax(np.abs(k - first) / np.maximum(np.abs(first), 1e-30)))
+            results[f"{variant}/{name}_max_relative_difference"] = difference
+            line = (f"{variant:14s} {name:13s} {seconds * 1e3:9.2f} ms "
+                    f"failed={(iterations <= 0).sum()} diff={difference:.1e}")
             if name == "dense64":
                 # XMV's multiply-adds: every pair of directed non-zeros
                 # once per iteration (2 flops each), over the pairs solved.
