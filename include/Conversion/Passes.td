@@ -182,9 +182,9 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     - `workspace` (`[W]` f32, `kge.derived = {function =
       "solver_workspace", blocks, vectors}`): the solver's vectors, `vectors`
       of `n n'` floats for each of the `blocks` resident blocks (r, p, A p
-      and the diagonal; the solution is never stored — K = p_x . x is the
-      sum over the iterations of alpha times the sum of p — and a fifth
-      where XMV is factored).
+      and the diagonal; T where XMV is factored; the solution x only for
+      `kron.nodewise` — K = p_x . x is the sum over the iterations of
+      alpha times the sum of p).
 
     The kernel runs `min(P, blocks)` blocks of 128 threads; each block
     takes the next pair of the schedule from a counter (dynamic load

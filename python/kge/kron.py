@@ -481,9 +481,8 @@ def _pbr(n, i, j, seed=0):
     try:
         import pymetis
     except ImportError as error:
-        raise ImportError("the partition-based order (order='pbr', and 'auto', which "
-                          "weighs it) partitions with METIS through pymetis "
-                          "(pip install pymetis)") from error
+        raise ImportError("the partition-based order (order='pbr') partitions with "
+                          "METIS through pymetis (pip install pymetis)") from error
     neighbours = [[] for _ in range(n)]
     for u, v in zip(i.tolist(), j.tolist()):
         if u != v:
@@ -495,26 +494,51 @@ def _pbr(n, i, j, seed=0):
     part = np.asarray(membership, np.int64)
     # METIS balances the parts only approximately: move nodes from parts
     # over their capacity (8; the smallest part takes the remainder) to
-    # parts under it, each time the move that leaves the fewest tiles.
+    # parts under it, each time the move out of the first overfull part
+    # that leaves the fewest tiles. The
+    # tiles are the non-zero entries of the parts' connection counts C
+    # (directed edges between parts), which a move changes in two rows and
+    # two columns only.
     sizes = np.bincount(part, minlength=parts)
     capacity = np.full(parts, OCTILE)
     capacity[np.argmin(sizes)] = n - OCTILE * (parts - 1)
+    ends = np.r_[i, j], np.r_[j, i]
+    keep = ends[0] != ends[1]
+    src, dst = ends[0][keep], ends[1][keep]
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    first = np.searchsorted(src, np.arange(n + 1))
+    c = np.zeros((parts, parts), np.int64)
+    np.add.at(c, (part[src], part[dst]), 1)
+
+    def shift(v, target, sign=1):
+        counts = sign * np.bincount(part[dst[first[v]:first[v + 1]]], minlength=parts)
+        source = part[v]
+        c[source, :] -= counts
+        c[:, source] -= counts
+        c[target, :] += counts
+        c[:, target] += counts
+        part[v] = target
+        return source
+
     while (sizes > capacity).any():
-        over = np.flatnonzero(sizes > capacity)
         under = np.flatnonzero(sizes < capacity)
         best = None
-        for v in np.flatnonzero(np.isin(part, over)):
-            source = part[v]
-            for target in under:
-                part[v] = target
-                count = _tile_count(n, i, j, part)
+        # (The first part over capacity gives up one node at a time.)
+        for v in np.flatnonzero(part == np.flatnonzero(sizes > capacity)[0]):
+            # Parts under capacity that hold a neighbour of v (moving v
+            # elsewhere adds tiles without removing any), else all of them.
+            near = under[np.isin(under, part[dst[first[v]:first[v + 1]]])]
+            for target in near if len(near) else under:
+                source = shift(v, target)
+                count = np.count_nonzero(c)
+                shift(v, source)
                 if best is None or count < best[0]:
                     best = (count, v, target)
-            part[v] = source
         _, v, target = best
         sizes[part[v]] -= 1
         sizes[target] += 1
-        part[v] = target
+        shift(v, target)
     # Parts in order, the smallest last; nodes by index within a part.
     rank = np.empty(parts, np.int64)
     rank[np.argsort(capacity != OCTILE, kind="stable")] = np.arange(parts)
@@ -724,14 +748,31 @@ def _graph_order(n, i, j, order):
         position = np.empty(n, np.int64)
         position[o] = np.arange(n)
         return _tile_count(n, i, j, position // OCTILE)
-    candidates = [np.arange(n), rcm, _pbr(n, i, j)]
+    candidates = [np.arange(n), rcm]
+    try:
+        candidates.append(_pbr(n, i, j))
+    except ImportError:
+        # (auto weighs the orders it can make: the partition-based one
+        # needs pymetis; the order changes the speed, not the values.)
+        _warn_once("kge.kron: pymetis is not installed; order='auto' weighs the natural "
+                   "and RCM orders only")
     return min(candidates, key=tiles)
+
+
+_warned = set()
+
+
+def _warn_once(message):
+    if message not in _warned:
+        _warned.add(message)
+        import warnings
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto"):
     """kron-octile-tiling's derived parameters of a packed dataset: each
-    graph's nodes in `order` (natural, rcm, or auto: per graph the one with
-    fewer tiles), its adjacency as non-empty 8 x 8 tiles (both directions
+    graph's nodes in `order` (natural, rcm, pbr, or auto: per graph the
+    one with the fewest tiles), its adjacency as non-empty 8 x 8 tiles (both directions
     of each edge), each a 64-bit bitmap (bit r * 8 + c) and its non-zeros
     in bit order. A dict of `node_labels`, `degrees` and `rows` (the
     node's row in the packed order) per node (tiled order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |

@@ -59,6 +59,10 @@ CONFIGS = {
 # XMV, X against Y by product rows.
 CONFIGS["nodal"] = {**CONFIGS["unlabeled"], "nodal": True}
 CONFIGS["nodal_xy"] = {**CONFIGS["delta_sqexp_xy"], "normalize": False, "nodal": True}
+# ... X against Y factored, and by octile pairs (the diagonal stored with p).
+CONFIGS["nodal_factored_xy"] = {**CONFIGS["unlabeled"], "symmetric": False, "nodal": True}
+CONFIGS["nodal_pairs"] = {**CONFIGS["delta_sqexp"], "normalize": False, "nodal": True,
+                          "product_rows": False}
 
 # GraphDot's degrees (sum / (1 - q)): the same values as GraphDot's
 # MarginalizedGraphKernel up to its scaling (normalized: equal).

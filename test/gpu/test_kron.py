@@ -136,7 +136,7 @@ def test_molecule_like_power_law_dataset():
                                rtol=2e-4, atol=1e-7)
 
 
-@pytest.mark.parametrize("config", ["nodal", "nodal_xy"])
+@pytest.mark.parametrize("config", ["nodal", "nodal_xy", "nodal_factored_xy", "nodal_pairs"])
 def test_nodewise_similarities(config):
     """kron.nodewise: each pair's solution in the datasets' node order
     (scattered back from the tiled order), equal to the reference's."""

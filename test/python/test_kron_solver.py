@@ -348,3 +348,16 @@ def test_nodewise_bundle_returns_the_similarities():
     assert params["iterations"]["shape"] == ["G", "G"]
     assert bundle.manifest["derived"]["rows"]["part"] == "rows"
     assert "kron.nodewise" in kron.gram_module(NODE, EDGE, ["label"], ["length"], nodal=True)
+
+
+def test_auto_order_without_pymetis_weighs_the_other_orders(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "pymetis", None)
+    monkeypatch.setattr(kron, "_warned", set())
+    rng = np.random.default_rng(9)
+    packed = kron.pack(dataset(rng, [20, 33]), ["label"], ["length"])
+    with pytest.warns(RuntimeWarning, match="pymetis is not installed"):
+        auto = kron.octile_parts(**packed, order="auto")["tiles"][:, 1]
+    natural = kron.octile_parts(**packed, order="natural")["tiles"][:, 1]
+    rcm = kron.octile_parts(**packed, order="rcm")["tiles"][:, 1]
+    np.testing.assert_array_equal(auto, np.minimum(natural, rcm))

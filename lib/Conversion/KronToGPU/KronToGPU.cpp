@@ -46,7 +46,8 @@ constexpr int64_t kWarps = 4;
 constexpr int64_t kThreads = 32 * kWarps;
 constexpr int64_t kNormalizeThreads = 256;
 /// The solver's vectors per pair: r, p, A p and the diagonal D V^-1 (x
-/// is never stored: K needs only its sum), and T where XMV is factored.
+/// is not stored for a Gram matrix: K needs only its sum), T where XMV is
+/// factored (and x last where the solve is nodal, see solverVectors).
 constexpr int64_t kVectors = 4;
 constexpr int64_t kFactoredVectors = 5;
 /// The side of an octile.
@@ -936,7 +937,8 @@ void SolverEmitter::solvePair(Value p) {
     // value (NaN) and no iteration (0), which the caller reports.
     scf::YieldOp::create(b, loc, ValueRange{cf(std::nan("")), zero32});
     b.setInsertionPointToStart(solvable.thenBlock());
-    // r, p, A p and the diagonal D_x V_x^-1 (the solution is never stored).
+    // r, p, A p and the diagonal D_x V_x^-1 (the solution is stored only
+    // where the solve is nodal).
     Value vr = vector(0), vp = vector(1), vap = vector(2), vdv = vector(3);
     // The solution, kept where the solve is nodal (the last vector).
     Value vx = gram.nodal ? vector(vectors - 1) : Value();
@@ -1201,10 +1203,15 @@ void SolverEmitter::solvePair(Value p) {
                         arith::SubIOp::create(b, loc, zero32, iterations));
     if (vx) {
       // The pair's block of S, in the datasets' node order (and, X against
-      // itself, its transpose).
+      // itself, its transpose). Only entries of S (kind 0) have one: a
+      // nodal schedule holds no self-kernel pairs, but a schedule made for
+      // another function must not write past S.
       Value out = kernel.getArgument(2 * kNumDatasetArrays + 2);
-      auto scatter = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
       OpBuilder::InsertionGuard g(b);
+      auto entryPair = scf::IfOp::create(
+          b, loc, cmpi(arith::CmpIPredicate::eq, kind, zero32), false);
+      b.setInsertionPointToStart(entryPair.thenBlock());
+      auto scatter = scf::ForOp::create(b, loc, tid, size, idx(kThreads));
       b.setInsertionPointToStart(scatter.getBody());
       Value t = scatter.getInductionVar();
       Value row = toIndex(load(g1[kRows], {add(node1, div(t, n2))}));
