@@ -1,0 +1,231 @@
+"""Partition orders for training embeddings beyond GPU memory.
+
+The node embeddings (with their optimizer states) are split into `n`
+partitions and the edges into `n x n` buckets by (source partition,
+destination partition). A GPU buffer holds `capacity` partitions; a bucket
+can be trained while both its partitions are in the buffer. An order is a
+sequence of buffer states, each from the one before by one swap (one
+partition written back, one loaded), such that every bucket is covered;
+its I/O count is the number of partition loads (`capacity` for the first
+state, one per swap).
+
+- `legend_order(n)`: Legend's prefetch-friendly order (Section 4 of its
+  paper, Algorithm 1; capacity 3): columns of buckets covered one after
+  the other, the column's partition kept in the buffer, each swap loading
+  the partition that covers the most buckets not yet covered and never
+  evicting the partition the swap before loaded (Theorem 1's property
+  (1)), so that the next partition can be loaded while the buffer still
+  has buckets to train.
+- `legend_buckets(states, n)`: Algorithm 2, the buckets each state
+  trains, those of the partition the next swap evicts first.
+- `beta_order(n, capacity)`: Marius's BETA order (the buffer's last slot
+  sweeps the partitions on disk, then the other slots are replaced).
+- `pbg_order(n)`: PyTorch-BigGraph's inside-out bucket order with the two
+  partitions of the current bucket in memory (capacity 2), and its loads.
+- `first_cover(states, n)`: each bucket assigned to the first state that
+  holds both its partitions.
+- `prefetch_failures(states, buckets)`, `is_prefetching_supported`:
+  Legend's Definition 1 (the paper's order, which keeps Theorem 1's
+  property (1) but not (2), misses it on a few swaps: 4 of 36 at n = 12;
+  this one on 4 of 37, BETA on 20 of 36).
+- `io_count(states)` and `lower_bound(n, capacity)` (the Schoenheim bound
+  on the covering design C(n, capacity, 2): every state after the first
+  adds one block).
+"""
+
+import math
+
+import numpy as np
+
+
+def check_order(states, n, capacity):
+    """Raises ValueError unless `states` is an order of `n` partitions with
+    a buffer of `capacity`: states of `capacity` distinct partitions, each
+    from the one before by one swap, covering every bucket."""
+    if n < capacity:
+        raise ValueError(f"{n} partitions fit a buffer of {capacity}: no order needed")
+    covered = np.zeros((n, n), bool)
+    for k, state in enumerate(states):
+        if len(set(state)) != capacity or not all(0 <= p < n for p in state):
+            raise ValueError(f"buffer state {k} {sorted(state)} is not {capacity} distinct "
+                             f"partitions of {n}")
+        if k and len(set(state) - set(states[k - 1])) != 1:
+            raise ValueError(f"buffer state {k} {sorted(state)} is not one swap from "
+                             f"{sorted(states[k - 1])}")
+        members = list(state)
+        covered[np.ix_(members, members)] = True
+    if not covered.all():
+        missing = np.argwhere(~covered)[:4].tolist()
+        raise ValueError(f"the order leaves buckets uncovered, e.g. {missing}")
+
+
+def io_count(states):
+    """Partition loads of an order: the first state's, then one per swap."""
+    return len(states[0]) + len(states) - 1
+
+
+def lower_bound(n, capacity=3):
+    """The fewest loads any order with one swap per state can make: the
+    states are blocks of a covering design C(n, capacity, 2), at least the
+    Schoenheim bound ceil(n / c * ceil((n - 1) / (c - 1))) of them."""
+    blocks = math.ceil(n / capacity * math.ceil((n - 1) / (capacity - 1)))
+    return capacity + blocks - 1
+
+
+def _swap(state, out, into):
+    return tuple(sorted((set(state) - {out}) | {into}))
+
+
+def legend_order(n):
+    """Legend's partition loading order for a buffer of 3 (Algorithm 1):
+    buffer states, each a sorted tuple."""
+    if n < 4:
+        raise ValueError(f"Legend's order swaps partitions: it needs at least 4, got {n}")
+    covered = np.zeros((n, n), bool)
+    states = [(0, 1, 2)]
+    loaded = [2]  # the partition each state's swap loaded
+
+    def cover(state):
+        covered[np.ix_(state, state)] = True
+
+    cover(states[0])
+    # Column 0: partition 0 stays while the others stream through it.
+    for i in range(3, n):
+        states.append(_swap(states[-1], i - 2, i))
+        loaded.append(i)
+        cover(states[-1])
+    column = 0
+    while not covered.all():
+        buffer = states[-1]
+        if covered[column].all():
+            # The next column with buckets left: its partition stays from
+            # now on.
+            column = next(c for c in range(column + 1, n) if not covered[c].all())
+            if column in buffer:
+                continue
+            evict = [p for p in buffer if p != loaded[-1]]
+            # Evict the partition with the fewest buckets left (ties: the
+            # larger id).
+            out = max(evict, key=lambda p: (-int((~covered[p]).sum()), p))
+            into = column
+        else:
+            stay = [p for p in buffer if p == column or p == loaded[-1]]
+            candidates = [p for p in buffer if p not in stay]
+            out = max(candidates, key=lambda p: (-int((~covered[p]).sum()), p))
+            keep = [p for p in buffer if p != out]
+            outside = [p for p in range(n) if p not in buffer]
+            # The partition that covers the most buckets left with the two
+            # that stay; ties: the first after the buffer's largest id,
+            # cyclically (the paper's scan from the maximal id).
+            start = max(buffer) + 1
+            into = max(outside, key=lambda p: (
+                int(sum((~covered[p, q]) for q in keep)) + int(not covered[p, p]),
+                -((p - start) % n)))
+        states.append(_swap(buffer, out, into))
+        loaded.append(into)
+        cover(states[-1])
+    return states
+
+
+def first_cover(states, n):
+    """Each bucket in the first state holding both its partitions: the
+    buckets each state trains (diagonal, then pairs by partition id)."""
+    done = np.zeros((n, n), bool)
+    out = []
+    for state in states:
+        trained = []
+        for a in state:
+            for b in state:
+                if not done[a, b]:
+                    done[a, b] = True
+                    trained.append((a, b))
+        out.append(trained)
+    return out
+
+
+def legend_buckets(states, n):
+    """Algorithm 2: the buckets each state trains, those of the partition
+    the next swap evicts first (while they train, nothing can be loaded;
+    the others then cover the load of the next partition)."""
+    done = np.zeros((n, n), bool)
+    out = []
+    for k, state in enumerate(states):
+        evicted = set(state) - set(states[k + 1]) if k + 1 < len(states) else set()
+        order = sorted(state, key=lambda p: (p not in evicted, p))
+        trained = []
+        for a in order:
+            for b in state:
+                for bucket in ((a, b), (b, a)):
+                    if not done[bucket]:
+                        done[bucket] = True
+                        trained.append(bucket)
+        out.append(trained)
+    return out
+
+
+def prefetch_failures(states, buckets):
+    """The swaps that Legend's Definition 1 does not hold for: state k
+    (followed by swap k) trains no bucket without the partition it evicts,
+    so the next partition cannot load while a bucket trains. `buckets[k]`:
+    the buckets state k trains."""
+    failures = []
+    for k in range(len(states) - 1):
+        (evicted,) = set(states[k]) - set(states[k + 1])
+        if not any(evicted not in bucket for bucket in buckets[k]):
+            failures.append(k)
+    return failures
+
+
+def is_prefetching_supported(states, buckets):
+    """Legend's Definition 1 for every swap of the order."""
+    return not prefetch_failures(states, buckets)
+
+
+def beta_order(n, capacity=3):
+    """Marius's BETA order: the buffer starts with partitions 0 .. c - 1;
+    while partitions remain on disk, the buffer's last slot sweeps through
+    them (one swap each), then its other c - 1 slots are replaced by the
+    first c - 1 partitions on disk (one swap each); those that leave have
+    met every partition."""
+    if n <= capacity:
+        raise ValueError(f"{n} partitions fit a buffer of {capacity}: no order needed")
+    buffer = list(range(capacity))
+    disk = list(range(capacity, n))
+    states = [tuple(sorted(buffer))]
+    while disk:
+        for i in range(len(disk)):
+            disk[i], buffer[-1] = buffer[-1], disk[i]
+            states.append(tuple(sorted(buffer)))
+        replaced = 0
+        for i in range(min(capacity - 1, len(disk))):
+            buffer[i] = disk[i]
+            replaced += 1
+            states.append(tuple(sorted(buffer)))
+        disk = disk[replaced:]
+    return states
+
+
+def pbg_order(n):
+    """PyTorch-BigGraph's inside-out bucket order (layers from the last
+    partition to the first: (k, k), then (k, j) and (j, k) for j > k),
+    each bucket trained with its two partitions in memory (capacity 2,
+    the least recently used partition written back): the bucket sequence
+    and its partition loads."""
+    if n < 2:
+        raise ValueError(f"PBG's order needs at least 2 partitions, got {n}")
+    sequence = []
+    for k in range(n - 1, -1, -1):
+        sequence.append((k, k))
+        for j in range(k + 1, n):
+            sequence += [(k, j), (j, k)]
+    memory, loads = [], 0
+    for bucket in sequence:
+        for p in bucket:
+            if p in memory:
+                memory.remove(p)
+            else:
+                loads += 1
+                if len(memory) == 2:
+                    memory.pop(0)
+            memory.append(p)
+    return sequence, loads
