@@ -229,17 +229,21 @@ def _probabilities(g, q, p):
 DEGREES = ("additive", "scaled")
 
 
+def _check_degrees(degrees):
+    if degrees not in DEGREES:
+        raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+
+
 def degree(sums, q, degrees="additive"):
     """The degrees d of D_x from the nodes' sums of edge weights: `additive`
     (the solver paper's) d = sum + q; `scaled` (Kashima's transition
     probabilities (1 - q) A_ij / sum_j A_ij, GraphDot's) d = sum / (1 - q),
     an edgeless node counting as of degree 1."""
+    _check_degrees(degrees)
     sums = np.asarray(sums, np.float64)
     if degrees == "additive":
         return sums + q
-    if degrees == "scaled":
-        return np.where(sums == 0, 1.0, sums) / (1 - q)
-    raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+    return np.where(sums == 0, 1.0, sums) / (1 - q)
 
 
 def _system(g1, g2, node_kernel, edge_kernel, q, p, degrees="additive"):
@@ -483,36 +487,34 @@ def _pbr(n, i, j, seed=0):
     except ImportError as error:
         raise ImportError("the partition-based order (order='pbr') partitions with "
                           "METIS through pymetis (pip install pymetis)") from error
-    neighbours = [[] for _ in range(n)]
-    for u, v in zip(i.tolist(), j.tolist()):
-        if u != v:
-            neighbours[u].append(v)
-            neighbours[v].append(u)
+    # The adjacency (both directions, no self-loops) in CSR form, each
+    # node's neighbours in the order of the edges: METIS's input and the
+    # balancing's.
+    edge = np.arange(len(i))
+    src, dst, edge = np.r_[i, j], np.r_[j, i], np.r_[edge, edge]
+    keep = src != dst
+    src, dst, edge = src[keep], dst[keep], edge[keep]
+    order = np.lexsort((edge, src))
+    src, dst = src[order], dst[order]
+    first = np.searchsorted(src, np.arange(n + 1))
     options = pymetis.Options(seed=seed, ufactor=1, contig=0)
-    _, membership = pymetis.part_graph(parts, adjacency=neighbours, recursive=True,
-                                       options=options)
+    _, membership = pymetis.part_graph(parts, adjacency=pymetis.CSRAdjacency(first, dst),
+                                       recursive=True, options=options)
     part = np.asarray(membership, np.int64)
     # METIS balances the parts only approximately: move nodes from parts
     # over their capacity (8; the smallest part takes the remainder) to
     # parts under it, each time the move out of the first overfull part
-    # that leaves the fewest tiles. The
-    # tiles are the non-zero entries of the parts' connection counts C
-    # (directed edges between parts), which a move changes in two rows and
-    # two columns only.
+    # that leaves the fewest tiles. The tiles are the non-zero entries of
+    # the parts' connection counts C (directed edges between parts), which
+    # a move changes in two rows and two columns only.
     sizes = np.bincount(part, minlength=parts)
     capacity = np.full(parts, OCTILE)
     capacity[np.argmin(sizes)] = n - OCTILE * (parts - 1)
-    ends = np.r_[i, j], np.r_[j, i]
-    keep = ends[0] != ends[1]
-    src, dst = ends[0][keep], ends[1][keep]
-    order = np.argsort(src, kind="stable")
-    src, dst = src[order], dst[order]
-    first = np.searchsorted(src, np.arange(n + 1))
     c = np.zeros((parts, parts), np.int64)
     np.add.at(c, (part[src], part[dst]), 1)
 
-    def shift(v, target, sign=1):
-        counts = sign * np.bincount(part[dst[first[v]:first[v + 1]]], minlength=parts)
+    def shift(v, target):
+        counts = np.bincount(part[dst[first[v]:first[v + 1]]], minlength=parts)
         source = part[v]
         c[source, :] -= counts
         c[:, source] -= counts
@@ -549,10 +551,10 @@ def pbr_order(g, seed=0):
     """The partition-based order (PBR, the solver paper's Section IV):
     the nodes split into ceil(n / 8) parts of 8 (the last holds the rest)
     so that few pairs of parts share an edge — each such pair is a
-    non-empty octile — by METIS's k-way partition (pymetis), made exactly
-    balanced by greedy moves (each the move from an overfull part to an
-    underfull one that leaves the fewest tiles); the parts in order, the
-    nodes of a part by index."""
+    non-empty octile — by METIS's recursive bisection (pymetis), made
+    exactly balanced by greedy moves (each the move out of the first
+    overfull part into an underfull one that leaves the fewest tiles); the
+    parts in order, the nodes of a part by index."""
     i, j = np.nonzero(np.triu(g.adjacency > 0, 1))
     return _pbr(g.num_nodes, i, j, seed)
 
@@ -1036,8 +1038,7 @@ def gram_module(node_kernel, edge_kernel, node_features, edge_features, q=0.05, 
         raise ValueError(f"the tolerance must be positive, got {tol}")
     if not (isinstance(maxiter, int) and maxiter >= 1):
         raise ValueError(f"the iteration cap must be a positive integer, got {maxiter!r}")
-    if degrees not in DEGREES:
-        raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+    _check_degrees(degrees)
     if nodal and normalize:
         raise ValueError("node-wise similarities are not normalized")
     fv, fe = len(node_features), len(edge_features)
@@ -1299,8 +1300,7 @@ class MarginalizedGraphKernel:
                  degrees="additive"):
         if not 0 < q < 1:
             raise ValueError(f"the stopping probability q must be in (0, 1), got {q}")
-        if degrees not in DEGREES:
-            raise ValueError(f"the degrees are 'additive' or 'scaled', not {degrees!r}")
+        _check_degrees(degrees)
         self.degrees = degrees
         kernel_attribute(node_kernel)
         kernel_attribute(edge_kernel)

@@ -86,7 +86,13 @@ class PartitionStore:
 
     def load(self, p):
         """Partition p's rows of every table (checked: its file, its model,
-        its rows)."""
+        its rows), counted."""
+        arrays = self._read(p)
+        self.loads += 1
+        self.bytes_loaded += sum(a.nbytes for a in arrays.values())
+        return arrays
+
+    def _read(self, p):
         arrays, meta = checkpoint.load(self.path(p), "partition", self.model)
         expected = [int(self.ranges[p]), int(self.ranges[p + 1])]
         if meta.get("partition") != p or meta.get("rows") != expected:
@@ -98,8 +104,6 @@ class PartitionStore:
                 raise checkpoint.CheckpointError(
                     f"{self.path(p)}: table '{name}' has {len(array)} rows, the partition "
                     f"{expected[1] - expected[0]}")
-        self.loads += 1
-        self.bytes_loaded += sum(a.nbytes for a in arrays.values())
         return arrays
 
     def store(self, p, arrays):
@@ -108,9 +112,9 @@ class PartitionStore:
         self.bytes_stored += sum(np.asarray(a).nbytes for a in arrays.values())
 
     def gather(self):
-        """Every table whole (reads every partition; for checks)."""
-        parts = [checkpoint.load(self.path(p), "partition", self.model)[0]
-                 for p in range(len(self.ranges) - 1)]
+        """Every table whole (reads every partition, checked but not
+        counted; for checks)."""
+        parts = [self._read(p) for p in range(len(self.ranges) - 1)]
         return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 

@@ -228,6 +228,11 @@ private:
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
+  /// The negation of an i1 flag.
+  Value negate(Value flag) {
+    return arith::XOrIOp::create(
+        b, loc, flag, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+  }
   /// Element `t` of the workspace vector that starts at `base`.
   Value vload(Value base, Value t) { return load(workspace, {add(base, t)}); }
   void vstore(Value value, Value base, Value t) {
@@ -867,12 +872,7 @@ void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
   Value first2 = mul(innerChunks.getInductionVar(), chunk);
   Value count2 = arith::MinUIOp::create(b, loc, chunk, sub(nt2, first2));
   {
-    auto stage = scf::IfOp::create(
-        b, loc,
-        arith::XOrIOp::create(
-            b, loc, resident,
-            arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
-        false);
+    auto stage = scf::IfOp::create(b, loc, negate(resident), false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(stage.thenBlock());
     barrier();
@@ -940,7 +940,9 @@ void SolverEmitter::solvePair(Value p) {
     // r, p, A p and the diagonal D_x V_x^-1 (the solution is stored only
     // where the solve is nodal).
     Value vr = vector(0), vp = vector(1), vap = vector(2), vdv = vector(3);
-    // The solution, kept where the solve is nodal (the last vector).
+    // P A'^T where XMV is factored; the solution where the solve is nodal
+    // (the last vector).
+    Value vt = factored ? vector(4) : Value();
     Value vx = gram.nodal ? vector(vectors - 1) : Value();
     double q = gram.stop;
     // A node's degree in D_x from its sum of edge weights (the op's
@@ -1052,8 +1054,7 @@ void SolverEmitter::solvePair(Value p) {
         arith::AndIOp::create(
             b, loc, cmpi(arith::CmpIPredicate::ule, nt1, idx(cachedTiles)),
             cmpi(arith::CmpIPredicate::ule, nt2, idx(cachedTiles))),
-        arith::XOrIOp::create(b, loc, byRows,
-                              arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)));
+        negate(byRows));
     {
       auto stage = scf::IfOp::create(b, loc, resident, false);
       OpBuilder::InsertionGuard g(b);
@@ -1081,8 +1082,7 @@ void SolverEmitter::solvePair(Value p) {
       Value more = arith::AndIOp::create(
           b, loc,
           cmpi(arith::CmpIPredicate::ult, before->getArgument(0), maxIter),
-          arith::XOrIOp::create(b, loc, before->getArgument(2),
-                                arith::ConstantIntOp::create(b, loc, i1, 1)));
+          negate(before->getArgument(2)));
       scf::ConditionOp::create(b, loc, more, before->getArguments());
       Block *after = b.createBlock(&cg.getAfter(), {},
                                    {b.getIndexType(), f32, i1, f32},
@@ -1113,7 +1113,7 @@ void SolverEmitter::solvePair(Value p) {
                           Value first2) {
             if (factored)
               return factoredXMV(h1, h2, first1, first2, n2, size, vp, vap,
-                                 vdv, vector(4));
+                                 vdv, vt);
             return productRowsXMV(h1, h2, first1, first2, n2, size, vp, vap,
                                   vdv);
           };
@@ -1176,12 +1176,7 @@ void SolverEmitter::solvePair(Value p) {
         }
         vstores(ps, vp, ts, valid);
         // (Product rows compute A p whole.)
-        auto octilePairs = scf::IfOp::create(
-            b, loc,
-            arith::XOrIOp::create(
-                b, loc, byRows,
-                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
-            false);
+        auto octilePairs = scf::IfOp::create(b, loc, negate(byRows), false);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(octilePairs.thenBlock());
         vstores(diagonal, vap, ts, valid);
