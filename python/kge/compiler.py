@@ -109,6 +109,33 @@ def matrix_products_through_tile(module):
     return converted
 
 
+def differentiate(module, functions=None, wrt=None):
+    """A copy of `module` with the gradient function `<f>_grad` of each bvec
+    function `f` (all, or those named in `functions`) added by the
+    `bvec-differentiate` pass: `<f>_grad` takes f's arguments and one
+    per-edge seed `d_<result>` per result, and returns the row-sparse
+    gradient `d_<table>_<indices>` of every (table, index array) pair that
+    f gathers through (the tables in `wrt`, or all tables of floats): row b
+    is the gradient of the row table[indices[b]], to be summed into that
+    row by the caller."""
+    for name, names in (("functions", functions), ("wrt", wrt)):
+        if names is None:
+            continue
+        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+            raise TypeError(f"{name} must be a list of names, got {names!r}")
+    options = []
+    if functions:
+        options.append("functions=" + ",".join(functions))
+    if wrt:
+        options.append("wrt=" + ",".join(wrt))
+    ir = _ir()
+    converted = module.clone()
+    pm = ir.PassManager(module.context)
+    pm.add("bvec-differentiate" + ("{" + " ".join(options) + "}" if options else ""))
+    pm.run(converted)
+    return converted
+
+
 def lower_text(text, pipeline):
     """The module `text`, parsed in a new context and run through the
     textual pass pipeline `pipeline`."""

@@ -436,9 +436,11 @@ public:
     SmallVector<Type> types;
     SmallVector<StringRef> names;
     for (const auto &[paramName, type] : params) {
-      if (!isa<bvec::TableType, bvec::IndicesType>(type.type))
+      if (!isa<bvec::TableType, bvec::IndicesType, bvec::ScalarType>(
+              type.type))
         throw py::type_error("parameter '" + paramName +
-                             "' must be a table or an index array, got " +
+                             "' must be a table, an index array or a "
+                             "per-edge scalar, got " +
                              printed(type.type));
       types.push_back(type.type);
       names.push_back(paramName);

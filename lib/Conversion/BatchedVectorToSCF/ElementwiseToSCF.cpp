@@ -94,7 +94,7 @@ bool mlir::kge::isElementwiseOp(Operation *op) {
   return isa<bvec::AddOp, bvec::SubOp, bvec::MulOp, bvec::DivOp, bvec::MaxOp,
              bvec::MinOp, bvec::NegOp, bvec::AbsOp, bvec::ExpOp, bvec::LogOp,
              bvec::SqrtOp, bvec::TanhOp, bvec::SinOp, bvec::CosOp,
-             bvec::SigmoidOp>(op);
+             bvec::SigmoidOp, bvec::SignOp>(op);
 }
 
 Value mlir::kge::emitElementwise(OpBuilder &b, Location loc, Operation *op,
@@ -125,6 +125,20 @@ Value mlir::kge::emitElementwise(OpBuilder &b, Location loc, Operation *op,
             b, loc, one, math::ExpOp::create(b, loc, negated));
         return arith::DivFOp::create(b, loc, one, denominator);
       })
+      .Case([&](bvec::SignOp) -> Value {
+        // -1, 0 or 1: 0 at zero (and for NaN).
+        Type type = x[0].getType();
+        Value zero = loops::floatConstant(b, loc, type, 0.0);
+        Value one = loops::floatConstant(b, loc, type, 1.0);
+        Value minusOne = loops::floatConstant(b, loc, type, -1.0);
+        Value positive = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGT, x[0], zero);
+        Value negative = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OLT, x[0], zero);
+        return arith::SelectOp::create(
+            b, loc, positive, one,
+            arith::SelectOp::create(b, loc, negative, minusOne, zero));
+      })
       .Default([](Operation *) { return Value(); });
 }
 
@@ -145,6 +159,7 @@ void mlir::kge::populateBatchedVectorElementwiseToSCFPatterns(
                ElementwiseOpLowering<bvec::TanhOp>,
                ElementwiseOpLowering<bvec::SinOp>,
                ElementwiseOpLowering<bvec::CosOp>,
-               ElementwiseOpLowering<bvec::SigmoidOp>>(converter,
+               ElementwiseOpLowering<bvec::SigmoidOp>,
+               ElementwiseOpLowering<bvec::SignOp>>(converter,
                                                        patterns.getContext());
 }

@@ -172,6 +172,41 @@ struct VecMulMatOpLowering : OpConversionPattern<bvec::VecMulMatOp> {
   }
 };
 
+/// `bvec.mat_mul_vec`: `out[b][i] = sum_j m[b][i][j] * v[b][j]`.
+struct MatMulVecOpLowering : OpConversionPattern<bvec::MatMulVecOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(bvec::MatMulVecOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value mat = adaptor.getMat(), vec = adaptor.getVec();
+    Value batch = loops::dimSize(rewriter, loc, vec, 0);
+    Value rows = loops::dimSize(rewriter, loc, mat, 1);
+    Value inner = loops::dimSize(rewriter, loc, mat, 2);
+    MemRefType type = convertedType(getTypeConverter(), op.getType());
+    Value out = loops::alloc(rewriter, loc, type, {batch, rows});
+    loops::forEach(
+        rewriter, loc, {batch, rows},
+        [&](OpBuilder &b, Location l, ValueRange ivs) {
+          Value zero = loops::floatConstant(b, l, type.getElementType(), 0.0);
+          Value sum = loops::reduce(
+              b, l, inner, zero,
+              [&](OpBuilder &b2, Location l2, Value j, Value acc) {
+                Value m = memref::LoadOp::create(
+                    b2, l2, mat, ValueRange{ivs[0], ivs[1], j});
+                Value v = memref::LoadOp::create(b2, l2, vec,
+                                                 ValueRange{ivs[0], j});
+                return arith::AddFOp::create(
+                    b2, l2, acc, arith::MulFOp::create(b2, l2, m, v));
+              });
+          memref::StoreOp::create(b, l, sum, out, ivs);
+        });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 /// `bvec.vec_outer_vec`: `out[b][i][j] = x[b][i] * y[b][j]`.
 struct VecOuterVecOpLowering : OpConversionPattern<bvec::VecOuterVecOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -227,11 +262,48 @@ struct SliceOpLowering : OpConversionPattern<bvec::SliceOp> {
   }
 };
 
+/// `bvec.pad`: `out[b][k] = in[b][k - offset]` inside the input's range,
+/// 0 elsewhere.
+struct PadOpLowering : OpConversionPattern<bvec::PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(bvec::PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType type = convertedType(getTypeConverter(), op.getType());
+    Value input = adaptor.getInput();
+    Value batch = loops::dimSize(rewriter, loc, input, 0);
+    Value length =
+        arith::ConstantIndexOp::create(rewriter, loc, type.getDimSize(1));
+    Value inputLength = arith::ConstantIndexOp::create(
+        rewriter, loc, op.getInput().getType().getLength());
+    Value offset =
+        arith::ConstantIndexOp::create(rewriter, loc, op.getOffset());
+    Value out = loops::alloc(rewriter, loc, type, {batch, length});
+    Value zero = loops::floatConstant(rewriter, loc, type.getElementType(), 0.0);
+    loops::forEach(rewriter, loc, {batch, length},
+                   [&](OpBuilder &b, Location l, ValueRange ivs) {
+                     memref::StoreOp::create(b, l, zero, out, ivs);
+                   });
+    loops::forEach(rewriter, loc, {batch, inputLength},
+                   [&](OpBuilder &b, Location l, ValueRange ivs) {
+                     Value v = memref::LoadOp::create(b, l, input, ivs);
+                     Value k = arith::AddIOp::create(b, l, ivs[1], offset);
+                     memref::StoreOp::create(b, l, v, out,
+                                             ValueRange{ivs[0], k});
+                   });
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::kge::populateBatchedVectorProductToSCFPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<ScalMulVecOpLowering, VecMulVecOpLowering, NormOpLowering,
                ReduceOpLowering, VecMulMatOpLowering, VecOuterVecOpLowering,
-               SliceOpLowering>(converter, patterns.getContext());
+               SliceOpLowering, MatMulVecOpLowering, PadOpLowering>(
+      converter, patterns.getContext());
 }

@@ -103,7 +103,7 @@ bvec.func @duplicate_name(%score: !bvec.table<?x4xf32>) -> (score: !bvec.scalar<
 
 // -----
 
-// expected-error @+1 {{'bvec.func' op argument 'v' must be a !bvec.table or !bvec.indices, got '!bvec.vec<?x4xf32>'}}
+// expected-error @+1 {{'bvec.func' op argument 'v' must be a !bvec.table, !bvec.indices or !bvec.scalar, got '!bvec.vec<?x4xf32>'}}
 bvec.func @vector_argument(%v: !bvec.vec<?x4xf32>) -> (s: !bvec.scalar<?xf32>) {
   %c = bvec.constant 1.0 : !bvec.scalar<?xf32>
   bvec.return %c : !bvec.scalar<?xf32>
@@ -479,4 +479,46 @@ bvec.func @slice_huge_offset(%E: !bvec.table<?x4xf32>) -> (s: !bvec.vec<?x2xf32>
   // expected-error @+1 {{'bvec.slice' op slice [9223372036854775807, 9223372036854775807 + 2) is out of bounds for input length 4}}
   %s = bvec.slice %v[9223372036854775807] : !bvec.vec<?x4xf32> -> !bvec.vec<?x2xf32>
   bvec.return %s : !bvec.vec<?x2xf32>
+}
+
+// -----
+
+bvec.func @seed_batch(%E: !bvec.table<?x4xf32>, %h: !bvec.indices<?xi64>, %d: !bvec.scalar<7xf32>)
+    -> (s: !bvec.scalar<?xf32>) {
+  // expected-error @-2 {{'bvec.func' op batch size 7 of the per-edge input 'd' differs from batch size ? of the index array 'h'; all batches of a function have one size}}
+  %e = bvec.gather_vec %E[%h] : !bvec.table<?x4xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x4xf32>
+  %n = bvec.norm %e, p = 2 : !bvec.vec<?x4xf32> -> !bvec.scalar<?xf32>
+  bvec.return %n : !bvec.scalar<?xf32>
+}
+
+// -----
+
+func.func private @mat_mul_vec_inner(%m: !bvec.mat<?x8x6xf32>, %v: !bvec.vec<?x5xf32>) {
+  // expected-error @+1 {{'bvec.mat_mul_vec' op matrix column count 6 does not match vector length 5}}
+  %y = bvec.mat_mul_vec %m, %v : !bvec.mat<?x8x6xf32>, !bvec.vec<?x5xf32> -> !bvec.vec<?x8xf32>
+  return
+}
+
+// -----
+
+func.func private @mat_mul_vec_result(%m: !bvec.mat<?x8x6xf32>, %v: !bvec.vec<?x6xf32>) {
+  // expected-error @+1 {{'bvec.mat_mul_vec' op result length 6 does not match matrix row count 8}}
+  %y = bvec.mat_mul_vec %m, %v : !bvec.mat<?x8x6xf32>, !bvec.vec<?x6xf32> -> !bvec.vec<?x6xf32>
+  return
+}
+
+// -----
+
+func.func private @pad_bounds(%v: !bvec.vec<?x6xf32>) {
+  // expected-error @+1 {{'bvec.pad' op places 6 elements at offset 3, outside result length 8}}
+  %y = bvec.pad %v[3] : !bvec.vec<?x6xf32> -> !bvec.vec<?x8xf32>
+  return
+}
+
+// -----
+
+func.func private @pad_dynamic(%v: !bvec.vec<?x?xf32>) {
+  // expected-error @+1 {{'bvec.pad' op needs a static input length, got '!bvec.vec<?x?xf32>'}}
+  %y = bvec.pad %v[0] : !bvec.vec<?x?xf32> -> !bvec.vec<?x8xf32>
+  return
 }

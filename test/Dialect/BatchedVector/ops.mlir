@@ -128,3 +128,25 @@ bvec.func private @attributes(%func: !bvec.table<?x8xf32>, %index: !bvec.indices
   %s = bvec.norm %v, p = 2 : !bvec.vec<?x8xf32> -> !bvec.scalar<?xf32>
   bvec.return %s : !bvec.scalar<?xf32>
 }
+
+// Operations of gradient functions: a per-edge input, sign, the transposed
+// matrix product and the transposed slice.
+// CHECK-LABEL: bvec.func @gradient_ops(
+// CHECK-SAME: %d_score: !bvec.scalar<?xf32>)
+bvec.func @gradient_ops(%Eemb: !bvec.table<?x8xf32>, %Pm: !bvec.table<?x8x6xf32>,
+                        %h: !bvec.indices<?xi64>, %d_score: !bvec.scalar<?xf32>)
+    -> (v: !bvec.vec<?x8xf32>, w: !bvec.vec<?x8xf32>) {
+  %e = bvec.gather_vec %Eemb[%h] : !bvec.table<?x8xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x8xf32>
+  %m = bvec.gather_mat %Pm[%h] : !bvec.table<?x8x6xf32>, !bvec.indices<?xi64> -> !bvec.mat<?x8x6xf32>
+  // CHECK: bvec.sign %{{.*}} : !bvec.vec<?x8xf32>
+  %s = bvec.sign %e : !bvec.vec<?x8xf32>
+  // CHECK: bvec.slice %{{.*}}[2] : !bvec.vec<?x8xf32> -> !bvec.vec<?x6xf32>
+  %x = bvec.slice %s[2] : !bvec.vec<?x8xf32> -> !bvec.vec<?x6xf32>
+  // CHECK: bvec.mat_mul_vec %{{.*}}, %{{.*}} : !bvec.mat<?x8x6xf32>, !bvec.vec<?x6xf32> -> !bvec.vec<?x8xf32>
+  %y = bvec.mat_mul_vec %m, %x : !bvec.mat<?x8x6xf32>, !bvec.vec<?x6xf32> -> !bvec.vec<?x8xf32>
+  // CHECK: bvec.pad %{{.*}}[1] : !bvec.vec<?x6xf32> -> !bvec.vec<?x8xf32>
+  %p = bvec.pad %x[1] : !bvec.vec<?x6xf32> -> !bvec.vec<?x8xf32>
+  // CHECK: bvec.scal_mul_vec %d_score
+  %w = bvec.scal_mul_vec %d_score, %p : !bvec.scalar<?xf32>, !bvec.vec<?x8xf32> -> !bvec.vec<?x8xf32>
+  bvec.return %y, %w : !bvec.vec<?x8xf32>, !bvec.vec<?x8xf32>
+}

@@ -47,9 +47,11 @@ def BatchedVector_FuncOp : BatchedVector_Op<"func", [
   let summary = "a score function: named tables and index arrays in, batches out";
   let description = [{
     The unit KGE compiles: one score function (or gradient function) over a
-    batch of `B` edges. Every argument is a table (`!bvec.table`) or an index
-    array (`!bvec.indices`); every result is a batch of scalars, vectors or
-    matrices. Arguments and results are *named*: the argument names are the
+    batch of `B` edges. Every argument is a table (`!bvec.table`), an index
+    array (`!bvec.indices`) or a per-edge input (`!bvec.scalar`: one value
+    per edge, such as a label, a weight, or the gradient seed of a function
+    that `bvec-differentiate` derives); every result is a batch of scalars,
+    vectors or matrices. Arguments and results are *named*: the argument names are the
     SSA names written in the signature and the result names are written
     before their types. The names are the function's public interface: the
     CPU runner, the kernel-bundle manifest and the Python front end address
@@ -324,6 +326,19 @@ def BatchedVector_SigmoidOp
     : BatchedVector_ElementwiseUnaryOp<"sigmoid", "1 / (1 + exp(-x))">;
 def BatchedVector_SinOp : BatchedVector_ElementwiseUnaryOp<"sin", "sin(x)">;
 def BatchedVector_CosOp : BatchedVector_ElementwiseUnaryOp<"cos", "cos(x)">;
+def BatchedVector_SignOp : BatchedVector_ElementwiseUnaryOp<"sign", "sign(x)"> {
+  let description = [{
+    Computes `sign(x)` for every element of every item: -1, 0 or 1, with
+    `sign(0) = 0`. It is the derivative of `|x|` that `bvec-differentiate`
+    uses (0 at 0, a subgradient), and the gradient of the 1-norm.
+
+    Example:
+
+    ```mlir
+    %s = bvec.sign %x : !bvec.vec<?x128xf32>
+    ```
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Batched products (cuKE's bsv, bvv, bmv, bov)
@@ -388,6 +403,28 @@ def BatchedVector_VecMulMatOp : BatchedVector_Op<"vec_mul_mat", [Pure]> {
   let results = (outs BatchedVector_VecType:$result);
   let assemblyFormat = [{
     $vec `,` $mat attr-dict `:` qualified(type($vec)) `,` qualified(type($mat)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def BatchedVector_MatMulVecOp : BatchedVector_Op<"mat_mul_vec", [Pure]> {
+  let summary = "matrix times column vector per edge";
+  let description = [{
+    `result[b][i] = sum_j mat[b][i][j] * vec[b][j]`: an `R x C` matrix
+    times a vector of length `C`, giving length `R`. It is the transpose
+    of `bvec.vec_mul_mat` and appears in gradient functions (the gradient
+    of TransR with respect to the projected vector).
+
+    Example:
+
+    ```mlir
+    %g = bvec.mat_mul_vec %pm, %dout : !bvec.mat<?x128x64xf32>, !bvec.vec<?x64xf32> -> !bvec.vec<?x128xf32>
+    ```
+  }];
+  let arguments = (ins BatchedVector_MatType:$mat, BatchedVector_VecType:$vec);
+  let results = (outs BatchedVector_VecType:$result);
+  let assemblyFormat = [{
+    $mat `,` $vec attr-dict `:` qualified(type($mat)) `,` qualified(type($vec)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }
@@ -478,6 +515,28 @@ def BatchedVector_SliceOp : BatchedVector_Op<"slice", [Pure]> {
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+def BatchedVector_PadOp : BatchedVector_Op<"pad", [Pure]> {
+  let summary = "places each vector inside a longer vector of zeros";
+  let description = [{
+    `result[b][k] = input[b][k - offset]` for `k` in `[offset, offset + L)`
+    and 0 elsewhere, where `L` is the input length: the transpose of
+    `bvec.slice`, which it undoes in gradient functions. Both lengths must
+    be static and `offset + L` at most the result length.
+
+    Example (the gradient of the imaginary half of a ComplEx row):
+
+    ```mlir
+    %g = bvec.pad %dim[64] : !bvec.vec<?x64xf32> -> !bvec.vec<?x128xf32>
+    ```
+  }];
+  let arguments = (ins BatchedVector_VecType:$input, I64Attr:$offset);
+  let results = (outs BatchedVector_VecType:$result);
+  let assemblyFormat = [{
+    $input `[` $offset `]` attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // KGE_DIALECT_BATCHEDVECTOR_IR_BATCHEDVECTOROPS_TD

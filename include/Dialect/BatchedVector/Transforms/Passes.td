@@ -25,6 +25,58 @@ def BatchedVectorSpecialize : Pass<"bvec-specialize", "ModuleOp"> {
   ];
 }
 
+def BatchedVectorDifferentiate : Pass<"bvec-differentiate", "ModuleOp"> {
+  let summary = "Derive the gradient function of each bvec function (reverse mode)";
+  let description = [{
+    For every `bvec.func @f` (with scalar results), adds `bvec.func @f_grad`:
+    the reverse-mode derivative of `sum_b sum_r d_r[b] * r[b]` over the
+    results `r` of `f`, given one per-edge seed `d_<r>` (`!bvec.scalar`)
+    per result, with respect to the rows that `f` gathers from its tables.
+    `@f_grad` takes `f`'s arguments followed by the seeds and returns one
+    batch per (table, index array) pair that `f` gathers through, named
+    `d_<table>_<indices>`: row `b` is the gradient of the row
+    `table[indices[b]]` that edge `b` read (a vector for a table of
+    vectors, a matrix for a table of matrices). These are row-sparse
+    gradients: the gradient of the table is their sum scattered to the
+    rows `indices[b]`, which the caller does (an index-add, a segmented
+    sum, or a sparse optimizer update) without a dense gradient table.
+
+    The derivative recomputes what it needs of the forward computation in
+    the same function, so `@f_grad` is one fused kernel like `@f`. Rules
+    that are not smooth everywhere take these values:
+
+    - `abs` and the 1-norm: `sign(x)`, 0 at `x = 0`;
+    - the 2-norm: `x / max(|x|, 1e-20)`, so 0 at `x = 0`;
+    - `max`/`min` of two batches: the gradient goes to the larger (smaller)
+      operand, half to each where they are equal;
+    - `reduce max`/`reduce min`: shared equally by the elements equal to
+      the extreme (as `torch.amax`);
+    - `sqrt` at 0 and `log` at 0 follow IEEE arithmetic (infinite).
+
+    Only tables of floating-point rows are differentiated; `wrt` restricts
+    the derivative to the named tables (the others are treated as
+    constants, e.g. frozen embeddings). Functions named in `functions`
+    (all when empty) are differentiated; a function whose gradient
+    function name is taken, whose results are not scalars, or that
+    gathers from no table in `wrt` is refused with a diagnostic.
+
+    Example (TransE, `-bvec-differentiate`):
+
+    ```mlir
+    bvec.func @transe_grad(%Eemb: ..., %Remb: ..., %h: ..., %r: ..., %t: ...,
+                           %d_score: !bvec.scalar<?xf32>)
+        -> (d_Eemb_h: !bvec.vec<?x128xf32>, d_Eemb_t: !bvec.vec<?x128xf32>,
+            d_Remb_r: !bvec.vec<?x128xf32>)
+    ```
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "bvec functions to differentiate (empty: all)">,
+    ListOption<"wrt", "wrt", "std::string",
+               "tables to differentiate with respect to (empty: all tables of floats)">,
+  ];
+}
+
 def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
   let summary = "Plan one fused GPU kernel per bvec function";
   let description = [{

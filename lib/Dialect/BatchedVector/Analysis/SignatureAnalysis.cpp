@@ -72,6 +72,10 @@ LogicalResult DimensionSymbols::build(FuncOp func) {
           unify(m.getVec(), 1, m.getMat(), 1);
           unify(m, 1, m.getMat(), 2);
         })
+        .Case([&](MatMulVecOp m) {
+          unify(m.getVec(), 1, m.getMat(), 2);
+          unify(m, 1, m.getMat(), 1);
+        })
         .Case([&](VecOuterVecOp m) {
           unify(m, 1, m.getLhs(), 1);
           unify(m, 2, m.getRhs(), 1);
@@ -169,8 +173,12 @@ FailureOr<kge_runtime::Signature> mlir::bvec::computeSignature(FuncOp func) {
   };
 
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
-    auto role = isa<TableType>(arg.getType()) ? kge_runtime::ParamRole::Table
-                                              : kge_runtime::ParamRole::Indices;
+    // Tables and per-edge inputs are arrays read whole (role "table": a
+    // per-edge input is a [B] array); index arrays are checked against
+    // the tables they index.
+    auto role = isa<IndicesType>(arg.getType())
+                    ? kge_runtime::ParamRole::Indices
+                    : kge_runtime::ParamRole::Table;
     FailureOr<kge_runtime::Parameter> param =
         makeParam(func.getArgName(i), role, arg);
     if (failed(param))

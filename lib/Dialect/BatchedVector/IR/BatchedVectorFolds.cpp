@@ -229,6 +229,14 @@ OpFoldResult SinOp::fold(FoldAdaptor adaptor) {
 OpFoldResult CosOp::fold(FoldAdaptor adaptor) {
   return foldUnaryMath(adaptor.getInput(), [](double x) { return std::cos(x); });
 }
+OpFoldResult SignOp::fold(FoldAdaptor adaptor) {
+  // sign(sign(x)) = sign(x), sign(|x|) is not |x|.
+  if (auto inner = getInput().getDefiningOp<SignOp>())
+    return inner.getResult();
+  return foldUnaryMath(adaptor.getInput(), [](double x) {
+    return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);
+  });
+}
 
 //===----------------------------------------------------------------------===//
 // Gathers: a repeated gather of the same rows is the earlier gather.

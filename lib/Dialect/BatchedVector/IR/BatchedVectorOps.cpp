@@ -244,13 +244,17 @@ LogicalResult FuncOp::verify() {
     Type argType = type.getInput(i);
     if (failed(checkName(getArgName(i), "argument")))
       return failure();
-    if (!isa<TableType, IndicesType>(argType))
+    if (!isa<TableType, IndicesType, ScalarType>(argType))
       return emitOpError() << "argument '" << getArgName(i)
-                           << "' must be a !bvec.table or !bvec.indices, got "
+                           << "' must be a !bvec.table, !bvec.indices or "
+                              "!bvec.scalar, got "
                            << argType;
     if (isa<IndicesType>(argType)) {
       batched.push_back(argType);
       roles.push_back(("index array '" + getArgName(i) + "'").str());
+    } else if (isa<ScalarType>(argType)) {
+      batched.push_back(argType);
+      roles.push_back(("per-edge input '" + getArgName(i) + "'").str());
     }
   }
   for (unsigned i = 0, e = type.getNumResults(); i < e; ++i) {
@@ -472,6 +476,22 @@ LogicalResult VecMulMatOp::verify() {
   return success();
 }
 
+LogicalResult MatMulVecOp::verify() {
+  MatType mat = getMat().getType();
+  VecType vec = getVec().getType();
+  VecType result = getResult().getType();
+  if (failed(verifyDim(*this, mat.getCols(), vec.getLength(),
+                       "matrix column count", "vector length")) ||
+      failed(verifyDim(*this, result.getLength(), mat.getRows(),
+                       "result length", "matrix row count")) ||
+      failed(verifySameBatch(*this, {mat, vec, result},
+                             {"matrix", "vector", "result"})) ||
+      failed(verifySameElementType(*this, {mat, vec, result},
+                                   {"matrix", "vector", "result"})))
+    return failure();
+  return success();
+}
+
 LogicalResult VecOuterVecOp::verify() {
   VecType lhs = getLhs().getType(), rhs = getRhs().getType();
   MatType result = getResult().getType();
@@ -535,6 +555,25 @@ LogicalResult SliceOp::verify() {
     return diag << ") is out of bounds for input length "
                 << input.getLength();
   }
+  if (failed(verifySameBatch(*this, {input, result}, {"input", "result"})) ||
+      failed(verifySameElementType(*this, {input, result},
+                                   {"input", "result"})))
+    return failure();
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  VecType input = getInput().getType(), result = getResult().getType();
+  if (ShapedType::isDynamic(input.getLength()))
+    return emitOpError() << "needs a static input length, got " << input;
+  if (ShapedType::isDynamic(result.getLength()))
+    return emitOpError() << "needs a static result length, got " << result;
+  int64_t offset = getOffset(), length = input.getLength();
+  if (offset < 0 || offset > result.getLength() ||
+      length > result.getLength() - offset)
+    return emitOpError() << "places " << length << " elements at offset "
+                         << offset << ", outside result length "
+                         << result.getLength();
   if (failed(verifySameBatch(*this, {input, result}, {"input", "result"})) ||
       failed(verifySameElementType(*this, {input, result},
                                    {"input", "result"})))
