@@ -2,7 +2,7 @@
 // RUN: not kge-opt %s -split-input-file -bvec-differentiate="wrt=Nope" 2>&1 | FileCheck %s --check-prefix=WRT
 // RUN: not kge-opt %s -split-input-file -bvec-differentiate="functions=nope" 2>&1 | FileCheck %s --check-prefix=FUNC
 
-// WRT: has no table named 'Nope' to differentiate with respect to
+// WRT: bvec-differentiate: no differentiated function has a table named 'Nope'
 // FUNC: bvec-differentiate: no bvec.func named 'nope'
 
 // expected-error @+1 {{'bvec.func' op cannot be differentiated: result 'v' is '!bvec.vec<?x4xf32>', not a batch of scalars (a gradient needs one seed per edge)}}

@@ -55,10 +55,11 @@ def BatchedVectorDifferentiate : Pass<"bvec-differentiate", "ModuleOp"> {
 
     Only tables of floating-point rows are differentiated; `wrt` restricts
     the derivative to the named tables (the others are treated as
-    constants, e.g. frozen embeddings). Functions named in `functions`
-    (all when empty) are differentiated; a function whose gradient
-    function name is taken, whose results are not scalars, or that
-    gathers from no table in `wrt` is refused with a diagnostic.
+    constants, e.g. frozen embeddings; functions without any of them are
+    left alone, and a name no function has is refused). Functions named in
+    `functions` (all when empty) are differentiated; a function whose
+    gradient function name is taken, whose results are not scalars, or
+    that gathers from no table of floats is refused with a diagnostic.
 
     Example (TransE, `-bvec-differentiate`):
 

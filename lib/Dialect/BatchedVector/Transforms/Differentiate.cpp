@@ -459,18 +459,28 @@ struct BatchedVectorDifferentiatePass
                            << name.getKey() << "'";
         return signalPassFailure();
       }
+    // With `wrt`, functions that gather from none of its tables have no
+    // gradient and are left alone; every table of `wrt` must be in one.
+    llvm::StringSet<> found;
     for (FuncOp f : targets) {
+      bool relevant = tables.empty();
       for (const auto &table : tables) {
         BlockArgument arg = f.getArgumentByName(table.getKey());
-        if (!arg || !isa<TableType>(arg.getType())) {
-          f.emitOpError() << "has no table named '" << table.getKey()
-                          << "' to differentiate with respect to";
-          return signalPassFailure();
+        if (arg && isa<TableType>(arg.getType())) {
+          found.insert(table.getKey());
+          relevant = true;
         }
       }
-      if (failed(Differentiation(f, tables).run()))
+      if (relevant && failed(Differentiation(f, tables).run()))
         return signalPassFailure();
     }
+    for (const auto &table : tables)
+      if (!found.contains(table.getKey())) {
+        module.emitError() << "bvec-differentiate: no differentiated function "
+                              "has a table named '"
+                           << table.getKey() << "'";
+        return signalPassFailure();
+      }
   }
 };
 
