@@ -136,6 +136,19 @@ def differentiate(module, functions=None, wrt=None):
     return converted
 
 
+def gradient_module(module, function, wrt=None):
+    """A module holding only the gradient function `<function>_grad` of the
+    bvec function `function` of `module` (differentiate), ready for
+    compile_bundle or compile_cpu."""
+    ir = _ir()
+    differentiated = differentiate(module, [function], wrt)
+    name = function + "_grad"
+    for f in differentiated.functions:
+        if f.name == name:
+            return ir.Module.parse(module.context, str(f))
+    raise ValueError(f"no gradient function {name} was derived")  # pragma: no cover
+
+
 def lower_text(text, pipeline):
     """The module `text`, parsed in a new context and run through the
     textual pass pipeline `pipeline`."""

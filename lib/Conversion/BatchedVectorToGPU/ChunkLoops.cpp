@@ -120,6 +120,25 @@ Value ChunkLoopEmitter::applyElementwise(Operation *op, ValueRange operands,
         return arith::DivFOp::create(
             b, loc, one(x), arith::AddFOp::create(b, loc, one(x), e));
       })
+      .Case([&](bvec::SignOp) -> Value {
+        // -1, 0 or 1 (0 at zero and for NaN).
+        Value x = operands[0];
+        auto splatOf = [&](float v) -> Value {
+          Value c = k.constF32(v);
+          return isa<VectorType>(x.getType())
+                     ? vector::BroadcastOp::create(b, loc, x.getType(), c)
+                           .getResult()
+                     : c;
+        };
+        Value zero = splatOf(0.0f);
+        Value positive = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGT, x, zero);
+        Value negative = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OLT, x, zero);
+        return arith::SelectOp::create(
+            b, loc, positive, one(x),
+            arith::SelectOp::create(b, loc, negative, splatOf(-1.0f), zero));
+      })
       .Default([&](Operation *other) -> Value {
         llvm_unreachable("not an elementwise bvec operation");
       });
@@ -316,7 +335,7 @@ struct ChunkLoopEmitter::Loop {
 static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
                          int64_t stage) {
   Operation *def = vector.getDefiningOp();
-  if (isa<bvec::SliceOp, bvec::VecMulMatOp>(def))
+  if (isa<bvec::SliceOp, bvec::PadOp, bvec::VecMulMatOp>(def))
     return true;
   return stages.materialized.contains(vector) && stages.of(vector) < stage;
 }
@@ -460,6 +479,26 @@ Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
   if (auto slice = vector.getDefiningOp<bvec::SliceOp>()) {
     source = slice.getInput();
     offset = slice.getOffset();
+  } else if (auto pad = vector.getDefiningOp<bvec::PadOp>()) {
+    // Elements [offset, offset + L) come from the input, the rest are 0;
+    // a chunk lies wholly inside or outside (the layout's vector width
+    // divides the offset and the length).
+    source = pad.getInput();
+    Value first = k.constIndex(pad.getOffset());
+    Value end = k.constIndex(pad.getOffset() +
+                             pad.getInput().getType().getLength());
+    Value inside = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, d0, first),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, d0, end));
+    valid = arith::AndIOp::create(b, loc, valid, inside);
+    Value local = arith::SelectOp::create(
+        b, loc, inside, arith::SubIOp::create(b, loc, d0, first),
+        k.constIndex(0));
+    Value at = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, edge, k.rowStrideValue(source)), local);
+    return loadSharedChunk(k.materializedView(source), at, valid);
   }
   Value buffer = k.materializedView(source);
   Value rowStart = arith::MulIOp::create(b, loc, edge, k.rowStrideValue(source));

@@ -78,7 +78,23 @@ LogicalResult KernelEmitter::plan() {
   if (sizes.wasInterrupted())
     return failure();
 
+  // Transposed matrix products are lowered on the CPU path only.
+  WalkResult transposed = func.getBody().walk([&](bvec::MatMulVecOp op) {
+    op->emitOpError() << "is not lowered to the GPU yet (the CPU path runs "
+                         "it); gradient functions of matrix models run on "
+                         "the CPU";
+    return WalkResult::interrupt();
+  });
+  if (transposed.wasInterrupted())
+    return failure();
+
   if (isNegative()) {
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+      if (isa<bvec::ScalarType>(type))
+        return func.emitOpError()
+               << "negative mode: per-edge input '" << func.getArgName(i)
+               << "' has one value per positive edge, not per scored edge; "
+                  "score the corrupted edges as a batch of their own";
     negativeArray = func.getArgumentByName(options.negative);
     if (!negativeArray || !isa<bvec::IndicesType>(negativeArray.getType()))
       return func.emitOpError()
@@ -555,7 +571,33 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel) {
   return success();
 }
 
+void KernelEmitter::emitScalarPreBlock() {
+  // Per-edge inputs, read at the edge's row, and the scalars computed from
+  // them and constants alone.
+  int64_t edgesPerWarp = layout.tile / layout.warps;
+  for (BlockArgument arg : func.getArguments())
+    if (isa<bvec::ScalarType>(arg.getType()))
+      for (int64_t i = 0; i < edgesPerWarp; ++i)
+        scalars[{arg, i}] = memref::LoadOp::create(
+            b, loc, memrefOf(arg), ValueRange{resultRow(localEdge(i))});
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    Value result = op.getResult(0);
+    if (!isa<bvec::ScalarType>(result.getType()) ||
+        isa<bvec::ConstantOp>(op) || stages.of(result) != -1)
+      continue;
+    for (int64_t i = 0; i < edgesPerWarp; ++i) {
+      SmallVector<Value> operands;
+      for (Value operand : op.getOperands())
+        operands.push_back(ChunkLoopEmitter(*this).scalar(operand, i));
+      scalars[{result, i}] = ChunkLoopEmitter(*this).applyElementwise(
+          &op, operands, /*scalarMode=*/true);
+    }
+  }
+}
+
 LogicalResult KernelEmitter::emitStage(int64_t stage) {
+  if (stage == 0)
+    emitScalarPreBlock();
   // Matrix products of the stage read their materialized inputs and write
   // their outputs to shared memory before the chunk loops run.
   // The products share the block's work-item table: each one after the
@@ -599,8 +641,8 @@ void KernelEmitter::emitScalarPostBlock(int64_t stage) {
     if (!isa<bvec::ScalarType>(result.getType()) ||
         isa<bvec::VecMulVecOp, bvec::NormOp, bvec::ReduceOp>(op))
       continue;
-    int64_t s = stages.of(result);
-    if (std::max<int64_t>(s, 0) != stage || isa<bvec::ConstantOp>(op))
+    // Scalars of stage -1 are computed before the first stage.
+    if (stages.of(result) != stage || isa<bvec::ConstantOp>(op))
       continue;
     for (int64_t i = 0; i < edgesPerWarp; ++i) {
       SmallVector<Value> operands;

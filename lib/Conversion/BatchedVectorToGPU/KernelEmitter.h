@@ -127,6 +127,8 @@ private:
 
   //===--- Stages -----------------------------------------------------===//
   LogicalResult emitStage(int64_t stage);
+  /// Before the first stage: per-edge inputs and the scalars of stage -1.
+  void emitScalarPreBlock();
   void emitScalarPostBlock(int64_t stage);
   LogicalResult emitMatrixResults();
 

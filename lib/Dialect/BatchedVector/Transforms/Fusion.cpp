@@ -35,6 +35,10 @@ FusionStages mlir::bvec::computeFusionStages(FuncOp func) {
       s = std::max(s, stageOf(v));
     return s;
   };
+  // Per-edge inputs are known before the first stage, like constants.
+  for (BlockArgument arg : func.getArguments())
+    if (isa<ScalarType>(arg.getType()))
+      result.stage[arg] = -1;
   int64_t last = 0;
   for (Operation &op : func.getBody().front().without_terminator()) {
     int64_t s = TypeSwitch<Operation *, int64_t>(&op)
@@ -59,6 +63,10 @@ FusionStages mlir::bvec::computeFusionStages(FuncOp func) {
                       return maxOver(m->getOperands()) + 1;
                     })
                     .Case([&](SliceOp m) {
+                      result.materialized.insert(m.getInput());
+                      return stageOf(m.getInput()) + 1;
+                    })
+                    .Case([&](PadOp m) {
                       result.materialized.insert(m.getInput());
                       return stageOf(m.getInput()) + 1;
                     })
@@ -136,6 +144,12 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
                             << v.getType();
           return WalkResult::interrupt();
         }
+      }
+      if (auto pad = dyn_cast<PadOp>(op); pad && pad.getOffset() % 4) {
+        op->emitOpError() << "kernel layout: vector width 4 needs pad "
+                             "offsets that are multiples of 4, got "
+                          << pad.getOffset();
+        return WalkResult::interrupt();
       }
       return WalkResult::advance();
     });
@@ -327,6 +341,10 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
             if (ShapedType::isDynamic(length) || length % 4)
               layout.vectorWidth = 1;
           }
+      // A padded vector is read 4 elements at a time inside or outside
+      // its input.
+      if (auto pad = dyn_cast<PadOp>(op); pad && pad.getOffset() % 4)
+        layout.vectorWidth = 1;
     });
   }
   if (!reorderKey.empty()) {

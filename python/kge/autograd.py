@@ -1,0 +1,130 @@
+"""Compiled score functions as PyTorch operators with gradients.
+
+A score function's bundle and its gradient function's bundle (from
+`bvec-differentiate`, kge.compiler.gradient_module) make one
+`torch.autograd`-aware operator: the forward kernel scores the batch, the
+backward kernel turns the scores' gradient (one seed per edge) into the
+gathered rows' gradients, which are summed into the tables' gradients —
+dense (index_add_) or as sparse COO tensors for optimizers that take them
+(torch.optim.SparseAdam, Adagrad)::
+
+    score = kge.autograd.ScoreOperator(forward_bundle, gradient_bundle)
+    E = torch.nn.Parameter(...); R = torch.nn.Parameter(...)
+    loss = torch.nn.functional.softplus(-score(Eemb=E, Remb=R, h=h, r=r, t=t)).mean()
+    loss.backward()          # E.grad, R.grad
+
+Needs torch and the runtime (kge_runtime); not the compiler.
+"""
+
+import json
+
+
+class ScoreOperator:
+    """`forward` and `gradient` are kge.Bundle objects or bundle texts of a
+    score function `f` and of `f_grad`. Calling the operator with the
+    function's arguments by name returns its (first) result as a tensor that
+    autograd differentiates with respect to the floating-point tables that
+    require gradients. `sparse=True` gives sparse COO gradients."""
+
+    def __init__(self, forward, gradient, sparse=False):
+        from . import runtime
+        self.forward_program = runtime.Program(_text(forward))
+        self.gradient_program = runtime.Program(_text(gradient))
+        fwd = self.forward_program.signature["params"]
+        grad = self.gradient_program.signature["params"]
+        self.arguments = [p["name"] for p in fwd if p["role"] != "result"]
+        self.results = [p["name"] for p in fwd if p["role"] == "result"]
+        if len(self.results) != 1:
+            raise ValueError(f"a score operator needs one result, the function has "
+                             f"{len(self.results)}")
+        self.seed = "d_" + self.results[0]
+        grad_arguments = [p["name"] for p in grad if p["role"] != "result"]
+        if grad_arguments != self.arguments + [self.seed]:
+            raise ValueError("the gradient bundle is not the gradient of the score bundle: "
+                             f"it takes {grad_arguments}, expected {self.arguments + [self.seed]}")
+        tables = [p["name"] for p in fwd if p["role"] == "table"]
+        # Each gradient result d_<table>_<indices>: where its rows go.
+        self.gradients = []
+        for p in grad:
+            if p["role"] != "result":
+                continue
+            pair = [(t, i) for t in tables for i in self.arguments
+                    if p["name"] == f"d_{t}_{i}"]
+            if len(pair) != 1:
+                raise ValueError(f"gradient result {p['name']!r} names no single "
+                                 "(table, index array) pair")
+            self.gradients.append((p["name"],) + pair[0])
+        self.sparse = sparse
+
+    def __call__(self, **tensors):
+        missing = [n for n in self.arguments if n not in tensors]
+        extra = [n for n in tensors if n not in self.arguments]
+        if missing or extra:
+            raise TypeError(f"the score function takes {', '.join(self.arguments)}"
+                            + (f"; missing {', '.join(missing)}" if missing else "")
+                            + (f"; unknown {', '.join(extra)}" if extra else ""))
+        return _ScoreFunction.apply(self, *[tensors[n] for n in self.arguments])
+
+
+def _text(bundle):
+    if isinstance(bundle, str):
+        json.loads(bundle)  # a clear error for a text that is not a bundle
+        return bundle
+    return bundle.text
+
+
+def _autograd_function():
+    import torch
+
+    class ScoreFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, op, *tensors):
+            named = dict(zip(op.arguments, tensors))
+            ctx.op = op
+            ctx.save_for_backward(*tensors)
+            with torch.no_grad():
+                return op.forward_program(**named)[op.results[0]]
+
+        @staticmethod
+        def backward(ctx, seed):
+            op = ctx.op
+            tensors = ctx.saved_tensors
+            named = dict(zip(op.arguments, tensors))
+            position = {n: i for i, n in enumerate(op.arguments)}
+            wanted = ctx.needs_input_grad[1:]
+            grads = [None] * len(tensors)
+            rows = op.gradient_program(**named, **{op.seed: seed.contiguous().float()})
+            for result, table, indices in op.gradients:
+                i = position[table]
+                if not wanted[i]:
+                    continue
+                index = named[indices].reshape(-1)
+                values = rows[result].to(named[table].dtype)
+                if op.sparse:
+                    part = torch.sparse_coo_tensor(index.unsqueeze(0), values,
+                                                   named[table].shape)
+                    grads[i] = part if grads[i] is None else grads[i] + part
+                else:
+                    if grads[i] is None:
+                        grads[i] = torch.zeros_like(named[table])
+                    grads[i].index_add_(0, index, values)
+            if op.sparse:
+                grads = [g.coalesce() if g is not None else None for g in grads]
+            return (None, *grads)
+
+    return ScoreFunction
+
+
+class _Lazy:
+    """The autograd.Function, created on first use (torch imported then)."""
+
+    _function = None
+
+    @classmethod
+    def apply(cls, *args):
+        if cls._function is None:
+            cls._function = _autograd_function()
+        return cls._function.apply(*args)
+
+
+_ScoreFunction = _Lazy

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Compiles the gradient functions (bvec-differentiate) of the example score
+functions, and the functions themselves, into kernel bundles for the GPU
+suite's gradient tests and bench/bench_gradients.py (run here, where the
+compiler is; the bundles travel to the GPU machine):
+
+  <out>/<example>.grad.<variant>.kgebundle   the gradient function
+  <out>/<example>.fwd.<variant>.kgebundle    the score function
+
+variants: dyn (every length dynamic) and D<n> (lengths specialized to n).
+Examples whose gradient the GPU lowering does not take yet (transposed
+matrix products: TransR, RESCAL) are listed in <out>/skipped.json with the
+compiler's reason.
+"""
+
+import argparse
+import json
+import pathlib
+
+from kge import ir
+from kge.compiler import compile_bundle, gradient_module
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=pathlib.Path, required=True)
+    parser.add_argument("--lengths", type=int, nargs="*", default=[128])
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    skipped = {}
+    for path in sorted((ROOT / "examples" / "bvec").glob("*.mlir")):
+        name = path.stem
+        module = ir.Module.parse(ir.Context(), path.read_text())
+        grad = gradient_module(module, name)
+        symbols = sorted({d for p in ir.signature(module, name)["params"]
+                          for d in p["shape"][1:] if isinstance(d, str)})
+        variants = {"dyn": None}
+        variants.update({f"D{n}": {s: n for s in symbols} for n in args.lengths})
+        for variant, sizes in variants.items():
+            try:
+                bundle = compile_bundle(grad, sizes=sizes)
+            except ir.MLIRError as error:
+                skipped[name] = "; ".join(error.diagnostics)
+                break
+            bundle.save(args.out / f"{name}.grad.{variant}.kgebundle")
+            compile_bundle(module, sizes=sizes).save(args.out / f"{name}.fwd.{variant}.kgebundle")
+    (args.out / "skipped.json").write_text(json.dumps(skipped, indent=2) + "\n")
+    print(f"bundles in {args.out}; skipped: {', '.join(skipped) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

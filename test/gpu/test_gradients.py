@@ -1,0 +1,140 @@
+"""The gradient functions of the examples (bvec-differentiate) on the GPU
+against PyTorch autograd of the float64 references, and the
+kge.autograd.ScoreOperator built from them inside a PyTorch training step.
+
+Bundles from test/gpu/build_gradient_bundles.py (KGE_GPU_GRADIENT_BUNDLES,
+default .carry/gradients). The tables' gradients are compared dense: the
+kernel's rows summed into their tables against the reference's table
+gradients, with random per-edge seeds, on uniform, Zipf-skewed and
+all-identical index batches (duplicates are summed).
+"""
+
+import json
+import os
+import pathlib
+import zlib
+
+import pytest
+import torch
+
+from references import REFERENCES
+from test_kernels import draw, indexed_by_table
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUNDLES = pathlib.Path(os.environ.get("KGE_GPU_GRADIENT_BUNDLES", ROOT / ".carry" / "gradients"))
+SKIPPED = json.loads((BUNDLES / "skipped.json").read_text()) if BUNDLES.exists() else {}
+EXAMPLES = sorted(n for n in REFERENCES if n not in SKIPPED)
+
+
+def _program(rt, example, kind, variant):
+    path = BUNDLES / f"{example}.{kind}.{variant}.kgebundle"
+    if not path.exists():
+        pytest.fail(f"missing bundle {path}; run test/gpu/build_gradient_bundles.py")
+    return rt.Program(path.read_text())
+
+
+def _inputs(signature, batch, length, kind, seed):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    params = signature["params"]
+    args = {}
+    for p in params:
+        if p["role"] == "table" and len(p["shape"]) > 1:
+            rows = 64 if p["name"].startswith("R") or p["name"] in ("Pv", "Rp", "Rph") else 500
+            shape = [rows] + [length] * (len(p["shape"]) - 1)
+            args[p["name"]] = torch.randn(shape, generator=generator, device="cuda")
+    for p in params:
+        if p["role"] == "indices":
+            rows = min(args[t].shape[0] for t in indexed_by_table(p, params))
+            args[p["name"]] = draw(kind, batch, rows, generator)
+    return args
+
+
+def _dense(program, rows, args):
+    """The gradient rows summed into their tables."""
+    dense = {}
+    for p in program.signature["params"]:
+        if p["role"] != "result":
+            continue
+        (table, indices), = [(t, i) for t in args for i in args if p["name"] == f"d_{t}_{i}"]
+        total = dense.setdefault(table, torch.zeros_like(args[table], dtype=torch.float64))
+        total.index_add_(0, args[indices], rows[p["name"]].double())
+    return dense
+
+
+def _reference(example, args, seed):
+    leaves = {n: (v.double().requires_grad_() if v.is_floating_point() else v)
+              for n, v in args.items()}
+    (REFERENCES[example](**leaves) * seed.double()).sum().backward()
+    return {n: v.grad for n, v in leaves.items() if v.is_floating_point()}
+
+
+@pytest.mark.parametrize("kind", ("uniform", "zipf", "identical"))
+@pytest.mark.parametrize("batch", (37, 4096))
+@pytest.mark.parametrize("variant,length", (("D128", 128), ("dyn", 100)))
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_gradient_matches_autograd(rt, example, variant, length, batch, kind):
+    program = _program(rt, example, "grad", variant)
+    seed_value = zlib.crc32(f"{example}/{variant}/{batch}/{kind}".encode())
+    args = _inputs(program.signature, batch, length, kind, seed_value)
+    seeds = torch.randn(batch, device="cuda",
+                        generator=torch.Generator(device="cuda").manual_seed(seed_value))
+    rows = program(**args, d_score=seeds)
+    torch.cuda.synchronize()
+    dense = _dense(program, rows, args)
+    reference = _reference(example, args, seeds)
+    for table, grad in reference.items():
+        if grad is None:
+            continue
+        actual = dense.get(table, torch.zeros_like(grad))
+        scale = max(1.0, grad.abs().max().item())
+        error = (actual - grad).abs().max().item() / scale
+        assert error < 1e-4, f"{table}: max error {error:.3g}"
+
+
+def test_score_operator_trains_like_autograd(rt):
+    """Five Adam steps of DistMult with the softplus loss through
+    kge.autograd.ScoreOperator give the tables that the same steps through
+    PyTorch autograd give: dense gradients with Adam, sparse ones with
+    SparseAdam (against torch's sparse embedding gradients)."""
+    from kge.autograd import ScoreOperator
+    fwd = (BUNDLES / "distmult.fwd.D128.kgebundle").read_text()
+    grad = (BUNDLES / "distmult.grad.D128.kgebundle").read_text()
+    generator = torch.Generator(device="cuda").manual_seed(3)
+    E0 = torch.randn(300, 128, device="cuda", generator=generator) * 0.1
+    R0 = torch.randn(20, 128, device="cuda", generator=generator) * 0.1
+    batches = [(torch.randint(0, 300, (512,), device="cuda", generator=generator),
+                torch.randint(0, 20, (512,), device="cuda", generator=generator),
+                torch.randint(0, 300, (512,), device="cuda", generator=generator),
+                torch.randint(0, 2, (512,), device="cuda", generator=generator).float() * 2 - 1)
+               for _ in range(5)]
+
+    def train(score, sparse):
+        E = torch.nn.Parameter(E0.clone())
+        R = torch.nn.Parameter(R0.clone())
+        optimizer = (torch.optim.SparseAdam if sparse else torch.optim.Adam)([E, R], lr=0.01)
+        for h, r, t, y in batches:
+            optimizer.zero_grad()
+            loss = torch.nn.functional.softplus(-y * score(E, R, h, r, t)).mean()
+            loss.backward()
+            assert E.grad.is_sparse == sparse
+            optimizer.step()
+        return E.detach(), R.detach()
+
+    def eager(E, R, h, r, t, sparse):
+        rows = lambda table, i: torch.nn.functional.embedding(i, table, sparse=sparse)
+        return (rows(E, h) * rows(R, r) * rows(E, t)).sum(-1)
+
+    for sparse in (False, True):
+        op = ScoreOperator(fwd, grad, sparse=sparse)
+        actual = train(lambda E, R, h, r, t: op(Eemb=E, Remb=R, h=h, r=r, t=t), sparse)
+        expected = train(lambda E, R, h, r, t: eager(E, R, h, r, t, sparse), sparse)
+        for a, b in zip(actual, expected):
+            assert torch.allclose(a, b, atol=1e-5, rtol=1e-4), (a - b).abs().max().item()
+
+
+def test_score_operator_refuses_mismatched_bundles(rt):
+    from kge.autograd import ScoreOperator
+    fwd = (BUNDLES / "distmult.fwd.D128.kgebundle").read_text()
+    other = (BUNDLES / "transe_l2.grad.D128.kgebundle").read_text()
+    with pytest.raises(ValueError, match="not the gradient of the score bundle"):
+        ScoreOperator(fwd, other)
