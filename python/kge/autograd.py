@@ -39,9 +39,13 @@ class ScoreOperator:
                              f"{len(self.results)}")
         self.seed = "d_" + self.results[0]
         grad_arguments = [p["name"] for p in grad if p["role"] != "result"]
-        if grad_arguments != self.arguments + [self.seed]:
-            raise ValueError("the gradient bundle is not the gradient of the score bundle: "
-                             f"it takes {grad_arguments}, expected {self.arguments + [self.seed]}")
+        name = self.forward_program.signature["name"]
+        if (self.gradient_program.signature["name"] != name + "_grad"
+                or grad_arguments != self.arguments + [self.seed]):
+            raise ValueError(
+                "the gradient bundle is not the gradient of the score bundle: it is "
+                f"{self.gradient_program.signature['name']}({', '.join(grad_arguments)}), "
+                f"expected {name}_grad({', '.join(self.arguments + [self.seed])})")
         tables = [p["name"] for p in fwd if p["role"] == "table"]
         # Each gradient result d_<table>_<indices>: where its rows go.
         self.gradients = []
