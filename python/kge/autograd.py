@@ -26,7 +26,7 @@ class ScoreOperator:
     autograd differentiates with respect to the floating-point tables that
     require gradients. `sparse=True` gives sparse COO gradients."""
 
-    def __init__(self, forward, gradient, sparse=False):
+    def __init__(self, forward, gradient, sparse=False, rows=False):
         from . import runtime
         self.forward_program = runtime.Program(_text(forward))
         self.gradient_program = runtime.Program(_text(gradient))
@@ -59,6 +59,11 @@ class ScoreOperator:
                                  "(table, index array) pair")
             self.gradients.append((p["name"],) + pair[0])
         self.sparse = sparse
+        # With `rows`, backward leaves the tables' .grad alone and records
+        # (table, indices, rows) in `captured` for a row-sparse optimizer
+        # (kge.training.RowSparseOptimizer) to apply.
+        self.rows = rows
+        self.captured = []
 
     def __call__(self, **tensors):
         missing = [n for n in self.arguments if n not in tensors]
@@ -104,7 +109,9 @@ def _autograd_function():
                     continue
                 index = named[indices].reshape(-1)
                 values = rows[result].to(named[table].dtype)
-                if op.sparse:
+                if op.rows:
+                    op.captured.append((table, index, values))
+                elif op.sparse:
                     part = torch.sparse_coo_tensor(index.unsqueeze(0), values,
                                                    named[table].shape)
                     grads[i] = part if grads[i] is None else grads[i] + part
@@ -112,7 +119,7 @@ def _autograd_function():
                     if grads[i] is None:
                         grads[i] = torch.zeros_like(named[table])
                     grads[i].index_add_(0, index, values)
-            if op.sparse:
+            if op.sparse and not op.rows:
                 grads = [g.coalesce() if g is not None else None for g in grads]
             return (None, *grads)
 

@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=pathlib.Path, required=True)
-    parser.add_argument("--lengths", type=int, nargs="*", default=[128])
+    parser.add_argument("--lengths", type=int, nargs="*", default=[32, 128])
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     skipped = {}

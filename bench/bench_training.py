@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Training on the WN18-like graph: KGE's kernels (forward and gradient
+kernels through kge.autograd.ScoreOperator) against the same training loop
+in plain PyTorch (sparse embedding lookups, autograd), everything else equal:
+model, initialization, negatives (the same generator), loss, sparse
+optimizer, batch order. Per model: epoch times (median), the time in
+forward + backward, and the filtered MRR / Hits@k on the test set after the
+last epoch, for both.
+
+    python3 bench/bench_training.py --data .carry/wn18like.npz \\
+        --bundles .carry/gradients --out $OUT/training.json
+
+The data file comes from `bench/bench_training.py --prepare FILE` on a
+machine with WordNet (Debian's wordnet-base): kge.link_prediction.wn18_like.
+Bundles from test/gpu/build_gradient_bundles.py --lengths 128.
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+
+import numpy as np
+
+# name: loss, optimizer, learning rate, margin (or the adversarial gamma).
+CONFIGS = {
+    "transe_l2": ("adversarial", "adam", 0.001, 6.0),
+    "distmult": ("softplus", "adagrad", 0.1, 1.0),
+    "complex": ("softplus", "adagrad", 0.1, 1.0),
+    "rotate": ("adversarial", "adam", 0.001, 6.0),
+}
+
+
+def prepare(path):
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
+    from kge.link_prediction import wn18_like
+    data = wn18_like()
+    np.savez(path, train=data.train, valid=data.valid, test=data.test,
+             num_entities=data.num_entities, num_relations=data.num_relations)
+    print(f"{path}: {data.num_entities} entities, {data.num_relations} relations, "
+          f"{len(data.train)}/{len(data.valid)}/{len(data.test)} triples")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--prepare", type=pathlib.Path)
+    parser.add_argument("--data", type=pathlib.Path)
+    parser.add_argument("--bundles", type=pathlib.Path)
+    parser.add_argument("--out", type=pathlib.Path)
+    parser.add_argument("--models", nargs="*", default=list(CONFIGS))
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--dim", type=int, default=128)
+    parser.add_argument("--batch", type=int, default=1024)
+    parser.add_argument("--negatives", type=int, default=64)
+    args = parser.parse_args()
+    if args.prepare:
+        return prepare(args.prepare)
+
+    import torch
+    from kge import training
+    data = np.load(args.data)
+    train, test = data["train"], data["test"]
+    known = np.concatenate([train, data["valid"], test])
+    entities, relations = int(data["num_entities"]), int(data["num_relations"])
+    results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+               "dataset": {"name": "wn18_like", "entities": entities, "relations": relations,
+                           "train": len(train), "test": len(test)},
+               "epochs": args.epochs, "dim": args.dim, "batch": args.batch,
+               "negatives": args.negatives, "rows": []}
+    for name in args.models:
+        loss, optimizer, lr, margin = CONFIGS[name]
+        fwd = (args.bundles / f"{name}.fwd.D{args.dim}.kgebundle").read_text()
+        grad = (args.bundles / f"{name}.grad.D{args.dim}.kgebundle").read_text()
+        row = {"model": name, "loss": loss, "optimizer": optimizer, "lr": lr, "margin": margin}
+        for label, eager in (("kge", False), ("pytorch", True)):
+            model = training.Model.create(name, fwd, grad, entities, relations, args.dim,
+                                          seed=0, eager=eager)
+            trainer = training.Trainer(model, train, batch_size=args.batch,
+                                       negatives=args.negatives, loss=loss, optimizer=optimizer,
+                                       lr=lr, margin=margin, seed=1)
+            times = [trainer.train_epoch()["seconds"] for _ in range(args.epochs)]
+            metrics, _ = training.evaluate(model, test, known)
+            row[label] = {"epoch_seconds": times, "median_epoch_seconds": statistics.median(times),
+                          "final_loss": trainer.log[-1]["loss"], **metrics}
+            print(name, label, json.dumps(row[label]), flush=True)
+            del model, trainer
+            torch.cuda.empty_cache()
+        row["speedup"] = (row["pytorch"]["median_epoch_seconds"]
+                          / row["kge"]["median_epoch_seconds"])
+        row["mrr_difference"] = row["kge"]["mrr"] - row["pytorch"]["mrr"]
+        results["rows"].append(row)
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

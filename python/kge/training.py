@@ -1,0 +1,445 @@
+"""Training KGE models on the GPU with KGE's kernels.
+
+A model is a score function compiled twice — its forward kernel and the
+kernel of its gradient function (`bvec-differentiate`) — and its tables
+(entity and relation embeddings, resident on the GPU). A training step
+samples negatives on the GPU, scores positives and negatives in one kernel
+call (kge.autograd.ScoreOperator), computes the loss in PyTorch and
+propagates it back through the gradient kernel to row-sparse table
+gradients, which a sparse optimizer (Adagrad or Adam over the touched rows)
+applies. Evaluation is the filtered ranking protocol on the GPU (MRR,
+Hits@1/3/10, ties counted half as in kge.link_prediction).
+
+    fwd, grad = compile_model("distmult", dim=128)          # needs the compiler
+    model = Model.create("distmult", fwd, grad, entities, relations, dim=128)
+    trainer = Trainer(model, train_triples, loss="softplus", negatives=16)
+    for epoch in range(10):
+        trainer.train_epoch()
+    metrics = evaluate(model, test_triples, known)
+
+`Trainer` also takes any score callable with the same interface
+(`eager_score`, a plain PyTorch implementation), which the benchmarks use
+as the baseline with everything else equal. Needs torch and the runtime;
+compile_model needs the compiler.
+"""
+
+import math
+import pathlib
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# name: (example score function, scores are distances, tables by kind).
+MODELS = {
+    "transe_l1": ("transe_l1", True, {"Eemb": "entity", "Remb": "relation"}),
+    "transe_l2": ("transe_l2", True, {"Eemb": "entity", "Remb": "relation"}),
+    "distmult": ("distmult", False, {"Eemb": "entity", "Remb": "relation"}),
+    "complex": ("complex", False, {"Ere": "entity", "Eim": "entity", "Rre": "relation",
+                                   "Rim": "relation"}),
+    "rotate": ("rotate", True, {"Ere": "entity", "Eim": "entity", "Rph": "relation"}),
+}
+LOSSES = ("margin", "softplus", "adversarial")
+OPTIMIZERS = ("adagrad", "adam")
+SAMPLERS = ("uniform", "degree")
+
+
+class TrainingError(RuntimeError):
+    """Training stopped: a non-finite loss (with the batch that caused it)."""
+
+
+def _spec(name):
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r} (expected one of {', '.join(MODELS)})")
+    return MODELS[name]
+
+
+def compile_model(name, dim, source=None):
+    """The forward and gradient bundles (kge.Bundle) of model `name` for
+    embeddings of length `dim`; `source` is the bvec text of its score
+    function (default: examples/bvec/<example>.mlir)."""
+    from . import ir
+    from .compiler import compile_bundle, gradient_module
+    example, _, _ = _spec(name)
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
+        raise ValueError(f"dim must be a positive integer, got {dim!r}")
+    if source is None:
+        source = (ROOT / "examples" / "bvec" / f"{example}.mlir").read_text()
+    module = ir.Module.parse(ir.Context(), source)
+    sizes = {d: dim for p in ir.signature(module, example)["params"]
+             for d in p["shape"][1:] if isinstance(d, str)}
+    return (compile_bundle(module, sizes=sizes),
+            compile_bundle(gradient_module(module, example), sizes=sizes))
+
+
+def eager_score(name):
+    """Model `name`'s score in plain PyTorch (the tables read through
+    sparse embedding lookups): the baseline of the benchmarks."""
+    import torch
+    import torch.nn.functional as F
+
+    def rows(table, index):
+        return F.embedding(index, table, sparse=True)
+
+    def transe(p):
+        def score(Eemb, Remb, h, r, t):
+            return torch.linalg.vector_norm(rows(Eemb, h) + rows(Remb, r) - rows(Eemb, t),
+                                            ord=p, dim=-1)
+        return score
+
+    def distmult(Eemb, Remb, h, r, t):
+        return (rows(Eemb, h) * rows(Remb, r) * rows(Eemb, t)).sum(-1)
+
+    def complex_(Ere, Eim, Rre, Rim, h, r, t):
+        hre, him, tre, tim = rows(Ere, h), rows(Eim, h), rows(Ere, t), rows(Eim, t)
+        rre, rim = rows(Rre, r), rows(Rim, r)
+        return ((hre * rre - him * rim) * tre).sum(-1) + ((hre * rim + him * rre) * tim).sum(-1)
+
+    def rotate(Ere, Eim, Rph, h, r, t):
+        hre, him, tre, tim = rows(Ere, h), rows(Eim, h), rows(Ere, t), rows(Eim, t)
+        phase = rows(Rph, r)
+        rre, rim = torch.cos(phase), torch.sin(phase)
+        real = hre * rre - him * rim - tre
+        imag = hre * rim + him * rre - tim
+        return torch.sqrt(real * real + imag * imag).sum(-1)
+
+    _spec(name)
+    return {"transe_l1": transe(1), "transe_l2": transe(2), "distmult": distmult,
+            "complex": complex_, "rotate": rotate}[name]
+
+
+class Model:
+    """A model's tables (torch.nn.Parameters on the GPU) and its score:
+    `score(tables, h, r, t)` gives one score per edge; `distance` says
+    that lower scores are more plausible."""
+
+    def __init__(self, name, tables, score, distance, operator=None):
+        self.name, self.tables, self.score, self.distance = name, tables, score, distance
+        # KGE's operator when it hands row gradients to a RowSparseOptimizer.
+        self.operator = operator
+
+    @classmethod
+    def create(cls, name, forward=None, gradient=None, num_entities=None, num_relations=None,
+               dim=None, seed=0, device="cuda", eager=False, gradients="rows"):
+        """Tables initialized uniformly in [-1/sqrt(dim), 1/sqrt(dim)]
+        (RotatE's phases in [-pi, pi]); the score through KGE's kernels
+        (the bundles of compile_model) or, with `eager`, plain PyTorch.
+        KGE's gradients go to the tables' .grad (`gradients` "dense" or
+        "sparse") or, with "rows", straight to the Trainer's row-sparse
+        optimizer."""
+        import torch
+        _, distance, kinds = _spec(name)
+        for what, value in (("num_entities", num_entities), ("num_relations", num_relations),
+                            ("dim", dim)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{what} must be a positive integer, got {value!r}")
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        bound = 1 / math.sqrt(dim)
+        tables = {}
+        for table, kind in kinds.items():
+            rows = num_entities if kind == "entity" else num_relations
+            scale = math.pi if table == "Rph" else bound
+            values = (torch.rand(rows, dim, generator=generator) * 2 - 1) * scale
+            tables[table] = torch.nn.Parameter(values.to(device))
+        if gradients not in ("dense", "sparse", "rows"):
+            raise ValueError(f"gradients must be dense, sparse or rows, got {gradients!r}")
+        if eager:
+            fn = eager_score(name)
+            score = lambda t, h, r, tt: fn(**t, h=h, r=r, t=tt)
+            return cls(name, tables, score, distance)
+        from .autograd import ScoreOperator
+        op = ScoreOperator(forward, gradient, sparse=gradients == "sparse",
+                           rows=gradients == "rows")
+        score = lambda t, h, r, tt: op(**t, h=h, r=r, t=tt)
+        return cls(name, tables, score, distance, op if gradients == "rows" else None)
+
+    def plausibility(self, h, r, t):
+        s = self.score(self.tables, h, r, t)
+        return -s if self.distance else s
+
+
+class RowSparseOptimizer:
+    """Adagrad or Adam applied to the rows a step touched, from the gathered
+    rows' gradients (table, indices, rows) that KGE's gradient kernel gives:
+    the duplicates of each table are summed once (a sort of the indices and
+    one index_add_ into a [unique rows, D] buffer — no dense gradient
+    table), then the rows and their optimizer states are updated. The
+    updates are those of torch.optim.Adagrad with sparse gradients and of
+    torch.optim.SparseAdam (lazy Adam: moments of untouched rows stay)."""
+
+    def __init__(self, tables, method="adagrad", lr=0.1, eps=None, betas=(0.9, 0.999)):
+        import torch
+        if method not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {method!r} (expected one of "
+                             f"{', '.join(OPTIMIZERS)})")
+        self.tables, self.method, self.lr, self.betas = tables, method, lr, betas
+        self.eps = eps if eps is not None else (1e-10 if method == "adagrad" else 1e-8)
+        self.steps = 0
+        self.state = {n: [torch.zeros_like(t) for _ in range(1 if method == "adagrad" else 2)]
+                      for n, t in tables.items()}
+
+    def step(self, captured):
+        import torch
+        self.steps += 1
+        by_table = {}
+        for table, index, rows in captured:
+            by_table.setdefault(table, []).append((index, rows))
+        with torch.no_grad():
+            for table, parts in by_table.items():
+                index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
+                rows = torch.cat([r for _, r in parts]) if len(parts) > 1 else parts[0][1]
+                unique, inverse = torch.unique(index, return_inverse=True)
+                grad = torch.zeros(len(unique), rows.shape[1], device=rows.device,
+                                   dtype=rows.dtype).index_add_(0, inverse, rows)
+                param = self.tables[table]
+                if self.method == "adagrad":
+                    (total,) = self.state[table]
+                    acc = total[unique].addcmul_(grad, grad)
+                    total[unique] = acc
+                    param[unique] -= self.lr * grad / (acc.sqrt() + self.eps)
+                else:
+                    m, v = self.state[table]
+                    b1, b2 = self.betas
+                    mu = m[unique].mul_(b1).add_(grad, alpha=1 - b1)
+                    nu = v[unique].mul_(b2).addcmul_(grad, grad, value=1 - b2)
+                    m[unique], v[unique] = mu, nu
+                    correction1 = 1 - b1 ** self.steps
+                    correction2 = 1 - b2 ** self.steps
+                    size = self.lr * math.sqrt(correction2) / correction1
+                    param[unique] -= size * mu / (nu.sqrt() + self.eps)
+        captured.clear()
+
+
+def _loss(name, positive, negative, margin, temperature):
+    """positive [b], negative [b, K] plausibilities (higher is better)."""
+    import torch.nn.functional as F
+    if name == "margin":
+        return F.relu(margin - positive[:, None] + negative).mean()
+    if name == "softplus":
+        return (F.softplus(-positive).sum() + F.softplus(negative).sum()) / (
+            positive.numel() + negative.numel())
+    # Self-adversarial negative sampling (RotatE): negatives weighted by
+    # their softmax, the weights held constant.
+    weights = F.softmax(negative * temperature, dim=1).detach()
+    return (-F.logsigmoid(margin + positive).mean()
+            - (weights * F.logsigmoid(-margin - negative)).sum(1).mean())
+
+
+class Trainer:
+    """Mini-batch training of `model` on `triples` ([N, 3] head, relation,
+    tail): `negatives` corruptions per positive (head or tail, half each),
+    drawn uniformly or by entity degree (`sampler`), `loss` one of
+    margin / softplus / adversarial, `optimizer` adagrad or adam (sparse
+    updates of the touched rows)."""
+
+    def __init__(self, model, triples, *, batch_size=1024, negatives=16, loss="softplus",
+                 margin=1.0, temperature=1.0, optimizer="adagrad", lr=0.1, sampler="uniform",
+                 seed=0, device="cuda", num_entities=None):
+        import torch
+        for what, value, allowed in (("loss", loss, LOSSES), ("optimizer", optimizer, OPTIMIZERS),
+                                     ("sampler", sampler, SAMPLERS)):
+            if value not in allowed:
+                raise ValueError(f"unknown {what} {value!r} (expected one of "
+                                 f"{', '.join(allowed)})")
+        for what, value in (("batch_size", batch_size), ("negatives", negatives)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{what} must be a positive integer, got {value!r}")
+        triples = np.asarray(triples)
+        if triples.ndim != 2 or triples.shape[1] != 3 or len(triples) == 0:
+            raise ValueError(f"triples must be a non-empty [N, 3] array, got shape {triples.shape}")
+        entity_rows = [t.shape[0] for n, t in model.tables.items()
+                       if _spec(model.name)[2][n] == "entity"]
+        relation_rows = [t.shape[0] for n, t in model.tables.items()
+                         if _spec(model.name)[2][n] == "relation"]
+        self.num_entities = min(entity_rows)
+        if triples.min() < 0 or triples[:, [0, 2]].max() >= self.num_entities \
+                or triples[:, 1].max() >= min(relation_rows):
+            raise ValueError("triples index entities or relations beyond the model's tables "
+                             f"({self.num_entities} entities, {min(relation_rows)} relations)")
+        self.model = model
+        self.device = device
+        self.triples = torch.as_tensor(triples, dtype=torch.int64, device=device)
+        self.batch_size, self.negatives = batch_size, negatives
+        self.loss, self.margin, self.temperature = loss, margin, temperature
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+        params = list(model.tables.values())
+        if model.operator is not None:
+            self.optimizer = RowSparseOptimizer(model.tables, optimizer, lr)
+        else:
+            self.optimizer = (torch.optim.Adagrad(params, lr=lr) if optimizer == "adagrad"
+                              else torch.optim.SparseAdam(params, lr=lr))
+        self.degree = None
+        if sampler == "degree":
+            counts = torch.bincount(self.triples[:, [0, 2]].reshape(-1),
+                                    minlength=self.num_entities).double()
+            self.degree = (counts + 1) / (counts + 1).sum()
+        self.epoch = 0
+        self.log = []
+
+    def sample(self, count):
+        """`count` negative entities on the GPU."""
+        import torch
+        if self.degree is None:
+            return torch.randint(0, self.num_entities, (count,), device=self.device,
+                                 generator=self.generator)
+        return torch.multinomial(self.degree, count, replacement=True, generator=self.generator)
+
+    def step(self, batch):
+        """One step on the positives `batch` ([b, 3] on the device); returns
+        the loss (a tensor: reading it synchronizes)."""
+        import torch
+        h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
+        b, k = len(h), self.negatives
+        negative = self.sample(b * k).view(b, k)
+        corrupt_head = torch.rand(b, 1, device=self.device, generator=self.generator) < 0.5
+        heads = torch.cat([h[:, None], torch.where(corrupt_head, negative, h[:, None])], 1)
+        tails = torch.cat([t[:, None], torch.where(corrupt_head, t[:, None], negative)], 1)
+        relations = r.repeat_interleave(k + 1)
+        scores = self.model.plausibility(heads.reshape(-1), relations,
+                                         tails.reshape(-1)).view(b, k + 1)
+        loss = _loss(self.loss, scores[:, 0], scores[:, 1:], self.margin, self.temperature)
+        if self.model.operator is not None:
+            loss.backward()
+            self.optimizer.step(self.model.operator.captured)
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+        return loss
+
+    def train_epoch(self, progress=False, check_every=50):
+        """One pass over the triples in a random order; returns
+        {epoch, loss (mean), seconds}. A non-finite loss stops training
+        with a TrainingError naming the epoch and batch (the tables then
+        hold the last step's update; checkpoints on disk are untouched)."""
+        import torch
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        order = torch.randperm(len(self.triples), device=self.device, generator=self.generator)
+        batches = range(0, len(order), self.batch_size)
+        if progress:
+            try:
+                from tqdm import tqdm
+                batches = tqdm(batches, desc=f"epoch {self.epoch}", unit="batch")
+            except ImportError:  # pragma: no cover - tqdm is optional
+                pass
+        total = torch.zeros((), device=self.device)
+        pending = []
+        for k, first in enumerate(batches):
+            batch = self.triples[order[first:first + self.batch_size]]
+            loss = self.step(batch)
+            total += loss.detach()
+            pending.append((k, loss.detach()))
+            if len(pending) >= check_every:
+                self._check(pending, order)
+        self._check(pending, order)
+        torch.cuda.synchronize()
+        record = {"epoch": self.epoch, "loss": total.item() / max(1, len(range(0, len(order), self.batch_size))),
+                  "seconds": time.perf_counter() - start}
+        self.epoch += 1
+        self.log.append(record)
+        return record
+
+    def _check(self, pending, order):
+        import torch
+        if not pending:
+            return
+        finite = torch.isfinite(torch.stack([l for _, l in pending]))
+        if not bool(finite.all()):
+            k = pending[int((~finite).nonzero()[0])][0]
+            rows = order[k * self.batch_size:(k + 1) * self.batch_size][:4].tolist()
+            raise TrainingError(f"non-finite loss in epoch {self.epoch}, batch {k} "
+                                f"(its first triples: rows {rows} of the training set)")
+        pending.clear()
+
+    def save(self, path):
+        """A checkpoint of the tables and the epoch (kge.checkpoint: atomic)."""
+        from . import checkpoint
+        arrays = {n: t.detach().cpu().numpy() for n, t in self.model.tables.items()}
+        return checkpoint.save(path, arrays, "model", self.fingerprint(),
+                               {"epoch": self.epoch, "log": self.log})
+
+    def load(self, path):
+        """Restores tables and epoch from `path` (refused whole when it is not
+        a checkpoint of this model)."""
+        import torch
+        from . import checkpoint
+        arrays, meta = checkpoint.load(path, "model", self.fingerprint())
+        with torch.no_grad():
+            for n, t in self.model.tables.items():
+                t.copy_(torch.as_tensor(arrays[n], device=t.device))
+        self.epoch = meta["epoch"]
+        self.log = list(meta.get("log", []))
+
+    def fingerprint(self):
+        from . import checkpoint
+        return checkpoint.fingerprint({"model": self.model.name,
+                                       "tables": {n: list(t.shape)
+                                                  for n, t in self.model.tables.items()}})
+
+
+def filter_lists(triples, known):
+    """For each of `triples`, the other true tails of (h, r) and the other
+    true heads of (r, t) in `known`: two CSR pairs (offsets, values)."""
+    by_tail, by_head = {}, {}
+    for h, r, t in np.asarray(known).tolist():
+        by_tail.setdefault((h, r), []).append(t)
+        by_head.setdefault((r, t), []).append(h)
+    result = []
+    for side in (0, 1):
+        offsets, values = [0], []
+        for h, r, t in np.asarray(triples).tolist():
+            true = by_tail.get((h, r), []) if side == 0 else by_head.get((r, t), [])
+            truth = t if side == 0 else h
+            values.extend(e for e in true if e != truth)
+            offsets.append(len(values))
+        result.append((np.asarray(offsets, np.int64), np.asarray(values, np.int64)))
+    return result
+
+
+def evaluate(model, triples, known, chunk_edges=1 << 22):
+    """Filtered MRR and Hits@1/3/10 of `triples` ([N, 3]) on the GPU: each
+    triple's tail ranked among all entities with the other true tails in
+    `known` left out, and its head likewise; ties count half. Returns the
+    metrics and the ranks ([N, 2])."""
+    import torch
+    from .link_prediction import ranking_metrics
+    triples = np.asarray(triples, np.int64)
+    first = next(iter(model.tables.values()))
+    device = first.device
+    entities = min(t.shape[0] for n, t in model.tables.items()
+                   if _spec(model.name)[2][n] == "entity")
+    filters = filter_lists(triples, known)
+    rows = max(1, chunk_edges // entities)
+    all_entities = torch.arange(entities, device=device)
+    ranks = np.empty((len(triples), 2))
+    with torch.no_grad():
+        for side in (0, 1):
+            offsets, values = filters[side]
+            for start in range(0, len(triples), rows):
+                part = triples[start:start + rows]
+                n = len(part)
+                h = torch.as_tensor(part[:, 0], device=device)
+                r = torch.as_tensor(part[:, 1], device=device)
+                t = torch.as_tensor(part[:, 2], device=device)
+                fixed = (h if side == 0 else t).repeat_interleave(entities)
+                varied = all_entities.repeat(n)
+                relations = r.repeat_interleave(entities)
+                heads, tails = (fixed, varied) if side == 0 else (varied, fixed)
+                scores = model.plausibility(heads, relations, tails).view(n, entities)
+                truth_index = t if side == 0 else h
+                truth = scores.gather(1, truth_index[:, None])
+                if not bool(torch.isfinite(truth).all()):
+                    bad = int((~torch.isfinite(truth[:, 0])).nonzero()[0]) + start
+                    raise ValueError(f"triple {bad} {tuple(triples[bad])} scores non-finite")
+                lo, hi = offsets[start], offsets[start + n]
+                if hi > lo:
+                    counts = torch.as_tensor(np.diff(offsets[start:start + n + 1]), device=device)
+                    row = torch.arange(n, device=device).repeat_interleave(counts)
+                    col = torch.as_tensor(values[lo:hi], device=device)
+                    scores[row, col] = -math.inf
+                better = (scores > truth).sum(1)
+                equal = (scores == truth).sum(1) - 1
+                ranks[start:start + n, side] = (1 + better + equal / 2).double().cpu().numpy()
+    return ranking_metrics(ranks), ranks

@@ -1,0 +1,114 @@
+"""The training engine (kge.training) on the GPU: KGE's kernels train like
+the same loop in plain PyTorch, evaluation equals the host protocol of
+kge.link_prediction, non-finite losses stop training with the batch named,
+checkpoints round-trip and refuse another model's.
+
+Bundles from test/gpu/build_gradient_bundles.py (<model>.{fwd,grad}.D32).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from kge import training
+from kge.link_prediction import filtered_ranks, ranking_metrics
+from test_gradients import BUNDLES
+
+ENTITIES, RELATIONS, DIM = 200, 7, 32
+
+
+def graph(seed=0, n=3000):
+    rng = np.random.default_rng(seed)
+    p = np.arange(1, ENTITIES + 1, dtype=np.float64) ** -0.9
+    p /= p.sum()
+    heads, tails = rng.choice(ENTITIES, n, p=p), rng.choice(ENTITIES, n, p=p)
+    return np.unique(np.stack([heads, rng.integers(0, RELATIONS, n), tails], 1), axis=0)
+
+
+def model(name, eager=False, seed=0):
+    fwd = (BUNDLES / f"{name}.fwd.D{DIM}.kgebundle").read_text()
+    grad = (BUNDLES / f"{name}.grad.D{DIM}.kgebundle").read_text()
+    return training.Model.create(name, fwd, grad, ENTITIES, RELATIONS, DIM, seed=seed,
+                                 eager=eager)
+
+
+@pytest.mark.parametrize("name,loss,optimizer", [("transe_l2", "margin", "adagrad"),
+                                                 ("distmult", "softplus", "adagrad"),
+                                                 ("complex", "softplus", "adam"),
+                                                 ("rotate", "adversarial", "adam")])
+def test_kernels_train_like_pytorch(name, loss, optimizer):
+    triples = graph()
+    tables = []
+    for eager in (False, True):
+        m = model(name, eager)
+        trainer = training.Trainer(m, triples, batch_size=256, negatives=8, loss=loss,
+                                   optimizer=optimizer, lr=0.05, margin=2.0, seed=1)
+        record = trainer.train_epoch()
+        assert np.isfinite(record["loss"])
+        tables.append({n: t.detach().clone() for n, t in m.tables.items()})
+    for n in tables[0]:
+        difference = (tables[0][n] - tables[1][n]).abs().max().item()
+        assert difference < 1e-4, f"{name}: table {n} differs by {difference}"
+
+
+def test_training_lowers_the_loss():
+    triples = graph()
+    trainer = training.Trainer(model("distmult"), triples, batch_size=256, negatives=8,
+                               loss="softplus", lr=0.1)
+    losses = [trainer.train_epoch()["loss"] for _ in range(5)]
+    assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_evaluation_equals_the_host_protocol():
+    triples = graph()
+    m = model("distmult")
+    training.Trainer(m, triples, batch_size=256, lr=0.1).train_epoch()
+    test, known = triples[:40], triples
+    metrics, ranks = training.evaluate(m, test, known, chunk_edges=ENTITIES * 7)
+
+    def score(h, r, t):
+        with torch.no_grad():
+            as_tensor = lambda a: torch.as_tensor(a, device="cuda")
+            return m.plausibility(as_tensor(h), as_tensor(r), as_tensor(t)).cpu().numpy()
+
+    host = filtered_ranks(score, test, known, ENTITIES, RELATIONS)
+    np.testing.assert_array_equal(ranks, host)
+    assert metrics == ranking_metrics(host)
+
+
+def test_non_finite_loss_stops_with_the_batch():
+    triples = graph()
+    m = model("distmult")
+    with torch.no_grad():
+        m.tables["Eemb"][:] = float("nan")
+    trainer = training.Trainer(m, triples, batch_size=256)
+    with pytest.raises(training.TrainingError, match="non-finite loss in epoch 0, batch 0"):
+        trainer.train_epoch()
+
+
+def test_checkpoint_round_trip_and_refusal(tmp_path):
+    triples = graph()
+    m = model("distmult")
+    trainer = training.Trainer(m, triples, batch_size=256)
+    trainer.train_epoch()
+    path = tmp_path / "model.ckpt"
+    trainer.save(path)
+    saved = {n: t.detach().clone() for n, t in m.tables.items()}
+    trainer.train_epoch()
+    trainer.load(path)
+    assert trainer.epoch == 1
+    for n, t in m.tables.items():
+        assert torch.equal(t.detach(), saved[n])
+    other = training.Trainer(model("complex"), triples, batch_size=256)
+    with pytest.raises(ValueError, match="model"):
+        other.load(path)
+
+
+def test_bad_arguments_are_refused():
+    m = model("distmult")
+    with pytest.raises(ValueError, match="beyond the model's tables"):
+        training.Trainer(m, np.array([[0, 0, ENTITIES]]))
+    with pytest.raises(ValueError, match="unknown loss"):
+        training.Trainer(m, graph(), loss="hinge")
+    with pytest.raises(ValueError, match="non-empty"):
+        training.Trainer(m, np.zeros((0, 3), np.int64))
