@@ -25,10 +25,10 @@ import numpy as np
 
 # name: loss, optimizer, learning rate, margin (or the adversarial gamma).
 CONFIGS = {
-    "transe_l2": ("adversarial", "adam", 0.001, 6.0),
+    "transe_l2": ("adversarial", "adam", 0.01, 6.0),
     "distmult": ("softplus", "adagrad", 0.1, 1.0),
     "complex": ("softplus", "adagrad", 0.1, 1.0),
-    "rotate": ("adversarial", "adam", 0.001, 6.0),
+    "rotate": ("adversarial", "adam", 0.01, 6.0),
 }
 
 

@@ -168,6 +168,10 @@ class RowSparseOptimizer:
     updates are those of torch.optim.Adagrad with sparse gradients and of
     torch.optim.SparseAdam (lazy Adam: moments of untouched rows stay)."""
 
+    # Tables of at most this many rows (relations) sum their gradients into
+    # a buffer of their own size instead of sorting the indices.
+    SMALL_TABLE = 4096
+
     def __init__(self, tables, method="adagrad", lr=0.1, eps=None, betas=(0.9, 0.999)):
         import torch
         if method not in OPTIMIZERS:
@@ -189,10 +193,17 @@ class RowSparseOptimizer:
             for table, parts in by_table.items():
                 index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
                 rows = torch.cat([r for _, r in parts]) if len(parts) > 1 else parts[0][1]
-                unique, inverse = torch.unique(index, return_inverse=True)
-                grad = torch.zeros(len(unique), rows.shape[1], device=rows.device,
-                                   dtype=rows.dtype).index_add_(0, inverse, rows)
                 param = self.tables[table]
+                if param.shape[0] <= self.SMALL_TABLE:
+                    # Relations: summed into all the table's rows at once
+                    # (no sort), the touched ones kept.
+                    dense = torch.zeros_like(param).index_add_(0, index, rows)
+                    unique = torch.bincount(index, minlength=param.shape[0]).nonzero()[:, 0]
+                    grad = dense[unique]
+                else:
+                    unique, inverse = torch.unique(index, return_inverse=True)
+                    grad = torch.zeros(len(unique), rows.shape[1], device=rows.device,
+                                       dtype=rows.dtype).index_add_(0, inverse, rows)
                 if self.method == "adagrad":
                     (total,) = self.state[table]
                     acc = total[unique].addcmul_(grad, grad)

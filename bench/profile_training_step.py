@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Where a training step's time goes: KGE's step (kernels, row-sparse
+optimizer) and the plain PyTorch step, phase by phase (CUDA events around
+sampling, scoring, loss + backward, optimizer), on the WN18-like graph.
+
+    python3 bench/profile_training_step.py --data .carry/wn18like.npz --bundles .carry/gradients
+"""
+
+import argparse
+import json
+import pathlib
+
+import numpy as np
+import torch
+
+from kge import training
+
+PHASES = ("sample", "score", "backward", "optimizer")
+
+
+def profile(trainer, steps=60):
+    torch.manual_seed(0)
+    totals = dict.fromkeys(PHASES, 0.0)
+    for k in range(steps):
+        batch = trainer.triples[torch.randint(0, len(trainer.triples), (trainer.batch_size,),
+                                              device="cuda")]
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(5)]
+        events[0].record()
+        h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
+        b, n = len(h), trainer.negatives
+        negative = trainer.sample(b * n).view(b, n)
+        corrupt = torch.rand(b, 1, device="cuda") < 0.5
+        heads = torch.cat([h[:, None], torch.where(corrupt, negative, h[:, None])], 1)
+        tails = torch.cat([t[:, None], torch.where(corrupt, t[:, None], negative)], 1)
+        relations = r.repeat_interleave(n + 1)
+        events[1].record()
+        scores = trainer.model.plausibility(heads.reshape(-1), relations,
+                                            tails.reshape(-1)).view(b, n + 1)
+        events[2].record()
+        loss = training._loss(trainer.loss, scores[:, 0], scores[:, 1:], trainer.margin,
+                              trainer.temperature)
+        if trainer.model.operator is None:
+            trainer.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        events[3].record()
+        if trainer.model.operator is None:
+            trainer.optimizer.step()
+        else:
+            trainer.optimizer.step(trainer.model.operator.captured)
+        events[4].record()
+        torch.cuda.synchronize()
+        if k >= 10:
+            for i, phase in enumerate(PHASES):
+                totals[phase] += events[i].elapsed_time(events[i + 1]) / (steps - 10)
+    return totals
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", type=pathlib.Path, required=True)
+    parser.add_argument("--bundles", type=pathlib.Path, required=True)
+    parser.add_argument("--models", nargs="*", default=["distmult", "transe_l2"])
+    args = parser.parse_args()
+    data = np.load(args.data)
+    entities, relations = int(data["num_entities"]), int(data["num_relations"])
+    for name in args.models:
+        fwd = (args.bundles / f"{name}.fwd.D128.kgebundle").read_text()
+        grad = (args.bundles / f"{name}.grad.D128.kgebundle").read_text()
+        for eager in (False, True):
+            model = training.Model.create(name, fwd, grad, entities, relations, 128, eager=eager)
+            trainer = training.Trainer(model, data["train"], batch_size=1024, negatives=64,
+                                       loss="softplus", optimizer="adagrad")
+            totals = profile(trainer)
+            print(json.dumps({"model": name, "eager": eager,
+                              **{k: round(v, 3) for k, v in totals.items()},
+                              "total_ms": round(sum(totals.values()), 3)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
