@@ -29,7 +29,10 @@ import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+# Where the models' score functions are: the package's copy (the build
+# puts examples/bvec's there) or the source tree's examples.
+_MODEL_DIRS = (pathlib.Path(__file__).resolve().parent / "models",
+               pathlib.Path(__file__).resolve().parents[2] / "examples" / "bvec")
 
 # name: (example score function, scores are distances, tables by kind).
 MODELS = {
@@ -58,14 +61,19 @@ def _spec(name):
 def compile_model(name, dim, source=None):
     """The forward and gradient bundles (kge.Bundle) of model `name` for
     embeddings of length `dim`; `source` is the bvec text of its score
-    function (default: examples/bvec/<example>.mlir)."""
+    function (default: examples/bvec/<example>.mlir, which the build copies
+    into the package as kge/models)."""
     from . import ir
     from .compiler import compile_bundle, gradient_module
     example, _, _ = _spec(name)
     if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
         raise ValueError(f"dim must be a positive integer, got {dim!r}")
     if source is None:
-        source = (ROOT / "examples" / "bvec" / f"{example}.mlir").read_text()
+        found = [d / f"{example}.mlir" for d in _MODEL_DIRS if (d / f"{example}.mlir").exists()]
+        if not found:
+            raise FileNotFoundError(f"the score function of {name} ({example}.mlir) is in none of "
+                                    f"{', '.join(map(str, _MODEL_DIRS))}; pass source=")
+        source = found[0].read_text()
     module = ir.Module.parse(ir.Context(), source)
     sizes = {d: dim for p in ir.signature(module, example)["params"]
              for d in p["shape"][1:] if isinstance(d, str)}

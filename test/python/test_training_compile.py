@@ -1,0 +1,47 @@
+"""The parts of kge.training that run without a GPU: each model's forward
+and gradient bundles (compile_model) and the filter lists of the ranking
+protocol. The training loop itself runs in the GPU suite
+(test/gpu/test_training.py)."""
+
+import numpy as np
+import pytest
+
+from kge import training
+
+
+@pytest.mark.parametrize("name", sorted(training.MODELS))
+def test_models_compile_to_a_forward_and_a_gradient_bundle(name):
+    example, _, tables = training.MODELS[name]
+    forward, gradient = training.compile_model(name, 32)
+    fwd = forward.validate()
+    grad = gradient.validate()
+    assert fwd["name"] == example and grad["name"] == example + "_grad"
+    arguments = [p["name"] for p in fwd["params"] if p["role"] != "result"]
+    assert [p["name"] for p in grad["params"] if p["role"] != "result"] == arguments + ["d_score"]
+    results = {p["name"] for p in grad["params"] if p["role"] == "result"}
+    # One gradient per (table, index array) the model gathers through.
+    assert {r.split("_")[1] for r in results} == set(tables)
+    for p in fwd["params"]:
+        if p["role"] == "table":
+            assert p["shape"][1:] == [32]
+
+
+def test_compile_model_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="unknown model 'transx'"):
+        training.compile_model("transx", 32)
+    with pytest.raises(ValueError, match="dim must be a positive integer"):
+        training.compile_model("distmult", 0)
+
+
+def test_filter_lists_leave_out_the_other_true_entities():
+    rng = np.random.default_rng(0)
+    known = np.unique(rng.integers(0, 6, (80, 3)), axis=0)
+    known[:, 1] %= 2
+    known = np.unique(known, axis=0)
+    test = known[::7]
+    (tail_offsets, tails), (head_offsets, heads) = training.filter_lists(test, known)
+    for k, (h, r, t) in enumerate(test.tolist()):
+        other_tails = sorted(x for hh, rr, x in known.tolist() if (hh, rr) == (h, r) and x != t)
+        other_heads = sorted(x for x, rr, tt in known.tolist() if (rr, tt) == (r, t) and x != h)
+        assert sorted(tails[tail_offsets[k]:tail_offsets[k + 1]].tolist()) == other_tails
+        assert sorted(heads[head_offsets[k]:head_offsets[k + 1]].tolist()) == other_heads
