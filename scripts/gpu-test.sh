@@ -33,6 +33,12 @@
 #     --python-version 3.12 here).
 #   - the graph dialect's kernels (test/gpu/test_graph*.py,
 #     KGE_GPU_GRAPH_BUNDLES).
+#   - the gradient functions (bvec-differentiate) against PyTorch autograd
+#     and the training engine against the same loop in PyTorch
+#     (test/gpu/test_gradients.py, test/gpu/test_training.py; bundles from
+#     `PYTHONPATH=build/python_packages .venv/bin/python
+#     test/gpu/build_gradient_bundles.py --out .carry/gradients`,
+#     KGE_GPU_GRADIENT_BUNDLES).
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
 # (nlohmann/json headers where no package provides them), KGE_GPU_QUICK=1
 # (skip the sanitizer and the stress runs), KGE_GPU_STRESS_SECONDS (60),

@@ -148,8 +148,8 @@ def test_builder_misuse_raises_python_errors(ctx):
         b2.gather_vec(f1.argument("E"), f2.argument("h"))
     with pytest.raises(KeyError, match="no argument 'x'"):
         f1.argument("x")
-    with pytest.raises(TypeError, match="must be a table or an index array"):
-        b.create_function(b.create_module(), "g", [("s", ir.Type.scalar(ctx))])
+    with pytest.raises(TypeError, match="must be a table, an index array or a per-edge scalar"):
+        b.create_function(b.create_module(), "g", [("v", ir.Type.vec(ctx))])
     with pytest.raises(TypeError):
         b1.add(1, 2)
 
@@ -236,3 +236,23 @@ def test_cpu_function_runs_and_refuses_bad_arguments():
     strided = dict(args, Eemb=np.asfortranarray(args["Eemb"]))
     assert np.allclose(fn(strided)["score"], score)
     assert np.allclose(fn(args)["score"], score)
+
+
+def test_builder_takes_per_edge_inputs(ctx):
+    """A !bvec.scalar parameter is a per-edge input: one value per edge,
+    passed as a [B] array."""
+    import numpy as np
+    from kge.compiler import compile_cpu
+    b = ir.Builder(ctx)
+    module = b.create_module()
+    f = b.create_function(module, "weighted", [("E", ir.Type.table(ctx, [None, 4])),
+                                               ("h", ir.Type.indices(ctx)),
+                                               ("w", ir.Type.scalar(ctx))])
+    E, h, w = f.arguments
+    b.ret([b.mul(b.norm(b.gather_vec(E, h), p=1), w)])
+    module.verify()
+    table = np.arange(12, dtype=np.float32).reshape(3, 4)
+    index = np.array([2, 0], dtype=np.int64)
+    weights = np.array([0.5, -2.0], dtype=np.float32)
+    (score,) = compile_cpu(module, "weighted")({"E": table, "h": index, "w": weights}).values()
+    np.testing.assert_allclose(score, np.abs(table[index]).sum(1) * weights)
