@@ -335,7 +335,8 @@ struct ChunkLoopEmitter::Loop {
 static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
                          int64_t stage) {
   Operation *def = vector.getDefiningOp();
-  if (isa<bvec::SliceOp, bvec::PadOp, bvec::VecMulMatOp>(def))
+  if (isa<bvec::SliceOp, bvec::PadOp, bvec::VecMulMatOp, bvec::MatMulVecOp>(
+          def))
     return true;
   return stages.materialized.contains(vector) && stages.of(vector) < stage;
 }
@@ -362,7 +363,8 @@ std::vector<ChunkLoopEmitter::Loop> ChunkLoopEmitter::loopsOf(int64_t stage) {
     }
     if (isa<bvec::VecType>(result.getType()) &&
         k.stages.materialized.contains(result) &&
-        k.stages.of(result) == stage && !isa<bvec::VecMulMatOp>(op))
+        k.stages.of(result) == stage &&
+        !isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op))
       loopFor(result).materialize.push_back(result);
   }
   Operation *ret = k.func.getReturn();
@@ -423,8 +425,9 @@ void ChunkLoopEmitter::planCarried() {
   // Matrix products need every register they can get: nothing is carried
   // into or across a stage with one.
   DenseSet<int64_t> matrixStages;
-  k.func.getBody().walk([&](bvec::VecMulMatOp mm) {
-    matrixStages.insert(stages.of(mm.getResult()));
+  k.func.getBody().walk([&](Operation *op) {
+    if (isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op))
+      matrixStages.insert(stages.of(op->getResult(0)));
   });
   DenseMap<Value, CarriedRange> carried;
   DenseMap<int64_t, SmallVector<Value>> plan;

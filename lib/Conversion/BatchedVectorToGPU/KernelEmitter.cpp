@@ -78,16 +78,6 @@ LogicalResult KernelEmitter::plan() {
   if (sizes.wasInterrupted())
     return failure();
 
-  // Transposed matrix products are lowered on the CPU path only.
-  WalkResult transposed = func.getBody().walk([&](bvec::MatMulVecOp op) {
-    op->emitOpError() << "is not lowered to the GPU yet (the CPU path runs "
-                         "it); gradient functions of matrix models run on "
-                         "the CPU";
-    return WalkResult::interrupt();
-  });
-  if (transposed.wasInterrupted())
-    return failure();
-
   if (isNegative()) {
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
       if (isa<bvec::ScalarType>(type))
@@ -128,6 +118,7 @@ LogicalResult KernelEmitter::plan() {
     if (Value key = sharedMatrixKey(mm.getMat()))
       slots[key].needsRanking = true;
   });
+  func.getBody().walk([&](bvec::MatMulVecOp) { anyMatrixProduct = true; });
   // The inspector runs on the index arrays whose results are used: those
   // that group edges for matrix products, and every array when rows may be
   // staged. The others only record each edge's key.
@@ -172,9 +163,10 @@ LogicalResult KernelEmitter::plan() {
   // Materialized vectors and matrix-product outputs, after the static part.
   for (Value v : stages.materialized)
     shared.materialized.push_back(v);
-  func.getBody().walk([&](bvec::VecMulMatOp mm) {
-    if (!llvm::is_contained(shared.materialized, mm.getResult()))
-      shared.materialized.push_back(mm.getResult());
+  func.getBody().walk([&](Operation *op) {
+    if (isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op) &&
+        !llvm::is_contained(shared.materialized, op->getResult(0)))
+      shared.materialized.push_back(op->getResult(0));
   });
   return success();
 }
@@ -603,14 +595,19 @@ LogicalResult KernelEmitter::emitStage(int64_t stage) {
   // The products share the block's work-item table: each one after the
   // first waits until every warp has finished the previous one's items.
   bool anyMatrix = false;
-  for (Operation &op : func.getBody().front().without_terminator())
-    if (auto mm = dyn_cast<bvec::VecMulMatOp>(op);
-        mm && stages.of(mm.getResult()) == stage) {
-      if (anyMatrix)
-        gpu::BarrierOp::create(b, loc);
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (!isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op) ||
+        stages.of(op.getResult(0)) != stage)
+      continue;
+    if (anyMatrix)
+      gpu::BarrierOp::create(b, loc);
+    if (auto mm = dyn_cast<bvec::VecMulMatOp>(op))
       MatrixStageEmitter(*this).emitProduct(mm);
-      anyMatrix = true;
-    }
+    else
+      MatrixStageEmitter(*this).emitTransposedProduct(
+          cast<bvec::MatMulVecOp>(op));
+    anyMatrix = true;
+  }
   if (anyMatrix)
     gpu::BarrierOp::create(b, loc);
 

@@ -665,3 +665,59 @@ void MatrixStageEmitter::emitMatrixResult(unsigned result, Value matrix) {
         });
   }
 }
+
+void MatrixStageEmitter::emitTransposedProduct(bvec::MatMulVecOp op) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  ChunkLoopEmitter chunks(k);
+  int64_t width = k.layout.vectorWidth;
+  int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
+  Value input = k.materializedView(op.getVec());
+  Value output = k.materializedView(op.getResult());
+  Value rows = k.dimValue(op.getMat(), 1);
+  Value columns = k.dimValue(op.getMat(), 2);
+  Value laneOffset =
+      arith::MulIOp::create(b, loc, k.lane, k.constIndex(width));
+  Value isLane0 = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        k.lane, k.constIndex(0));
+  for (int64_t i = 0; i < edgesPerWarp; ++i) {
+    Value edge = k.localEdge(i);
+    Value inputRow =
+        arith::MulIOp::create(b, loc, edge, k.rowStrideValue(op.getVec()));
+    Value outputRow =
+        arith::MulIOp::create(b, loc, edge, k.rowStrideValue(op.getResult()));
+    scf::ForOp::create(
+        b, loc, k.constIndex(0), rows, k.constIndex(1), ValueRange{},
+        [&](OpBuilder &, Location, Value row, ValueRange) {
+          auto chunkLoop = scf::ForOp::create(
+              b, loc, k.constIndex(0), columns, k.constIndex(32 * width),
+              ValueRange{k.splat(k.constF32(0.0f))},
+              [&](OpBuilder &, Location, Value jj, ValueRange acc) {
+                Value cols = arith::AddIOp::create(b, loc, jj, laneOffset);
+                Value valid = arith::CmpIOp::create(
+                    b, loc, arith::CmpIPredicate::ult, cols, columns);
+                Context context{edge, Value(), row, cols, valid};
+                Value m = evaluate(op.getMat(), context);
+                Value v = chunks.loadSharedChunk(
+                    input, arith::AddIOp::create(b, loc, inputRow, cols),
+                    valid);
+                Value product = arith::MulFOp::create(b, loc, m, v);
+                scf::YieldOp::create(
+                    b, loc,
+                    ValueRange{arith::AddFOp::create(b, loc, acc[0], product)});
+              });
+          Value partial = chunkLoop.getResult(0);
+          if (auto vector = dyn_cast<VectorType>(partial.getType()))
+            partial = vector::ReductionOp::create(
+                b, loc, vector::CombiningKind::ADD, partial);
+          Value total = k.warpAllReduce(partial, bvec::ReductionKind::sum);
+          scf::IfOp::create(b, loc, isLane0, [&](OpBuilder &, Location) {
+            memref::StoreOp::create(
+                b, loc, total, output,
+                ValueRange{arith::AddIOp::create(b, loc, outputRow, row)});
+            scf::YieldOp::create(b, loc);
+          });
+          scf::YieldOp::create(b, loc);
+        });
+  }
+}

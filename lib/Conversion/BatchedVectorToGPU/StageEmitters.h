@@ -122,6 +122,14 @@ public:
   /// writes the output vector to shared memory.
   void emitProduct(bvec::VecMulMatOp op);
 
+  /// `mat_mul_vec`: each warp takes its edges one after the other; for
+  /// every row of the edge's matrix, its lanes multiply a chunk of 32 * V
+  /// columns with the materialized input vector and a warp reduction gives
+  /// the output element, written to the output vector in shared memory.
+  /// The gradient of a projection (TransR, RESCAL) runs it; its matrices
+  /// are read per edge (no run sharing: a gradient step reads each once).
+  void emitTransposedProduct(bvec::MatMulVecOp op);
+
   /// Writes matrix result `result` (an expression of gathered matrices,
   /// outer products and elementwise operations) edge by edge.
   void emitMatrixResult(unsigned result, Value matrix);

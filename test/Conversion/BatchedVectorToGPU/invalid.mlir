@@ -56,3 +56,16 @@ bvec.func @huge(%E: !bvec.table<?x33554432xf32>, %t: !bvec.indices<?xi64>)
   %s = bvec.norm %v, p = 2 : !bvec.vec<?x33554432xf32> -> !bvec.scalar<?xf32>
   bvec.return %s : !bvec.scalar<?xf32>
 }
+
+// -----
+
+// expected-error@+1 {{negative mode: per-edge input 'd' has one value per positive edge, not per scored edge; score the corrupted edges as a batch of their own}}
+bvec.func @per_edge_input_negative(%E: !bvec.table<?x?xf32>, %h: !bvec.indices<?xi64>,
+                                   %t: !bvec.indices<?xi64>, %d: !bvec.scalar<?xf32>)
+    -> (score: !bvec.scalar<?xf32>) {
+  %a = bvec.gather_vec %E[%h] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %b = bvec.gather_vec %E[%t] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %s = bvec.vec_mul_vec %a, %b : !bvec.vec<?x?xf32>, !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
+  %w = bvec.mul %s, %d : !bvec.scalar<?xf32>
+  bvec.return %w : !bvec.scalar<?xf32>
+}

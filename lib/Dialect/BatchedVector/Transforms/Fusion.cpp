@@ -57,6 +57,11 @@ FusionStages mlir::bvec::computeFusionStages(FuncOp func) {
                       return std::max(stageOf(m.getVec()) + 1,
                                       stageOf(m.getMat()));
                     })
+                    .Case([&](MatMulVecOp m) {
+                      result.materialized.insert(m.getVec());
+                      return std::max(stageOf(m.getVec()) + 1,
+                                      stageOf(m.getMat()));
+                    })
                     .Case([&](VecOuterVecOp m) {
                       result.materialized.insert(m.getLhs());
                       result.materialized.insert(m.getRhs());
@@ -228,7 +233,10 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
 
 bool mlir::bvec::hasMatrixProducts(FuncOp func) {
   return func.getBody()
-      .walk([](VecMulMatOp) { return WalkResult::interrupt(); })
+      .walk([](Operation *op) {
+        return isa<VecMulMatOp, MatMulVecOp>(op) ? WalkResult::interrupt()
+                                                 : WalkResult::advance();
+      })
       .wasInterrupted();
 }
 
