@@ -47,6 +47,7 @@ class ScoreOperator:
                 f"{self.gradient_program.signature['name']}({', '.join(grad_arguments)}), "
                 f"expected {name}_grad({', '.join(self.arguments + [self.seed])})")
         tables = [p["name"] for p in fwd if p["role"] == "table"]
+        self.table_names = set(tables)
         # Each gradient result d_<table>_<indices>: where its rows go.
         self.gradients = []
         for p in grad:
@@ -64,6 +65,81 @@ class ScoreOperator:
         # (kge.training.RowSparseOptimizer) to apply.
         self.rows = rows
         self.captured = []
+
+    def torch_op(self, name):
+        """The operator registered with torch.library as `kge::<name>`
+        (and its gradient as `kge::<name>_grad`): called with the function's
+        arguments in order, it returns the scores; autograd gives dense
+        gradients of the floating-point tables. As custom ops, both are
+        opaque to torch.compile (which traces around them: `fullgraph=True`
+        holds) and launch on the current stream. (Capturing a whole PyTorch
+        step in a CUDA graph does not work yet: a runtime call outside
+        Program.capture is not capturable.)"""
+        import torch
+        if not name.isidentifier():
+            raise ValueError(f"operator name must be an identifier, got {name!r}")
+        op = self
+        args = ", ".join(self.arguments)
+        tables = [n for n in self.arguments if n in {t for _, t, _ in self.gradients}]
+        first_index = next(n for n in self.arguments if n not in self.table_names)
+        first_table = next(n for n in self.arguments if n in self.table_names)
+
+        def stream():
+            return torch.cuda.current_stream().cuda_stream
+
+        def forward_impl(*tensors):
+            named = dict(zip(op.arguments, tensors))
+            return op.forward_program(**named, stream=stream())[op.results[0]]
+
+        def forward_fake(*tensors):
+            named = dict(zip(op.arguments, tensors))
+            return named[first_table].new_empty(named[first_index].shape[0])
+
+        def gradient_impl(*tensors):
+            named = dict(zip(op.arguments, tensors[:-1]))
+            seed = tensors[-1].contiguous().float()
+            rows = op.gradient_program(**named, **{op.seed: seed}, stream=stream())
+            dense = {t: torch.zeros_like(named[t]) for t in tables}
+            for result, table, indices in op.gradients:
+                dense[table].index_add_(0, named[indices].reshape(-1),
+                                        rows[result].to(named[table].dtype))
+            return [dense[t] for t in tables]
+
+        def gradient_fake(*tensors):
+            named = dict(zip(op.arguments, tensors[:-1]))
+            return [torch.empty_like(named[t]) for t in tables]
+
+        # custom_op reads the parameters of the functions it wraps: give
+        # them the score function's argument names.
+        namespace = {"forward_impl": forward_impl, "forward_fake": forward_fake,
+                     "gradient_impl": gradient_impl, "gradient_fake": gradient_fake}
+        exec(f"def forward({args}): return forward_impl({args})\n"
+             f"def forward_abstract({args}): return forward_fake({args})\n"
+             f"def gradient({args}, seed): return gradient_impl({args}, seed)\n"
+             f"def gradient_abstract({args}, seed): return gradient_fake({args}, seed)\n",
+             namespace)
+        schema = "(" + ", ".join(f"Tensor {n}" for n in self.arguments) + ")"
+        score_op = torch.library.custom_op(f"kge::{name}", namespace["forward"],
+                                           mutates_args=(), schema=schema + " -> Tensor")
+        score_op.register_fake(namespace["forward_abstract"])
+        grad_op = torch.library.custom_op(
+            f"kge::{name}_grad", namespace["gradient"], mutates_args=(),
+            schema=schema[:-1] + ", Tensor seed) -> Tensor[]")
+        grad_op.register_fake(namespace["gradient_abstract"])
+        position = {n: i for i, n in enumerate(self.arguments)}
+
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        def backward(ctx, seed):
+            inputs = ctx.saved_tensors
+            grads = [None] * len(inputs)
+            for table, grad in zip(tables, grad_op(*inputs, seed)):
+                grads[position[table]] = grad
+            return tuple(grads)
+
+        score_op.register_autograd(backward, setup_context=setup_context)
+        return score_op
 
     def __call__(self, **tensors):
         missing = [n for n in self.arguments if n not in tensors]

@@ -138,3 +138,50 @@ def test_score_operator_refuses_mismatched_bundles(rt):
     other = (BUNDLES / "transe_l2.grad.D128.kgebundle").read_text()
     with pytest.raises(ValueError, match="not the gradient of the score bundle"):
         ScoreOperator(fwd, other)
+
+
+def _distmult_op(name):
+    from kge.autograd import ScoreOperator
+    fwd = (BUNDLES / "distmult.fwd.D128.kgebundle").read_text()
+    grad = (BUNDLES / "distmult.grad.D128.kgebundle").read_text()
+    return ScoreOperator(fwd, grad).torch_op(name)
+
+
+def _distmult_inputs(batch=1000, seed=5):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    E = torch.randn(400, 128, device="cuda", generator=generator) * 0.1
+    R = torch.randn(11, 128, device="cuda", generator=generator) * 0.1
+    h, t = (torch.randint(0, 400, (batch,), device="cuda", generator=generator) for _ in "ht")
+    r = torch.randint(0, 11, (batch,), device="cuda", generator=generator)
+    y = torch.randint(0, 2, (batch,), device="cuda", generator=generator).float() * 2 - 1
+    return E, R, h, r, t, y
+
+
+def _reference_step(E, R, h, r, t, y):
+    E, R = E.clone().requires_grad_(), R.clone().requires_grad_()
+    loss = torch.nn.functional.softplus(-y * (E[h] * R[r] * E[t]).sum(-1)).mean()
+    return (loss.detach(), *torch.autograd.grad(loss, [E, R]))
+
+
+def _close(actual, expected):
+    for a, b in zip(actual, expected):
+        assert torch.allclose(a, b, atol=1e-6, rtol=1e-4), (a - b).abs().max().item()
+
+
+def test_torch_library_operator_in_eager_and_compiled_code(rt):
+    """kge::<name> (torch.library) gives PyTorch's loss and gradients called
+    directly and inside torch.compile(fullgraph=True)."""
+    op = _distmult_op("distmult_library")
+    E, R, h, r, t, y = _distmult_inputs()
+
+    def loss_of(E, R, h, r, t, y):
+        return torch.nn.functional.softplus(-y * op(E, R, h, r, t)).mean()
+
+    def step(loss_fn):
+        Ep, Rp = E.clone().requires_grad_(), R.clone().requires_grad_()
+        loss = loss_fn(Ep, Rp, h, r, t, y)
+        return (loss.detach(), *torch.autograd.grad(loss, [Ep, Rp]))
+
+    expected = _reference_step(E, R, h, r, t, y)
+    _close(step(loss_of), expected)
+    _close(step(torch.compile(loss_of, fullgraph=True)), expected)
