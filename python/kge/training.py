@@ -169,16 +169,20 @@ class Model:
 
 class RowSparseOptimizer:
     """Adagrad or Adam applied to the rows a step touched, from the gathered
-    rows' gradients (table, indices, rows) that KGE's gradient kernel gives:
-    the duplicates of each table are summed once (a sort of the indices and
-    one index_add_ into a [unique rows, D] buffer — no dense gradient
-    table), then the rows and their optimizer states are updated. The
-    updates are those of torch.optim.Adagrad with sparse gradients and of
-    torch.optim.SparseAdam (lazy Adam: moments of untouched rows stay)."""
+    rows' gradients (table, indices, rows) that KGE's gradient kernel gives,
+    with the updates of torch.optim.Adagrad (sparse gradients) and of
+    torch.optim.SparseAdam (lazy Adam: the moments of untouched rows stay).
 
-    # Tables of at most this many rows (relations) sum their gradients into
-    # a buffer of their own size instead of sorting the indices.
-    SMALL_TABLE = 4096
+    Duplicate rows are summed once per table, in one of two ways:
+    - a table with more rows than the step gathers (large graphs): the
+      indices sorted and made unique, the rows summed into a [unique, D]
+      buffer, the unique rows and their states updated;
+    - a table with at most as many rows as the step gathers (relations, and
+      entities of small graphs, where a buffer of the table's size is no
+      larger than the row gradients themselves): the rows summed into a
+      buffer of the table's size and every row updated, untouched ones
+      unchanged (a zero gradient, or masked for Adam) — no sort and no wait
+      for the GPU, so the host runs ahead."""
 
     def __init__(self, tables, method="adagrad", lr=0.1, eps=None, betas=(0.9, 0.999)):
         import torch
@@ -190,6 +194,7 @@ class RowSparseOptimizer:
         self.steps = 0
         self.state = {n: [torch.zeros_like(t) for _ in range(1 if method == "adagrad" else 2)]
                       for n, t in tables.items()}
+        self.workspace = {}
 
     def step(self, captured):
         import torch
@@ -199,35 +204,61 @@ class RowSparseOptimizer:
             by_table.setdefault(table, []).append((index, rows))
         with torch.no_grad():
             for table, parts in by_table.items():
-                index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
-                rows = torch.cat([r for _, r in parts]) if len(parts) > 1 else parts[0][1]
                 param = self.tables[table]
-                if param.shape[0] <= self.SMALL_TABLE:
-                    # Relations: summed into all the table's rows at once
-                    # (no sort), the touched ones kept.
-                    dense = torch.zeros_like(param).index_add_(0, index, rows)
-                    unique = torch.bincount(index, minlength=param.shape[0]).nonzero()[:, 0]
-                    grad = dense[unique]
+                gathered = sum(len(i) for i, _ in parts)
+                if param.shape[0] <= gathered:
+                    self._dense_step(table, param, parts)
                 else:
-                    unique, inverse = torch.unique(index, return_inverse=True)
-                    grad = torch.zeros(len(unique), rows.shape[1], device=rows.device,
-                                       dtype=rows.dtype).index_add_(0, inverse, rows)
-                if self.method == "adagrad":
-                    (total,) = self.state[table]
-                    acc = total[unique].addcmul_(grad, grad)
-                    total[unique] = acc
-                    param[unique] -= self.lr * grad / (acc.sqrt() + self.eps)
-                else:
-                    m, v = self.state[table]
-                    b1, b2 = self.betas
-                    mu = m[unique].mul_(b1).add_(grad, alpha=1 - b1)
-                    nu = v[unique].mul_(b2).addcmul_(grad, grad, value=1 - b2)
-                    m[unique], v[unique] = mu, nu
-                    correction1 = 1 - b1 ** self.steps
-                    correction2 = 1 - b2 ** self.steps
-                    size = self.lr * math.sqrt(correction2) / correction1
-                    param[unique] -= size * mu / (nu.sqrt() + self.eps)
+                    self._sorted_step(table, param, parts)
         captured.clear()
+
+    def _dense_step(self, table, param, parts):
+        import torch
+        grad = self.workspace.get(table)
+        if grad is None:
+            grad = self.workspace[table] = torch.empty_like(param)
+        grad.zero_()
+        for index, rows in parts:
+            grad.index_add_(0, index, rows)
+        if self.method == "adagrad":
+            (total,) = self.state[table]
+            total.addcmul_(grad, grad)
+            param.addcdiv_(grad, total.sqrt().add_(self.eps), value=-self.lr)
+            return
+        touched = torch.zeros(param.shape[0], dtype=torch.bool, device=param.device)
+        for index, _ in parts:
+            touched.index_fill_(0, index, True)
+        touched = touched.view((-1,) + (1,) * (param.dim() - 1))
+        m, v = self.state[table]
+        b1, b2 = self.betas
+        m.copy_(torch.where(touched, m * b1 + grad * (1 - b1), m))
+        v.copy_(torch.where(touched, v * b2 + grad * grad * (1 - b2), v))
+        size = self.lr * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
+        param.sub_(torch.where(touched, size * m / (v.sqrt() + self.eps), 0.0))
+
+    def _sorted_step(self, table, param, parts):
+        import torch
+        index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
+        unique, inverse = torch.unique(index, return_inverse=True)
+        grad = torch.zeros((len(unique),) + tuple(param.shape[1:]), device=param.device,
+                           dtype=param.dtype)
+        offset = 0
+        for i, rows in parts:
+            grad.index_add_(0, inverse[offset:offset + len(i)], rows)
+            offset += len(i)
+        if self.method == "adagrad":
+            (total,) = self.state[table]
+            acc = total[unique].addcmul_(grad, grad)
+            total[unique] = acc
+            param[unique] -= self.lr * grad / (acc.sqrt() + self.eps)
+            return
+        m, v = self.state[table]
+        b1, b2 = self.betas
+        mu = m[unique].mul_(b1).add_(grad, alpha=1 - b1)
+        nu = v[unique].mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        m[unique], v[unique] = mu, nu
+        size = self.lr * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
+        param[unique] -= size * mu / (nu.sqrt() + self.eps)
 
 
 def _loss(name, positive, negative, margin, temperature):

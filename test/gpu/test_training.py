@@ -112,3 +112,28 @@ def test_bad_arguments_are_refused():
         training.Trainer(m, graph(), loss="hinge")
     with pytest.raises(ValueError, match="non-empty"):
         training.Trainer(m, np.zeros((0, 3), np.int64))
+
+
+@pytest.mark.parametrize("method", training.OPTIMIZERS)
+@pytest.mark.parametrize("rows", (100, 5000))  # summed densely / sorted
+def test_row_sparse_optimizer_equals_torch(method, rows):
+    """Both ways of summing duplicates (a buffer of the table's size when
+    the table has at most as many rows as a step gathers, sorted unique
+    rows otherwise) update like torch.optim.Adagrad / SparseAdam."""
+    generator = torch.Generator(device="cuda").manual_seed(rows)
+    start = torch.randn(rows, 16, device="cuda", generator=generator)
+    ours = {"T": start.clone()}
+    theirs = torch.nn.Parameter(start.clone())
+    optimizer = training.RowSparseOptimizer(ours, method, lr=0.05)
+    reference = (torch.optim.Adagrad([theirs], lr=0.05) if method == "adagrad"
+                 else torch.optim.SparseAdam([theirs], lr=0.05))
+    for _ in range(4):
+        parts = [(torch.randint(0, rows // 4, (300,), device="cuda", generator=generator),
+                  torch.randn(300, 16, device="cuda", generator=generator)) for _ in range(2)]
+        optimizer.step([("T", i, g) for i, g in parts])
+        index = torch.cat([i for i, _ in parts])
+        values = torch.cat([g for _, g in parts])
+        theirs.grad = torch.sparse_coo_tensor(index[None], values, theirs.shape).coalesce()
+        reference.step()
+    assert torch.allclose(ours["T"], theirs.detach(), atol=1e-6, rtol=1e-5), \
+        (ours["T"] - theirs.detach()).abs().max().item()
