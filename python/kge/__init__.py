@@ -29,6 +29,12 @@ Modules:
                 needs torch and the runtime)
   kge.autotune  timing compiled variants on the GPU, choices kept on disk
                 (works without the compiler)
+  kge.autograd  a score function's forward and gradient bundles as a PyTorch
+                operator (torch.autograd, torch.library); needs torch and the
+                runtime
+  kge.training  training KGE models on the GPU (negative sampling, losses,
+                row-sparse Adagrad/Adam, filtered MRR, checkpoints); the
+                `kge-train` command
 """
 
 from .errors import CompilerUnavailableError, MLIRError, TraceError

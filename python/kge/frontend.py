@@ -552,12 +552,68 @@ class ScoreFunction:
         return compile_bundle(self.module, negative, sizes, cubin,
                               shared_negatives=shared_negatives, **layout)
 
+    def gradient(self, wrt=None):
+        """This function's gradient function (`bvec-differentiate`): its
+        arguments and one per-edge seed `d_<result>` in, the row gradient
+        `d_<table>_<indices>` of each (table, index array) out (`wrt`: the
+        tables to differentiate, default all); run it on the CPU or compile
+        it like this function. With this function's bundle,
+        kge.autograd.ScoreOperator makes the pair a PyTorch operator."""
+        return GradientFunction(self, wrt)
+
     def __call__(self, *args, **kwargs):
         raise TypeError(f"{self.name} is a traced score function: run it with "
                         f".run_cpu(**arrays) or compile it with .compile()")
 
     def __repr__(self):
         return f"<kge.function {self.name}({', '.join(n for n, _ in self.params)})>"
+
+
+class GradientFunction:
+    """The gradient function of a ScoreFunction (ScoreFunction.gradient)."""
+
+    def __init__(self, score, wrt=None):
+        self.score, self.wrt = score, list(wrt) if wrt else None
+        self.name = score.name + "_grad"
+        self._module = None
+        self._cpu = None
+
+    @property
+    def module(self):
+        """A module holding only the gradient function."""
+        if self._module is None:
+            from .compiler import gradient_module
+            try:
+                self._module = gradient_module(self.score.module, self.score.name, self.wrt)
+            except MLIRError as error:
+                raise TraceError(f"{self.name}: " + "; ".join(error.diagnostics)) from None
+        return self._module
+
+    @property
+    def ir(self):
+        return str(self.module)
+
+    @property
+    def signature(self):
+        from . import ir
+        return ir.signature(self.module)
+
+    def run_cpu(self, batch_size=None, **arrays):
+        """The row gradients for NumPy arrays (the function's arguments and
+        its seeds), as a dict by result name."""
+        from .compiler import compile_cpu
+        if self._cpu is None:
+            self._cpu = compile_cpu(self.module, self.name)
+        return self._cpu(arrays, batch_size)
+
+    def compile(self, sizes=None, cubin=True, **layout):
+        """The GPU kernel bundle of the gradient function (sizes and layout
+        as for ScoreFunction.compile)."""
+        from .compiler import compile_bundle
+        return compile_bundle(self.module, None, sizes, cubin, **layout)
+
+    def __repr__(self):
+        return f"<kge.gradient of {self.score.name}>"
 
 
 def function(fn=None, *, name=None, results=None):
