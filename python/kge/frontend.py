@@ -432,7 +432,21 @@ min = _reduction("min")  # noqa: A001
 # Score functions
 # ----------------------------------------------------------------------------
 
-class ScoreFunction:
+class _Compiled:
+    """What ScoreFunction and GradientFunction share: their module's text
+    and signature."""
+
+    @property
+    def ir(self):
+        return str(self.module)
+
+    @property
+    def signature(self):
+        from . import ir
+        return ir.signature(self.module)
+
+
+class ScoreFunction(_Compiled):
     """A traced score function: its bvec module (traced on first use), CPU
     execution and GPU bundles."""
 
@@ -499,15 +513,6 @@ class ScoreFunction:
             self._module = self.trace()
         return self._module
 
-    @property
-    def ir(self):
-        return str(self.module)
-
-    @property
-    def signature(self):
-        from . import ir
-        return ir.signature(self.module)
-
     def run_cpu(self, batch_size=None, shared_negatives=None, **arrays):
         """Runs on the CPU (MLIR ExecutionEngine) with NumPy arrays; returns
         the result array (a dict of them for several results). With
@@ -569,7 +574,7 @@ class ScoreFunction:
         return f"<kge.function {self.name}({', '.join(n for n, _ in self.params)})>"
 
 
-class GradientFunction:
+class GradientFunction(_Compiled):
     """The gradient function of a ScoreFunction (ScoreFunction.gradient)."""
 
     def __init__(self, score, wrt=None):
@@ -588,15 +593,6 @@ class GradientFunction:
             except MLIRError as error:
                 raise TraceError(f"{self.name}: " + "; ".join(error.diagnostics)) from None
         return self._module
-
-    @property
-    def ir(self):
-        return str(self.module)
-
-    @property
-    def signature(self):
-        from . import ir
-        return ir.signature(self.module)
 
     def run_cpu(self, batch_size=None, **arrays):
         """The row gradients for NumPy arrays (the function's arguments and

@@ -2,8 +2,9 @@
 //
 // Feeds mutated IR to what kge-opt and kge-translate do with untrusted
 // input: the parser of every dialect KGE registers, the verifiers, and the
-// pass pipelines (canonicalization, bvec-fuse, kge-lower-to-cpu,
-// kge-lower-to-gpu in both modes) and the bundle translation. Queries in
+// pass pipelines (canonicalization, bvec-fuse, bvec-differentiate,
+// kge-lower-to-cpu, kge-lower-to-gpu in both modes) and the bundle
+// translation. Queries in
 // GAMUT's syntax (.gamut files of the corpus) go through the query parser
 // (kge-translate --import-gamut) and then the same pipelines.
 //
@@ -223,6 +224,8 @@ private:
         "bvec.sin",        "bvec.cos",           "bvec.scal_mul_vec",
         "bvec.vec_mul_vec", "bvec.vec_mul_mat",  "bvec.vec_outer_vec",
         "bvec.norm",       "bvec.reduce",        "bvec.slice",
+        "bvec.sign",       "bvec.pad",           "bvec.mat_mul_vec",
+        "!bvec.scalar<?xf32>",
         "bvec.constant",   "bvec.return",        "bvec.func",
         "tile.task",       "tile.yield",         "accumulate add",
         "accumulate mul",  "accumulate max",     "accumulate custom",
@@ -528,6 +531,10 @@ int main(int argc, char **argv) {
                   {"bvec shared negatives",
                    "convert-bvec-to-tile{shared-negatives=t},"
                    "convert-tile-to-gpu{matrix-math=tf32}"},
+                  // Gradient functions (bvec-differentiate) of score
+                  // functions, on the CPU path and the GPU one.
+                  {"bvec backward to cpu", "bvec-differentiate,kge-lower-to-cpu"},
+                  {"bvec backward to gpu", "bvec-differentiate,kge-lower-to-gpu"},
                   // Graph functions: their layers as tile tasks, on the CPU
                   // path and the GPU one.
                   {"graph to cpu", "convert-graph-to-tile,kge-lower-to-cpu"},

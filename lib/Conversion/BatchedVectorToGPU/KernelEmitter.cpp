@@ -572,10 +572,17 @@ void KernelEmitter::emitScalarPreBlock() {
       for (int64_t i = 0; i < edgesPerWarp; ++i)
         scalars[{arg, i}] = memref::LoadOp::create(
             b, loc, memrefOf(arg), ValueRange{resultRow(localEdge(i))});
+  emitElementwiseScalars(-1);
+}
+
+void KernelEmitter::emitElementwiseScalars(int64_t stage) {
+  int64_t edgesPerWarp = layout.tile / layout.warps;
   for (Operation &op : func.getBody().front().without_terminator()) {
     Value result = op.getResult(0);
     if (!isa<bvec::ScalarType>(result.getType()) ||
-        isa<bvec::ConstantOp>(op) || stages.of(result) != -1)
+        isa<bvec::VecMulVecOp, bvec::NormOp, bvec::ReduceOp, bvec::ConstantOp>(
+            op) ||
+        stages.of(result) != stage)
       continue;
     for (int64_t i = 0; i < edgesPerWarp; ++i) {
       SmallVector<Value> operands;
@@ -633,22 +640,8 @@ void KernelEmitter::storeScalarResult(unsigned result, Value edge,
 
 void KernelEmitter::emitScalarPostBlock(int64_t stage) {
   int64_t edgesPerWarp = layout.tile / layout.warps;
-  for (Operation &op : func.getBody().front().without_terminator()) {
-    Value result = op.getResult(0);
-    if (!isa<bvec::ScalarType>(result.getType()) ||
-        isa<bvec::VecMulVecOp, bvec::NormOp, bvec::ReduceOp>(op))
-      continue;
-    // Scalars of stage -1 are computed before the first stage.
-    if (stages.of(result) != stage || isa<bvec::ConstantOp>(op))
-      continue;
-    for (int64_t i = 0; i < edgesPerWarp; ++i) {
-      SmallVector<Value> operands;
-      for (Value operand : op.getOperands())
-        operands.push_back(ChunkLoopEmitter(*this).scalar(operand, i));
-      scalars[{result, i}] = ChunkLoopEmitter(*this).applyElementwise(
-          &op, operands, /*scalarMode=*/true);
-    }
-  }
+  // (Scalars of stage -1 were computed before the first stage.)
+  emitElementwiseScalars(stage);
   // Scalar results complete in this stage.
   Operation *ret = func.getReturn();
   for (auto [r, value] : llvm::enumerate(ret->getOperands())) {

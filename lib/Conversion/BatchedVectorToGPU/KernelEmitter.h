@@ -130,6 +130,9 @@ private:
   /// Before the first stage: per-edge inputs and the scalars of stage -1.
   void emitScalarPreBlock();
   void emitScalarPostBlock(int64_t stage);
+  /// The elementwise operations on scalars whose stage is `stage`, for
+  /// every edge of the warp.
+  void emitElementwiseScalars(int64_t stage);
   LogicalResult emitMatrixResults();
 
   //===--- Helpers ----------------------------------------------------===//

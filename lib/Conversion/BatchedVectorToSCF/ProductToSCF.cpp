@@ -137,22 +137,25 @@ struct ReduceOpLowering : VectorReductionLowering<bvec::ReduceOp> {
   }
 };
 
-/// `bvec.vec_mul_mat`: `out[b][j] = sum_k v[b][k] * m[b][k][j]`.
-struct VecMulMatOpLowering : OpConversionPattern<bvec::VecMulMatOp> {
-  using OpConversionPattern::OpConversionPattern;
+/// A batched matrix-vector product: `out[b][i] = sum_k v[b][k] * m[b][k][i]`
+/// (`bvec.vec_mul_mat`), or with the matrix transposed, `out[b][i] = sum_k
+/// m[b][i][k] * v[b][k]` (`bvec.mat_mul_vec`).
+template <typename OpTy, bool Transposed>
+struct MatrixVectorLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
 
   LogicalResult
-  matchAndRewrite(bvec::VecMulMatOp op, OpAdaptor adaptor,
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value vec = adaptor.getVec(), mat = adaptor.getMat();
     Value batch = loops::dimSize(rewriter, loc, vec, 0);
-    Value inner = loops::dimSize(rewriter, loc, mat, 1);
-    Value cols = loops::dimSize(rewriter, loc, mat, 2);
-    MemRefType type = convertedType(getTypeConverter(), op.getType());
-    Value out = loops::alloc(rewriter, loc, type, {batch, cols});
+    Value inner = loops::dimSize(rewriter, loc, mat, Transposed ? 2 : 1);
+    Value length = loops::dimSize(rewriter, loc, mat, Transposed ? 1 : 2);
+    MemRefType type = convertedType(this->getTypeConverter(), op.getType());
+    Value out = loops::alloc(rewriter, loc, type, {batch, length});
     loops::forEach(
-        rewriter, loc, {batch, cols},
+        rewriter, loc, {batch, length},
         [&](OpBuilder &b, Location l, ValueRange ivs) {
           Value zero = loops::floatConstant(b, l, type.getElementType(), 0.0);
           Value sum = loops::reduce(
@@ -160,8 +163,10 @@ struct VecMulMatOpLowering : OpConversionPattern<bvec::VecMulMatOp> {
               [&](OpBuilder &b2, Location l2, Value k, Value acc) {
                 Value v = memref::LoadOp::create(b2, l2, vec,
                                                  ValueRange{ivs[0], k});
-                Value m = memref::LoadOp::create(
-                    b2, l2, mat, ValueRange{ivs[0], k, ivs[1]});
+                SmallVector<Value> at{ivs[0], k, ivs[1]};
+                if (Transposed)
+                  std::swap(at[1], at[2]);
+                Value m = memref::LoadOp::create(b2, l2, mat, at);
                 return arith::AddFOp::create(
                     b2, l2, acc, arith::MulFOp::create(b2, l2, v, m));
               });
@@ -171,41 +176,8 @@ struct VecMulMatOpLowering : OpConversionPattern<bvec::VecMulMatOp> {
     return success();
   }
 };
-
-/// `bvec.mat_mul_vec`: `out[b][i] = sum_j m[b][i][j] * v[b][j]`.
-struct MatMulVecOpLowering : OpConversionPattern<bvec::MatMulVecOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(bvec::MatMulVecOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value mat = adaptor.getMat(), vec = adaptor.getVec();
-    Value batch = loops::dimSize(rewriter, loc, vec, 0);
-    Value rows = loops::dimSize(rewriter, loc, mat, 1);
-    Value inner = loops::dimSize(rewriter, loc, mat, 2);
-    MemRefType type = convertedType(getTypeConverter(), op.getType());
-    Value out = loops::alloc(rewriter, loc, type, {batch, rows});
-    loops::forEach(
-        rewriter, loc, {batch, rows},
-        [&](OpBuilder &b, Location l, ValueRange ivs) {
-          Value zero = loops::floatConstant(b, l, type.getElementType(), 0.0);
-          Value sum = loops::reduce(
-              b, l, inner, zero,
-              [&](OpBuilder &b2, Location l2, Value j, Value acc) {
-                Value m = memref::LoadOp::create(
-                    b2, l2, mat, ValueRange{ivs[0], ivs[1], j});
-                Value v = memref::LoadOp::create(b2, l2, vec,
-                                                 ValueRange{ivs[0], j});
-                return arith::AddFOp::create(
-                    b2, l2, acc, arith::MulFOp::create(b2, l2, m, v));
-              });
-          memref::StoreOp::create(b, l, sum, out, ivs);
-        });
-    rewriter.replaceOp(op, out);
-    return success();
-  }
-};
+using VecMulMatOpLowering = MatrixVectorLowering<bvec::VecMulMatOp, false>;
+using MatMulVecOpLowering = MatrixVectorLowering<bvec::MatMulVecOp, true>;
 
 /// `bvec.vec_outer_vec`: `out[b][i][j] = x[b][i] * y[b][j]`.
 struct VecOuterVecOpLowering : OpConversionPattern<bvec::VecOuterVecOp> {
