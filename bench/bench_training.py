@@ -11,7 +11,8 @@ last epoch, for both.
         --bundles .carry/gradients --out $OUT/training.json
 
 The data file comes from `bench/bench_training.py --prepare FILE` on a
-machine with WordNet (Debian's wordnet-base): kge.link_prediction.wn18_like.
+machine with WordNet (Debian's wordnet-base): kge.link_prediction.wn18_like;
+`--prepare FILE --dataset fb15k_like` writes the FB15k-like graph.
 Bundles from test/gpu/build_gradient_bundles.py --lengths 128.
 """
 
@@ -32,19 +33,37 @@ CONFIGS = {
 }
 
 
-def prepare(path):
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "python"))
-    from kge.link_prediction import wn18_like
-    data = wn18_like()
-    np.savez(path, train=data.train, valid=data.valid, test=data.test,
-             num_entities=data.num_entities, num_relations=data.num_relations)
-    print(f"{path}: {data.num_entities} entities, {data.num_relations} relations, "
-          f"{len(data.train)}/{len(data.valid)}/{len(data.test)} triples")
+def prepare(path, dataset):
+    """Writes the data file: the WN18-like graph from WordNet 3.0, or the
+    FB15k-like graph (FB15k's sizes, power-law entities, skewed relations;
+    bench/datasets.py) with a fixed split of 50,000 / 59,071 held-out
+    triples, FB15k's own validation and test sizes."""
+    here = pathlib.Path(__file__).resolve().parent
+    sys.path.insert(0, str(here.parent / "python"))
+    sys.path.insert(0, str(here))
+    from kge.link_prediction import split, wn18_like
+    if dataset == "wn18_like":
+        data = wn18_like()
+        arrays = dict(train=data.train, valid=data.valid, test=data.test,
+                      num_entities=data.num_entities, num_relations=data.num_relations)
+    else:
+        import datasets
+        triples, entities, relations = datasets.fb15k_like()
+        triples = np.unique(triples, axis=0)
+        train, valid, test = split(triples, 50000, 59071)
+        arrays = dict(train=train, valid=valid, test=test, num_entities=entities,
+                      num_relations=relations)
+    np.savez(path, dataset=dataset, **arrays)
+    print(f"{path}: {dataset}, {arrays['num_entities']} entities, "
+          f"{arrays['num_relations']} relations, {len(arrays['train'])}/"
+          f"{len(arrays['valid'])}/{len(arrays['test'])} triples")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--prepare", type=pathlib.Path)
+    parser.add_argument("--dataset", choices=("wn18_like", "fb15k_like"), default="wn18_like",
+                        help="the graph --prepare writes")
     parser.add_argument("--data", type=pathlib.Path)
     parser.add_argument("--bundles", type=pathlib.Path)
     parser.add_argument("--out", type=pathlib.Path)
@@ -55,7 +74,7 @@ def main():
     parser.add_argument("--negatives", type=int, default=64)
     args = parser.parse_args()
     if args.prepare:
-        return prepare(args.prepare)
+        return prepare(args.prepare, args.dataset)
 
     import torch
     from kge import training
@@ -64,7 +83,8 @@ def main():
     known = np.concatenate([train, data["valid"], test])
     entities, relations = int(data["num_entities"]), int(data["num_relations"])
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "dataset": {"name": "wn18_like", "entities": entities, "relations": relations,
+               "dataset": {"name": str(data["dataset"]) if "dataset" in data.files else "wn18_like",
+                           "entities": entities, "relations": relations,
                            "train": len(train), "test": len(test)},
                "epochs": args.epochs, "dim": args.dim, "batch": args.batch,
                "negatives": args.negatives, "rows": []}

@@ -32,17 +32,19 @@ def model(name, eager=False, seed=0):
                                  eager=eager)
 
 
-@pytest.mark.parametrize("name,loss,optimizer", [("transe_l2", "margin", "adagrad"),
-                                                 ("distmult", "softplus", "adagrad"),
-                                                 ("complex", "softplus", "adam"),
-                                                 ("rotate", "adversarial", "adam")])
-def test_kernels_train_like_pytorch(name, loss, optimizer):
+@pytest.mark.parametrize("name,loss,optimizer,sampler", [
+    ("transe_l2", "margin", "adagrad", "uniform"),
+    ("distmult", "softplus", "adagrad", "degree"),
+    ("complex", "softplus", "adam", "uniform"),
+    ("rotate", "adversarial", "adam", "degree")])
+def test_kernels_train_like_pytorch(name, loss, optimizer, sampler):
     triples = graph()
     tables = []
     for eager in (False, True):
         m = model(name, eager)
         trainer = training.Trainer(m, triples, batch_size=256, negatives=8, loss=loss,
-                                   optimizer=optimizer, lr=0.05, margin=2.0, seed=1)
+                                   optimizer=optimizer, lr=0.05, margin=2.0, seed=1,
+                                   sampler=sampler)
         record = trainer.train_epoch()
         assert np.isfinite(record["loss"])
         tables.append({n: t.detach().clone() for n, t in m.tables.items()})
