@@ -3,6 +3,7 @@
 
 import argparse
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -253,6 +254,22 @@ def run_kron_examples(tools, out):
     return [("kron gram", True, None), ("kron molecules_svm", svm_ok, None)]
 
 
+def run_training_example(tools):
+    """DistMult trained on the CPU with its gradient function
+    (examples/python/train_cpu.py, on a dense part of WordNet): the loss
+    falls and the filtered MRR rises, or the script fails."""
+    print("\n=== train_cpu (examples/python/train_cpu.py)")
+    packages = pathlib.Path(tools["kge-opt"]).resolve().parents[1] / "python_packages"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(packages)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "train_cpu.py")],
+                            capture_output=True, text=True, env=env)
+    print(result.stdout.rstrip())
+    if result.returncode:
+        print(result.stderr)
+    return [("training", result.returncode == 0, None)]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, required=True)
@@ -303,6 +320,7 @@ def main():
     summary += run_tile_examples(tools, args.out / "tile")
     summary += run_graph_examples(tools, args.out / "graph")
     summary += run_kron_examples(tools, args.out / "kron")
+    summary += run_training_example(tools)
 
     print("\n=== summary")
     for name, ok, error in summary:
