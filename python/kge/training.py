@@ -228,13 +228,15 @@ class RowSparseOptimizer:
         touched = torch.zeros(param.shape[0], dtype=torch.bool, device=param.device)
         for index, _ in parts:
             touched.index_fill_(0, index, True)
-        touched = touched.view((-1,) + (1,) * (param.dim() - 1))
+        # Weights 1 on touched rows, 0 elsewhere: m += w (1 - b1) (g - m) is
+        # Adam's moment update where w = 1 and leaves other rows alone.
+        w = touched.to(param.dtype).view((-1,) + (1,) * (param.dim() - 1))
         m, v = self.state[table]
         b1, b2 = self.betas
-        m.copy_(torch.where(touched, m * b1 + grad * (1 - b1), m))
-        v.copy_(torch.where(touched, v * b2 + grad * grad * (1 - b2), v))
+        m.lerp_(grad, w * (1 - b1))
+        v.lerp_(grad * grad, w * (1 - b2))
         size = self.lr * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
-        param.sub_(torch.where(touched, size * m / (v.sqrt() + self.eps), 0.0))
+        param.addcdiv_(m * w, v.sqrt().add_(self.eps), value=-size)
 
     def _sorted_step(self, table, param, parts):
         import torch
