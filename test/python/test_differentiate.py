@@ -40,6 +40,8 @@ def _inputs(sig, rng, batch, rows):
     for p in sig["params"]:
         if p["role"] == "indices":
             args[p["name"]] = rng.integers(0, rows, batch).astype(np.int64)
+        elif p["role"] == "table" and p["shape"] == ["B"]:
+            args[p["name"]] = rng.normal(size=batch)  # a per-edge input
     return args
 
 
@@ -75,7 +77,7 @@ def check_gradient(text, name, batch=23, rows=6, seed=0, directions=3):
     results = [p["name"] for p in sig["params"] if p["role"] == "result"]
     seeds = {f"d_{r}": rng.normal(size=batch) for r in results}
     grads = backward({**args, **seeds})
-    tables = {n: a for n, a in args.items() if a.dtype == np.float64}
+    tables = {n: a for n, a in args.items() if a.dtype == np.float64 and a.ndim > 1}
     dense = _dense(grad_sig, grads, args, {n: a.shape for n, a in tables.items()})
     assert dense, "the gradient function returns no gradient"
 
@@ -286,3 +288,26 @@ class Composition:
 def test_random_compositions_match_finite_differences(seed):
     text = Composition(np.random.default_rng(seed)).build(steps=4 + seed % 5)
     check_gradient(text, "random", batch=17, rows=5, seed=seed)
+
+
+def test_per_edge_inputs_are_constants_of_the_gradient():
+    """A per-edge input (a label, a weight) enters the gradient as a
+    constant: y * |h - t|_2 + y^2 * <h, t> differentiated against finite
+    differences, and no gradient is returned for y."""
+    text = """
+    bvec.func @weighted(%E: !bvec.table<?x6xf64>, %h: !bvec.indices<?xi64>,
+                        %t: !bvec.indices<?xi64>, %y: !bvec.scalar<?xf64>)
+        -> (score: !bvec.scalar<?xf64>) {
+      %a = bvec.gather_vec %E[%h] : !bvec.table<?x6xf64>, !bvec.indices<?xi64> -> !bvec.vec<?x6xf64>
+      %b = bvec.gather_vec %E[%t] : !bvec.table<?x6xf64>, !bvec.indices<?xi64> -> !bvec.vec<?x6xf64>
+      %d = bvec.sub %a, %b : !bvec.vec<?x6xf64>
+      %n = bvec.norm %d, p = 2 : !bvec.vec<?x6xf64> -> !bvec.scalar<?xf64>
+      %s = bvec.mul %y, %n : !bvec.scalar<?xf64>
+      %dot = bvec.vec_mul_vec %a, %b : !bvec.vec<?x6xf64>, !bvec.vec<?x6xf64> -> !bvec.scalar<?xf64>
+      %yy = bvec.mul %y, %y : !bvec.scalar<?xf64>
+      %w = bvec.mul %yy, %dot : !bvec.scalar<?xf64>
+      %score = bvec.add %s, %w : !bvec.scalar<?xf64>
+      bvec.return %score : !bvec.scalar<?xf64>
+    }"""
+    module, grads = check_gradient(text, "weighted", batch=19, rows=5, seed=3)
+    assert sorted(grads) == ["d_E_h", "d_E_t"]
