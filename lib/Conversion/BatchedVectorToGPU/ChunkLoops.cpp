@@ -335,8 +335,7 @@ struct ChunkLoopEmitter::Loop {
 static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
                          int64_t stage) {
   Operation *def = vector.getDefiningOp();
-  if (isa<bvec::SliceOp, bvec::PadOp, bvec::VecMulMatOp, bvec::MatMulVecOp>(
-          def))
+  if (isa<bvec::SliceOp, bvec::PadOp>(def) || bvec::isMatrixProduct(def))
     return true;
   return stages.materialized.contains(vector) && stages.of(vector) < stage;
 }
@@ -363,8 +362,7 @@ std::vector<ChunkLoopEmitter::Loop> ChunkLoopEmitter::loopsOf(int64_t stage) {
     }
     if (isa<bvec::VecType>(result.getType()) &&
         k.stages.materialized.contains(result) &&
-        k.stages.of(result) == stage &&
-        !isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op))
+        k.stages.of(result) == stage && !bvec::isMatrixProduct(&op))
       loopFor(result).materialize.push_back(result);
   }
   Operation *ret = k.func.getReturn();
@@ -426,7 +424,7 @@ void ChunkLoopEmitter::planCarried() {
   // into or across a stage with one.
   DenseSet<int64_t> matrixStages;
   k.func.getBody().walk([&](Operation *op) {
-    if (isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op))
+    if (bvec::isMatrixProduct(op))
       matrixStages.insert(stages.of(op->getResult(0)));
   });
   DenseMap<Value, CarriedRange> carried;

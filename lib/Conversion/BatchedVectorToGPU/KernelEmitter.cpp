@@ -111,14 +111,12 @@ LogicalResult KernelEmitter::plan() {
     if (indices && !slots.count(indices))
       slots[indices].indexArray = indices;
   });
-  // Matrix products rank the runs of their key by frequency.
-  bool anyMatrixProduct = false;
+  // Products by shared matrices rank the runs of their key by frequency.
+  bool anyMatrixProduct = bvec::hasMatrixProducts(func);
   func.getBody().walk([&](bvec::VecMulMatOp mm) {
-    anyMatrixProduct = true;
     if (Value key = sharedMatrixKey(mm.getMat()))
       slots[key].needsRanking = true;
   });
-  func.getBody().walk([&](bvec::MatMulVecOp) { anyMatrixProduct = true; });
   // The inspector runs on the index arrays whose results are used: those
   // that group edges for matrix products, and every array when rows may be
   // staged. The others only record each edge's key.
@@ -164,7 +162,7 @@ LogicalResult KernelEmitter::plan() {
   for (Value v : stages.materialized)
     shared.materialized.push_back(v);
   func.getBody().walk([&](Operation *op) {
-    if (isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op) &&
+    if (bvec::isMatrixProduct(op) &&
         !llvm::is_contained(shared.materialized, op->getResult(0)))
       shared.materialized.push_back(op->getResult(0));
   });
@@ -554,6 +552,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel) {
   b.setInsertionPointToStart(&kernel.getBody().front());
   emitPrologue(kernel);
   ChunkLoopEmitter(*this).planCarried();
+  emitScalarPreBlock();
   for (int64_t s = 0; s < stages.numStages; ++s)
     if (failed(emitStage(s)))
       return failure();
@@ -595,16 +594,13 @@ void KernelEmitter::emitElementwiseScalars(int64_t stage) {
 }
 
 LogicalResult KernelEmitter::emitStage(int64_t stage) {
-  if (stage == 0)
-    emitScalarPreBlock();
   // Matrix products of the stage read their materialized inputs and write
   // their outputs to shared memory before the chunk loops run.
   // The products share the block's work-item table: each one after the
   // first waits until every warp has finished the previous one's items.
   bool anyMatrix = false;
   for (Operation &op : func.getBody().front().without_terminator()) {
-    if (!isa<bvec::VecMulMatOp, bvec::MatMulVecOp>(op) ||
-        stages.of(op.getResult(0)) != stage)
+    if (!bvec::isMatrixProduct(&op) || stages.of(op.getResult(0)) != stage)
       continue;
     if (anyMatrix)
       gpu::BarrierOp::create(b, loc);

@@ -53,6 +53,11 @@ FusionStages computeFusionStages(FuncOp func);
 /// matrices and get matrix layouts (see chooseKernelLayout).
 bool hasMatrixProducts(FuncOp func);
 
+/// True for the operations that multiply a vector by a matrix
+/// (`vec_mul_mat`, `mat_mul_vec`): their inputs are materialized, their
+/// outputs written to shared memory by a matrix stage.
+bool isMatrixProduct(Operation *op);
+
 /// Row loads per lane that chunk loops aim to keep in flight (edges per warp
 /// x gathers x chunks): the default layout gives each warp as many edges as
 /// reach it with one chunk (at most 4; elementwise functions of vectors

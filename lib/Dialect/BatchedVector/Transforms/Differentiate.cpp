@@ -95,9 +95,15 @@ private:
   DenseSet<Value> active;
   /// Gradients of values of `f`, as values of the gradient function.
   DenseMap<Value, Value> gradients;
-  /// The gradient of each (table, index array) pair of `f`, in the order
-  /// of the first gather through it.
-  llvm::MapVector<std::pair<Value, Value>, Value> rows;
+  /// The rows gathered through a (table, index array) pair of `f`: their
+  /// type and their gradient so far (null until one reaches them).
+  struct Rows {
+    Type type;
+    Value gradient;
+  };
+  /// Every pair of a differentiated table, in the order of the first gather
+  /// through it.
+  llvm::MapVector<std::pair<Value, Value>, Rows> rows;
 };
 
 bool Differentiation::differentiates(Value table) {
@@ -122,10 +128,9 @@ LogicalResult Differentiation::backward(Operation *op, Value dy) {
   auto one = [&](Type type) { return constant(type, 1.0); };
   return TypeSwitch<Operation *, LogicalResult>(op)
       .Case<GatherVecOp, GatherMatOp>([&](auto gather) {
-        std::pair<Value, Value> key{gather.getTable(), gather.getIndices()};
-        auto [it, inserted] = rows.try_emplace(key, dy);
-        if (!inserted)
-          it->second = it->second ? add(it->second, dy) : dy;
+        Value &gradient =
+            rows[{gather.getTable(), gather.getIndices()}].gradient;
+        gradient = gradient ? add(gradient, dy) : dy;
         return success();
       })
       .Case([&](ConstantOp) { return success(); })
@@ -322,23 +327,23 @@ LogicalResult Differentiation::run() {
              << "' is " << f.getResultTypes()[i]
              << ", not a batch of scalars (a gradient needs one seed per edge)";
 
-  // The values that depend on a differentiated gather.
+  // The values that depend on a differentiated gather, and the (table,
+  // index array) pairs those gathers read through: each gets a result,
+  // even when its rows reach no result of f (zero).
   Block &body = f.getBody().front();
-  bool gathers = false;
   for (Operation &op : body.without_terminator()) {
-    Value table;
-    if (auto g = dyn_cast<GatherVecOp>(op))
-      table = g.getTable();
-    else if (auto g = dyn_cast<GatherMatOp>(op))
-      table = g.getTable();
-    bool isActive = table && differentiates(table);
-    gathers |= isActive;
+    bool isActive = false;
+    if (isa<GatherVecOp, GatherMatOp>(op) && differentiates(op.getOperand(0))) {
+      rows.try_emplace({op.getOperand(0), op.getOperand(1)},
+                       Rows{op.getResult(0).getType(), Value()});
+      isActive = true;
+    }
     for (Value v : op.getOperands())
       isActive |= active.contains(v);
     if (isActive)
       active.insert(op.getResult(0));
   }
-  if (!gathers)
+  if (rows.empty())
     return f.emitOpError() << "cannot be differentiated: it gathers from no "
                               "table that bvec-differentiate differentiates";
 
@@ -380,11 +385,6 @@ LogicalResult Differentiation::run() {
   Operation *ret = f.getReturn();
   for (auto [i, value] : llvm::enumerate(ret->getOperands()))
     accumulate(value, entry.getArgument(f.getNumArguments() + i));
-  // Every gather of a differentiated table has a result, even when its
-  // rows do not reach one (zero).
-  for (Operation &op : body.without_terminator())
-    if (isa<GatherVecOp, GatherMatOp>(op) && active.contains(op.getResult(0)))
-      rows.try_emplace({op.getOperand(0), op.getOperand(1)}, Value());
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     Value result = op.getResult(0);
     Value dy = gradients.lookup(result);
@@ -398,7 +398,7 @@ LogicalResult Differentiation::run() {
   SmallVector<Value> results;
   SmallVector<StringRef> resultNames;
   SmallVector<std::string> storage;
-  for (auto &[key, value] : rows) {
+  for (auto &[key, pair] : rows) {
     auto table = cast<BlockArgument>(key.first);
     auto indices = cast<BlockArgument>(key.second);
     std::string resultName = ("d_" + f.getArgName(table.getArgNumber()) + "_" +
@@ -409,16 +409,9 @@ LogicalResult Differentiation::run() {
              << "cannot be differentiated: the gradient name '" << resultName
              << "' is taken by another parameter";
     storage.push_back(resultName);
-    if (!value) {
-      // Rows that reach no result: their gradient is zero.
-      Operation *gather = nullptr;
-      for (Operation *user : key.second.getUsers())
-        if (isa<GatherVecOp, GatherMatOp>(user) &&
-            user->getOperand(0) == key.first)
-          gather = user;
-      value = constant(gather->getResult(0).getType(), 0.0);
-    }
-    results.push_back(value);
+    // Rows that reach no result have a zero gradient.
+    results.push_back(pair.gradient ? pair.gradient
+                                    : constant(pair.type, 0.0));
   }
   for (const std::string &s : storage)
     resultNames.push_back(s);

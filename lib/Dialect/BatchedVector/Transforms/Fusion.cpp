@@ -231,11 +231,15 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
   return success();
 }
 
+bool mlir::bvec::isMatrixProduct(Operation *op) {
+  return isa<VecMulMatOp, MatMulVecOp>(op);
+}
+
 bool mlir::bvec::hasMatrixProducts(FuncOp func) {
   return func.getBody()
       .walk([](Operation *op) {
-        return isa<VecMulMatOp, MatMulVecOp>(op) ? WalkResult::interrupt()
-                                                 : WalkResult::advance();
+        return isMatrixProduct(op) ? WalkResult::interrupt()
+                                   : WalkResult::advance();
       })
       .wasInterrupted();
 }
