@@ -90,8 +90,7 @@ def main():
                "negatives": args.negatives, "rows": []}
     for name in args.models:
         loss, optimizer, lr, margin = CONFIGS[name]
-        fwd = (args.bundles / f"{name}.fwd.D{args.dim}.kgebundle").read_text()
-        grad = (args.bundles / f"{name}.grad.D{args.dim}.kgebundle").read_text()
+        fwd, grad = training.load_bundles(args.bundles, name, args.dim)
         row = {"model": name, "loss": loss, "optimizer": optimizer, "lr": lr, "margin": margin}
         for label, eager in (("kge", False), ("pytorch", True)):
             model = training.Model.create(name, fwd, grad, entities, relations, args.dim,

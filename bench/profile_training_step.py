@@ -64,8 +64,7 @@ def main():
     data = np.load(args.data)
     entities, relations = int(data["num_entities"]), int(data["num_relations"])
     for name in args.models:
-        fwd = (args.bundles / f"{name}.fwd.D128.kgebundle").read_text()
-        grad = (args.bundles / f"{name}.grad.D128.kgebundle").read_text()
+        fwd, grad = training.load_bundles(args.bundles, name, 128)
         for eager in (False, True):
             model = training.Model.create(name, fwd, grad, entities, relations, 128, eager=eager)
             trainer = training.Trainer(model, data["train"], batch_size=1024, negatives=64,

@@ -89,17 +89,8 @@ def load_data(path):
 
 
 def bundles_for(args):
-    example = training.MODELS[args.model][0]
     if args.bundles:
-        texts = []
-        for kind in ("fwd", "grad"):
-            path = args.bundles / f"{example}.{kind}.D{args.dim}.kgebundle"
-            if not path.exists():
-                raise FileNotFoundError(f"no bundle {path} (build it with "
-                                        "test/gpu/build_gradient_bundles.py --lengths "
-                                        f"{args.dim})")
-            texts.append(path.read_text())
-        return texts
+        return training.load_bundles(args.bundles, args.model, args.dim)
     forward, gradient = training.compile_model(args.model, args.dim)
     return forward.text, gradient.text
 

@@ -81,6 +81,22 @@ def compile_model(name, dim, source=None):
             compile_bundle(gradient_module(module, example), sizes=sizes))
 
 
+def load_bundles(directory, name, dim):
+    """The forward and gradient bundle texts of model `name` at length `dim`
+    from `directory` (<example>.fwd.D<dim>.kgebundle and
+    <example>.grad.D<dim>.kgebundle, as test/gpu/build_gradient_bundles.py
+    writes them)."""
+    example = _spec(name)[0]
+    texts = []
+    for kind in ("fwd", "grad"):
+        path = pathlib.Path(directory) / f"{example}.{kind}.D{dim}.kgebundle"
+        if not path.exists():
+            raise FileNotFoundError(f"no bundle {path} (build it with "
+                                    f"test/gpu/build_gradient_bundles.py --lengths {dim})")
+        texts.append(path.read_text())
+    return tuple(texts)
+
+
 def eager_score(name):
     """Model `name`'s score in plain PyTorch (the tables read through
     sparse embedding lookups): the baseline of the benchmarks."""
@@ -161,6 +177,12 @@ class Model:
                            rows=gradients == "rows")
         score = lambda t, h, r, tt: op(**t, h=h, r=r, t=tt)
         return cls(name, tables, score, distance, op if gradients == "rows" else None)
+
+    def rows_of(self, kind):
+        """The rows of the model's tables of `kind` ("entity" or
+        "relation")."""
+        kinds = _spec(self.name)[2]
+        return min(t.shape[0] for n, t in self.tables.items() if kinds[n] == kind)
 
     def plausibility(self, h, r, t):
         s = self.score(self.tables, h, r, t)
@@ -300,15 +322,12 @@ class Trainer:
         triples = np.asarray(triples)
         if triples.ndim != 2 or triples.shape[1] != 3 or len(triples) == 0:
             raise ValueError(f"triples must be a non-empty [N, 3] array, got shape {triples.shape}")
-        entity_rows = [t.shape[0] for n, t in model.tables.items()
-                       if _spec(model.name)[2][n] == "entity"]
-        relation_rows = [t.shape[0] for n, t in model.tables.items()
-                         if _spec(model.name)[2][n] == "relation"]
-        self.num_entities = min(entity_rows)
+        self.num_entities = model.rows_of("entity")
+        relations = model.rows_of("relation")
         if triples.min() < 0 or triples[:, [0, 2]].max() >= self.num_entities \
-                or triples[:, 1].max() >= min(relation_rows):
+                or triples[:, 1].max() >= relations:
             raise ValueError("triples index entities or relations beyond the model's tables "
-                             f"({self.num_entities} entities, {min(relation_rows)} relations)")
+                             f"({self.num_entities} entities, {relations} relations)")
         self.model = model
         self.device = device
         self.triples = torch.as_tensor(triples, dtype=torch.int64, device=device)
@@ -370,6 +389,7 @@ class Trainer:
         start = time.perf_counter()
         order = torch.randperm(len(self.triples), device=self.device, generator=self.generator)
         batches = range(0, len(order), self.batch_size)
+        count = len(batches)
         if progress:
             try:
                 from tqdm import tqdm
@@ -387,7 +407,7 @@ class Trainer:
                 self._check(pending, order)
         self._check(pending, order)
         torch.cuda.synchronize()
-        record = {"epoch": self.epoch, "loss": total.item() / max(1, len(range(0, len(order), self.batch_size))),
+        record = {"epoch": self.epoch, "loss": total.item() / count,
                   "seconds": time.perf_counter() - start}
         self.epoch += 1
         self.log.append(record)
@@ -460,8 +480,7 @@ def evaluate(model, triples, known, chunk_edges=1 << 22):
     triples = np.asarray(triples, np.int64)
     first = next(iter(model.tables.values()))
     device = first.device
-    entities = min(t.shape[0] for n, t in model.tables.items()
-                   if _spec(model.name)[2][n] == "entity")
+    entities = model.rows_of("entity")
     filters = filter_lists(triples, known)
     rows = max(1, chunk_edges // entities)
     all_entities = torch.arange(entities, device=device)

@@ -26,8 +26,7 @@ def graph(seed=0, n=3000):
 
 
 def model(name, eager=False, seed=0):
-    fwd = (BUNDLES / f"{name}.fwd.D{DIM}.kgebundle").read_text()
-    grad = (BUNDLES / f"{name}.grad.D{DIM}.kgebundle").read_text()
+    fwd, grad = training.load_bundles(BUNDLES, name, DIM)
     return training.Model.create(name, fwd, grad, ENTITIES, RELATIONS, DIM, seed=seed,
                                  eager=eager)
 

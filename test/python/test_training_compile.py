@@ -63,3 +63,12 @@ def test_cpu_training_example_learns():
                             capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "filtered test MRR after 12 epochs" in result.stdout
+
+
+def test_load_bundles_reads_what_compile_model_gives(tmp_path):
+    forward, gradient = training.compile_model("complex", 16)
+    forward.save(tmp_path / "complex.fwd.D16.kgebundle")
+    gradient.save(tmp_path / "complex.grad.D16.kgebundle")
+    assert training.load_bundles(tmp_path, "complex", 16) == (forward.text, gradient.text)
+    with pytest.raises(FileNotFoundError, match="complex.fwd.D32.kgebundle"):
+        training.load_bundles(tmp_path, "complex", 32)
