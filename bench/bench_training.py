@@ -94,7 +94,8 @@ def main():
         row = {"model": name, "loss": loss, "optimizer": optimizer, "lr": lr, "margin": margin}
         for label, eager in (("kge", False), ("pytorch", True)):
             model = training.Model.create(name, fwd, grad, entities, relations, args.dim,
-                                          seed=0, eager=eager)
+                                          seed=0, eager=eager,
+                                          gradients="sparse" if eager else "rows")
             trainer = training.Trainer(model, train, batch_size=args.batch,
                                        negatives=args.negatives, loss=loss, optimizer=optimizer,
                                        lr=lr, margin=margin, seed=1)

@@ -66,7 +66,8 @@ def main():
     for name in args.models:
         fwd, grad = training.load_bundles(args.bundles, name, 128)
         for eager in (False, True):
-            model = training.Model.create(name, fwd, grad, entities, relations, 128, eager=eager)
+            model = training.Model.create(name, fwd, grad, entities, relations, 128, eager=eager,
+                                          gradients="sparse" if eager else "rows")
             trainer = training.Trainer(model, data["train"], batch_size=1024, negatives=64,
                                        loss="softplus", optimizer="adagrad")
             totals = profile(trainer)

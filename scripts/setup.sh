@@ -23,6 +23,9 @@ PACKAGES=(
   python3 python3-venv python3-dev
   libgtest-dev nlohmann-json3-dev
   wordnet-base rdkit-data
+  # PyTorch for the CPU (PyPI's Linux builds need CUDA): the training
+  # engine's tests in test/torch run under Debian's Python with it.
+  python3-torch python3-pytest
 )
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -3,6 +3,8 @@
 #   lit + FileCheck   test/ (dialects, conversions, targets, tools, examples)
 #   unit tests        test/unittests (GoogleTest)
 #   Python tests      test/python (pytest: CPU path against NumPy, runtime)
+#   PyTorch tests     test/torch (pytest under Debian's Python and CPU
+#                     PyTorch: the training engine in plain PyTorch)
 # and ends with one line: "N passed, M failed". GPU tests (test/gpu) run on a
 # GPU machine through scripts/gpu-test.sh, never here.
 set -uo pipefail
@@ -26,6 +28,10 @@ echo; echo "==> unit tests"
 echo; echo "==> Python tests"
 KGE_BUILD_DIR="$BUILD_DIR" "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider \
   --junitxml="$RESULTS/pytest.xml" "$ROOT/test/python" || status=1
+
+echo; echo "==> PyTorch tests (CPU)"
+/usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$RESULTS/torch.xml" \
+  "$ROOT/test/torch" || status=1
 
 echo
 "$ROOT/.venv/bin/python" "$ROOT/scripts/summarize-tests.py" "$RESULTS"/*.xml || status=1

@@ -15,7 +15,7 @@ config.test_exec_root = os.path.join(config.kge_obj_root, "test")
 # GPU tests run on the GPU machine through their own driver; fuzz/ holds
 # inputs that Tools/kge-fuzz replays; Python tests
 # run under pytest; unit tests under ctest.
-config.excludes = ["gpu", "python", "unittests", "fuzz", "lit.cfg.py", "lit.site.cfg.py",
+config.excludes = ["gpu", "python", "torch", "unittests", "fuzz", "lit.cfg.py", "lit.site.cfg.py",
                    "CMakeLists.txt", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))

@@ -21,7 +21,7 @@ import pathlib
 
 import numpy as np
 
-from . import checkpoint
+from . import checkpoint, partition_order, training
 
 
 def partition_ranges(n, num_entities):
@@ -65,24 +65,37 @@ class PartitionStore:
     @classmethod
     def create(cls, directory, tables, ranges, model):
         """Writes `tables` partition by partition; returns the store."""
-        store = cls(directory, ranges, model)
         rows = {len(t) for t in tables.values()}
-        if rows != {int(store.ranges[-1])}:
+        if rows != {int(ranges[-1])}:
             raise ValueError(f"the tables have {sorted(rows)} rows; the partitions cover "
-                             f"{int(store.ranges[-1])} entities")
+                             f"{int(ranges[-1])} entities")
+        return cls.initialize(directory, ranges, model, lambda p, begin, end: {
+            name: t[begin:end] for name, t in tables.items()})
+
+    @classmethod
+    def initialize(cls, directory, ranges, model, make):
+        """Writes partition p's arrays `make(p, begin, end)` for every p
+        (the tables never whole in memory); returns the store."""
+        store = cls(directory, ranges, model)
         for p in range(len(ranges) - 1):
-            begin, end = store.ranges[p], store.ranges[p + 1]
-            store._write(p, {name: t[begin:end] for name, t in tables.items()})
-        store.stores = store.bytes_stored = 0
+            store._write(p, make(p, int(store.ranges[p]), int(store.ranges[p + 1])))
         return store
 
     def path(self, p):
         return self.directory / f"partition-{p}.kge"
 
-    def _write(self, p, arrays):
+    def _write(self, p, arrays, sync=True):
         checkpoint.save(self.path(p), arrays, "partition", self.model,
                         meta={"partition": p, "rows": [int(self.ranges[p]),
-                                                       int(self.ranges[p + 1])]})
+                                                       int(self.ranges[p + 1])]}, sync=sync)
+
+    def read_into(self, p, arrays):
+        """Reads partition p into `arrays` ({table: rows} the caller holds,
+        e.g. pinned host buffers), checked like load, counted."""
+        meta = checkpoint.read_into(self.path(p), "partition", self.model, arrays)
+        self._check_meta(p, meta)
+        self.loads += 1
+        self.bytes_loaded += sum(a.nbytes for a in arrays.values())
 
     def load(self, p):
         """Partition p's rows of every table (checked: its file, its model,
@@ -94,11 +107,7 @@ class PartitionStore:
 
     def _read(self, p):
         arrays, meta = checkpoint.load(self.path(p), "partition", self.model)
-        expected = [int(self.ranges[p]), int(self.ranges[p + 1])]
-        if meta.get("partition") != p or meta.get("rows") != expected:
-            raise checkpoint.CheckpointError(
-                f"{self.path(p)} holds partition {meta.get('partition')} (rows "
-                f"{meta.get('rows')}), not partition {p} (rows {expected})")
+        expected = self._check_meta(p, meta)
         for name, array in arrays.items():
             if len(array) != expected[1] - expected[0]:
                 raise checkpoint.CheckpointError(
@@ -106,8 +115,18 @@ class PartitionStore:
                     f"{expected[1] - expected[0]}")
         return arrays
 
-    def store(self, p, arrays):
-        self._write(p, arrays)
+    def _check_meta(self, p, meta):
+        expected = [int(self.ranges[p]), int(self.ranges[p + 1])]
+        if meta.get("partition") != p or meta.get("rows") != expected:
+            raise checkpoint.CheckpointError(
+                f"{self.path(p)} holds partition {meta.get('partition')} (rows "
+                f"{meta.get('rows')}), not partition {p} (rows {expected})")
+        return expected
+
+    def store(self, p, arrays, sync=True):
+        """Writes partition p (atomically; `sync`: flushed to the device
+        before returning), counted."""
+        self._write(p, arrays, sync)
         self.stores += 1
         self.bytes_stored += sum(np.asarray(a).nbytes for a in arrays.values())
 
@@ -119,25 +138,540 @@ class PartitionStore:
 
 
 def run_schedule(states, buckets, store, train):
-    """Trains the buckets of an order state by state: `train(bucket,
-    buffer)` with `buffer` {partition: {table: rows}} holding the state's
-    partitions; the partition a state drops is written back before the
-    one it adds is loaded. Returns the number of buckets trained."""
-    if len(buckets) != len(states):
-        raise ValueError(f"{len(buckets)} bucket lists for {len(states)} buffer states")
-    buffer, trained = {}, 0
-    for k, state in enumerate(states):
-        for p in [p for p in buffer if p not in state]:
-            store.store(p, buffer.pop(p))
-        for p in state:
-            if p not in buffer:
-                buffer[p] = store.load(p)
-        for bucket in buckets[k]:
-            if not (bucket[0] in buffer and bucket[1] in buffer):
-                raise ValueError(f"bucket {bucket} is scheduled in buffer state {k} "
-                                 f"{sorted(state)}, which lacks its partitions")
+    """Trains the buckets of an order state by state, synchronously, along
+    swap_plan: `train(bucket, buffer)` with `buffer` {partition: {table:
+    rows}} holding the state's partitions; a swap writes the evicted
+    partition back, then loads the next. Returns the number of buckets
+    trained. (OutOfCoreTrainer walks the same plan with the swaps'
+    I/O overlapped.)"""
+    plan = swap_plan(states, buckets)
+    buffer = {p: store.load(p) for p in plan[0][0]}
+    trained = 0
+    for _, first, evicted, loaded, rest in plan:
+        for bucket in first:
             train(bucket, buffer)
-            trained += 1
+        if evicted is not None:
+            store.store(evicted, buffer.pop(evicted))
+            buffer[loaded] = store.load(loaded)
+        for bucket in rest:
+            train(bucket, buffer)
+        trained += len(first) + len(rest)
     for p in list(buffer):
         store.store(p, buffer.pop(p))
     return trained
+
+
+def swap_plan(states, buckets):
+    """Each buffer state's work in the order the pipeline does it: (state,
+    first, evicted, loaded, rest) — `first` the buckets of the partition
+    the next swap evicts (trained before it leaves), the swap (None, None
+    after the last state), then `rest`, the buckets that train while the
+    swap's I/O runs (empty where the order misses Legend's Definition 1)."""
+    if len(buckets) != len(states):
+        raise ValueError(f"{len(buckets)} bucket lists for {len(states)} buffer states")
+    plan = []
+    for k, state in enumerate(states):
+        evicted = loaded = None
+        if k + 1 < len(states):
+            (evicted,) = set(state) - set(states[k + 1])
+            (loaded,) = set(states[k + 1]) - set(state)
+        for bucket in buckets[k]:
+            if not (bucket[0] in state and bucket[1] in state):
+                raise ValueError(f"bucket {bucket} is scheduled in buffer state {k} "
+                                 f"{sorted(state)}, which lacks its partitions")
+        first = [b for b in buckets[k] if evicted in b]
+        rest = [b for b in buckets[k] if evicted not in b]
+        plan.append((tuple(state), first, evicted, loaded, rest))
+    return plan
+
+
+def buffer_order(n, capacity, order="legend"):
+    """The buffer states and buckets of `order` ("legend": Legend's
+    Algorithms 1 and 2, a buffer of 3; "beta": Marius's BETA order, any
+    capacity, buckets in Algorithm 2's way) for n partitions; one state of
+    every partition when they all fit."""
+    if not isinstance(capacity, int) or capacity < 2:
+        raise ValueError(f"a buffer of {capacity!r} partitions cannot hold the two partitions of "
+                         "a bucket: it needs at least 2")
+    if capacity >= n:
+        states = [tuple(range(n))]
+    elif order == "legend":
+        if capacity != 3:
+            raise ValueError(f"Legend's order is for a buffer of 3 partitions, not {capacity} "
+                             "(order='beta' takes any buffer)")
+        states = partition_order.legend_order(n)
+    elif order == "beta":
+        states = partition_order.beta_order(n, capacity)
+    else:
+        raise ValueError(f"unknown partition order {order!r} (expected legend or beta)")
+    if len(states) > 1:
+        partition_order.check_order(states, n, capacity)
+    return states, partition_order.legend_buckets(states, n)
+
+
+class OutOfCoreTrainer(training.Trainer):
+    """Training with the entity embeddings and their optimizer states in
+    `partitions` files under `directory` and a device buffer of `capacity`
+    partitions (Legend): edges in host memory bucketed by (head partition,
+    tail partition), the buffer states of `order` walked along swap_plan,
+    relation tables resident on the device.
+
+    On the GPU each swap overlaps the buckets that do not need the
+    partitions it moves: a reader thread reads the next partition's file
+    into pinned host memory a state ahead; when the evicted partition's
+    buckets are done, a copy stream copies its slot to pinned memory and
+    the loaded partition into the slot, and a writer thread writes the
+    evicted partition's file, while the compute stream trains the state's
+    other buckets. The next state waits for its partition only if the copy
+    is not done (`stall_seconds`). With `prefetch=False` the swap is done
+    synchronously (the ablation). Negatives are drawn, uniformly or by
+    degree, from the entities in the buffer (Legend's and Marius's
+    sampling). Loads per epoch are the order's I/O count.
+
+    Partition files are written atomically (never half); `save` flushes
+    them and writes the relation tables, their optimizer state and the
+    epoch. A trainer made with `resume=<checkpoint path>` continues from
+    them (`resume=True`: from the partition files alone, at epoch 0)."""
+
+    def __init__(self, name, triples, directory, *, num_entities, num_relations, dim, partitions,
+                 capacity=3, order="legend", forward=None, gradient=None, eager=False,
+                 batch_size=1024, negatives=16, loss="softplus", margin=1.0, temperature=1.0,
+                 optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device="cuda",
+                 prefetch=True, buffer_bytes=None, resume=False):
+        import torch
+        _, distance, kinds = training._spec(name)
+        for what, value in (("num_entities", num_entities), ("num_relations", num_relations),
+                            ("dim", dim), ("partitions", partitions)):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{what} must be a positive integer, got {value!r}")
+        self.ranges = partition_ranges(partitions, num_entities)
+        self.states, self.buckets = buffer_order(partitions, capacity, order)
+        self.plan = swap_plan(self.states, self.buckets)
+        self.capacity = len(self.states[0])
+        self.rows = int(np.diff(self.ranges).max())  # rows of a buffer slot
+        self.entity_tables = [t for t, kind in kinds.items() if kind == "entity"]
+        states = training.RowSparseOptimizer.state_count(optimizer)
+        self.partition_bytes = self.rows * dim * 4 * len(self.entity_tables) * (1 + states)
+        needed = self.capacity * self.partition_bytes
+        if buffer_bytes is not None and buffer_bytes < needed:
+            raise ValueError(
+                f"a buffer of {buffer_bytes} bytes is smaller than the order needs: "
+                f"{self.capacity} partitions of {self.partition_bytes} bytes (embeddings and "
+                f"optimizer states of {self.rows} entities) take {needed}")
+        device = torch.device(device)
+        slots = self.capacity * self.rows
+        tables = {}
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+        for table, kind in kinds.items():
+            if kind == "entity":
+                tables[table] = torch.nn.Parameter(torch.zeros(slots, dim, device=device))
+            else:
+                values = training.init_rows(name, table, num_relations, dim, generator)
+                tables[table] = torch.nn.Parameter(values.to(device))
+        score, op = training._operator(name, forward, gradient, eager, "rows")
+        model = training.Model(name, tables, score, distance, op)
+        # The optimizer's states of the entity tables are buffer-sized too.
+        self._configure(model, batch_size=batch_size, negatives=negatives, loss=loss,
+                        margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,
+                        sampler=sampler, seed=seed, device=device, rows_only=self.entity_tables)
+        self.num_entities, self.dim = num_entities, dim
+        triples = training.check_triples(triples, num_entities, num_relations)
+        # The edges bucket by bucket, heads and tails as rows of their
+        # partitions.
+        permutation, self.offsets = bucket_edges(triples[:, 0], triples[:, 2], self.ranges)
+        edges = triples[permutation].copy()
+        part_of = np.searchsorted(self.ranges, edges[:, [0, 2]], "right") - 1
+        edges[:, [0, 2]] -= self.ranges[part_of]
+        self.edges = torch.as_tensor(edges)
+        if device.type == "cuda":
+            self.edges = self.edges.pin_memory()
+        degree = np.bincount(triples[:, [0, 2]].reshape(-1), minlength=num_entities) + 1.0
+        self.degree = (torch.as_tensor(degree, device=device) if sampler == "degree"
+                       else None)
+        self._weights = torch.zeros(slots, dtype=torch.float64, device=device)
+        self._cdf = None
+        self.fingerprint_config = {"model": name, "dim": dim, "entities": num_entities,
+                                   "relations": num_relations, "partitions": partitions,
+                                   "optimizer": optimizer}
+        self.store = PartitionStore(directory, self.ranges, self.fingerprint())
+        self.prefetch = prefetch
+        self.slot_of = {}
+        if resume is False:
+            self.store = PartitionStore.initialize(
+                directory, self.ranges, self.fingerprint(),
+                lambda p, begin, end: self._initial_partition(name, p, end - begin, seed))
+        else:
+            self.load(None if resume is True else resume)
+
+    def fingerprint(self):
+        return checkpoint.fingerprint(self.fingerprint_config)
+
+    def _initial_partition(self, name, p, rows, seed):
+        import torch
+        generator = torch.Generator(device="cpu").manual_seed(seed * 1000003 + p + 1)
+        arrays = {}
+        for table in self.entity_tables:
+            arrays[table] = training.init_rows(name, table, rows, self.dim, generator).numpy()
+        for table in self.entity_tables:
+            for i in range(len(self.optimizer.state[table])):
+                arrays[f"{table}.state{i}"] = np.zeros((rows, self.dim), np.float32)
+        return arrays
+
+    def _slot_arrays(self, slot, rows):
+        """The buffer's rows of slot `slot` as {file array name: tensor}."""
+        begin = slot * self.rows
+        views = {}
+        for table in self.entity_tables:
+            views[table] = self.model.tables[table].data[begin:begin + rows]
+        for table in self.entity_tables:
+            for i, state in enumerate(self.optimizer.state[table]):
+                views[f"{table}.state{i}"] = state[begin:begin + rows]
+        return views
+
+    def _assign(self, p, slot, sampled=True):
+        """Slot `slot` holds partition p from now on; `sampled`: negatives
+        may be drawn from it (not while its rows are being copied)."""
+        self.slot_of[p] = slot
+        self._sample_from(slot, p if sampled else None)
+
+    def _sample_from(self, slot, p):
+        """The sampler's weights of slot `slot`'s rows: 1 or the entity's
+        degree for partition p's, 0 for the slot's unused rows (and all of
+        them with p None)."""
+        weights = self._weights[slot * self.rows:(slot + 1) * self.rows]
+        weights.zero_()
+        if p is not None:
+            begin, end = int(self.ranges[p]), int(self.ranges[p + 1])
+            if self.degree is None:
+                weights[:end - begin] = 1.0
+            else:
+                weights[:end - begin] = self.degree[begin:end]
+        self._cdf = None
+
+    def corruptions(self, h, t, corrupt_head, k):
+        """Negatives drawn from the partitions in the buffer (as Legend and
+        Marius do; not the one a swap is moving), uniformly or by degree:
+        buffer rows."""
+        import torch
+        if self._cdf is None:
+            self._cdf = torch.cumsum(self._weights, 0)
+        u = torch.rand(len(h), k, device=self.device, generator=self.generator,
+                       dtype=torch.float64)
+        drawn = torch.searchsorted(self._cdf, u * self._cdf[-1], right=True)
+        return torch.clamp_(drawn, max=len(self._cdf) - 1)
+
+    def _group(self, buckets):
+        """The edges of `buckets` on the device, heads and tails as buffer
+        rows."""
+        import torch
+        parts = []
+        n = len(self.ranges) - 1
+        for a, b in buckets:
+            begin, end = self.offsets[a * n + b], self.offsets[a * n + b + 1]
+            if end == begin:
+                continue
+            edges = self.edges[begin:end].to(self.device, non_blocking=True)
+            bias = torch.tensor([self.slot_of[a] * self.rows, 0, self.slot_of[b] * self.rows],
+                                device=self.device)
+            parts.append(edges + bias)
+        if not parts:
+            return None
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
+
+    def _train_buckets(self, epoch, buckets, bar, check_every):
+        edges = self._group(buckets)
+        if edges is not None:
+            self._train_edges(epoch, edges, bar, check_every)
+
+    def describe(self, batch):
+        """Positives as (head, relation, tail) entity ids (the buffer rows
+        mapped back)."""
+        partition = {slot: p for p, slot in self.slot_of.items()}
+        rows = []
+        for h, r, t in batch.tolist():
+            ids = []
+            for row in (h, t):
+                p = partition[row // self.rows]
+                ids.append(int(self.ranges[p]) + row % self.rows)
+            rows.append((ids[0], r, ids[1]))
+        return ", ".join(map(str, rows))
+
+    def train_epoch(self, progress=False, check_every=50):
+        """One pass over every bucket along the order; returns {epoch,
+        loss, seconds, loads, bytes_loaded, bytes_stored, stall_seconds,
+        host_wait_seconds}."""
+        epoch = self._begin_epoch()
+        store = self.store
+        loads, loaded_bytes, stored_bytes = store.loads, store.bytes_loaded, store.bytes_stored
+        bar = self._progress(progress, -(-len(self.edges) // self.batch_size))
+        io = _SwapEngine(self, overlap=self.prefetch and self.device.type == "cuda")
+        try:
+            io.load_state(self.plan[0][0])
+            for k, (state, first, evicted, loaded, rest) in enumerate(self.plan):
+                if k:
+                    io.wait_loaded()
+                self._train_buckets(epoch, first, bar, check_every)
+                if evicted is not None:
+                    io.swap(evicted, loaded, self._next_load(k))
+                self._train_buckets(epoch, rest, bar, check_every)
+            io.write_back()
+        finally:
+            io.close()
+        record = self._end_epoch(epoch)
+        record.update(loads=store.loads - loads, bytes_loaded=store.bytes_loaded - loaded_bytes,
+                      bytes_stored=store.bytes_stored - stored_bytes,
+                      stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait)
+        return record
+
+    def _next_load(self, k):
+        """The partition the swap after state k + 1 loads (read ahead)."""
+        return self.plan[k + 1][3] if k + 1 < len(self.plan) else None
+
+    def save(self, path):
+        """Flushes the partition files to the device and writes the
+        relation tables, the optimizer's state and steps, and the epoch to
+        `path` (atomically)."""
+        import os
+        for p in range(len(self.ranges) - 1):
+            with open(self.store.path(p), "rb") as handle:
+                os.fsync(handle.fileno())
+        relations = [t for t in self.model.tables if t not in self.entity_tables]
+        arrays = {t: self.model.tables[t].detach().cpu().numpy() for t in relations}
+        states, scalars = self._optimizer_state(relations)
+        arrays.update(states)
+        arrays["generator"] = self.generator.get_state().numpy()
+        return checkpoint.save(path, arrays, "model", self.fingerprint(),
+                               {"epoch": self.epoch, "log": self.log, "optimizer": scalars,
+                                "partitions": str(self.store.directory)})
+
+    def load(self, path=None):
+        """Continues from the checkpoint `path` (from save; default: the
+        partition files alone, epoch 0) — refused whole when it or a
+        partition file is not this model's."""
+        import torch
+        for p in range(len(self.ranges) - 1):
+            self.store._read(p)
+        if path is None:
+            return
+        arrays, meta = checkpoint.load(path, "model", self.fingerprint())
+        relations = [t for t in self.model.tables if t not in self.entity_tables]
+        with torch.no_grad():
+            for t in relations:
+                self.model.tables[t].copy_(torch.as_tensor(arrays[t]))
+        self._load_optimizer_state(arrays, meta.get("optimizer", {}), relations)
+        self.generator.set_state(torch.as_tensor(arrays["generator"]))
+        self.epoch = meta["epoch"]
+        self.log = list(meta.get("log", []))
+
+    def gather(self, device=None):
+        """The trained model whole (every partition read back, checked):
+        a kge.training.Model on `device` (default: the trainer's) with the
+        same score, for evaluation when it fits."""
+        import torch
+        device = self.device if device is None else torch.device(device)
+        arrays = self.store.gather()
+        tables = {}
+        for name, table in self.model.tables.items():
+            values = arrays[name] if name in self.entity_tables else table.detach().cpu()
+            tables[name] = torch.nn.Parameter(torch.as_tensor(values).to(device))
+        return training.Model(self.model.name, tables, self.model.score, self.model.distance,
+                              self.model.operator)
+
+
+class _SwapEngine:
+    """The I/O of one epoch of an OutOfCoreTrainer: loads of buffer states,
+    swaps and write-backs, overlapped with training on the GPU (a copy
+    stream, pinned host buffers, a reader and a writer thread) or done
+    synchronously."""
+
+    def __init__(self, trainer, overlap):
+        self.trainer, self.overlap = trainer, overlap
+        self.host_wait = 0.0
+        self.stalls = []
+        self.pending = None  # the load event the next state waits for
+        if not overlap:
+            return
+        import concurrent.futures
+        import torch
+        self.copy = torch.cuda.Stream(device=trainer.device)
+        self.reader = concurrent.futures.ThreadPoolExecutor(1, "kge-read")
+        self.writer = concurrent.futures.ThreadPoolExecutor(1, "kge-write")
+        def staging():
+            return {n: torch.empty((trainer.rows,) + tuple(v.shape[1:]), dtype=v.dtype,
+                                   pin_memory=True)
+                    for n, v in trainer._slot_arrays(0, trainer.rows).items()}
+
+        self.inbound = [staging(), staging()]
+        self.outbound = [staging(), staging()]
+        self.copied_in = [None, None]  # H2D done: the inbound buffer is free
+        self.written = [None, None]  # file written: the outbound buffer is free
+        self.reads = {}  # partition: (future, inbound index)
+        self.read_count = self.swaps = 0
+
+    def _views(self, buffers, p):
+        rows = int(self.trainer.ranges[p + 1] - self.trainer.ranges[p])
+        return {n: b[:rows] for n, b in buffers.items()}
+
+    def _numpy(self, views):
+        return {n: v.numpy() for n, v in views.items()}
+
+    def load_state(self, state):
+        """The first state's partitions, loaded before training starts."""
+        trainer = self.trainer
+        trainer.slot_of.clear()
+        for slot, p in enumerate(state):
+            rows = int(trainer.ranges[p + 1] - trainer.ranges[p])
+            views = trainer._slot_arrays(slot, rows)
+            if self.overlap:
+                staged = self._views(self.inbound[0], p)
+                trainer.store.read_into(p, self._numpy(staged))
+                for n, v in views.items():
+                    v.copy_(staged[n])
+            elif trainer.device.type == "cpu":
+                trainer.store.read_into(p, self._numpy(views))
+            else:
+                arrays = trainer.store.load(p)
+                for n, v in views.items():
+                    v.copy_(_tensor(arrays[n]))
+            trainer._assign(p, slot)
+        if self.overlap and len(trainer.plan) > 1:
+            self._read_ahead(trainer.plan[0][3])
+
+    def _read_ahead(self, p):
+        if p is None or p in self.reads:
+            return
+        index = self.read_count % 2
+        self.read_count += 1
+        after = self.copied_in[index]
+
+        def read():
+            if after is not None:
+                after.synchronize()
+            self.trainer.store.read_into(p, self._numpy(self._views(self.inbound[index], p)))
+
+        self.reads[p] = (self.reader.submit(read), index)
+
+    def swap(self, evicted, loaded, read_next):
+        """Evicted out of its slot and back to its file, `loaded` into it;
+        then the read of `read_next` starts."""
+        trainer = self.trainer
+        slot = trainer.slot_of.pop(evicted)
+        rows_out = int(trainer.ranges[evicted + 1] - trainer.ranges[evicted])
+        rows_in = int(trainer.ranges[loaded + 1] - trainer.ranges[loaded])
+        if not self.overlap:
+            self._swap_now(evicted, loaded, slot, rows_out, rows_in)
+            trainer._assign(loaded, slot)
+            return
+        import torch
+        out = self.swaps % 2
+        self.swaps += 1
+        if self.written[out] is not None:
+            self._wait(self.written[out])
+        trained = torch.cuda.Event()
+        trained.record(torch.cuda.current_stream(trainer.device))
+        staged_out = self._views(self.outbound[out], evicted)
+        with torch.cuda.stream(self.copy):
+            self.copy.wait_event(trained)
+            for n, v in trainer._slot_arrays(slot, rows_out).items():
+                staged_out[n].copy_(v, non_blocking=True)
+            copied_out = torch.cuda.Event()
+            copied_out.record(self.copy)
+
+        def write():
+            copied_out.synchronize()
+            trainer.store.store(evicted, self._numpy(staged_out), sync=False)
+
+        self.written[out] = self.writer.submit(write)
+        trainer._sample_from(slot, None)
+        self._read_ahead(loaded)
+        future, index = self.reads.pop(loaded)
+        self._wait(future)
+        staged_in = self._views(self.inbound[index], loaded)
+        with torch.cuda.stream(self.copy):
+            for n, v in trainer._slot_arrays(slot, rows_in).items():
+                v.copy_(staged_in[n], non_blocking=True)
+            copied_in = torch.cuda.Event()
+            copied_in.record(self.copy)
+        self.copied_in[index] = copied_in
+        self.pending = (copied_in, loaded, slot)
+        trainer._assign(loaded, slot, sampled=False)
+        self._read_ahead(read_next)
+
+    def _swap_now(self, evicted, loaded, slot, rows_out, rows_in):
+        trainer = self.trainer
+        out = trainer._slot_arrays(slot, rows_out)
+        if trainer.device.type == "cpu":
+            trainer.store.store(evicted, self._numpy(out), sync=False)
+            trainer.store.read_into(loaded, self._numpy(trainer._slot_arrays(slot, rows_in)))
+            return
+        trainer.store.store(evicted, {n: v.cpu().numpy() for n, v in out.items()}, sync=False)
+        arrays = trainer.store.load(loaded)
+        for n, v in trainer._slot_arrays(slot, rows_in).items():
+            v.copy_(_tensor(arrays[n]))
+
+    def _wait(self, future):
+        import time
+        start = time.perf_counter()
+        future.result()
+        self.host_wait += time.perf_counter() - start
+
+    def wait_loaded(self):
+        """The compute stream waits for the last swap's load (timed)."""
+        if self.pending is None:
+            return
+        import torch
+        stream = torch.cuda.current_stream(self.trainer.device)
+        before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        event, p, slot = self.pending
+        before.record(stream)
+        stream.wait_event(event)
+        after.record(stream)
+        self.stalls.append((before, after))
+        self.trainer._sample_from(slot, p)
+        self.pending = None
+
+    def write_back(self):
+        """Every partition in the buffer back to its file (on the GPU the
+        copy of one overlapping the write of the one before)."""
+        trainer = self.trainer
+        for i, (p, slot) in enumerate(sorted(trainer.slot_of.items())):
+            rows = int(trainer.ranges[p + 1] - trainer.ranges[p])
+            views = trainer._slot_arrays(slot, rows)
+            if not self.overlap:
+                arrays = (self._numpy(views) if trainer.device.type == "cpu"
+                          else {n: v.cpu().numpy() for n, v in views.items()})
+                trainer.store.store(p, arrays, sync=False)
+                continue
+            out = i % 2
+            if self.written[out] is not None:
+                self._wait(self.written[out])
+            staged = self._views(self.outbound[out], p)
+            for n, v in views.items():
+                staged[n].copy_(v)
+            self.written[out] = self.writer.submit(
+                trainer.store.store, p, self._numpy(staged), sync=False)
+        if self.overlap:
+            for future in self.written:
+                if future is not None:
+                    self._wait(future)
+        trainer.slot_of.clear()
+
+    def stall_seconds(self):
+        """Time the compute stream waited for loads."""
+        if not self.stalls:
+            return 0.0
+        import torch
+        torch.cuda.synchronize(self.trainer.device)
+        return sum(b.elapsed_time(a) for b, a in self.stalls) / 1e3
+
+    def close(self):
+        if self.overlap:
+            for future, _ in self.reads.values():
+                future.cancel()
+            self.reader.shutdown(wait=True)
+            self.writer.shutdown(wait=True)
+
+
+def _tensor(array):
+    import torch
+    return torch.as_tensor(array)

@@ -97,13 +97,16 @@ def load_bundles(directory, name, dim):
     return tuple(texts)
 
 
-def eager_score(name):
+def eager_score(name, gather=None):
     """Model `name`'s score in plain PyTorch (the tables read through
-    sparse embedding lookups): the baseline of the benchmarks."""
+    sparse embedding lookups, or through `gather(table, index)`): the
+    baseline of the benchmarks."""
     import torch
     import torch.nn.functional as F
 
     def rows(table, index):
+        if gather is not None:
+            return gather(table, index)
         return F.embedding(index, table, sparse=True)
 
     def transe(p):
@@ -133,6 +136,66 @@ def eager_score(name):
             "complex": complex_, "rotate": rotate}[name]
 
 
+class EagerRows:
+    """Model `name`'s plain PyTorch score as an operator like
+    kge.autograd.ScoreOperator with `rows=True`: called with the tables and
+    indices by name, it scores; backward leaves the tables' .grad alone and
+    records the gathered rows' gradients (table, indices, rows) in
+    `captured` for RowSparseOptimizer. The reference of the row-sparse
+    path, and the CPU engine of the tests."""
+
+    def __init__(self, name):
+        import torch
+
+        op = self
+
+        class Gather(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, table, index, table_name):
+                ctx.index, ctx.table_name = index, table_name
+                return table[index]
+
+            @staticmethod
+            def backward(ctx, grad):
+                op.captured.append((ctx.table_name, ctx.index, grad))
+                return None, None, None
+
+        self.captured = []
+        self._names = {}
+        self._score = eager_score(
+            name, lambda table, index: Gather.apply(table, index, self._names[id(table)]))
+
+    def __call__(self, **tensors):
+        self._names = {id(t): n for n, t in tensors.items()}
+        return self._score(**tensors)
+
+
+def _operator(name, forward, gradient, eager, gradients):
+    """A model's score callable score(tables, h, r, t) and, with `gradients`
+    "rows", the operator whose `captured` rows a RowSparseOptimizer takes
+    (KGE's kernels, or plain PyTorch with `eager`)."""
+    if gradients not in ("dense", "sparse", "rows"):
+        raise ValueError(f"gradients must be dense, sparse or rows, got {gradients!r}")
+    if eager:
+        if gradients == "rows":
+            op = EagerRows(name)
+            return (lambda t, h, r, tt: op(**t, h=h, r=r, t=tt)), op
+        fn = eager_score(name)
+        return (lambda t, h, r, tt: fn(**t, h=h, r=r, t=tt)), None
+    from .autograd import ScoreOperator
+    op = ScoreOperator(forward, gradient, sparse=gradients == "sparse",
+                       rows=gradients == "rows")
+    return (lambda t, h, r, tt: op(**t, h=h, r=r, t=tt)), (op if gradients == "rows" else None)
+
+
+def init_rows(name, table, rows, dim, generator):
+    """`rows` initial rows of table `table` of model `name`: uniform in
+    [-1/sqrt(dim), 1/sqrt(dim)] (RotatE's phases in [-pi, pi])."""
+    import torch
+    scale = math.pi if table == "Rph" else 1 / math.sqrt(dim)
+    return (torch.rand(rows, dim, generator=generator) * 2 - 1) * scale
+
+
 class Model:
     """A model's tables (torch.nn.Parameters on the GPU) and its score:
     `score(tables, h, r, t)` gives one score per edge; `distance` says
@@ -146,37 +209,24 @@ class Model:
     @classmethod
     def create(cls, name, forward=None, gradient=None, num_entities=None, num_relations=None,
                dim=None, seed=0, device="cuda", eager=False, gradients="rows"):
-        """Tables initialized uniformly in [-1/sqrt(dim), 1/sqrt(dim)]
-        (RotatE's phases in [-pi, pi]); the score through KGE's kernels
+        """Tables initialized by init_rows; the score through KGE's kernels
         (the bundles of compile_model) or, with `eager`, plain PyTorch.
-        KGE's gradients go to the tables' .grad (`gradients` "dense" or
-        "sparse") or, with "rows", straight to the Trainer's row-sparse
-        optimizer."""
+        Gradients go to the tables' .grad (`gradients` "dense" or "sparse")
+        or, with "rows", straight to the Trainer's row-sparse optimizer."""
         import torch
         _, distance, kinds = _spec(name)
         for what, value in (("num_entities", num_entities), ("num_relations", num_relations),
                             ("dim", dim)):
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{what} must be a positive integer, got {value!r}")
+        score, op = _operator(name, forward, gradient, eager, gradients)
         generator = torch.Generator(device="cpu").manual_seed(seed)
-        bound = 1 / math.sqrt(dim)
         tables = {}
         for table, kind in kinds.items():
             rows = num_entities if kind == "entity" else num_relations
-            scale = math.pi if table == "Rph" else bound
-            values = (torch.rand(rows, dim, generator=generator) * 2 - 1) * scale
+            values = init_rows(name, table, rows, dim, generator)
             tables[table] = torch.nn.Parameter(values.to(device))
-        if gradients not in ("dense", "sparse", "rows"):
-            raise ValueError(f"gradients must be dense, sparse or rows, got {gradients!r}")
-        if eager:
-            fn = eager_score(name)
-            score = lambda t, h, r, tt: fn(**t, h=h, r=r, t=tt)
-            return cls(name, tables, score, distance)
-        from .autograd import ScoreOperator
-        op = ScoreOperator(forward, gradient, sparse=gradients == "sparse",
-                           rows=gradients == "rows")
-        score = lambda t, h, r, tt: op(**t, h=h, r=r, t=tt)
-        return cls(name, tables, score, distance, op if gradients == "rows" else None)
+        return cls(name, tables, score, distance, op)
 
     def rows_of(self, kind):
         """The rows of the model's tables of `kind` ("entity" or
@@ -204,9 +254,11 @@ class RowSparseOptimizer:
       larger than the row gradients themselves): the rows summed into a
       buffer of the table's size and every row updated, untouched ones
       unchanged (a zero gradient, or masked for Adam) — no sort and no wait
-      for the GPU, so the host runs ahead."""
+      for the GPU, so the host runs ahead (not for the tables named in
+      `rows_only`, whose untouched rows another stream may be writing)."""
 
-    def __init__(self, tables, method="adagrad", lr=0.1, eps=None, betas=(0.9, 0.999)):
+    def __init__(self, tables, method="adagrad", lr=0.1, eps=None, betas=(0.9, 0.999),
+                 rows_only=()):
         import torch
         if method not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {method!r} (expected one of "
@@ -214,9 +266,36 @@ class RowSparseOptimizer:
         self.tables, self.method, self.lr, self.betas = tables, method, lr, betas
         self.eps = eps if eps is not None else (1e-10 if method == "adagrad" else 1e-8)
         self.steps = 0
-        self.state = {n: [torch.zeros_like(t) for _ in range(1 if method == "adagrad" else 2)]
+        self.state = {n: [torch.zeros_like(t) for _ in range(self.state_count(method))]
                       for n, t in tables.items()}
         self.workspace = {}
+        # Tables whose untouched rows must not be written (another stream
+        # copies into them: the out-of-core buffer) take the sorted path.
+        self.rows_only = set(rows_only)
+
+    @staticmethod
+    def state_count(method):
+        """The per-row state tensors of `method`: Adagrad's sum of squares,
+        Adam's two moments."""
+        return 1 if method == "adagrad" else 2
+
+    def state_arrays(self, tables=None):
+        """The states of `tables` (default: all) as host arrays
+        {"<table>.state<i>": ndarray} and the step count, for checkpoints."""
+        arrays = {f"{n}.state{i}": s.detach().cpu().numpy()
+                  for n, states in self.state.items() if tables is None or n in tables
+                  for i, s in enumerate(states)}
+        return arrays, self.steps
+
+    def load_state_arrays(self, arrays, steps, tables=None):
+        """Restores what state_arrays gave."""
+        import torch
+        with torch.no_grad():
+            for n, states in self.state.items():
+                if tables is None or n in tables:
+                    for i, s in enumerate(states):
+                        s.copy_(torch.as_tensor(arrays[f"{n}.state{i}"], device=s.device))
+        self.steps = int(steps)
 
     def step(self, captured):
         import torch
@@ -228,7 +307,7 @@ class RowSparseOptimizer:
             for table, parts in by_table.items():
                 param = self.tables[table]
                 gathered = sum(len(i) for i, _ in parts)
-                if param.shape[0] <= gathered:
+                if param.shape[0] <= gathered and table not in self.rows_only:
                     self._dense_step(table, param, parts)
                 else:
                     self._sorted_step(table, param, parts)
@@ -309,7 +388,25 @@ class Trainer:
 
     def __init__(self, model, triples, *, batch_size=1024, negatives=16, loss="softplus",
                  margin=1.0, temperature=1.0, optimizer="adagrad", lr=0.1, sampler="uniform",
-                 seed=0, device="cuda", num_entities=None):
+                 seed=0, device="cuda"):
+        import torch
+        self._configure(model, batch_size=batch_size, negatives=negatives, loss=loss,
+                        margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,
+                        sampler=sampler, seed=seed, device=device)
+        self.num_entities = model.rows_of("entity")
+        triples = check_triples(triples, self.num_entities, model.rows_of("relation"))
+        self.triples = torch.as_tensor(triples, dtype=torch.int64, device=device)
+        self.degree = None
+        if sampler == "degree":
+            counts = torch.bincount(self.triples[:, [0, 2]].reshape(-1),
+                                    minlength=self.num_entities).double()
+            self.degree = (counts + 1) / (counts + 1).sum()
+
+    def _configure(self, model, *, batch_size, negatives, loss, margin, temperature, optimizer,
+                   lr, sampler, seed, device, rows_only=()):
+        """What every trainer checks and holds: the step's settings, the
+        generator, the optimizer (`rows_only`: tables it updates row by
+        row), the epoch and its log."""
         import torch
         for what, value, allowed in (("loss", loss, LOSSES), ("optimizer", optimizer, OPTIMIZERS),
                                      ("sampler", sampler, SAMPLERS)):
@@ -317,44 +414,34 @@ class Trainer:
                 raise ValueError(f"unknown {what} {value!r} (expected one of "
                                  f"{', '.join(allowed)})")
         for what, value in (("batch_size", batch_size), ("negatives", negatives)):
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{what} must be a positive integer, got {value!r}")
-        triples = np.asarray(triples)
-        if triples.ndim != 2 or triples.shape[1] != 3 or len(triples) == 0:
-            raise ValueError(f"triples must be a non-empty [N, 3] array, got shape {triples.shape}")
-        self.num_entities = model.rows_of("entity")
-        relations = model.rows_of("relation")
-        if triples.min() < 0 or triples[:, [0, 2]].max() >= self.num_entities \
-                or triples[:, 1].max() >= relations:
-            raise ValueError("triples index entities or relations beyond the model's tables "
-                             f"({self.num_entities} entities, {relations} relations)")
-        self.model = model
-        self.device = device
-        self.triples = torch.as_tensor(triples, dtype=torch.int64, device=device)
+        self.model, self.device = model, torch.device(device)
         self.batch_size, self.negatives = batch_size, negatives
         self.loss, self.margin, self.temperature = loss, margin, temperature
+        self.sampler = sampler
         self.generator = torch.Generator(device=device).manual_seed(seed)
-        params = list(model.tables.values())
         if model.operator is not None:
-            self.optimizer = RowSparseOptimizer(model.tables, optimizer, lr)
+            self.optimizer = RowSparseOptimizer(model.tables, optimizer, lr, rows_only=rows_only)
         else:
+            params = list(model.tables.values())
             self.optimizer = (torch.optim.Adagrad(params, lr=lr) if optimizer == "adagrad"
                               else torch.optim.SparseAdam(params, lr=lr))
-        self.degree = None
-        if sampler == "degree":
-            counts = torch.bincount(self.triples[:, [0, 2]].reshape(-1),
-                                    minlength=self.num_entities).double()
-            self.degree = (counts + 1) / (counts + 1).sum()
         self.epoch = 0
         self.log = []
 
-    def sample(self, count):
-        """`count` negative entities on the GPU."""
+    def corruptions(self, h, t, corrupt_head, k):
+        """[b, k] entities that replace the head (where `corrupt_head`) or
+        the tail of each positive: uniform or by degree over all entities."""
         import torch
+        count = len(h) * k
         if self.degree is None:
-            return torch.randint(0, self.num_entities, (count,), device=self.device,
-                                 generator=self.generator)
-        return torch.multinomial(self.degree, count, replacement=True, generator=self.generator)
+            drawn = torch.randint(0, self.num_entities, (count,), device=self.device,
+                                  generator=self.generator)
+        else:
+            drawn = torch.multinomial(self.degree, count, replacement=True,
+                                      generator=self.generator)
+        return drawn.view(len(h), k)
 
     def step(self, batch):
         """One step on the positives `batch` ([b, 3] on the device); returns
@@ -362,8 +449,8 @@ class Trainer:
         import torch
         h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
         b, k = len(h), self.negatives
-        negative = self.sample(b * k).view(b, k)
         corrupt_head = torch.rand(b, 1, device=self.device, generator=self.generator) < 0.5
+        negative = self.corruptions(h, t, corrupt_head, k)
         heads = torch.cat([h[:, None], torch.where(corrupt_head, negative, h[:, None])], 1)
         tails = torch.cat([t[:, None], torch.where(corrupt_head, t[:, None], negative)], 1)
         relations = r.repeat_interleave(k + 1)
@@ -382,73 +469,163 @@ class Trainer:
     def train_epoch(self, progress=False, check_every=50):
         """One pass over the triples in a random order; returns
         {epoch, loss (mean), seconds}. A non-finite loss stops training
-        with a TrainingError naming the epoch and batch (the tables then
-        hold the last step's update; checkpoints on disk are untouched)."""
+        with a TrainingError naming the epoch, the batch and its first
+        triples (the tables then hold the last step's update; checkpoints on
+        disk are untouched)."""
+        epoch = self._begin_epoch()
+        batches = -(-len(self.triples) // self.batch_size)
+        self._train_edges(epoch, self.triples, self._progress(progress, batches), check_every)
+        return self._end_epoch(epoch)
+
+    def _synchronize(self):
         import torch
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        order = torch.randperm(len(self.triples), device=self.device, generator=self.generator)
-        batches = range(0, len(order), self.batch_size)
-        count = len(batches)
-        if progress:
-            try:
-                from tqdm import tqdm
-                batches = tqdm(batches, desc=f"epoch {self.epoch}", unit="batch")
-            except ImportError:  # pragma: no cover - tqdm is optional
-                pass
-        total = torch.zeros((), device=self.device)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def _begin_epoch(self):
+        import torch
+        self._synchronize()
+        return {"start": time.perf_counter(), "batches": 0,
+                "total": torch.zeros((), device=self.device)}
+
+    def _progress(self, progress, batches):
+        """A tqdm bar of `batches` when asked for and tqdm is there."""
+        if not progress:
+            return None
+        try:
+            from tqdm import tqdm
+        except ImportError:  # pragma: no cover - tqdm is optional
+            return None
+        return tqdm(total=batches, desc=f"epoch {self.epoch}", unit="batch")
+
+    def _train_edges(self, epoch, edges, bar=None, check_every=50):
+        """Steps over `edges` ([m, 3] on the device, in the model's table
+        rows) in a random order, batch by batch; a non-finite loss raises
+        TrainingError with the batch's first triples."""
+        import torch
+        order = torch.randperm(len(edges), device=self.device, generator=self.generator)
         pending = []
-        for k, first in enumerate(batches):
-            batch = self.triples[order[first:first + self.batch_size]]
-            loss = self.step(batch)
-            total += loss.detach()
-            pending.append((k, loss.detach()))
+        for first in range(0, len(order), self.batch_size):
+            batch = edges[order[first:first + self.batch_size]]
+            loss = self.step(batch).detach()
+            epoch["total"] += loss
+            pending.append((epoch["batches"], batch[:4], loss))
+            epoch["batches"] += 1
+            if bar is not None:
+                bar.update(1)
             if len(pending) >= check_every:
-                self._check(pending, order)
-        self._check(pending, order)
-        torch.cuda.synchronize()
-        record = {"epoch": self.epoch, "loss": total.item() / count,
-                  "seconds": time.perf_counter() - start}
+                self._check(pending)
+        self._check(pending)
+
+    def _end_epoch(self, epoch):
+        self._synchronize()
+        record = {"epoch": self.epoch, "loss": epoch["total"].item() / max(1, epoch["batches"]),
+                  "seconds": time.perf_counter() - epoch["start"]}
         self.epoch += 1
         self.log.append(record)
         return record
 
-    def _check(self, pending, order):
+    def _check(self, pending):
         import torch
         if not pending:
             return
-        finite = torch.isfinite(torch.stack([l for _, l in pending]))
+        finite = torch.isfinite(torch.stack([loss for _, _, loss in pending]))
         if not bool(finite.all()):
-            k = pending[int((~finite).nonzero()[0])][0]
-            rows = order[k * self.batch_size:(k + 1) * self.batch_size][:4].tolist()
-            raise TrainingError(f"non-finite loss in epoch {self.epoch}, batch {k} "
-                                f"(its first triples: rows {rows} of the training set)")
+            k, first, _ = pending[int((~finite).nonzero()[0])]
+            raise TrainingError(f"non-finite loss in epoch {self.epoch}, batch {k} (its first "
+                                f"triples: {self.describe(first)})")
         pending.clear()
 
+    def describe(self, batch):
+        """The (head, relation, tail) of `batch`'s rows, as a message shows
+        them."""
+        return ", ".join(str(tuple(row)) for row in batch.tolist())
+
     def save(self, path):
-        """A checkpoint of the tables and the epoch (kge.checkpoint: atomic)."""
+        """A checkpoint of the tables, the optimizer's state, the random
+        generator and the epoch (kge.checkpoint: atomic); resuming from it
+        continues training as if it had not stopped."""
         from . import checkpoint
         arrays = {n: t.detach().cpu().numpy() for n, t in self.model.tables.items()}
+        states, scalars = self._optimizer_state()
+        arrays.update(states)
+        arrays["generator"] = self.generator.get_state().numpy()
         return checkpoint.save(path, arrays, "model", self.fingerprint(),
-                               {"epoch": self.epoch, "log": self.log})
+                               {"epoch": self.epoch, "log": self.log, "optimizer": scalars})
 
     def load(self, path):
-        """Restores tables and epoch from `path` (refused whole when it is not
-        a checkpoint of this model)."""
+        """Restores tables, optimizer state and epoch from `path` (refused
+        whole when it is not a checkpoint of this model and optimizer)."""
         import torch
         from . import checkpoint
         arrays, meta = checkpoint.load(path, "model", self.fingerprint())
         with torch.no_grad():
             for n, t in self.model.tables.items():
                 t.copy_(torch.as_tensor(arrays[n], device=t.device))
+        self._load_optimizer_state(arrays, meta.get("optimizer", {}))
+        self.generator.set_state(torch.as_tensor(arrays["generator"]))
         self.epoch = meta["epoch"]
         self.log = list(meta.get("log", []))
 
+    def _optimizer_state(self, tables=None):
+        """The optimizer's per-row states of `tables` (default: all) as
+        arrays {"<table>.<state>": ndarray} and its scalars (step counts) as
+        a JSON-able dict."""
+        if isinstance(self.optimizer, RowSparseOptimizer):
+            arrays, steps = self.optimizer.state_arrays(tables)
+            return arrays, {"steps": steps}
+        arrays, scalars = {}, {}
+        for n, t in self.model.tables.items():
+            for key, value in self.optimizer.state.get(t, {}).items():
+                if hasattr(value, "dim") and value.dim() > 0:
+                    arrays[f"{n}.{key}"] = value.detach().cpu().numpy()
+                else:
+                    scalars[f"{n}.{key}"] = [float(value), hasattr(value, "dim")]
+        return arrays, scalars
+
+    def _load_optimizer_state(self, arrays, scalars, tables=None):
+        import torch
+        if isinstance(self.optimizer, RowSparseOptimizer):
+            self.optimizer.load_state_arrays(arrays, scalars.get("steps", 0), tables)
+            return
+        for n, t in self.model.tables.items():
+            state = {}
+            for key, value in arrays.items():
+                table, _, name = key.partition(".")
+                if table == n and name:
+                    state[name] = torch.as_tensor(value, device=t.device)
+            for key, (value, tensor) in scalars.items():
+                table, _, name = key.partition(".")
+                if table == n:
+                    state[name] = torch.tensor(value) if tensor else int(value)
+            if state:
+                self.optimizer.state[t] = state
+
     def fingerprint(self):
         from . import checkpoint
-        return checkpoint.fingerprint({"model": self.model.name,
+        return checkpoint.fingerprint({"model": self.model.name, "optimizer": self._method(),
                                        "tables": {n: list(t.shape)
                                                   for n, t in self.model.tables.items()}})
+
+    def _method(self):
+        if isinstance(self.optimizer, RowSparseOptimizer):
+            return self.optimizer.method
+        return type(self.optimizer).__name__.lower()
+
+
+def check_triples(triples, num_entities, num_relations):
+    """`triples` as an [N, 3] int64 array, refused unless non-empty and
+    within the entity and relation counts."""
+    triples = np.asarray(triples)
+    if triples.ndim != 2 or triples.shape[1] != 3 or len(triples) == 0:
+        raise ValueError(f"triples must be a non-empty [N, 3] array, got shape {triples.shape}")
+    if not np.issubdtype(triples.dtype, np.integer):
+        raise ValueError(f"triples must be integers, got {triples.dtype}")
+    if triples.min() < 0 or triples[:, [0, 2]].max() >= num_entities \
+            or triples[:, 1].max() >= num_relations:
+        raise ValueError("triples index entities or relations beyond the model's tables "
+                         f"({num_entities} entities, {num_relations} relations)")
+    return triples.astype(np.int64, copy=False)
 
 
 def filter_lists(triples, known):

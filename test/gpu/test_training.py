@@ -28,7 +28,7 @@ def graph(seed=0, n=3000):
 def model(name, eager=False, seed=0):
     fwd, grad = training.load_bundles(BUNDLES, name, DIM)
     return training.Model.create(name, fwd, grad, ENTITIES, RELATIONS, DIM, seed=seed,
-                                 eager=eager)
+                                 eager=eager, gradients="sparse" if eager else "rows")
 
 
 @pytest.mark.parametrize("name,loss,optimizer,sampler", [

@@ -1,0 +1,104 @@
+"""The training engine on the CPU (kge.training with plain PyTorch scores):
+the row-sparse optimizer equals PyTorch's optimizers, checkpoints resume
+exactly, and non-finite losses stop training naming their triples."""
+
+import numpy as np
+import pytest
+import torch
+
+from kge import checkpoint, training
+from graphs import clustered
+
+TRAIN, TEST, ALL = clustered()
+ENTITIES, RELATIONS = 900, 6
+
+
+def trainer(name, gradients="rows", optimizer="adagrad", seed=0, **options):
+    model = training.Model.create(name, None, None, ENTITIES, RELATIONS, 16, eager=True,
+                                  gradients=gradients, device="cpu", seed=seed)
+    return training.Trainer(model, TRAIN, batch_size=512, negatives=8, device="cpu",
+                            optimizer=optimizer, lr=0.05, **options)
+
+
+@pytest.mark.parametrize("name", list(training.MODELS))
+@pytest.mark.parametrize("optimizer", training.OPTIMIZERS)
+def test_row_sparse_updates_equal_pytorchs_sparse_optimizers(name, optimizer):
+    # Adagrad with sparse gradients and SparseAdam (torch.optim) against
+    # RowSparseOptimizer fed the gathered rows' gradients.
+    rows, sparse = trainer(name, "rows", optimizer), trainer(name, "sparse", optimizer)
+    assert isinstance(rows.optimizer, training.RowSparseOptimizer)
+    assert not isinstance(sparse.optimizer, training.RowSparseOptimizer)
+    for _ in range(2):
+        a, b = rows.train_epoch(), sparse.train_epoch()
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
+    # Adam divides by the root of the second moment: float rounding of
+    # sums in another order shows more.
+    tolerance = 1e-4 if optimizer == "adagrad" else 1e-3
+    for table in rows.model.tables:
+        torch.testing.assert_close(rows.model.tables[table], sparse.model.tables[table],
+                                   rtol=tolerance, atol=tolerance)
+
+
+def test_training_learns_the_graph():
+    t = trainer("distmult")
+    before, _ = training.evaluate(t.model, TEST, ALL)
+    for _ in range(8):
+        t.train_epoch()
+    after, ranks = training.evaluate(t.model, TEST, ALL)
+    assert ranks.shape == (len(TEST), 2)
+    assert after["mrr"] > 5 * before["mrr"] and after["hits@10"] > 0.1
+
+
+@pytest.mark.parametrize("optimizer", training.OPTIMIZERS)
+@pytest.mark.parametrize("gradients", ["rows", "sparse"])
+def test_resuming_a_checkpoint_continues_as_if_uninterrupted(tmp_path, optimizer, gradients):
+    straight = trainer("complex", gradients, optimizer)
+    for _ in range(3):
+        straight.train_epoch()
+    stopped = trainer("complex", gradients, optimizer)
+    for _ in range(2):
+        stopped.train_epoch()
+    stopped.save(tmp_path / "model.ckpt")
+    resumed = trainer("complex", gradients, optimizer, seed=7)  # other tables, other state
+    resumed.load(tmp_path / "model.ckpt")
+    assert resumed.epoch == 2 and len(resumed.log) == 2
+    resumed.train_epoch()
+    for table in straight.model.tables:
+        assert torch.equal(straight.model.tables[table], resumed.model.tables[table]), table
+
+
+def test_checkpoints_of_other_models_or_optimizers_are_refused(tmp_path):
+    trainer("distmult").save(tmp_path / "a.ckpt")
+    with pytest.raises(checkpoint.CheckpointError, match="belongs to model"):
+        trainer("distmult", optimizer="adam").load(tmp_path / "a.ckpt")
+    with pytest.raises(checkpoint.CheckpointError, match="belongs to model"):
+        trainer("transe_l2").load(tmp_path / "a.ckpt")
+    data = (tmp_path / "a.ckpt").read_bytes()
+    (tmp_path / "b.ckpt").write_bytes(data[:-10])
+    with pytest.raises(checkpoint.CheckpointError, match="truncated"):
+        trainer("distmult").load(tmp_path / "b.ckpt")
+
+
+def test_a_non_finite_loss_stops_training_naming_its_triples(tmp_path):
+    t = trainer("transe_l1")
+    t.save(tmp_path / "last.ckpt")
+    before = (tmp_path / "last.ckpt").read_bytes()
+    with torch.no_grad():
+        t.model.tables["Eemb"][int(TRAIN[0, 0])] = float("nan")
+    with pytest.raises(training.TrainingError,
+                       match=r"non-finite loss in epoch 0, batch \d+ \(its first triples: \("):
+        t.train_epoch()
+    assert (tmp_path / "last.ckpt").read_bytes() == before
+
+
+def test_bad_settings_and_triples_are_refused():
+    with pytest.raises(ValueError, match="beyond the model's tables"):
+        training.Trainer(trainer("distmult").model, np.array([[0, 0, ENTITIES]]), device="cpu")
+    with pytest.raises(ValueError, match="beyond the model's tables"):
+        training.Trainer(trainer("distmult").model, np.array([[0, RELATIONS, 1]]), device="cpu")
+    with pytest.raises(ValueError, match="must be integers"):
+        training.Trainer(trainer("distmult").model, np.array([[0.5, 0, 1]]), device="cpu")
+    with pytest.raises(ValueError, match="unknown loss 'hinge'"):
+        trainer("distmult", loss="hinge")
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        training.Trainer(trainer("distmult").model, TRAIN, batch_size=0, device="cpu")
