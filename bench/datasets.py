@@ -10,6 +10,12 @@
 - BioKG-like: synthetic, with ogbl-biokg's sizes (93,773 entities, 51
   relations, 5,088,434 triples; its entity tables at D = 512 are 192 MB,
   larger than the L2 cache) and the same skews.
+- WikiKG2-like: synthetic, with ogbl-wikikg2's sizes (2,500,604 entities,
+  535 relations, 17,137,181 triples; its entity table and Adagrad state
+  at D = 128 are 2.6 GB, the out-of-core benchmark's graph), power-law
+  heads, Zipf relations, and structure to learn: entities fall into 5,000
+  communities and relation r sends community c to community pi_r(c); the
+  tail is drawn in that community with a power law of its own.
 - WN18-like: built from WordNet 3.0 (Debian's wordnet-base): synsets are
   entities and pointers of WN18's 18 relation types are edges; like WN18,
   only well-connected synsets are kept (at least 5 edges), which gives
@@ -33,6 +39,7 @@ from kge.graph import power_law_endpoints, zipf_probabilities  # noqa: E402,F401
 
 FB15K_ENTITIES, FB15K_RELATIONS, FB15K_TRIPLES = 14951, 1345, 592213
 BIOKG_ENTITIES, BIOKG_RELATIONS, BIOKG_TRIPLES = 93773, 51, 5088434
+WIKIKG2_ENTITIES, WIKIKG2_RELATIONS, WIKIKG2_TRIPLES = 2500604, 535, 17137181
 ENTITY_EXPONENT, RELATION_EXPONENT = 0.7, 1.1
 
 # WordNet pointer symbols of WN18's 18 relations.
@@ -66,6 +73,30 @@ def fb15k_like(seed=0):
 def biokg_like(seed=0):
     """ogbl-biokg's sizes, skewed relations and entities."""
     return skewed_graph(BIOKG_ENTITIES, BIOKG_RELATIONS, BIOKG_TRIPLES, seed)
+
+
+def wikikg2_like(seed=0, scale=1.0, communities=5000):
+    """ogbl-wikikg2's sizes (entities and triples times `scale`), power-law
+    heads, Zipf relations, tails in the community the relation sends the
+    head's community to (power law within it)."""
+    entities = int(round(WIKIKG2_ENTITIES * scale))
+    count = int(round(WIKIKG2_TRIPLES * scale))
+    rng = np.random.default_rng(seed)
+    community = rng.integers(0, communities, entities)
+    by_community = np.argsort(community, kind="stable")
+    starts = np.searchsorted(community[by_community], np.arange(communities + 1))
+    target = np.stack([rng.permutation(communities) for _ in range(WIKIKG2_RELATIONS)])
+    rel = rng.choice(WIKIKG2_RELATIONS, count,
+                     p=zipf_probabilities(WIKIKG2_RELATIONS, RELATION_EXPONENT))
+    heads, _ = power_law_endpoints(rng, entities, count, ENTITY_EXPONENT)
+    to = target[rel, community[heads]]
+    sizes = starts[to + 1] - starts[to]
+    # Rank within the community: P(rank < x) = (x / size)^(1/3), popular
+    # members first; communities left empty send the edge to its head's.
+    rank = np.minimum((sizes * rng.random(count) ** 3).astype(np.int64), np.maximum(sizes - 1, 0))
+    tails = np.where(sizes > 0, by_community[np.minimum(starts[to] + rank, entities - 1)], heads)
+    triples = np.unique(np.stack([heads, rel, tails], 1), axis=0)
+    return triples[rng.permutation(len(triples))], entities, WIKIKG2_RELATIONS
 
 
 def skew_summary(triples, entities):

@@ -631,8 +631,15 @@ def check_triples(triples, num_entities, num_relations):
 def filter_lists(triples, known):
     """For each of `triples`, the other true tails of (h, r) and the other
     true heads of (r, t) in `known`: two CSR pairs (offsets, values)."""
+    triples, known = np.asarray(triples, np.int64), np.asarray(known, np.int64)
+    # Only the known triples that share (h, r) or (r, t) with one of
+    # `triples` matter: picked out in NumPy before the dictionaries.
+    span = int(max(known[:, 1].max(initial=0), triples[:, 1].max(initial=0))) + 1
+    pairs = lambda a, e: a[:, e] * span + a[:, 1]
+    known = known[np.isin(pairs(known, 0), pairs(triples, 0))
+                  | np.isin(pairs(known, 2), pairs(triples, 2))]
     by_tail, by_head = {}, {}
-    for h, r, t in np.asarray(known).tolist():
+    for h, r, t in known.tolist():
         by_tail.setdefault((h, r), []).append(t)
         by_head.setdefault((r, t), []).append(h)
     result = []
@@ -647,17 +654,22 @@ def filter_lists(triples, known):
     return result
 
 
-def evaluate(model, triples, known, chunk_edges=1 << 22):
-    """Filtered MRR and Hits@1/3/10 of `triples` ([N, 3]) on the GPU: each
-    triple's tail ranked among all entities with the other true tails in
-    `known` left out, and its head likewise; ties count half. Returns the
-    metrics and the ranks ([N, 2])."""
+def evaluate(model, triples, known, chunk_edges=1 << 22, candidates=None, seed=0):
+    """Filtered MRR and Hits@1/3/10 of `triples` ([N, 3]) on the model's
+    device: each triple's tail ranked among all entities with the other
+    true tails in `known` left out, and its head likewise; ties count half.
+    With `candidates` (a count), each side is ranked instead among that
+    many entities drawn uniformly (`seed`), unfiltered: OGB's protocol for
+    graphs too large to rank against every entity (ogbl-wikikg2 uses
+    1,000). Returns the metrics and the ranks ([N, 2])."""
     import torch
     from .link_prediction import ranking_metrics
     triples = np.asarray(triples, np.int64)
     first = next(iter(model.tables.values()))
     device = first.device
     entities = model.rows_of("entity")
+    if candidates is not None:
+        return _sampled_ranks(model, triples, candidates, seed, device, entities)
     filters = filter_lists(triples, known)
     rows = max(1, chunk_edges // entities)
     all_entities = torch.arange(entities, device=device)
@@ -689,5 +701,32 @@ def evaluate(model, triples, known, chunk_edges=1 << 22):
                     scores[row, col] = -math.inf
                 better = (scores > truth).sum(1)
                 equal = (scores == truth).sum(1) - 1
+                ranks[start:start + n, side] = (1 + better + equal / 2).double().cpu().numpy()
+    return ranking_metrics(ranks), ranks
+
+
+def _sampled_ranks(model, triples, candidates, seed, device, entities):
+    import torch
+    from .link_prediction import ranking_metrics
+    if not isinstance(candidates, int) or candidates <= 0:
+        raise ValueError(f"candidates must be a positive integer, got {candidates!r}")
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    ranks = np.empty((len(triples), 2))
+    rows = max(1, (1 << 22) // (candidates + 1))
+    with torch.no_grad():
+        for start in range(0, len(triples), rows):
+            part = torch.as_tensor(triples[start:start + rows], device=device)
+            n = len(part)
+            for side in (0, 1):
+                drawn = torch.randint(0, entities, (n, candidates), generator=generator)
+                truth = part[:, 2 if side == 0 else 0]
+                varied = torch.cat([truth[:, None], drawn.to(device)], 1)
+                fixed = part[:, 0 if side == 0 else 2][:, None].expand_as(varied)
+                relations = part[:, 1][:, None].expand_as(varied)
+                heads, tails = (fixed, varied) if side == 0 else (varied, fixed)
+                scores = model.plausibility(heads.reshape(-1), relations.reshape(-1),
+                                            tails.reshape(-1)).view(n, candidates + 1)
+                better = (scores[:, 1:] > scores[:, :1]).sum(1)
+                equal = (scores[:, 1:] == scores[:, :1]).sum(1)
                 ranks[start:start + n, side] = (1 + better + equal / 2).double().cpu().numpy()
     return ranking_metrics(ranks), ranks

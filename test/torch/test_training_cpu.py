@@ -102,3 +102,18 @@ def test_bad_settings_and_triples_are_refused():
         trainer("distmult", loss="hinge")
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         training.Trainer(trainer("distmult").model, TRAIN, batch_size=0, device="cpu")
+
+
+def test_sampled_evaluation_ranks_among_drawn_candidates():
+    t = trainer("distmult")
+    for _ in range(4):
+        t.train_epoch()
+    full, _ = training.evaluate(t.model, TEST, ALL)
+    sampled, ranks = training.evaluate(t.model, TEST, ALL, candidates=50, seed=3)
+    assert ranks.shape == (len(TEST), 2) and ranks.min() >= 1 and ranks.max() <= 51
+    # Fewer candidates: better ranks than against all 900 entities.
+    assert sampled["mrr"] > full["mrr"]
+    again, _ = training.evaluate(t.model, TEST, ALL, candidates=50, seed=3)
+    assert again == sampled
+    with pytest.raises(ValueError, match="candidates must be a positive integer"):
+        training.evaluate(t.model, TEST, ALL, candidates=0)

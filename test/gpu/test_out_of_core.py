@@ -1,0 +1,88 @@
+"""Training beyond GPU memory on the GPU (kge.out_of_core.OutOfCoreTrainer
+with KGE's kernels): the overlapped swaps (copy stream, reader and writer
+threads) train like synchronous swaps, with the order's loads, and the
+result learns like training in memory.
+
+Bundles from test/gpu/build_gradient_bundles.py (<model>.{fwd,grad}.D32).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from kge import out_of_core, partition_order, training
+from test_gradients import BUNDLES
+
+ENTITIES, RELATIONS, DIM = 3000, 12, 32
+
+
+def graph(seed=0, n=60000, clusters=60):
+    # Communities mapped by relation, power-law heads (as in test/torch).
+    rng = np.random.default_rng(seed)
+    cluster = rng.integers(0, clusters, ENTITIES)
+    members = [np.flatnonzero(cluster == c) for c in range(clusters)]
+    p = np.arange(1, ENTITIES + 1, dtype=np.float64) ** -0.7
+    heads = rng.choice(ENTITIES, n, p=p / p.sum())
+    rels = rng.integers(0, RELATIONS, n)
+    tails = np.array([rng.choice(members[(cluster[h] + 5 * r + 1) % clusters])
+                      for h, r in zip(heads, rels)])
+    triples = np.unique(np.stack([heads, rels, tails], 1), axis=0)
+    rng.shuffle(triples)
+    return triples[1000:], triples[:1000], triples
+
+
+TRAIN, TEST, ALL = graph()
+
+
+def make(directory, name="distmult", prefetch=True, **options):
+    fwd, grad = training.load_bundles(BUNDLES, name, DIM)
+    settings = dict(num_entities=ENTITIES, num_relations=RELATIONS, dim=DIM, partitions=9,
+                    capacity=3, forward=fwd, gradient=grad, batch_size=1024, negatives=16,
+                    lr=0.1, prefetch=prefetch)
+    settings.update(options)
+    return out_of_core.OutOfCoreTrainer(name, TRAIN, directory, **settings)
+
+
+@pytest.mark.parametrize("name,optimizer", [("distmult", "adagrad"), ("complex", "adam"),
+                                            ("transe_l2", "adagrad")])
+def test_overlapped_swaps_train_like_synchronous_swaps(tmp_path, name, optimizer):
+    overlapped = make(tmp_path / "a", name, True, optimizer=optimizer)
+    synchronous = make(tmp_path / "b", name, False, optimizer=optimizer)
+    expected = partition_order.io_count(partition_order.legend_order(9))
+    for _ in range(2):
+        a, b = overlapped.train_epoch(), synchronous.train_epoch()
+        assert a["loads"] == b["loads"] == expected
+        assert a["bytes_loaded"] == b["bytes_loaded"] == a["bytes_stored"]
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-3)
+        assert a["stall_seconds"] >= 0 and b["stall_seconds"] == 0
+    first, second = overlapped.store.gather(), synchronous.store.gather()
+    for table in first:
+        # The same steps; sums of duplicate rows (atomics) in another order.
+        np.testing.assert_allclose(first[table], second[table], rtol=1e-3, atol=1e-3)
+
+
+def test_out_of_core_training_learns_like_training_in_memory(tmp_path):
+    trainer = make(tmp_path / "ooc")
+    memory = training.Trainer(make(tmp_path / "init").gather(), TRAIN, batch_size=1024,
+                              negatives=16, lr=0.1)
+    for _ in range(6):
+        trainer.train_epoch()
+        memory.train_epoch()
+    ooc, _ = training.evaluate(trainer.gather(), TEST, ALL)
+    mem, _ = training.evaluate(memory.model, TEST, ALL)
+    assert mem["mrr"] > 0.05
+    assert ooc["mrr"] > 0.8 * mem["mrr"]
+
+
+def test_resume_on_the_gpu_continues_as_if_uninterrupted(tmp_path):
+    straight = make(tmp_path / "a", prefetch=False)
+    stopped = make(tmp_path / "b", prefetch=False)
+    for _ in range(2):
+        straight.train_epoch()
+    stopped.train_epoch()
+    stopped.save(tmp_path / "b.ckpt")
+    resumed = make(tmp_path / "b", prefetch=False, seed=9, resume=tmp_path / "b.ckpt")
+    resumed.train_epoch()
+    a, b = straight.store.gather(), resumed.store.gather()
+    for table in a:
+        np.testing.assert_allclose(a[table], b[table], rtol=1e-4, atol=1e-5)
