@@ -138,7 +138,6 @@ def main():
         fwd, grad = training.load_bundles(args.bundles, args.model, args.dim)
     states = partition_order.legend_order(args.partitions) if args.capacity == 3 else \
         partition_order.beta_order(args.partitions, args.capacity)
-    expected_loads = partition_order.io_count(states)
 
     def ooc(directory, prefetch, resume=False):
         return out_of_core.OutOfCoreTrainer(
@@ -155,8 +154,13 @@ def main():
     results["graph_bytes"] = entities * args.dim * 4 * 2
     # The bytes the order's loads move: its first state's partitions and
     # the one each swap loads (embeddings and Adagrad's state).
-    loaded = list(first.plan[0][0]) + [step[3] for step in first.plan[:-1]]
-    expected_bytes = sum(int(np.diff(first.ranges)[p]) for p in loaded) * args.dim * 4 * 2
+    sizes = np.diff(first.ranges) * args.dim * 4 * 2
+    expected = [(partition_order.io_count(states), int(sum(
+        sizes[p] for p in list(first.plans[0][0][0]) + [s[3] for s in first.plans[0][:-1]])))]
+    # Later epochs start from the buffer the one before left (walking the
+    # order backwards, then forwards again): the swaps' loads only.
+    for plan in (first.plans[1], first.plans[0]):
+        expected.append((len(states) - 1, int(sum(sizes[s[3]] for s in plan[:-1]))))
     del first
     print("buffer", results["buffer_bytes"], "graph", results["graph_bytes"], flush=True)
 
@@ -181,8 +185,8 @@ def main():
                 record = trainer.train_epoch()
             record["gpu_busy_nvml"] = busy.mean()
             if run != "memory":
-                record["expected_loads"] = expected_loads
-                record["expected_bytes"] = expected_bytes
+                k = 0 if record["epoch"] == 0 else (1 if record["epoch"] % 2 else 2)
+                record["expected_loads"], record["expected_bytes"] = expected[k]
             records.append(record)
             print(run, json.dumps(record), flush=True)
         model = trainer.model if run == "memory" else trainer.gather()

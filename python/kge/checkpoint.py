@@ -3,19 +3,23 @@ whole or not at all.
 
 A file holds named arrays and a JSON header:
 
-    KGECKPT1 | header length (8 bytes, little endian) | header (JSON) | arrays
+    KGECKPT2 | header length (8 bytes, little endian) | header (JSON) | arrays
 
 The header names the file's `kind` (a checkpoint, a partition, ...), the
 `model` it belongs to (a fingerprint of the model's configuration: kind,
 dimensions, entity and relation counts), free `meta` data, and each array's
-name, dtype, shape, offset and length; `sha256` is the digest of the
-arrays' bytes. `save` writes a temporary file in the same directory, syncs
-it and renames it over the target (POSIX rename is atomic): an interrupted
-save leaves the previous file intact. `load` refuses, with a message
-naming the problem, a file that is not one, truncated, corrupted, of
-another kind or of another model; `read_into` does the same checks while
-reading the arrays straight into ones the caller holds (pinned host
-buffers of kge.out_of_core), with no copy.
+name, dtype, shape, offset and length, with the SHA-256 digests of its
+bytes in pieces of `chunk_bytes`: the pieces are hashed, written and read
+by several threads at once (os.pwrite / os.preadv release the GIL), which
+is what lets kge.out_of_core swap a partition while the GPU trains.
+
+`save` writes a temporary file in the same directory and renames it over
+the target (POSIX rename is atomic): an interrupted save leaves the
+previous file intact; with `sync` the file is flushed to the device first.
+`load` refuses, with a message naming the problem, a file that is not one,
+truncated, corrupted, of another kind or of another model; `read_into`
+does the same checks while reading the arrays straight into ones the
+caller holds (pinned host buffers), with no copy.
 """
 
 import hashlib
@@ -26,7 +30,29 @@ import tempfile
 
 import numpy as np
 
-MAGIC = b"KGECKPT1"
+MAGIC = b"KGECKPT2"
+CHUNK_BYTES = 4 << 20
+_POOL = None
+
+
+def _pool():
+    """The threads that hash, write and read pieces of files."""
+    global _POOL
+    if _POOL is None:
+        import concurrent.futures
+        _POOL = concurrent.futures.ThreadPoolExecutor(min(8, os.cpu_count() or 1),
+                                                      "kge-checkpoint")
+    return _POOL
+
+
+def _pieces(view):
+    """(start, piece) of a byte view in CHUNK_BYTES pieces (one for an
+    empty view)."""
+    return [(i, view[i:i + CHUNK_BYTES]) for i in range(0, max(len(view), 1), CHUNK_BYTES)]
+
+
+def _digest(piece):
+    return hashlib.sha256(piece).hexdigest()
 
 
 class CheckpointError(ValueError):
@@ -47,34 +73,40 @@ def save(path, arrays, kind, model, meta=None, sync=True):
     file survives a power loss too; without it, it survives the process
     (the rename is still atomic)."""
     path = pathlib.Path(path)
-    entries, offset, digest = [], 0, hashlib.sha256()
-    blobs = []
+    entries, views, offset = [], [], 0
     for name, array in arrays.items():
         array = np.ascontiguousarray(array)
         if array.dtype.hasobject:
             raise TypeError(f"array '{name}' holds Python objects; checkpoints hold numbers")
-        blob = memoryview(array.reshape(-1)).cast("B")
+        view = memoryview(array.reshape(-1)).cast("B")
         entries.append({"name": name, "dtype": array.dtype.str, "shape": list(array.shape),
-                        "offset": offset, "bytes": len(blob)})
-        digest.update(blob)
-        blobs.append(blob)
-        offset += len(blob)
+                        "offset": offset, "bytes": len(view)})
+        views.append(view)
+        offset += len(view)
+    pieces = [(e, start, piece) for e, view in zip(entries, views) for start, piece in _pieces(view)]
+    digests = list(_pool().map(lambda item: _digest(item[2]), pieces))
+    for entry in entries:
+        entry["sha256"] = []
+    for (entry, _, _), digest in zip(pieces, digests):
+        entry["sha256"].append(digest)
     header = json.dumps({"kind": kind, "model": model, "meta": meta or {},
-                         "arrays": entries, "sha256": digest.hexdigest()}).encode()
+                         "chunk_bytes": CHUNK_BYTES, "arrays": entries}).encode()
+    prefix = MAGIC + len(header).to_bytes(8, "little") + header
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(MAGIC)
-            out.write(len(header).to_bytes(8, "little"))
-            out.write(header)
-            for blob in blobs:
-                out.write(blob)
-            out.flush()
-            if sync:
-                os.fsync(out.fileno())
+        _write_all(handle, prefix, 0)
+        list(_pool().map(lambda item: _write_all(handle, item[2],
+                                                 len(prefix) + item[0]["offset"] + item[1]),
+                         pieces))
+        if sync:
+            os.fsync(handle)
+        os.close(handle)
+        handle = None
         os.replace(temporary, path)
     except BaseException:
+        if handle is not None:
+            os.close(handle)
         pathlib.Path(temporary).unlink(missing_ok=True)
         raise
     if sync:
@@ -83,6 +115,13 @@ def save(path, arrays, kind, model, meta=None, sync=True):
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def _write_all(handle, data, offset):
+    view = memoryview(data)
+    while len(view):
+        written = os.pwrite(handle, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def _header(path, data, kind, model):
@@ -111,38 +150,59 @@ def _header(path, data, kind, model):
     return header, start + length
 
 
-def _entry(path, entry):
-    """(name, dtype, shape, offset, bytes) of a header's array entry."""
+def _entry(path, entry, chunk_bytes):
+    """(name, dtype, shape, offset, bytes, digests) of a header's array
+    entry."""
     try:
         dtype = np.dtype(entry["dtype"])
         shape = tuple(int(d) for d in entry["shape"])
         begin, size = int(entry["offset"]), int(entry["bytes"])
         if dtype.hasobject or size != dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
             raise ValueError("its size does not match its shape")
+        digests = entry["sha256"]
+        if not isinstance(digests, list) or len(digests) != max(1, -(-size // chunk_bytes)):
+            raise ValueError("its digests do not cover its bytes")
     except (KeyError, TypeError, ValueError) as error:
         raise CheckpointError(f"{path} has a corrupt entry for array "
                               f"{entry.get('name') if isinstance(entry, dict) else entry!r}: "
                               f"{error}") from None
-    return entry.get("name"), dtype, shape, begin, size
+    return entry.get("name"), dtype, shape, begin, size, digests
+
+
+def _open(path, kind, model):
+    """(file handle, header, where the arrays start, entries) of the file
+    at `path`, its header checked, its length matching its arrays."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        head = os.pread(handle, len(MAGIC) + 8, 0)
+        if len(head) == len(MAGIC) + 8:
+            head += os.pread(handle, int.from_bytes(head[len(MAGIC):], "little"), len(head))
+        header, start = _header(path, head, kind, model)
+        chunk_bytes = header.get("chunk_bytes")
+        if not isinstance(chunk_bytes, int) or chunk_bytes <= 0:
+            raise CheckpointError(f"{path} has a corrupt header: no chunk size")
+        entries = [_entry(path, e, chunk_bytes) for e in header["arrays"]]
+        total = sum(e[4] for e in entries)
+        present = os.fstat(handle).st_size - start
+        if present != total:
+            raise CheckpointError(f"{path} is truncated or padded: its arrays need {total} "
+                                  f"bytes, {present} present")
+        return handle, header, start, entries, chunk_bytes
+    except BaseException:
+        os.close(handle)
+        raise
 
 
 def load(path, kind, model=None):
     """(arrays, meta) of the file at `path`, checked: its kind, its model
-    (when `model` is given), its length and its digest."""
+    (when `model` is given), its length and its digests."""
     path = pathlib.Path(path)
-    data = path.read_bytes()
-    header, start = _header(path, data, kind, model)
-    payload = memoryview(data)[start:]
-    total = sum(int(e.get("bytes", 0)) for e in header["arrays"] if isinstance(e, dict))
-    if len(payload) != total:
-        raise CheckpointError(f"{path} is truncated or padded: its arrays need {total} bytes, "
-                              f"{len(payload)} present")
-    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
-        raise CheckpointError(f"{path} is corrupted: its arrays do not match their digest")
-    arrays = {}
-    for entry in header["arrays"]:
-        name, dtype, shape, begin, size = _entry(path, entry)
-        arrays[name] = np.frombuffer(payload[begin:begin + size], dtype=dtype).reshape(shape).copy()
+    handle, header, start, entries, chunk_bytes = _open(path, kind, model)
+    try:
+        arrays = {name: np.empty(shape, dtype) for name, dtype, shape, *_ in entries}
+        _read_arrays(path, handle, start, entries, chunk_bytes, arrays)
+    finally:
+        os.close(handle)
     return arrays, header.get("meta", {})
 
 
@@ -153,27 +213,41 @@ def read_into(path, kind, model, arrays):
     in this order. On any error the arrays' contents are undefined (the
     caller's buffers; nothing else is touched)."""
     path = pathlib.Path(path)
-    with open(path, "rb") as handle:
-        head = handle.read(len(MAGIC) + 8)
-        if len(head) == len(MAGIC) + 8:
-            head += handle.read(int.from_bytes(head[len(MAGIC):], "little"))
-        header, start = _header(path, head, kind, model)
+    handle, header, start, entries, chunk_bytes = _open(path, kind, model)
+    try:
         expected = [(name, a.dtype, a.shape) for name, a in arrays.items()]
-        found = [_entry(path, e)[:3] for e in header["arrays"]]
+        found = [e[:3] for e in entries]
         if found != expected:
             raise CheckpointError(
                 f"{path} holds arrays {[(n, d.str, list(s)) for n, d, s in found]}, expected "
                 f"{[(n, d.str, list(s)) for n, d, s in expected]}")
-        digest = hashlib.sha256()
-        for name, array in arrays.items():
-            if not array.flags.c_contiguous:
-                raise ValueError(f"array '{name}' to read into is not contiguous")
-            view = memoryview(array.reshape(-1)).cast("B")
-            if handle.readinto(view) != len(view):
-                raise CheckpointError(f"{path} is truncated: array '{name}' is cut short")
-            digest.update(view)
-        if handle.read(1):
-            raise CheckpointError(f"{path} is truncated or padded: bytes after its arrays")
-    if digest.hexdigest() != header.get("sha256"):
-        raise CheckpointError(f"{path} is corrupted: its arrays do not match their digest")
+        _read_arrays(path, handle, start, entries, chunk_bytes, arrays)
+    finally:
+        os.close(handle)
     return header.get("meta", {})
+
+
+def _read_arrays(path, handle, start, entries, chunk_bytes, arrays):
+    """Reads and checks every piece of every array, several at once."""
+    work = []
+    for name, _, _, begin, size, digests in entries:
+        array = arrays[name]
+        if not array.flags.c_contiguous:
+            raise ValueError(f"array '{name}' to read into is not contiguous")
+        view = memoryview(array.reshape(-1)).cast("B")
+        for k, digest in enumerate(digests):
+            work.append((name, view[k * chunk_bytes:(k + 1) * chunk_bytes],
+                         start + begin + k * chunk_bytes, digest))
+
+    def read(item):
+        name, piece, offset, digest = item
+        done = 0
+        while done < len(piece):
+            count = os.preadv(handle, [piece[done:]], offset + done)
+            if count == 0:
+                raise CheckpointError(f"{path} is truncated: array '{name}' is cut short")
+            done += count
+        return _digest(piece) == digest
+
+    if not all(_pool().map(read, work)):
+        raise CheckpointError(f"{path} is corrupted: its arrays do not match their digests")

@@ -246,7 +246,12 @@ class OutOfCoreTrainer(training.Trainer):
                 raise ValueError(f"{what} must be a positive integer, got {value!r}")
         self.ranges = partition_ranges(partitions, num_entities)
         self.states, self.buckets = buffer_order(partitions, capacity, order)
-        self.plan = swap_plan(self.states, self.buckets)
+        # Even epochs walk the order, odd ones walk it backwards: an epoch
+        # starts with the buffer the one before left (no loads).
+        backwards = self.states[::-1]
+        self.plans = (swap_plan(self.states, self.buckets),
+                      swap_plan(backwards, partition_order.legend_buckets(backwards, partitions)))
+        self.plan = self.plans[0]
         self.capacity = len(self.states[0])
         self.rows = int(np.diff(self.ranges).max())  # rows of a buffer slot
         self.entity_tables = [t for t, kind in kinds.items() if kind == "entity"]
@@ -296,6 +301,7 @@ class OutOfCoreTrainer(training.Trainer):
         self.store = PartitionStore(directory, self.ranges, self.fingerprint())
         self.prefetch = prefetch
         self.slot_of = {}
+        self._engine = None
         if resume is False:
             self.store = PartitionStore.initialize(
                 directory, self.ranges, self.fingerprint(),
@@ -397,31 +403,50 @@ class OutOfCoreTrainer(training.Trainer):
         return ", ".join(map(str, rows))
 
     def train_epoch(self, progress=False, check_every=50):
-        """One pass over every bucket along the order; returns {epoch,
-        loss, seconds, loads, bytes_loaded, bytes_stored, stall_seconds,
-        host_wait_seconds}."""
+        """One pass over every bucket along the order (backwards in odd
+        epochs); returns {epoch, loss, seconds, loads, bytes_loaded,
+        bytes_stored, stall_seconds, host_wait_seconds}. The buffer stays
+        loaded after the epoch: flush() (or save, gather) writes it back."""
         epoch = self._begin_epoch()
         store = self.store
         loads, loaded_bytes, stored_bytes = store.loads, store.bytes_loaded, store.bytes_stored
         bar = self._progress(progress, -(-len(self.edges) // self.batch_size))
-        io = _SwapEngine(self, overlap=self.prefetch and self.device.type == "cuda")
-        try:
-            io.load_state(self.plan[0][0])
-            for k, (state, first, evicted, loaded, rest) in enumerate(self.plan):
-                if k:
-                    io.wait_loaded()
-                self._train_buckets(epoch, first, bar, check_every)
-                if evicted is not None:
-                    io.swap(evicted, loaded, self._next_load(k))
-                self._train_buckets(epoch, rest, bar, check_every)
-            io.write_back()
-        finally:
-            io.close()
+        self.plan = self.plans[self.epoch % 2]
+        io = self._io()
+        waited = io.host_wait
+        io.start(self.plan)
+        for k, (state, first, evicted, loaded, rest) in enumerate(self.plan):
+            if k:
+                io.wait_loaded()
+            self._train_buckets(epoch, first, bar, check_every)
+            if evicted is not None:
+                io.swap(evicted, loaded, self._next_load(k))
+            self._train_buckets(epoch, rest, bar, check_every)
         record = self._end_epoch(epoch)
         record.update(loads=store.loads - loads, bytes_loaded=store.bytes_loaded - loaded_bytes,
                       bytes_stored=store.bytes_stored - stored_bytes,
-                      stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait)
+                      stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait - waited)
         return record
+
+    def _io(self):
+        if self._engine is None:
+            self._engine = _SwapEngine(self, overlap=self.prefetch and self.device.type == "cuda")
+        return self._engine
+
+    def flush(self):
+        """Writes the partitions in the buffer back to their files (they
+        stay loaded)."""
+        if self._engine is not None:
+            self._engine.write_back()
+
+    def close(self):
+        """Writes the buffer back and stops the I/O threads; the trainer
+        can go on (they start again)."""
+        self.flush()
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+            self.slot_of.clear()
 
     def _next_load(self, k):
         """The partition the swap after state k + 1 loads (read ahead)."""
@@ -432,6 +457,7 @@ class OutOfCoreTrainer(training.Trainer):
         relation tables, the optimizer's state and steps, and the epoch to
         `path` (atomically)."""
         import os
+        self.flush()
         for p in range(len(self.ranges) - 1):
             with open(self.store.path(p), "rb") as handle:
                 os.fsync(handle.fileno())
@@ -469,6 +495,7 @@ class OutOfCoreTrainer(training.Trainer):
         same score, for evaluation when it fits."""
         import torch
         device = self.device if device is None else torch.device(device)
+        self.flush()
         arrays = self.store.gather()
         tables = {}
         for name, table in self.model.tables.items():
@@ -515,15 +542,28 @@ class _SwapEngine:
     def _numpy(self, views):
         return {n: v.numpy() for n, v in views.items()}
 
-    def load_state(self, state):
-        """The first state's partitions, loaded before training starts."""
+    def start(self, plan):
+        """Before an epoch walks `plan`: the buffer holds its first state
+        (loaded, after writing back what it held, unless it holds it
+        already) and the first swap's partition is being read."""
         trainer = self.trainer
-        trainer.slot_of.clear()
+        if set(trainer.slot_of) != set(plan[0][0]):
+            self.write_back()
+            trainer.slot_of.clear()
+            self.load_state(plan[0][0])
+        if self.overlap:
+            self._read_ahead(plan[0][3])
+
+    def load_state(self, state):
+        """Loads `state`'s partitions into slots 0, 1, ..."""
+        trainer = self.trainer
         for slot, p in enumerate(state):
             rows = int(trainer.ranges[p + 1] - trainer.ranges[p])
             views = trainer._slot_arrays(slot, rows)
             if self.overlap:
                 staged = self._views(self.inbound[0], p)
+                if self.copied_in[0] is not None:
+                    self.copied_in[0].synchronize()
                 trainer.store.read_into(p, self._numpy(staged))
                 for n, v in views.items():
                     v.copy_(staged[n])
@@ -534,8 +574,6 @@ class _SwapEngine:
                 for n, v in views.items():
                     v.copy_(_tensor(arrays[n]))
             trainer._assign(p, slot)
-        if self.overlap and len(trainer.plan) > 1:
-            self._read_ahead(trainer.plan[0][3])
 
     def _read_ahead(self, p):
         if p is None or p in self.reads:
@@ -560,7 +598,8 @@ class _SwapEngine:
         rows_in = int(trainer.ranges[loaded + 1] - trainer.ranges[loaded])
         if not self.overlap:
             self._swap_now(evicted, loaded, slot, rows_out, rows_in)
-            trainer._assign(loaded, slot)
+            trainer._assign(loaded, slot, sampled=False)
+            self.pending = (None, loaded, slot)
             return
         import torch
         out = self.swaps % 2
@@ -619,21 +658,29 @@ class _SwapEngine:
         """The compute stream waits for the last swap's load (timed)."""
         if self.pending is None:
             return
-        import torch
-        stream = torch.cuda.current_stream(self.trainer.device)
-        before, after = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         event, p, slot = self.pending
-        before.record(stream)
-        stream.wait_event(event)
-        after.record(stream)
-        self.stalls.append((before, after))
+        if event is not None:
+            import torch
+            stream = torch.cuda.current_stream(self.trainer.device)
+            before = torch.cuda.Event(enable_timing=True)
+            after = torch.cuda.Event(enable_timing=True)
+            before.record(stream)
+            stream.wait_event(event)
+            after.record(stream)
+            self.stalls.append((before, after))
+        # The same in both ways: negatives come from the loaded partition
+        # from the next state on.
         self.trainer._sample_from(slot, p)
         self.pending = None
 
     def write_back(self):
         """Every partition in the buffer back to its file (on the GPU the
-        copy of one overlapping the write of the one before)."""
+        copy of one overlapping the write of the one before); they stay in
+        the buffer."""
         trainer = self.trainer
+        if self.overlap:
+            import torch
+            torch.cuda.current_stream(trainer.device).synchronize()
         for i, (p, slot) in enumerate(sorted(trainer.slot_of.items())):
             rows = int(trainer.ranges[p + 1] - trainer.ranges[p])
             views = trainer._slot_arrays(slot, rows)
@@ -654,20 +701,20 @@ class _SwapEngine:
             for future in self.written:
                 if future is not None:
                     self._wait(future)
-        trainer.slot_of.clear()
 
     def stall_seconds(self):
-        """Time the compute stream waited for loads."""
+        """Time the compute stream waited for loads since the last call."""
         if not self.stalls:
             return 0.0
         import torch
         torch.cuda.synchronize(self.trainer.device)
-        return sum(b.elapsed_time(a) for b, a in self.stalls) / 1e3
+        seconds = sum(b.elapsed_time(a) for b, a in self.stalls) / 1e3
+        self.stalls = []
+        return seconds
 
     def close(self):
+        """Stops the I/O threads (after their work)."""
         if self.overlap:
-            for future, _ in self.reads.values():
-                future.cancel()
             self.reader.shutdown(wait=True)
             self.writer.shutdown(wait=True)
 
