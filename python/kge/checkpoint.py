@@ -9,7 +9,7 @@ The header names the file's `kind` (a checkpoint, a partition, ...), the
 `model` it belongs to (a fingerprint of the model's configuration: kind,
 dimensions, entity and relation counts), free `meta` data, and each array's
 name, dtype, shape, offset and length, with the SHA-256 digests of its
-bytes in pieces of `chunk_bytes`: the pieces are hashed, written and read
+bytes in pieces of `chunk_bytes` (16 MB): the pieces are hashed, written and read
 by several threads at once (os.pwrite / os.preadv release the GIL), which
 is what lets kge.out_of_core swap a partition while the GPU trains.
 
@@ -31,7 +31,7 @@ import tempfile
 import numpy as np
 
 MAGIC = b"KGECKPT2"
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 16 << 20
 _POOL = None
 
 

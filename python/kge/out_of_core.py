@@ -18,6 +18,7 @@ partitions (Legend's setting; the orders are kge.partition_order's).
 """
 
 import pathlib
+import sys
 
 import numpy as np
 
@@ -414,14 +415,21 @@ class OutOfCoreTrainer(training.Trainer):
         self.plan = self.plans[self.epoch % 2]
         io = self._io()
         waited = io.host_wait
-        io.start(self.plan)
-        for k, (state, first, evicted, loaded, rest) in enumerate(self.plan):
-            if k:
-                io.wait_loaded()
-            self._train_buckets(epoch, first, bar, check_every)
-            if evicted is not None:
-                io.swap(evicted, loaded, self._next_load(k))
-            self._train_buckets(epoch, rest, bar, check_every)
+        # The I/O threads need the GIL for moments between their pieces:
+        # hand it over sooner than every 5 ms while this thread launches.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 5e-4))
+        try:
+            io.start(self.plan)
+            for k, (state, first, evicted, loaded, rest) in enumerate(self.plan):
+                if k:
+                    io.wait_loaded()
+                self._train_buckets(epoch, first, bar, check_every)
+                if evicted is not None:
+                    io.swap(evicted, loaded, self._next_load(k))
+                self._train_buckets(epoch, rest, bar, check_every)
+        finally:
+            sys.setswitchinterval(interval)
         record = self._end_epoch(epoch)
         record.update(loads=store.loads - loads, bytes_loaded=store.bytes_loaded - loaded_bytes,
                       bytes_stored=store.bytes_stored - stored_bytes,
