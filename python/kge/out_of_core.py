@@ -361,11 +361,19 @@ class OutOfCoreTrainer(training.Trainer):
         buffer rows."""
         import torch
         if self._cdf is None:
-            self._cdf = torch.cumsum(self._weights, 0)
+            # The slots in the order of their partitions: the draws do not
+            # depend on which slot a partition happened to land in (a
+            # resumed run samples what an uninterrupted one does).
+            order = sorted(self.slot_of, key=lambda p: p)
+            self._slot_order = torch.tensor([self.slot_of[p] for p in order], device=self.device)
+            weights = self._weights.view(self.capacity, self.rows)[self._slot_order]
+            self._cdf = torch.cumsum(weights.reshape(-1), 0)
         u = torch.rand(len(h), k, device=self.device, generator=self.generator,
                        dtype=torch.float64)
         drawn = torch.searchsorted(self._cdf, u * self._cdf[-1], right=True)
-        return torch.clamp_(drawn, max=len(self._cdf) - 1)
+        drawn = torch.clamp_(drawn, max=len(self._cdf) - 1)
+        slot = self._slot_order[torch.div(drawn, self.rows, rounding_mode="floor")]
+        return slot * self.rows + drawn % self.rows
 
     def _group(self, buckets):
         """The edges of `buckets` on the device, heads and tails as buffer
