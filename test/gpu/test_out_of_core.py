@@ -6,32 +6,20 @@ result learns like training in memory.
 Bundles from test/gpu/build_gradient_bundles.py (<model>.{fwd,grad}.D32).
 """
 
+import pathlib
+import sys
+
 import numpy as np
 import pytest
-import torch
 
 from kge import out_of_core, partition_order, training
 from test_gradients import BUNDLES
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "torch"))
+from graphs import clustered  # noqa: E402
+
 ENTITIES, RELATIONS, DIM = 3000, 12, 32
-
-
-def graph(seed=0, n=60000, clusters=60):
-    # Communities mapped by relation, power-law heads (as in test/torch).
-    rng = np.random.default_rng(seed)
-    cluster = rng.integers(0, clusters, ENTITIES)
-    members = [np.flatnonzero(cluster == c) for c in range(clusters)]
-    p = np.arange(1, ENTITIES + 1, dtype=np.float64) ** -0.7
-    heads = rng.choice(ENTITIES, n, p=p / p.sum())
-    rels = rng.integers(0, RELATIONS, n)
-    tails = np.array([rng.choice(members[(cluster[h] + 5 * r + 1) % clusters])
-                      for h, r in zip(heads, rels)])
-    triples = np.unique(np.stack([heads, rels, tails], 1), axis=0)
-    rng.shuffle(triples)
-    return triples[1000:], triples[:1000], triples
-
-
-TRAIN, TEST, ALL = graph()
+TRAIN, TEST, ALL = clustered(0, ENTITIES, RELATIONS, clusters=60, edges=60000, held_out=1000)
 
 
 def make(directory, name="distmult", prefetch=True, **options):

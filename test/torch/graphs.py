@@ -3,10 +3,11 @@
 import numpy as np
 
 
-def clustered(seed=0, entities=900, relations=6, clusters=30, edges=20000):
+def clustered(seed=0, entities=900, relations=6, clusters=30, edges=20000, held_out=500):
     """A graph with structure to learn: entities in clusters, relation r
     maps cluster c to cluster c + 3r + 1; heads drawn with power-law
-    popularity. Returns (train, test, all) triples."""
+    popularity. Returns (train, test, all) triples, `held_out` of them in
+    test. (Also the GPU tests' graph: test/gpu/test_out_of_core.py.)"""
     rng = np.random.default_rng(seed)
     cluster = rng.integers(0, clusters, entities)
     members = [np.flatnonzero(cluster == c) for c in range(clusters)]
@@ -17,4 +18,4 @@ def clustered(seed=0, entities=900, relations=6, clusters=30, edges=20000):
                       for h, r in zip(heads, rels)])
     triples = np.unique(np.stack([heads, rels, tails], 1), axis=0)
     rng.shuffle(triples)
-    return triples[500:], triples[:500], triples
+    return triples[held_out:], triples[:held_out], triples
