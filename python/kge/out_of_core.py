@@ -254,7 +254,8 @@ class OutOfCoreTrainer(training.Trainer):
                       swap_plan(backwards, partition_order.legend_buckets(backwards, partitions)))
         self.plan = self.plans[0]
         self.capacity = len(self.states[0])
-        self.rows = int(np.diff(self.ranges).max())  # rows of a buffer slot
+        self.sizes = np.diff(self.ranges).tolist()  # rows of each partition
+        self.rows = max(self.sizes)  # rows of a buffer slot
         self.entity_tables = [t for t, kind in kinds.items() if kind == "entity"]
         states = training.RowSparseOptimizer.state_count(optimizer)
         self.partition_bytes = self.rows * dim * 4 * len(self.entity_tables) * (1 + states)
@@ -299,7 +300,6 @@ class OutOfCoreTrainer(training.Trainer):
         self.fingerprint_config = {"model": name, "dim": dim, "entities": num_entities,
                                    "relations": num_relations, "partitions": partitions,
                                    "optimizer": optimizer}
-        self.store = PartitionStore(directory, self.ranges, self.fingerprint())
         self.prefetch = prefetch
         self.slot_of = {}
         self._engine = None
@@ -308,6 +308,7 @@ class OutOfCoreTrainer(training.Trainer):
                 directory, self.ranges, self.fingerprint(),
                 lambda p, begin, end: self._initial_partition(name, p, end - begin, seed))
         else:
+            self.store = PartitionStore(directory, self.ranges, self.fingerprint())
             self.load(None if resume is True else resume)
 
     def fingerprint(self):
@@ -364,8 +365,8 @@ class OutOfCoreTrainer(training.Trainer):
             # The slots in the order of their partitions: the draws do not
             # depend on which slot a partition happened to land in (a
             # resumed run samples what an uninterrupted one does).
-            order = sorted(self.slot_of, key=lambda p: p)
-            self._slot_order = torch.tensor([self.slot_of[p] for p in order], device=self.device)
+            self._slot_order = torch.tensor([self.slot_of[p] for p in sorted(self.slot_of)],
+                                            device=self.device)
             weights = self._weights.view(self.capacity, self.rows)[self._slot_order]
             self._cdf = torch.cumsum(weights.reshape(-1), 0)
         u = torch.rand(len(h), k, device=self.device, generator=self.generator,
@@ -552,11 +553,26 @@ class _SwapEngine:
         self.read_count = self.swaps = 0
 
     def _views(self, buffers, p):
-        rows = int(self.trainer.ranges[p + 1] - self.trainer.ranges[p])
-        return {n: b[:rows] for n, b in buffers.items()}
+        return {n: b[:self.trainer.sizes[p]] for n, b in buffers.items()}
 
     def _numpy(self, views):
         return {n: v.numpy() for n, v in views.items()}
+
+    def _host(self, views):
+        """Host arrays of buffer views: the views themselves on the CPU,
+        copies from the GPU (the synchronous ways)."""
+        if self.trainer.device.type == "cpu":
+            return self._numpy(views)
+        return {n: v.cpu().numpy() for n, v in views.items()}
+
+    def _read_now(self, p, views):
+        """Partition p's file into the buffer views, synchronously."""
+        if self.trainer.device.type == "cpu":
+            self.trainer.store.read_into(p, self._numpy(views))
+            return
+        arrays = self.trainer.store.load(p)
+        for n, v in views.items():
+            v.copy_(_tensor(arrays[n]))
 
     def start(self, plan):
         """Before an epoch walks `plan`: the buffer holds its first state
@@ -574,8 +590,7 @@ class _SwapEngine:
         """Loads `state`'s partitions into slots 0, 1, ..."""
         trainer = self.trainer
         for slot, p in enumerate(state):
-            rows = int(trainer.ranges[p + 1] - trainer.ranges[p])
-            views = trainer._slot_arrays(slot, rows)
+            views = trainer._slot_arrays(slot, trainer.sizes[p])
             if self.overlap:
                 staged = self._views(self.inbound[0], p)
                 if self.copied_in[0] is not None:
@@ -583,12 +598,8 @@ class _SwapEngine:
                 trainer.store.read_into(p, self._numpy(staged))
                 for n, v in views.items():
                     v.copy_(staged[n])
-            elif trainer.device.type == "cpu":
-                trainer.store.read_into(p, self._numpy(views))
             else:
-                arrays = trainer.store.load(p)
-                for n, v in views.items():
-                    v.copy_(_tensor(arrays[n]))
+                self._read_now(p, views)
             trainer._assign(p, slot)
 
     def _read_ahead(self, p):
@@ -610,10 +621,11 @@ class _SwapEngine:
         then the read of `read_next` starts."""
         trainer = self.trainer
         slot = trainer.slot_of.pop(evicted)
-        rows_out = int(trainer.ranges[evicted + 1] - trainer.ranges[evicted])
-        rows_in = int(trainer.ranges[loaded + 1] - trainer.ranges[loaded])
+        rows_out, rows_in = trainer.sizes[evicted], trainer.sizes[loaded]
         if not self.overlap:
-            self._swap_now(evicted, loaded, slot, rows_out, rows_in)
+            trainer.store.store(evicted, self._host(trainer._slot_arrays(slot, rows_out)),
+                                sync=False)
+            self._read_now(loaded, trainer._slot_arrays(slot, rows_in))
             trainer._assign(loaded, slot, sampled=False)
             self.pending = (None, loaded, slot)
             return
@@ -652,18 +664,6 @@ class _SwapEngine:
         trainer._assign(loaded, slot, sampled=False)
         self._read_ahead(read_next)
 
-    def _swap_now(self, evicted, loaded, slot, rows_out, rows_in):
-        trainer = self.trainer
-        out = trainer._slot_arrays(slot, rows_out)
-        if trainer.device.type == "cpu":
-            trainer.store.store(evicted, self._numpy(out), sync=False)
-            trainer.store.read_into(loaded, self._numpy(trainer._slot_arrays(slot, rows_in)))
-            return
-        trainer.store.store(evicted, {n: v.cpu().numpy() for n, v in out.items()}, sync=False)
-        arrays = trainer.store.load(loaded)
-        for n, v in trainer._slot_arrays(slot, rows_in).items():
-            v.copy_(_tensor(arrays[n]))
-
     def _wait(self, future):
         import time
         start = time.perf_counter()
@@ -698,12 +698,9 @@ class _SwapEngine:
             import torch
             torch.cuda.current_stream(trainer.device).synchronize()
         for i, (p, slot) in enumerate(sorted(trainer.slot_of.items())):
-            rows = int(trainer.ranges[p + 1] - trainer.ranges[p])
-            views = trainer._slot_arrays(slot, rows)
+            views = trainer._slot_arrays(slot, trainer.sizes[p])
             if not self.overlap:
-                arrays = (self._numpy(views) if trainer.device.type == "cpu"
-                          else {n: v.cpu().numpy() for n, v in views.items()})
-                trainer.store.store(p, arrays, sync=False)
+                trainer.store.store(p, self._host(views), sync=False)
                 continue
             out = i % 2
             if self.written[out] is not None:

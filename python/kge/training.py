@@ -419,7 +419,6 @@ class Trainer:
         self.model, self.device = model, torch.device(device)
         self.batch_size, self.negatives = batch_size, negatives
         self.loss, self.margin, self.temperature = loss, margin, temperature
-        self.sampler = sampler
         self.generator = torch.Generator(device=device).manual_seed(seed)
         if model.operator is not None:
             self.optimizer = RowSparseOptimizer(model.tables, optimizer, lr, rows_only=rows_only)
