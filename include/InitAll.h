@@ -20,6 +20,11 @@ namespace kge {
 /// interfaces those need (ConvertToLLVM, NVVM target, LLVM IR translation).
 void registerAllDialects(DialectRegistry &registry);
 
+/// Registers KGE's own passes and named pipelines with the global pass
+/// registry (what the pass plugin adds to a host that registers the
+/// upstream passes itself). Idempotent.
+void registerKGEPasses();
+
 /// Registers KGE's passes, its named pipelines and the upstream passes they
 /// use with the global pass registry. Idempotent.
 void registerAllPasses();

@@ -87,7 +87,7 @@ void kge::registerAllDialects(DialectRegistry &registry) {
   registerNVVMDialectTranslation(registry);
 }
 
-void kge::registerAllPasses() {
+void kge::registerKGEPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerKGEConversionPasses();
@@ -97,6 +97,13 @@ void kge::registerAllPasses() {
     tile::registerTileIteratorPasses();
     registerKGETransformsPasses();
     registerPipelines();
+  });
+}
+
+void kge::registerAllPasses() {
+  registerKGEPasses();
+  static std::once_flag once;
+  std::call_once(once, [] {
     // Upstream passes used by KGE's pipelines and useful beside them.
     registerTransformsPasses();
     registerConversionPasses();

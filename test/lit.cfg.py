@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "KGE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test"]
+config.suffixes = [".mlir", ".test", ".c"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kge_obj_root, "test")
 # GPU tests run on the GPU machine through their own driver; fuzz/ holds
@@ -36,7 +36,8 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kge_tools_dir, append_path=True)
 
 tool_dirs = [config.kge_tools_dir, config.llvm_tools_dir]
-tools = ["kge-opt", "kge-translate", "kge-cpu-runner", "kge-fuzz"]
+tools = ["kge-opt", "kge-translate", "kge-cpu-runner", "kge-fuzz",
+         "kge-capi-compiler-test", "kge-capi-runtime-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # ptxas assembles emitted PTX when the CUDA toolkit is present.

@@ -229,8 +229,13 @@ Manifest Manifest::parse(const std::string &text) {
   try {
     root = json::parse(text);
   } catch (const json::exception &e) {
-    throw BundleError(std::string("the bundle is not valid JSON: ") +
-                      e.what());
+    // The parser quotes everything it read of the offending token: a
+    // truncated bundle would quote megabytes of base64.
+    std::string message = e.what();
+    size_t quoted = message.find("; last read: '");
+    if (quoted != std::string::npos && message.size() - quoted > 100)
+      message = message.substr(0, quoted + 60) + "...'";
+    throw BundleError("the bundle is not valid JSON: " + message);
   }
   if (!root.is_object())
     fail("the top level must be an object");
