@@ -30,6 +30,8 @@ if config.kge_sanitizers:
     # manual poisoning must be off, everything else stays on.
     config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0:detect_leaks=0:abort_on_error=1"
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:abort_on_error=1"
+    # Upstream tools are not instrumented: they cannot load KGE's plugin.
+    config.available_features.add("sanitizers")
 llvm_config.use_default_substitutions()
 # `not` and `count` at the start of a RUN line are found through PATH.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
@@ -44,3 +46,10 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+
+# KGE's dialect and pass plugin for upstream mlir-opt, and a build of it that
+# declares another MLIR's plugin API.
+config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(("%kge_plugin_other_mlir",
+                             os.path.join(config.kge_obj_root, "lib", "KGEPluginOtherMLIR.so")))
+config.substitutions.append(("%kge_plugin", os.path.join(config.kge_obj_root, "lib", "KGEPlugin.so")))
