@@ -20,6 +20,7 @@ config.excludes = ["gpu", "python", "torch", "unittests", "fuzz", "lit.cfg.py", 
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%kge_src_root", config.kge_src_root))
+config.substitutions.append(("%kge_obj_root", config.kge_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.kge_src_root, "examples")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])

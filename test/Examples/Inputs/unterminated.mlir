@@ -1,0 +1,1 @@
+bvec.func @f(%E: !bvec.table<?x?xf32>
