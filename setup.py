@@ -77,6 +77,10 @@ class CMakeBuild(build_ext):
             target = pathlib.Path(self.get_ext_fullpath(ext.name))
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+        # The compiler's build id (bundle-cache keys), written next to it.
+        build_id = build / "python_packages" / "kge" / "_build_id.py"
+        target = pathlib.Path(self.get_ext_fullpath("kge._compiler")).parent / "_build_id.py"
+        shutil.copyfile(build_id, target)
 
 
 setup(

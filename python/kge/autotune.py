@@ -13,7 +13,7 @@ Tuning never writes the caller's arrays: every call runs on copies of the
 arrays the kernel may write (its outputs), made once before timing.
 
 A choice is remembered in a ``TuningCache`` (a JSON file per key under
-``kge.tile.cache_dir()/autotune``), so a later process with the same key
+``kge.cache.cache_dir()/autotune``), so a later process with the same key
 takes it without timing anything.
 """
 

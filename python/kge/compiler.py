@@ -73,12 +73,21 @@ def lower_to_gpu(module, negative=None, sizes=None, *, shared_negatives=None, **
 
 
 def compile_bundle(module, negative=None, sizes=None, cubin=True, *, shared_negatives=None,
-                   **layout):
-    """The kernel bundle of the only bvec.func of `module`."""
+                   cache=True, **layout):
+    """The kernel bundle of the only bvec.func of `module`: compiled once,
+    then read from the bundle cache (kge.cache; `cache=False` compiles
+    every time)."""
+    from . import cache as bundle_cache
     ir = _ir()
-    return Bundle(ir.to_bundle(lower_to_gpu(module, negative, sizes,
-                                            shared_negatives=shared_negatives, **layout),
-                               cubin))
+    pipeline = gpu_pipeline(negative, sizes, shared_negatives=shared_negatives, **layout)
+
+    def build():
+        lowered = lower_to_gpu(module, negative, sizes, shared_negatives=shared_negatives,
+                               **layout)
+        return Bundle(ir.to_bundle(lowered, cubin))
+
+    payload = {"bvec": str(module), "pipeline": pipeline, "cubin": cubin}
+    return bundle_cache.cached(payload, build, cache, cubin=cubin)
 
 
 def against_shared_negatives(module, shared_negatives):

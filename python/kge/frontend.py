@@ -544,7 +544,7 @@ class ScoreFunction(_Compiled):
         return results if len(results) > 1 else next(iter(results.values()))
 
     def compile(self, negative=None, sizes=None, cubin=True, *, shared_negatives=None,
-                **layout):
+                cache=True, **layout):
         """The GPU kernel bundle (kge.Bundle) of this function; `negative`
         names the index array corrupted in negative-sampling mode (K per
         edge), `shared_negatives` the index array of N negatives every edge
@@ -552,10 +552,12 @@ class ScoreFunction(_Compiled):
         `sizes` gives static sizes (e.g. {"D_Eemb": 512}), `layout` the
         options of bvec-fuse (tile, warps, vector_width, reorder_key,
         reorder_group, stage_repeats, matrix_math, carry_floats,
-        blocks_per_sm, deterministic, reorder_min_batch, reorder_min_reuse)."""
+        blocks_per_sm, deterministic, reorder_min_batch, reorder_min_reuse).
+        Compiled once, then read from the bundle cache (kge.cache;
+        `cache=False` compiles every time)."""
         from .compiler import compile_bundle
         return compile_bundle(self.module, negative, sizes, cubin,
-                              shared_negatives=shared_negatives, **layout)
+                              shared_negatives=shared_negatives, cache=cache, **layout)
 
     def gradient(self, wrt=None):
         """This function's gradient function (`bvec-differentiate`): its
@@ -602,11 +604,11 @@ class GradientFunction(_Compiled):
             self._cpu = compile_cpu(self.module, self.name)
         return self._cpu(arrays, batch_size)
 
-    def compile(self, sizes=None, cubin=True, **layout):
-        """The GPU kernel bundle of the gradient function (sizes and layout
-        as for ScoreFunction.compile)."""
+    def compile(self, sizes=None, cubin=True, cache=True, **layout):
+        """The GPU kernel bundle of the gradient function (sizes, layout and
+        cache as for ScoreFunction.compile)."""
         from .compiler import compile_bundle
-        return compile_bundle(self.module, None, sizes, cubin, **layout)
+        return compile_bundle(self.module, None, sizes, cubin, cache=cache, **layout)
 
     def __repr__(self):
         return f"<kge.gradient of {self.score.name}>"

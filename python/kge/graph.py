@@ -19,6 +19,8 @@ import re
 
 import numpy as np
 
+from . import cache as _cache
+
 from .errors import TraceError  # noqa: F401 - raised for layers the dialect cannot express
 
 # Pigeon's Table 4 (DGL's and OGB's default preprocessing, inverse edges
@@ -898,8 +900,8 @@ class Layer:
     def compile(self, cubin=True, matrix_math=None, backward=False, cache=True):
         """The layer's GPU bundle (kge.compiler.Bundle), or with `backward`
         its backward function's; compiled once, then read from the bundle
-        cache (kge.tile.cache_dir())."""
-        from . import compiler, ir, tile
+        cache (kge.cache)."""
+        from . import compiler, ir
         text = self.backward_text if backward else self.text
 
         def build():
@@ -909,7 +911,7 @@ class Layer:
             return compiler.Bundle(ir.to_bundle(module, cubin))
 
         payload = {"graph": text, "matrix_math": matrix_math, "cubin": cubin}
-        return tile.cached_bundle(payload, build, cache)
+        return _cache.cached(payload, build, cache, cubin=cubin)
 
 
 def layer(fn):

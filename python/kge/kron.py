@@ -32,6 +32,8 @@ import math
 
 import numpy as np
 
+from . import cache as _cache
+
 
 # ---------------------------------------------------------------------------
 # Labeled graphs
@@ -1092,7 +1094,7 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
     options = "".join(f" {k.replace('_', '-')}="
                       f"{str(v).lower() if isinstance(v, bool) else int(v)}"
                       for k, v in sorted(solver.items()))
-    from . import compiler, ir, tile
+    from . import compiler, ir
     text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
                        maxiter, normalize, symmetric, degrees=degrees, nodal=nodal)
 
@@ -1102,8 +1104,8 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
                   f"convert-kron-to-gpu{{{options.strip()}}},kge-lower-to-gpu")
         return compiler.Bundle(ir.to_bundle(module, cubin))
 
-    return tile.cached_bundle({"kron": text, "order": order, "cubin": cubin,
-                               "solver": options}, build, cache)
+    return _cache.cached({"kron": text, "order": order, "cubin": cubin,
+                          "solver": options}, build, cache, cubin=cubin)
 
 
 def derived_arrays(bundle, arrays):

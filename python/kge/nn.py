@@ -8,7 +8,7 @@
 The layer's forward and backward are graph functions (the forward traced
 by kge.graph.layer, the backward derived by graph-differentiate) compiled
 into GPU bundles: where the compiler is installed, on first use (then read
-from the bundle cache, kge.tile.cache_dir()); on a machine with the runtime
+from the bundle cache, kge.cache); on a machine with the runtime
 alone, from bundles compiled elsewhere (`bundles=`, see load_bundles).
 Forward and backward run through torch.autograd, so any torch optimizer
 trains the layer.

@@ -43,12 +43,10 @@ fastest for these shapes and this device (see autotune).
 The grammar is in docs/RationaleTileIterator.md.
 """
 
-import hashlib
-import json
-import os
-import pathlib
 
 import numpy as np
+
+from . import cache as _cache
 
 _NUMPY_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
                  "i64": np.int64}
@@ -199,46 +197,6 @@ _TILE_OPTIONS = {"block_m": "block-m", "block_n": "block-n", "block_k": "block-k
                  "thread_m": "thread-m", "thread_n": "thread-n"}
 
 
-def cache_dir():
-    """Where compiled bundles are kept: $KGE_CACHE_DIR, else
-    ~/.cache/kge/bundles."""
-    root = os.environ.get("KGE_CACHE_DIR")
-    return pathlib.Path(root) if root else pathlib.Path.home() / ".cache" / "kge" / "bundles"
-
-
-def _compiler_identity():
-    """What identifies the compiler that builds bundles: the package version
-    and the compiler extension's file (size and modification time), so
-    that a rebuilt compiler never reuses an older bundle."""
-    from . import __version__, _compiler
-    stat = pathlib.Path(_compiler.__file__).stat()
-    return f"{__version__}:{stat.st_size}:{stat.st_mtime_ns}"
-
-
-def cached_bundle(payload, build, cache=True):
-    """The bundle that `build()` compiles, read from the cache when a
-    bundle of the same `payload` (a JSON-able description of the IR and the
-    options) was compiled by the same compiler before (cache_dir(); a hash
-    of the payload, the target and the compiler names the file)."""
-    from . import compiler
-    path = None
-    if cache:
-        text = json.dumps({**payload, "target": "sm_90", "compiler": _compiler_identity()},
-                          sort_keys=True)
-        path = cache_dir() / f"{hashlib.sha256(text.encode()).hexdigest()}.kgebundle"
-        if path.exists():
-            return compiler.Bundle(path.read_text())
-    bundle = build()
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Written whole under another name, then renamed: a reader never
-        # sees half a bundle.
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(bundle.text)
-        partial.replace(path)
-    return bundle
-
-
 def _pass_options(options):
     """The options of tile-schedule / convert-tile-to-gpu, as a pass
     pipeline's braces (empty for none)."""
@@ -291,7 +249,7 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
                   **tile_shape):
     """The kernel bundle of `query` (a Query) for sm_90 (sm_90a with a
     warpgroup-MMA kernel): compiled once, then
-    read from the cache (cache_dir(); a hash of the query, its dtypes, the
+    read from the cache (kge.cache; a hash of the query, its dtypes, the
     options, the target and the compiler names the file).
 
     Products of f16 and bf16 operands run on tensor cores (warpgroup MMA,
@@ -305,7 +263,7 @@ def compile_query(query, cubin=True, cache=True, matrix_math=None, warpgroup=Tru
     options = _schedule_options(matrix_math, warpgroup, cluster_m, tile_shape)
     payload = {"query": query.text, "name": query.name, "dtypes": query.dtypes,
                "options": options, "cubin": cubin}
-    return cached_bundle(payload, lambda: _compile(query, options, cubin), cache)
+    return _cache.cached(payload, lambda: _compile(query, options, cubin), cache, cubin=cubin)
 
 
 # Tile shapes the autotuner tries on CUDA cores (block m, n, k, thread m,
@@ -383,7 +341,7 @@ def autotune(query, arrays, matrix_math=None, variants=None, timer=None, cache=T
     the timing) and returns a Tuning with the fastest one's bundle.
 
     Variants that compile to the same bundle run once. The choice is kept
-    in cache_dir()/autotune, keyed by the query, its dtypes, the variants,
+    in kge.cache.cache_dir()/autotune, keyed by the query, its dtypes, the variants,
     the arrays' shapes and dtypes, the device's name and the compiler: a
     later call with the same key loads the chosen bundle without timing
     (`cache=False`: always time, store nothing). `timer(fn) -> seconds per
@@ -407,8 +365,8 @@ def autotune(query, arrays, matrix_math=None, variants=None, timer=None, cache=T
     key = tuner.TuningCache.key(kind="tile", query=query.text, name=query.name,
                                 dtypes=query.dtypes, variants=variants,
                                 shapes=tuner.shape_key(arrays), device=tuner.device_name(),
-                                compiler=_compiler_identity())
-    store = tuner.TuningCache(cache_dir() / "autotune") if cache else None
+                                compiler=_cache.compiler_identity())
+    store = tuner.TuningCache(_cache.cache_dir() / "autotune") if cache else None
     bundles, same_as = {}, {}
     seen = {}
     for name, options in variants.items():

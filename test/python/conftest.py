@@ -14,6 +14,15 @@ sys.path.insert(0, str(BUILD_ROOT / "python_packages"))
 sys.path.insert(1, str(SOURCE_ROOT / "examples" / "python"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _bundle_cache(tmp_path_factory):
+    """One bundle cache for the session, outside the user's home: the suite
+    never reads bundles a previous build compiled."""
+    if "KGE_CACHE_DIR" not in os.environ:
+        os.environ["KGE_CACHE_DIR"] = str(tmp_path_factory.mktemp("kge-cache"))
+    yield
+
+
 @pytest.fixture(scope="session")
 def tools():
     """Paths of the KGE command-line tools of the build."""
