@@ -3,9 +3,12 @@
 Every compile of the Python front end (score functions, their gradients,
 tile queries, graph layers, Gram solvers) goes through `cached()`: a bundle
 is stored under a key that hashes what determines it — the IR, the pass
-pipeline and its options, the target (chip, cubin or not, the ptxas that
-assembled it) and the compiler (KGE's version and its compiler module) —
-so a repeated compile reads a file instead of running MLIR and ptxas.
+pipeline and its options, the target (chip; cubin or not, and whether
+ptxas was there to assemble one) and the compiler (KGE's version and the
+build id of its compiler extension) — so a repeated compile reads a file
+instead of running MLIR and ptxas. The key names nothing local to one
+machine: a cache filled where the compiler is serves a machine that has
+only the runtime.
 
     KGE_CACHE_DIR        the directory (default ~/.cache/kge/bundles)
     KGE_CACHE=0          turns the cache off (as does cache=False on a call)
@@ -102,27 +105,17 @@ def compiler_identity():
     return _identity
 
 
-_ptxas_identity = {}
-
-
-def ptxas_identity():
-    """The ptxas that assembles cubins (path, size, modification time), or
-    "none": a cubin depends on it."""
-    path = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
-                                      if os.path.exists("/usr/local/cuda/bin/ptxas") else None)
-    if path is None:
-        return "none"
-    if path not in _ptxas_identity:
-        stat = os.stat(path)
-        _ptxas_identity[path] = f"{path}:{stat.st_size}:{stat.st_mtime_ns}"
-    return _ptxas_identity[path]
+def ptxas_found():
+    """Whether ptxas is there to assemble cubins: a bundle compiled without
+    it holds PTX only, and must not stand in for one with a cubin."""
+    return bool(shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"))
 
 
 def key(payload, chip="sm_90", cubin=True):
     """The hex key of a bundle: `payload` is a JSON-able description of the
     IR and the options that produce it."""
     text = json.dumps({"payload": payload, "chip": chip, "cubin": bool(cubin),
-                       "ptxas": ptxas_identity() if cubin else None,
+                       "ptxas": ptxas_found() if cubin else None,
                        "compiler": compiler_identity()},
                       sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()

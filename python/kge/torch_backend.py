@@ -648,12 +648,11 @@ class _Kernel:
 
     def forward(self, *tensors):
         import torch
-        named = dict(zip(self.names, tensors))
         if tensors[0].is_cuda:
-            op = self._gpu()
-            return op.forward_program(**named, stream=torch.cuda.current_stream().cuda_stream)[
-                op.results[0]]
-        arrays = {n: t.detach().contiguous().numpy() for n, t in named.items()}
+            # The runtime's lean entry point: arrays in signature order.
+            return self._gpu().forward_program.run(
+                *tensors, stream=torch.cuda.current_stream().cuda_stream)
+        arrays = {n: t.detach().contiguous().numpy() for n, t in zip(self.names, tensors)}
         return torch.from_numpy(self.function.run_cpu(**arrays))
 
     def backward(self, tensors, seed):
@@ -663,8 +662,10 @@ class _Kernel:
         tables = self.names[:self.table_count]
         if tensors[0].is_cuda:
             op = self._gpu()
-            rows = op.gradient_program(**named, **{op.seed: seed.contiguous().float()},
-                                       stream=torch.cuda.current_stream().cuda_stream)
+            rows = op.gradient_program.run(*tensors, seed.contiguous().float(),
+                                           stream=torch.cuda.current_stream().cuda_stream)
+            rows = dict(zip((name for name, _, _ in op.gradients),
+                            rows if isinstance(rows, tuple) else (rows,)))
             pairs = op.gradients
         else:
             arrays = {n: t.detach().contiguous().numpy() for n, t in named.items()}
@@ -755,6 +756,14 @@ def _custom_op(kernel):
     return op
 
 
+_modules = {}
+
+
+def _kernel_module(name):
+    """The KernelModule of the kernel called `name` in this process."""
+    return _modules[name]
+
+
 def _module_base():
     import torch
     return torch.nn.Module
@@ -768,6 +777,13 @@ class KernelModule(_module_base()):
         super().__init__()
         self.kernel = _Kernel(function, table_count, payload, cubin)
         self._op = _custom_op(self.kernel) if _custom_ops_available() else None
+        _modules.setdefault(function.name, self)
+
+    def __reduce__(self):
+        # Pickled by name (a digest of what the kernel computes): Inductor
+        # pickles graphs for its cache keys; the traced function inside
+        # is a closure.
+        return (_kernel_module, (self.kernel.function.name,))
 
     def compile(self):
         """Compiles the kernel's GPU bundles into the bundle cache (ahead of

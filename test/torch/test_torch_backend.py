@@ -244,3 +244,15 @@ def test_bundles_compiled_ahead_run_where_there_is_no_compiler(tmp_path, monkeyp
     with pytest.raises(CompilerUnavailableError, match="no KGE compiler here and no cached "
                                                        "score bundle of fx_"):
         kernel2.compile()
+
+
+def test_kernel_modules_pickle_by_name():
+    """Inductor pickles graphs for its cache keys: a kernel pickles as the
+    digest of what it computes."""
+    import pickle
+    model = MODELS["distmult"](ENTITIES, RELATIONS, DIM)
+    gm, _ = rewritten(model, skewed_batch(8))
+    (kernel,) = [m for m in gm.modules() if isinstance(m, kge_backend.KernelModule)]
+    data = pickle.dumps(kernel)
+    assert kernel.kernel.function.name.encode() in data
+    assert pickle.loads(data) is kernel

@@ -1,0 +1,197 @@
+"""The overhead of each way of embedding KGE against the direct Python API.
+
+Compile time (`--compile`, on the machine with the compiler; CPU only), for
+the DistMult score function (examples/bvec/distmult.mlir), with cubins:
+  python-cold      kge ScoreFunction.compile with the bundle cache off
+  python-cached    the same compile again, read from the bundle cache
+  c-api            examples/downstream's downstream-compile (C API,
+                   kgeCompileToBundle), a process per compile
+  kge-tools        kge-opt -kge-lower-to-gpu | kge-translate --kge-to-bundle
+  mlir-opt-plugin  upstream mlir-opt with KGEPlugin.so | kge-translate
+Medians of `--repeats` runs, in milliseconds.
+
+Call time (`--calls`, on the GPU machine): the host time of one launch of a
+DistMult bundle (D = 256, B = 1,024 and 65,536), through
+  python-runtime   kge_runtime.Program(...) (the Python API)
+  c-api            libkge_runtime_c.so through ctypes (kgertProgramCall)
+  torch-backend    torch.compile(model, backend="kge") (custom op, with
+                   Dynamo's guards and Inductor's wrapper), forward only
+  torch-eager      the same model in eager PyTorch (for scale)
+as microseconds per call: 200 calls issued back to back, then one
+synchronize (so the GPU time of small batches hides behind the host's);
+and the GPU time per call (CUDA events) for the large batch.
+
+    python3 bench/bench_embedding_paths.py --compile --downstream /tmp/downstream --out c.json
+    python3 bench/bench_embedding_paths.py --calls --bundle B.kgebundle --out g.json
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "examples" / "python"))
+EXAMPLE = ROOT / "examples" / "bvec" / "distmult.mlir"
+
+
+def median_ms(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def compile_times(build_dir, downstream, repeats):
+    import kge
+    from kge import cache
+    from score_functions import FUNCTIONS
+    fn = FUNCTIONS["distmult"]
+    tools = build_dir / "bin"
+    llvm = pathlib.Path("/usr/lib/llvm-22/bin")
+    scratch = pathlib.Path(tempfile.mkdtemp())
+    os.environ["KGE_CACHE_DIR"] = str(scratch / "cache")
+    results = {"python-cold": median_ms(lambda: fn.compile(cache=False), repeats)}
+    fn.compile()  # fills the cache
+    results["python-cached"] = median_ms(lambda: fn.compile(), repeats * 10)
+    results["python-cached-hits"] = cache.stats()["hits"]
+    out = scratch / "x.kgebundle"
+
+    def run(command, **kwargs):
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
+
+    if downstream:
+        results["c-api"] = median_ms(
+            lambda: run([str(downstream / "downstream-compile"), str(EXAMPLE), str(out)]),
+            repeats)
+    results["kge-tools"] = median_ms(lambda: run(
+        f"{tools}/kge-opt -kge-lower-to-gpu {EXAMPLE} | "
+        f"{tools}/kge-translate --kge-to-bundle -o {out}", shell=True), repeats)
+    plugin = build_dir / "lib" / "KGEPlugin.so"
+    results["mlir-opt-plugin"] = median_ms(lambda: run(
+        f"{llvm}/mlir-opt --load-dialect-plugin={plugin} --load-pass-plugin={plugin} "
+        f"--pass-pipeline='builtin.module(kge-lower-to-gpu)' {EXAMPLE} | "
+        f"{tools}/kge-translate --kge-to-bundle -o {out}", shell=True), repeats)
+    shutil.rmtree(scratch)
+    return {"milliseconds": results, "repeats": repeats, "kge": kge.__version__}
+
+
+def host_us(fn, calls=200):
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def gpu_us(fn, calls=50):
+    import torch
+    fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls * 1e3
+
+
+def call_times(bundle_path, library):
+    import torch
+    import kge_runtime
+    import kge.torch_backend  # noqa: F401 - registers backend="kge"
+    import bench_torch_backend as configs
+    sys.path.insert(0, str(ROOT / "test" / "gpu"))
+    from test_runtime_capi import Array, CallOptions, describe
+
+    text = bundle_path.read_text()
+    program = kge_runtime.Program(text)
+    lib = ctypes.CDLL(str(library))
+    lib.kgertGetLastError.restype = ctypes.c_char_p
+    lib.kgertProgramCall.argtypes = [ctypes.c_void_p, ctypes.POINTER(Array), ctypes.c_size_t,
+                                     ctypes.POINTER(Array), ctypes.c_size_t,
+                                     ctypes.POINTER(CallOptions)]
+    handle = ctypes.c_void_p()
+    data = text.encode()
+    assert lib.kgertProgramLoad(data, len(data), 0, ctypes.byref(handle)) == 0
+    model = configs.build("distmult").cuda()
+    E, R = model.entity.weight.detach(), model.relation.weight.detach()
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend="kge")
+    results = {}
+    for batch in (1024, 65536):
+        h, r, t, _ = configs.batch("cuda", batch)
+        score = torch.empty(batch, device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        keep = []
+        args = (Array * 5)(describe(E, 2, keep), describe(R, 2, keep), describe(h, 5, keep),
+                           describe(r, 5, keep), describe(t, 5, keep))
+        outs = (Array * 1)(describe(score, 2, keep))
+        options = CallOptions(stream, 0, -1)
+
+        def python_runtime():
+            program(Eemb=E, Remb=R, h=h, r=r, t=t, stream=stream)
+
+        def c_api():
+            lib.kgertProgramCall(handle, args, 5, outs, 1, ctypes.byref(options))
+
+        def backend():
+            with torch.no_grad():
+                compiled(h, r, t)
+
+        def eager():
+            with torch.no_grad():
+                model(h, r, t)
+
+        row = {}
+        for name, fn in (("python-runtime", python_runtime), ("c-api", c_api),
+                         ("torch-backend", backend), ("torch-eager", eager)):
+            row[name + "_host_us"] = host_us(fn)
+            if batch == 65536:
+                row[name + "_gpu_us"] = gpu_us(fn)
+        results[str(batch)] = row
+        print(batch, json.dumps(row), flush=True)
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "dim": configs.DIM, "batches": results}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--calls", action="store_true")
+    parser.add_argument("--build", type=pathlib.Path, default=ROOT / "build")
+    parser.add_argument("--downstream", type=pathlib.Path)
+    parser.add_argument("--bundle", type=pathlib.Path)
+    parser.add_argument("--library", type=pathlib.Path,
+                        default=pathlib.Path("/tmp/kge-runtime/libkge_runtime_c.so"))
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", type=pathlib.Path)
+    args = parser.parse_args()
+    if args.compile:
+        results = compile_times(args.build, args.downstream, args.repeats)
+    elif args.calls:
+        results = call_times(args.bundle, args.library)
+    else:
+        parser.error("give --compile or --calls")
+    text = json.dumps(results, indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
