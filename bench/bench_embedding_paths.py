@@ -17,12 +17,16 @@ DistMult bundle (D = 256, B = 1,024 and 65,536), through
   torch-backend    torch.compile(model, backend="kge") (custom op, with
                    Dynamo's guards and Inductor's wrapper), forward only
   torch-eager      the same model in eager PyTorch (for scale)
+  backend-custom-op    the backend's kernel module called directly (the
+                   torch.library operator, no Dynamo or Inductor)
+  backend-kernel-call  its Python implementation alone (no operator)
 as microseconds per call: 200 calls issued back to back, then one
 synchronize (so the GPU time of small batches hides behind the host's);
 and the GPU time per call (CUDA events) for the large batch.
 
     python3 bench/bench_embedding_paths.py --compile --downstream /tmp/downstream --out c.json
     python3 bench/bench_embedding_paths.py --calls --bundle B.kgebundle --out g.json
+    python3 bench/bench_embedding_paths.py --kernels DIR --out k.json
 """
 
 import argparse
@@ -112,7 +116,7 @@ def gpu_us(fn, calls=50):
 def call_times(bundle_path, library):
     import torch
     import kge_runtime
-    import kge.torch_backend  # noqa: F401 - registers backend="kge"
+    import kge.torch_backend  # registers backend="kge"
     import bench_torch_backend as configs
     sys.path.insert(0, str(ROOT / "test" / "gpu"))
     from test_runtime_capi import Array, CallOptions, describe
@@ -131,6 +135,10 @@ def call_times(bundle_path, library):
     E, R = model.entity.weight.detach(), model.relation.weight.detach()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="kge")
+    with torch.no_grad():
+        compiled(*configs.batch("cuda", 1024)[:3])
+    kernel = kge.torch_backend._kernel_module(
+        kge.torch_backend.report().replaced[0].function.name)
     results = {}
     for batch in (1024, 65536):
         h, r, t, _ = configs.batch("cuda", batch)
@@ -156,9 +164,18 @@ def call_times(bundle_path, library):
             with torch.no_grad():
                 model(h, r, t)
 
+        def custom_op():
+            with torch.no_grad():
+                kernel(E, R, h, r, t)
+
+        def kernel_forward():
+            kernel.kernel.forward(E, R, h, r, t)
+
         row = {}
         for name, fn in (("python-runtime", python_runtime), ("c-api", c_api),
-                         ("torch-backend", backend), ("torch-eager", eager)):
+                         ("torch-backend", backend), ("torch-eager", eager),
+                         ("backend-custom-op", custom_op),
+                         ("backend-kernel-call", kernel_forward)):
             row[name + "_host_us"] = host_us(fn)
             if batch == 65536:
                 row[name + "_gpu_us"] = gpu_us(fn)
@@ -168,10 +185,46 @@ def call_times(bundle_path, library):
             "dim": configs.DIM, "batches": results}
 
 
+def kernel_times(directory):
+    """GPU microseconds per launch of each bundle in `directory` (DistMult
+    forward `fwd.*` and gradient `grad.*` variants of D = 256 over FB15k's
+    tables) at B = 65,536 and 524,288, skewed draws; and of the dense
+    gradient's scatter (three index_add_ of [B, 256] rows)."""
+    import torch
+    import kge_runtime
+    import bench_torch_backend as configs
+    E = torch.randn(configs.ENTITIES, configs.DIM, device="cuda") * 0.1
+    R = torch.randn(configs.RELATIONS, configs.DIM, device="cuda") * 0.1
+    results = {}
+    for batch in (65536, 524288):
+        h, r, t, _ = configs.batch("cuda", batch)
+        seed = torch.randn(batch, device="cuda")
+        stream = torch.cuda.current_stream().cuda_stream
+        row = {}
+        for path in sorted(directory.glob("*.kgebundle")):
+            program = kge_runtime.Program(path.read_text())
+            arrays = (E, R, h, r, t) + ((seed,) if path.name.startswith("grad") else ())
+            row[path.stem] = gpu_us(lambda: program.run(*arrays, stream=stream))
+        rows = torch.randn(batch, configs.DIM, device="cuda")
+
+        def scatter():
+            gE, gR = torch.zeros_like(E), torch.zeros_like(R)
+            gE.index_add_(0, h, rows)
+            gR.index_add_(0, r, rows)
+            gE.index_add_(0, t, rows)
+
+        row["dense-scatter"] = gpu_us(scatter)
+        results[str(batch)] = row
+        print(batch, json.dumps(row), flush=True)
+    return {"device": torch.cuda.get_device_name(), "dim": configs.DIM, "microseconds": results}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--calls", action="store_true")
+    parser.add_argument("--kernels", type=pathlib.Path,
+                        help="time the bundles in this directory")
     parser.add_argument("--build", type=pathlib.Path, default=ROOT / "build")
     parser.add_argument("--downstream", type=pathlib.Path)
     parser.add_argument("--bundle", type=pathlib.Path)
@@ -184,6 +237,8 @@ def main():
         results = compile_times(args.build, args.downstream, args.repeats)
     elif args.calls:
         results = call_times(args.bundle, args.library)
+    elif args.kernels:
+        results = kernel_times(args.kernels)
     else:
         parser.error("give --compile or --calls")
     text = json.dumps(results, indent=1)

@@ -182,7 +182,6 @@ class _Converter:
     # Everything else ------------------------------------------------------
 
     def _convert(self, node):
-        torch = self.torch
         gathered = self._gather(node)
         if gathered is not None:
             return gathered
@@ -364,6 +363,22 @@ def _leaves(expression, tables, indices):
         _leaves(part, tables, indices)
 
 
+def _pairs(expression, tables, indices):
+    """The distinct (table, index array) positions the expression gathers,
+    in order: the row gradients of the gradient kernel."""
+    found = set()
+
+    def walk(e):
+        if isinstance(e, tuple):
+            if e[0] == "gather":
+                found.add((tables.index(e[1]), indices.index(e[2])))
+            else:
+                for part in e[1:]:
+                    walk(part)
+    walk(expression)
+    return sorted(found)
+
+
 def _has_gather(expression):
     return isinstance(expression, tuple) and (
         expression[0] == "gather" or any(_has_gather(p) for p in expression[1:]))
@@ -526,7 +541,8 @@ def rewrite(gm, example_inputs=None, cubin=True):
         except (frontend.TraceError, ValueError) as error:
             report.rejected.append((node.name, str(error)))
             continue
-        kernel = KernelModule(function, len(tables), payload, cubin)
+        pairs = _pairs(expression, tables, indices)
+        kernel = KernelModule(function, len(tables), pairs, payload, cubin)
         _replace(gm, node, kernel, tables, indices, table_shapes)
         covered.update(converter.memo)
         report.replaced.append(Replacement(node.name, function, tables, indices))
@@ -593,7 +609,7 @@ def _replace(gm, node, kernel, tables, indices, table_shapes):
 
 def _compiler_available():
     try:
-        from . import ir  # noqa: F401
+        from . import ir  # noqa: F401 - importing it is the test
     except CompilerUnavailableError:
         return False
     return True
@@ -612,11 +628,14 @@ class _Kernel:
     with the runtime only runs kernels compiled ahead into the cache it is
     given (compile())."""
 
-    def __init__(self, function, table_count, payload, cubin):
+    def __init__(self, function, table_count, pairs, payload, cubin):
         self.function = function
         self.gradient = function.gradient()
         self.names = [n for n, _ in function.params]
         self.table_count = table_count
+        # (table, index array) positions of every gather: one row gradient
+        # each.
+        self.pairs = pairs
         self.payload = payload
         self.cubin = cubin
         self._operator = None
@@ -650,37 +669,68 @@ class _Kernel:
         import torch
         if tensors[0].is_cuda:
             # The runtime's lean entry point: arrays in signature order.
-            return self._gpu().forward_program.run(
-                *tensors, stream=torch.cuda.current_stream().cuda_stream)
+            return self._gpu().forward_program.run(*tensors, stream=_stream(tensors[0]))
         arrays = {n: t.detach().contiguous().numpy() for n, t in zip(self.names, tensors)}
         return torch.from_numpy(self.function.run_cpu(**arrays))
 
-    def backward(self, tensors, seed):
-        """The dense gradients of the tables."""
+    def gradient_rows(self, tensors, seed):
+        """The row gradients of the kernel's (table, index array) pairs, in
+        the order of `pairs`: [B, row shape] each."""
         import torch
-        named = dict(zip(self.names, tensors))
-        tables = self.names[:self.table_count]
         if tensors[0].is_cuda:
             op = self._gpu()
             rows = op.gradient_program.run(*tensors, seed.contiguous().float(),
-                                           stream=torch.cuda.current_stream().cuda_stream)
+                                           stream=_stream(tensors[0]))
             rows = dict(zip((name for name, _, _ in op.gradients),
                             rows if isinstance(rows, tuple) else (rows,)))
-            pairs = op.gradients
         else:
-            arrays = {n: t.detach().contiguous().numpy() for n, t in named.items()}
+            arrays = {n: t.detach().contiguous().numpy() for n, t in zip(self.names, tensors)}
             rows = self.gradient.run_cpu(**arrays, d_score=seed.detach().contiguous().numpy())
             rows = {k: torch.from_numpy(v) for k, v in rows.items()}
-            pairs = [(k, t, i) for k in rows for t in tables for i in self.names
-                     if k == f"d_{t}_{i}"]
-        grads = {t: torch.zeros_like(named[t]) for t in tables}
-        for result, table, indices in pairs:
-            grads[table].index_add_(0, named[indices].reshape(-1).long(),
-                                    rows[result].to(grads[table].dtype))
-        return [grads[t] for t in tables]
+        return [rows[f"d_{self.names[t]}_{self.names[self.table_count + i]}"]
+                for t, i in self.pairs]
+
+    def backward(self, tensors, seed):
+        """The dense gradients of the tables: the row gradients summed into
+        zeros (the same sums the custom operator's backward leaves to
+        Inductor)."""
+        return _dense(tensors, self.gradient_rows(tensors, seed), self.pairs,
+                      self.table_count)
+
+
+def _stream(tensor):
+    """The handle of the current CUDA stream of `tensor`'s device."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:  # no Stream object per call
+        return raw(tensor.device.index)
+    return torch.cuda.current_stream(tensor.device).cuda_stream
+
+
+def _dense(tensors, rows, pairs, table_count):
+    """Each table's gradient: its pairs' rows summed into zeros."""
+    grads = [None] * table_count
+    for (t, i), row in zip(pairs, rows):
+        table, index = tensors[t], tensors[table_count + i]
+        base = grads[t] if grads[t] is not None else table.new_zeros(table.shape)
+        grads[t] = base.index_add(0, index.reshape(-1), row.to(table.dtype))
+    return [g if g is not None else tensors[t].new_zeros(tensors[t].shape)
+            for t, g in enumerate(grads)]
+
+
+_function_class = None
 
 
 def _kernel_function():
+    """The autograd.Function of kernels where torch has no custom ops
+    (made once)."""
+    global _function_class
+    if _function_class is None:
+        _function_class = _make_kernel_function()
+    return _function_class
+
+
+def _make_kernel_function():
     import torch
 
     class KernelFunction(torch.autograd.Function):
@@ -724,31 +774,37 @@ def _custom_op(kernel):
     def fake(*tensors):
         return tensors[0].new_empty(tensors[table_count].shape[0])
 
-    def grad_impl(*tensors):
-        return kernels[0].backward(tensors[:-1], tensors[-1])
+    pairs = kernel.pairs
 
-    def grad_fake(*tensors):
-        return [torch.empty_like(t) for t in tensors[:table_count]]
+    def rows_impl(*tensors):
+        return kernels[0].gradient_rows(tensors[:-1], tensors[-1])
 
-    namespace = {"impl": impl, "fake": fake, "grad_impl": grad_impl, "grad_fake": grad_fake}
+    def rows_fake(*tensors):
+        batch = tensors[table_count].shape[0]
+        return [tensors[t].new_empty((batch, *tensors[t].shape[1:])) for t, _ in pairs]
+
+    namespace = {"impl": impl, "fake": fake, "rows_impl": rows_impl, "rows_fake": rows_fake}
     exec(f"def forward({args}): return impl({args})\n"
          f"def forward_fake({args}): return fake({args})\n"
-         f"def gradient({args}, seed): return grad_impl({args}, seed)\n"
-         f"def gradient_fake({args}, seed): return grad_fake({args}, seed)\n", namespace)
+         f"def rows({args}, seed): return rows_impl({args}, seed)\n"
+         f"def rows_abstract({args}, seed): return rows_fake({args}, seed)\n", namespace)
     op = torch.library.custom_op(f"kge::{name}", namespace["forward"], mutates_args=(),
                                  schema=schema + " -> Tensor")
     op.register_fake(namespace["forward_fake"])
-    grad_op = torch.library.custom_op(f"kge::{name}_grad", namespace["gradient"],
+    rows_op = torch.library.custom_op(f"kge::{name}_rows", namespace["rows"],
                                       mutates_args=(),
                                       schema=schema[:-1] + ", Tensor seed) -> Tensor[]")
-    grad_op.register_fake(namespace["gradient_fake"])
+    rows_op.register_fake(namespace["rows_abstract"])
 
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs)
 
     def backward(ctx, seed):
+        # The KGE gradient kernel gives the rows; their sums into the
+        # tables are plain PyTorch, which Inductor compiles (and fuses)
+        # like the scatter of its own embedding backward.
         inputs = ctx.saved_tensors
-        grads = grad_op(*inputs, seed)
+        grads = _dense(inputs, rows_op(*inputs, seed), pairs, table_count)
         return (*grads, *[None] * (len(inputs) - table_count))
 
     op.register_autograd(backward, setup_context=setup_context)
@@ -773,9 +829,9 @@ class KernelModule(_module_base()):
     """The call of one KGE kernel in a rewritten graph: tables, then index
     arrays in; one score per edge out."""
 
-    def __init__(self, function, table_count, payload, cubin=True):
+    def __init__(self, function, table_count, pairs, payload, cubin=True):
         super().__init__()
-        self.kernel = _Kernel(function, table_count, payload, cubin)
+        self.kernel = _Kernel(function, table_count, pairs, payload, cubin)
         self._op = _custom_op(self.kernel) if _custom_ops_available() else None
         _modules.setdefault(function.name, self)
 
@@ -790,7 +846,13 @@ class KernelModule(_module_base()):
         time, for machines that run but do not compile); returns them."""
         return self.kernel.bundles()
 
+    # Set by the backend for inference graphs made of kernels only: the
+    # runtime is called directly (no operator dispatch, no autograd).
+    direct = False
+
     def forward(self, *tensors):
+        if self.direct:
+            return self.kernel.forward(*tensors)
         if self._op is not None:
             return self._op(*tensors)
         return _kernel_function().apply(self.kernel, *tensors)
@@ -816,11 +878,35 @@ def kge_backend(gm, example_inputs, inner="inductor"):
     """The torch.compile backend: KGE kernels for the graph's score
     functions, `inner` ("inductor" or "eager") for the rest."""
     global _last_report
+    import torch
     gm, _last_report = rewrite(gm, example_inputs)
+    if not torch.is_grad_enabled() and _only_kernels(gm):
+        # An inference graph that is KGE kernels only (Dynamo compiles a
+        # frame per grad mode): nothing for Inductor to do, and no autograd,
+        # so the kernels call the runtime directly.
+        for module in gm.modules():
+            if isinstance(module, KernelModule):
+                module.direct = True
+        return gm.forward
     if inner == "inductor":
         from torch._inductor.compile_fx import compile_fx
         return compile_fx(gm, example_inputs)
     return gm.forward
+
+
+def _only_kernels(gm):
+    """Whether every operation of `gm` is a KGE kernel call (or the view of
+    a table as matrices that feeds one)."""
+    modules = dict(gm.named_modules())
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr", "output"):
+            continue
+        if node.op == "call_module" and isinstance(modules.get(node.target), KernelModule):
+            continue
+        if node.op == "call_method" and node.target == "view":
+            continue
+        return False
+    return True
 
 
 def register():

@@ -260,3 +260,29 @@ def test_kernel_modules_pickle_by_name():
     assert isinstance(loaded, kge_backend.KernelModule)
     assert loaded.kernel.function.name == kernel.kernel.function.name
     assert loaded.kernel.payload == kernel.kernel.payload
+
+
+def test_inference_graphs_of_kernels_only_call_the_runtime_directly():
+    """Under no_grad a graph that is one kernel skips operator dispatch and
+    autograd; with gradients the same model keeps them."""
+    torch.manual_seed(9)
+    model = MODELS["complex"](ENTITIES, RELATIONS, DIM)
+    inputs = skewed_batch(10)
+    expected = model(*inputs)
+    for grad in (False, True):
+        gm = torch.fx.symbolic_trace(copy.deepcopy(model))
+        with torch.set_grad_enabled(grad):
+            run = kge_backend.kge_backend(gm, list(inputs), inner="eager")
+            got = run(*inputs)
+        (kernel,) = [m for m in gm.modules() if isinstance(m, kge_backend.KernelModule)]
+        assert kernel.direct is (not grad)
+        assert got.requires_grad is grad
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    # A graph with PyTorch left in it is never run directly.
+    loss = SoftplusLoss(MODELS["distmult"](ENTITIES, RELATIONS, DIM))
+    labels = torch.ones(BATCH)
+    gm = torch.fx.symbolic_trace(loss)
+    with torch.no_grad():
+        kge_backend.kge_backend(gm, list(inputs) + [labels], inner="eager")
+    (kernel,) = [m for m in gm.modules() if isinstance(m, kge_backend.KernelModule)]
+    assert not kernel.direct
