@@ -22,6 +22,7 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = pathlib.Path(__file__).resolve().parent
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
+TOOLS = ("kge-opt", "kge-translate", "kge-cpu-runner")
 
 
 def configured_suffix(build_dir):
@@ -67,8 +68,8 @@ class CMakeBuild(build_ext):
                 command += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
                             "-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
             subprocess.run(command, check=True)
-        subprocess.run(["cmake", "--build", str(build), "--target", "kge-python-package"],
-                       check=True)
+        subprocess.run(["cmake", "--build", str(build), "--target", "kge-python-package",
+                        *TOOLS], check=True)
         for ext in self.extensions:
             source = build / "python_packages" / (ext.built + SUFFIX)
             if not source.exists():
@@ -77,10 +78,14 @@ class CMakeBuild(build_ext):
             target = pathlib.Path(self.get_ext_fullpath(ext.name))
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+        package = pathlib.Path(self.get_ext_fullpath("kge._compiler")).parent
         # The compiler's build id (bundle-cache keys), written next to it.
-        build_id = build / "python_packages" / "kge" / "_build_id.py"
-        target = pathlib.Path(self.get_ext_fullpath("kge._compiler")).parent / "_build_id.py"
-        shutil.copyfile(build_id, target)
+        shutil.copyfile(build / "python_packages" / "kge" / "_build_id.py",
+                        package / "_build_id.py")
+        # The tools, run by the console scripts of kge/_tools.py.
+        (package / "_bin").mkdir(exist_ok=True)
+        for tool in TOOLS:
+            shutil.copy2(build / "bin" / tool, package / "_bin" / tool)
 
 
 setup(
