@@ -233,6 +233,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=pathlib.Path)
     args = parser.parse_args()
+    import bench_torch_backend as configs
     if args.compile:
         results = compile_times(args.build, args.downstream, args.repeats)
     elif args.calls:
@@ -241,11 +242,7 @@ def main():
         results = kernel_times(args.kernels)
     else:
         parser.error("give --compile or --calls")
-    text = json.dumps(results, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    configs.write_results(results, args.out)
 
 
 if __name__ == "__main__":

@@ -188,6 +188,15 @@ def run_model(name, backends):
     return rows
 
 
+def write_results(results, out):
+    """Prints the results as JSON and writes them to `out` (if given)."""
+    text = json.dumps(results, indent=1)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    print(text)
+
+
 def main():
     global BATCH
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -207,11 +216,7 @@ def main():
                "models": {}}
     for name in args.models:
         results["models"][name] = run_model(name, ["eager", "inductor", "kge"])
-    text = json.dumps(results, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
-    print(text)
+    write_results(results, args.out)
 
 
 if __name__ == "__main__":
