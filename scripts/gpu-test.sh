@@ -39,6 +39,12 @@
 #     `PYTHONPATH=build/python_packages .venv/bin/python
 #     test/gpu/build_gradient_bundles.py --out .carry/gradients`,
 #     KGE_GPU_GRADIENT_BUNDLES).
+#   - the runtime's C API through ctypes (test/gpu/test_runtime_capi.py) and
+#     torch.compile(backend="kge") on plain PyTorch models
+#     (test/gpu/test_torch_backend.py; its kernels compiled ahead with
+#     `PYTHONPATH=build/python_packages python3 bench/bench_torch_backend.py
+#     --prepare .carry/kge-cache` and `cp build/python_packages/kge/_build_id.py
+#     .carry/build_id.py`, KGE_GPU_CACHE).
 # Environment: KGE_GPU_BUNDLES (default .carry/bundles), KGE_JSON_INCLUDE_DIR
 # (nlohmann/json headers where no package provides them), KGE_GPU_QUICK=1
 # (skip the sanitizer and the stress runs), KGE_GPU_STRESS_SECONDS (60),
@@ -64,7 +70,15 @@ nvcc -arch=sm_90 -rdc=true -O2 -I "$ROOT/runtime/device" "$ROOT/test/gpu/device_
   | tee "$OUT/device_library.log" | tail -3 || status=1
 
 echo "==> kernels and runtime (pytest)"
-PYTHONPATH="$BUILD/python_packages:$ROOT/test/gpu${PYTHONPATH:+:$PYTHONPATH}" KGE_GPU_BUNDLES="$BUNDLES" \
+# The torch.compile backend's kernels come from a bundle cache compiled
+# ahead, under the compiler build's id.
+if [ -f "$ROOT/.carry/build_id.py" ]; then
+  cp "$ROOT/.carry/build_id.py" "$ROOT/python/kge/_build_id.py"
+fi
+export KGE_CACHE_DIR="${KGE_GPU_CACHE:-$ROOT/.carry/kge-cache}"
+export KGE_RUNTIME_C="$BUILD/libkge_runtime_c.so"
+PYTHONPATH="$BUILD/python_packages:$ROOT/test/gpu:$ROOT/python:$ROOT/bench:$ROOT/examples/python${PYTHONPATH:+:$PYTHONPATH}" \
+  KGE_GPU_BUNDLES="$BUNDLES" \
   python3 -m pytest ${PYTEST_VERBOSE:+-v} -q -p no:cacheprovider --junitxml="$OUT/gpu-pytest.xml" --maxfail=25 \
   ${PYTEST_K:+-k "$PYTEST_K"} \
   "$ROOT/test/gpu" 2>&1 | tee "$OUT/pytest.log" | tail -15 || status=1
