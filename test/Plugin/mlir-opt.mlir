@@ -17,6 +17,13 @@
 // RUN: %mlir_opt --load-dialect-plugin=%kge_plugin --load-pass-plugin=%kge_plugin \
 // RUN:   --pass-pipeline='builtin.module(kge-lower-to-cpu,canonicalize)' %s | FileCheck %s --check-prefix=CPU
 
+// Raising linalg to bvec in the upstream tool: the same results and remarks
+// as kge-opt's (the checks of that test).
+// RUN: %mlir_opt --load-dialect-plugin=%kge_plugin --load-pass-plugin=%kge_plugin \
+// RUN:   --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(bvec-raise-linalg)' \
+// RUN:   %S/../Dialect/BatchedVector/raise-linalg.mlir \
+// RUN:   | FileCheck %S/../Dialect/BatchedVector/raise-linalg.mlir
+
 // Without the pass plugin, KGE's pipeline is unknown (and named as such).
 // RUN: not %mlir_opt --load-dialect-plugin=%kge_plugin \
 // RUN:   --pass-pipeline='builtin.module(kge-lower-to-gpu)' %s 2>&1 | FileCheck %s --check-prefix=NOPASS

@@ -531,6 +531,9 @@ int main(int argc, char **argv) {
                   {"bvec shared negatives",
                    "convert-bvec-to-tile{shared-negatives=t},"
                    "convert-tile-to-gpu{matrix-math=tf32}"},
+                  // Score functions in linalg/tensor raised to bvec, then
+                  // lowered on the CPU path.
+                  {"linalg raised to bvec", "bvec-raise-linalg,kge-lower-to-cpu"},
                   // Gradient functions (bvec-differentiate) of score
                   // functions, on the CPU path and the GPU one.
                   {"bvec backward to cpu", "bvec-differentiate,kge-lower-to-cpu"},

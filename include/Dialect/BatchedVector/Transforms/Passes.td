@@ -185,4 +185,62 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
   ];
 }
 
+def BatchedVectorRaiseLinalg : Pass<"bvec-raise-linalg", "ModuleOp"> {
+  let summary = "Raise score functions written in linalg and tensor to bvec";
+  let description = [{
+    Replaces every `func.func` whose whole body is a score function on
+    tensors with a `bvec.func` of the same name, so that a compiler that
+    emits `linalg` (torch-mlir's lowering of `aten.embedding` and
+    elementwise and reduction operations, for one) gets KGE's fused kernels.
+    A function is raised when:
+
+    - each argument is a table (a rank-2 floating-point tensor, `N x D`) or
+      an index array (a rank-1 `i32`/`i64` tensor, `B`), and its one result
+      is a rank-1 floating-point tensor (`B`, one score per edge);
+    - its operations are, besides `tensor.empty` and `linalg.fill`
+      (initial values):
+      - gathers: a `linalg.generic` over `(b, d)` with the index array as
+        its input (`(b, d) -> (b)`) whose body extracts
+        `table[index_cast(i), linalg.index 1]` (`tensor.extract`);
+      - elementwise computations: a `linalg.generic` with parallel loops
+        and identity maps (a rank-1 input broadcast along `d` multiplies
+        vectors), `linalg.add/sub/mul/div/max/min`, or `arith`/`math`
+        operations on whole tensors, whose bodies are `arith.addf/subf/
+        mulf/divf/negf/maximumf/minimumf`, `math.exp/log/sqrt/tanh/sin/
+        cos/absf` and float constants;
+      - reductions along `d`: a `linalg.generic` with loops `(parallel,
+        reduction)` and output map `(b, d) -> (b)` whose body combines an
+        elementwise value with `addf`, `maximumf` or `minimumf` into an
+        output initialized by `linalg.fill` with 0, -inf or +inf (an
+        inner product, `(a * b)` summed, becomes `bvec.vec_mul_vec`), or
+        `linalg.reduce` along dimension 1.
+
+    Anything else leaves the function as it is, with a remark naming the
+    operation that stopped it. The `bvec.func`'s parameters are named after
+    the function's `kge.name` argument attributes, else `arg0`, `arg1`, ...;
+    its result is `score`.
+
+    Example:
+
+    ```mlir
+    // Before: DistMult as torch-mlir lowers it (gathers abbreviated)
+    %hr = linalg.mul ins(%head, %rel : tensor<?x64xf32>, tensor<?x64xf32>)
+                     outs(%e : tensor<?x64xf32>) -> tensor<?x64xf32>
+    %s = linalg.generic {indexing_maps = [#id, #id, #row],
+                         iterator_types = ["parallel", "reduction"]}
+        ins(%hr, %tail : ...) outs(%zero : tensor<?xf32>) {
+      ^bb0(%a: f32, %b: f32, %acc: f32):
+        %p = arith.mulf %a, %b : f32
+        %q = arith.addf %p, %acc : f32
+        linalg.yield %q : f32
+    } -> tensor<?xf32>
+    // After
+    %hr = bvec.mul %head, %rel : !bvec.vec<?x64xf32>
+    %s = bvec.vec_mul_vec %hr, %tail
+        : !bvec.vec<?x64xf32>, !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::bvec::BatchedVectorDialect"];
+}
+
 #endif // KGE_DIALECT_BATCHEDVECTOR_TRANSFORMS_PASSES_TD
