@@ -95,6 +95,10 @@ private:
                             Block *body, ArrayRef<AffineMap> inputMaps);
   LogicalResult reduction(linalg::GenericOp op);
   LogicalResult namedReduction(linalg::ReduceOp op);
+  /// The reduction `combine` performs, checked against the fill of the
+  /// output `init` (its identity).
+  FailureOr<ReductionKind> combination(Operation *op, Operation *combine,
+                                       Value init);
   /// Emits the bvec operations of the scalar body `block` (every operation
   /// but `skip` and the terminator) over `arguments` (bvec values of its
   /// block arguments; null for arguments that must not be read); float
@@ -467,24 +471,10 @@ LogicalResult Raiser::reduction(linalg::GenericOp op) {
     return fail(op, "a reduction's body must yield combine(value, output)");
   Value element = combine->getOperand(0) == acc ? combine->getOperand(1)
                                                 : combine->getOperand(0);
-  std::optional<ReductionKind> kind;
-  double identity = 0;
-  if (isa<arith::AddFOp>(combine)) {
-    kind = ReductionKind::sum;
-  } else if (isa<arith::MaximumFOp, arith::MaxNumFOp>(combine)) {
-    kind = ReductionKind::max;
-    identity = -INFINITY;
-  } else if (isa<arith::MinimumFOp, arith::MinNumFOp>(combine)) {
-    kind = ReductionKind::min;
-    identity = INFINITY;
-  } else {
-    return fail(combine, "a reduction combines with addf, maximumf or "
-                         "minimumf");
-  }
-  auto init = fills.find(op.getDpsInits()[0]);
-  if (init == fills.end() || init->second != identity)
-    return fail(op, "a reduction's output must start at its combination's "
-                    "identity (linalg.fill with 0, -inf or +inf)");
+  FailureOr<ReductionKind> kind =
+      combination(op, combine, op.getDpsInits()[0]);
+  if (failed(kind))
+    return ::mlir::failure();
   SmallVector<Value> arguments;
   for (Value input : op.getDpsInputs()) {
     Value mapped = values.lookup(input);
@@ -529,17 +519,9 @@ LogicalResult Raiser::reduction(linalg::GenericOp op) {
   return success();
 }
 
-LogicalResult Raiser::namedReduction(linalg::ReduceOp op) {
-  if (op.getInputs().size() != 1 || op.getDimensions().size() != 1 ||
-      op.getDimensions()[0] != 1)
-    return fail(op, "linalg.reduce of one input along dimension 1 only");
-  Value input = values.lookup(op.getInputs()[0]);
-  if (!input || !isa<VecType>(input.getType()))
-    return fail(op, "linalg.reduce of something that is not a vector per "
-                    "edge computed from the tables");
-  Block *block = &op.getCombiner().front();
-  Operation *combine = block->getTerminator()->getOperand(0).getDefiningOp();
-  std::optional<ReductionKind> kind;
+FailureOr<ReductionKind> Raiser::combination(Operation *op, Operation *combine,
+                                             Value init) {
+  ReductionKind kind;
   double identity = 0;
   if (isa_and_nonnull<arith::AddFOp>(combine)) {
     kind = ReductionKind::sum;
@@ -550,12 +532,29 @@ LogicalResult Raiser::namedReduction(linalg::ReduceOp op) {
     kind = ReductionKind::min;
     identity = INFINITY;
   } else {
-    return fail(op, "linalg.reduce combines with addf, maximumf or minimumf");
+    return fail(combine ? combine : op,
+                "a reduction combines with addf, maximumf or minimumf");
   }
-  auto init = fills.find(op.getInits()[0]);
-  if (init == fills.end() || init->second != identity)
+  auto filled = fills.find(init);
+  if (filled == fills.end() || filled->second != identity)
     return fail(op, "a reduction's output must start at its combination's "
                     "identity (linalg.fill with 0, -inf or +inf)");
+  return kind;
+}
+
+LogicalResult Raiser::namedReduction(linalg::ReduceOp op) {
+  if (op.getInputs().size() != 1 || op.getDimensions().size() != 1 ||
+      op.getDimensions()[0] != 1)
+    return fail(op, "linalg.reduce of one input along dimension 1 only");
+  Value input = values.lookup(op.getInputs()[0]);
+  if (!input || !isa<VecType>(input.getType()))
+    return fail(op, "linalg.reduce of something that is not a vector per "
+                    "edge computed from the tables");
+  Block *block = &op.getCombiner().front();
+  Operation *combine = block->getTerminator()->getOperand(0).getDefiningOp();
+  FailureOr<ReductionKind> kind = combination(op, combine, op.getInits()[0]);
+  if (failed(kind))
+    return ::mlir::failure();
   auto type = cast<VecType>(input.getType());
   values[op.getResult(0)] =
       ReduceOp::create(builder, op.getLoc(),
