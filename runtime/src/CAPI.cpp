@@ -66,7 +66,7 @@ kgertStatus guarded(Body &&body) {
   }
 }
 
-bool toDType(kgertDType dtype, DType &out) {
+bool toDType(int32_t dtype, DType &out) {
   switch (dtype) {
   case KGERT_F16: out = DType::F16; return true;
   case KGERT_BF16: out = DType::BF16; return true;
@@ -114,7 +114,7 @@ std::vector<DeviceArray> toArrays(const kgertArray *arrays, size_t count,
     std::string name = std::string(what) + " " + std::to_string(i);
     if (!toDType(a.dtype, out[i].dtype))
       throw ArgumentError(name + ": unknown dtype code " +
-                          std::to_string(static_cast<int>(a.dtype)));
+                          std::to_string(a.dtype));
     if (a.rank < 0 || a.rank > 8)
       throw ArgumentError(name + ": rank " + std::to_string(a.rank) +
                           " is outside 0..8");
@@ -155,7 +155,7 @@ kgertStatus kgertCheckApiVersion(int headerVersion) {
 
 const char *kgertGetLastError(void) { return lastError.c_str(); }
 
-const char *kgertDTypeName(kgertDType dtype) {
+const char *kgertDTypeName(int32_t dtype) {
   DType d;
   return toDType(dtype, d) ? dtypeName(d) : nullptr;
 }

@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
   // CHECK: four arguments: status 2:
   report("four arguments",
          kgertManifestGetResultShape(manifest, args, 4, -1, 0, shape, 2, &rank));
-  args[0].dtype = (kgertDType)42;
+  args[0].dtype = 42;
   // CHECK: bad dtype: status 2: argument 0: unknown dtype code 42
   report("bad dtype",
          kgertManifestGetResultShape(manifest, args, 5, -1, 0, shape, 2, &rank));
@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
   // CHECK: null program: status 2: kgertProgramCall: program is NULL
   report("null program", kgertProgramCall(NULL, NULL, 0, NULL, 0, NULL));
   // CHECK: dtype names: f32 i64 (null)
-  const char *none = kgertDTypeName((kgertDType)9);
+  const char *none = kgertDTypeName(9);
   printf("dtype names: %s %s %s\n", kgertDTypeName(KGERT_F32), kgertDTypeName(KGERT_I64),
          none ? none : "(null)");
 

@@ -74,7 +74,8 @@ typedef enum kgertRole {
 typedef struct kgertArray {
   /// Device address (a CUdeviceptr).
   uint64_t data;
-  kgertDType dtype;
+  /// A kgertDType (an int, so that a bad value is reported, not undefined).
+  int32_t dtype;
   int32_t rank;
   const int64_t *shape;
   /// Strides in elements; NULL: C-contiguous.
@@ -116,8 +117,8 @@ KGERT_EXPORTED kgertStatus kgertCheckApiVersion(int headerVersion);
 /// The message of this thread's last failed call ("" after a success).
 KGERT_EXPORTED const char *kgertGetLastError(void);
 
-/// "f32", "i64", ...; NULL for a value outside kgertDType.
-KGERT_EXPORTED const char *kgertDTypeName(kgertDType dtype);
+/// "f32", "i64", ... for a kgertDType; NULL for any other value.
+KGERT_EXPORTED const char *kgertDTypeName(int32_t dtype);
 
 //===----------------------------------------------------------------------===//
 // Manifests
