@@ -60,10 +60,9 @@ LogicalResult runPipeline(Operation *op, llvm::StringRef text) {
   return pm.run(op);
 }
 
+/// Translates `module` (its options checked by the caller).
 LogicalResult translate(ModuleOp module, const kgeBundleOptions *options,
                         MlirStringCallback callback, void *userData) {
-  if (failed(checkOptions(module, options)))
-    return failure();
   FailureOr<std::string> bundle =
       kge::translateToBundle(module, bundleOptionsOf(options));
   if (failed(bundle))
@@ -150,7 +149,10 @@ MlirLogicalResult kgeTranslateToBundle(MlirModule module,
                                        void *userData) {
   if (mlirModuleIsNull(module) || !callback)
     return mlirLogicalResultFailure();
-  return wrap(translate(unwrap(module), options, callback, userData));
+  ModuleOp op = unwrap(module);
+  if (failed(checkOptions(op, options)))
+    return mlirLogicalResultFailure();
+  return wrap(translate(op, options, callback, userData));
 }
 
 MlirLogicalResult kgeCompileToBundle(MlirModule module, MlirStringRef pipeline,
@@ -159,11 +161,12 @@ MlirLogicalResult kgeCompileToBundle(MlirModule module, MlirStringRef pipeline,
                                      void *userData) {
   if (mlirModuleIsNull(module) || !callback)
     return mlirLogicalResultFailure();
+  if (failed(checkOptions(unwrap(module), options)))
+    return mlirLogicalResultFailure();
   OwningOpRef<ModuleOp> lowered = unwrap(module).clone();
   llvm::StringRef text =
       pipeline.length ? unwrap(pipeline) : llvm::StringRef(kDefaultPipeline);
-  if (failed(checkOptions(*lowered, options)) ||
-      failed(runPipeline(*lowered, text)))
+  if (failed(runPipeline(*lowered, text)))
     return mlirLogicalResultFailure();
   return wrap(translate(*lowered, options, callback, userData));
 }

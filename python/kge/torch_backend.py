@@ -98,11 +98,9 @@ class _Converter:
     """Turns the FX nodes a score depends on into a small expression tree
     (tuples), collecting the tables and index arrays it reads."""
 
-    def __init__(self, gm):
-        import torch
-        self.torch = torch
+    def __init__(self, gm, modules):
         self.gm = gm
-        self.modules = dict(gm.named_modules())
+        self.modules = modules  # gm.named_modules(), as a dict
         self.memo = {}
 
     def expression(self, value):
@@ -141,6 +139,21 @@ class _Converter:
         for part in target.split("."):
             value = getattr(value, part)
         return value
+
+    def table_shape(self, ref):
+        """The shape of the table `ref` (rows, then a row's shape)."""
+        if ref.module is not None:
+            shape = tuple(self.modules[ref.module].weight.shape)
+        else:
+            shape, _ = _meta(ref.node)
+            if shape is None:
+                shape = tuple(self._attr(ref.node.target).shape)
+        if ref.matrix is not None:
+            rows, cols = ref.matrix
+            if len(shape) != 2 or shape[1] != rows * cols:
+                raise ValueError(f"rows of {shape[1:]} elements viewed as {rows} x {cols}")
+            shape = (shape[0], rows, cols)
+        return shape
 
     def _gather(self, node):
         """("gather", table, indices) when `node` gathers rows, else None."""
@@ -475,22 +488,6 @@ def _score_function(name, expression, tables, indices, table_shapes):
     return ScoreFunction(body, name=name)
 
 
-def _table_shape(gm, ref):
-    if ref.module is not None:
-        shape = tuple(dict(gm.named_modules())[ref.module].weight.shape)
-    else:
-        shape, _ = _meta(ref.node)
-        if shape is None:
-            value = gm
-            for part in ref.node.target.split("."):
-                value = getattr(value, part)
-            shape = tuple(value.shape)
-    if ref.matrix is not None:
-        rows, cols = ref.matrix
-        if len(shape) != 2 or shape[1] != rows * cols:
-            raise ValueError(f"rows of {shape[1:]} elements viewed as {rows} x {cols}")
-        shape = (shape[0], rows, cols)
-    return shape
 
 
 def rewrite(gm, example_inputs=None, cubin=True):
@@ -505,6 +502,8 @@ def rewrite(gm, example_inputs=None, cubin=True):
         ShapeProp(gm).propagate(*example_inputs)
     report = Report()
     covered = set()
+    # Kernel modules added below are not looked up: the graph's own are.
+    modules = dict(gm.named_modules())
     nodes = list(gm.graph.nodes)
     for node in reversed(nodes):
         if node in covered or node.op in ("placeholder", "get_attr", "output"):
@@ -512,7 +511,7 @@ def rewrite(gm, example_inputs=None, cubin=True):
         shape, dtype = _meta(node)
         if shape is None or len(shape) != 1 or dtype != torch.float32:
             continue
-        converter = _Converter(gm)
+        converter = _Converter(gm, modules)
         try:
             expression = converter.expression(node)
         except Unsupported as reason:
@@ -529,7 +528,7 @@ def rewrite(gm, example_inputs=None, cubin=True):
                                                "PyTorch)"))
             continue
         try:
-            table_shapes = [_table_shape(gm, t) for t in tables]
+            table_shapes = [converter.table_shape(t) for t in tables]
             payload = {"torch_fx": repr(expression_key(expression, tables, indices)),
                        "tables": [list(s) for s in table_shapes],
                        "indices": [str(_meta(i)[1]) for i in indices]}
@@ -757,19 +756,19 @@ _registered = {}
 
 def _custom_op(kernel):
     """kernel as the opaque operator kge::<function name> (torch >= 2.4):
-    Inductor calls it, never traces into it."""
+    Inductor calls it, never traces into it. The name is a digest of what
+    the kernel computes, so the first kernel of a name serves every later
+    one."""
     import torch
     name = kernel.function.name
     if name in _registered:
-        _registered[name][1].append(kernel)
-        return _registered[name][0]
-    kernels = [kernel]
+        return _registered[name]
     args = ", ".join(kernel.names)
     schema = "(" + ", ".join(f"Tensor {n}" for n in kernel.names) + ")"
     table_count = kernel.table_count
 
     def impl(*tensors):
-        return kernels[0].forward(*tensors)
+        return kernel.forward(*tensors)
 
     def fake(*tensors):
         return tensors[0].new_empty(tensors[table_count].shape[0])
@@ -777,7 +776,7 @@ def _custom_op(kernel):
     pairs = kernel.pairs
 
     def rows_impl(*tensors):
-        return kernels[0].gradient_rows(tensors[:-1], tensors[-1])
+        return kernel.gradient_rows(tensors[:-1], tensors[-1])
 
     def rows_fake(*tensors):
         batch = tensors[table_count].shape[0]
@@ -808,7 +807,7 @@ def _custom_op(kernel):
         return (*grads, *[None] * (len(inputs) - table_count))
 
     op.register_autograd(backward, setup_context=setup_context)
-    _registered[name] = (op, kernels)
+    _registered[name] = op
     return op
 
 

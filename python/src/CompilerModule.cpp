@@ -465,16 +465,6 @@ public:
     diagnostics.fail();
   }
 
-  /// The type of a batch of `item` shapes with `like`'s batch size.
-  Type batched(Type like, ArrayRef<int64_t> item, Type element) {
-    int64_t batch = cast<bvec::BatchedType>(like).getBatchSize();
-    MLIRContext *ctx = context->get();
-    if (item.empty())
-      return bvec::ScalarType::get(ctx, batch, element);
-    if (item.size() == 1)
-      return bvec::VecType::get(ctx, batch, item[0], element);
-    return bvec::MatType::get(ctx, batch, item[0], item[1], element);
-  }
 
   template <typename T> T expect(Value v, const char *what, StringRef op) {
     auto typed = dyn_cast<T>(v.getType());
@@ -502,7 +492,7 @@ public:
     if (isa<Float16Type, BFloat16Type>(element))
       element = builder.getF32Type();
     Type result =
-        batched(indices.getType(), tableType.getShape().drop_front(), element);
+        bvec::batchedType(indices.getType(), tableType.getShape().drop_front(), element);
     if (matrices)
       return create<bvec::GatherMatOp>(result, table, indices);
     return create<bvec::GatherVecOp>(result, table, indices);
@@ -534,7 +524,7 @@ public:
     auto type = expect<bvec::VecType>(lhs, "batches of vectors", "vec_mul_vec");
     expect<bvec::VecType>(rhs, "batches of vectors", "vec_mul_vec");
     return create<bvec::VecMulVecOp>(
-        batched(type, {}, type.getElementType()), lhs, rhs);
+        bvec::batchedType(type, {}, type.getElementType()), lhs, rhs);
   }
 
   ValueHandle vecMulMat(const ValueHandle &v, const ValueHandle &m) {
@@ -542,7 +532,7 @@ public:
     auto vecType = expect<bvec::VecType>(vec, "a batch of vectors", "vec_mul_mat");
     auto matType = expect<bvec::MatType>(mat, "a batch of matrices", "vec_mul_mat");
     return create<bvec::VecMulMatOp>(
-        batched(vecType, {matType.getCols()}, vecType.getElementType()), vec,
+        bvec::batchedType(vecType, {matType.getCols()}, vecType.getElementType()), vec,
         mat);
   }
 
@@ -551,14 +541,14 @@ public:
     auto l = expect<bvec::VecType>(lhs, "batches of vectors", "vec_outer_vec");
     auto r = expect<bvec::VecType>(rhs, "batches of vectors", "vec_outer_vec");
     return create<bvec::VecOuterVecOp>(
-        batched(l, {l.getLength(), r.getLength()}, l.getElementType()), lhs,
+        bvec::batchedType(l, {l.getLength(), r.getLength()}, l.getElementType()), lhs,
         rhs);
   }
 
   ValueHandle norm(const ValueHandle &x, int64_t p) {
     Value input = operand(x, "the operand");
     auto type = expect<bvec::VecType>(input, "a batch of vectors", "norm");
-    return create<bvec::NormOp>(batched(type, {}, type.getElementType()), input,
+    return create<bvec::NormOp>(bvec::batchedType(type, {}, type.getElementType()), input,
                                 builder.getI64IntegerAttr(p));
   }
 
@@ -570,7 +560,7 @@ public:
     if (!parsed)
       fail("bvec.reduce: unknown reduction '" + kind +
            "' (expected sum, mean, max or min)");
-    return create<bvec::ReduceOp>(batched(type, {}, type.getElementType()),
+    return create<bvec::ReduceOp>(bvec::batchedType(type, {}, type.getElementType()),
                                   *parsed, input);
   }
 
@@ -578,7 +568,7 @@ public:
     Value input = operand(x, "the operand");
     auto type = expect<bvec::VecType>(input, "a batch of vectors", "slice");
     return create<bvec::SliceOp>(
-        batched(type, {length}, type.getElementType()), input,
+        bvec::batchedType(type, {length}, type.getElementType()), input,
         builder.getI64IntegerAttr(offset));
   }
 

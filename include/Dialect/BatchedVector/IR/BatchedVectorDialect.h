@@ -40,6 +40,10 @@ std::string dimToString(int64_t dim);
 /// Returns the batched value type `type` with its batch size replaced.
 Type cloneWithBatchSize(Type type, int64_t batchSize);
 
+/// The batch of `item`-shaped `element`s (none: scalars, one size:
+/// vectors, two: matrices) with the batch size of the batched type `like`.
+Type batchedType(Type like, ArrayRef<int64_t> item, Type element);
+
 } // namespace bvec
 } // namespace mlir
 

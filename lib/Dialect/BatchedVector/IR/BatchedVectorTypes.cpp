@@ -50,6 +50,16 @@ Type mlir::bvec::cloneWithBatchSize(Type type, int64_t batchSize) {
       .Default([](Type t) { return t; });
 }
 
+Type mlir::bvec::batchedType(Type like, ArrayRef<int64_t> item, Type element) {
+  int64_t batch = cast<BatchedType>(like).getBatchSize();
+  MLIRContext *ctx = like.getContext();
+  if (item.empty())
+    return ScalarType::get(ctx, batch, element);
+  if (item.size() == 1)
+    return VecType::get(ctx, batch, item[0], element);
+  return MatType::get(ctx, batch, item[0], item[1], element);
+}
+
 //===----------------------------------------------------------------------===//
 // Shared parsing/printing: `<d0 x d1 x ... x elementType>`
 //===----------------------------------------------------------------------===//

@@ -81,8 +81,7 @@ private:
     return ReduceOp::create(b, loc, scalarOf(type), ReductionKind::sum, v);
   }
   ScalarType scalarOf(BatchedType type) {
-    return ScalarType::get(type.getContext(), type.getBatchSize(),
-                           type.getElementType());
+    return cast<ScalarType>(batchedType(type, {}, type.getElementType()));
   }
 
   FuncOp f;

@@ -20,8 +20,6 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "llvm/ADT/TypeSwitch.h"
-
 #include <cmath>
 #include <optional>
 
@@ -76,15 +74,6 @@ private:
   LogicalResult fail(Operation *op, const Twine &reason) {
     failure = NotRaised{op, reason.str()};
     return ::mlir::failure();
-  }
-
-  /// The type of a batch of `item` shapes with `like`'s batch size.
-  Type batched(Type like, ArrayRef<int64_t> item, Type element) {
-    int64_t batch = cast<BatchedType>(like).getBatchSize();
-    MLIRContext *ctx = func.getContext();
-    if (item.empty())
-      return ScalarType::get(ctx, batch, element);
-    return VecType::get(ctx, batch, item[0], element);
   }
 
   LogicalResult signature(SmallVectorImpl<Type> &types,
@@ -303,7 +292,7 @@ LogicalResult Raiser::gather(linalg::GenericOp op) {
   Value indices = values.lookup(op.getDpsInputs()[0]);
   auto tableType = cast<TableType>(table.getType());
   Type result =
-      batched(indices.getType(), tableType.getShape().drop_front(),
+      batchedType(indices.getType(), tableType.getShape().drop_front(),
               tableType.getElementType());
   values[op.getResult(0)] =
       GatherVecOp::create(builder, op.getLoc(), result, table, indices);
@@ -497,7 +486,7 @@ LogicalResult Raiser::reduction(linalg::GenericOp op) {
       if (lhs.getType() == rhs.getType()) {
         auto type = cast<VecType>(lhs.getType());
         values[op.getResult(0)] = VecMulVecOp::create(
-            builder, op.getLoc(), batched(type, {}, type.getElementType()),
+            builder, op.getLoc(), batchedType(type, {}, type.getElementType()),
             lhs, rhs);
         return success();
       }
@@ -515,7 +504,7 @@ LogicalResult Raiser::reduction(linalg::GenericOp op) {
   auto type = cast<VecType>(value->getType());
   values[op.getResult(0)] =
       ReduceOp::create(builder, op.getLoc(),
-                       batched(type, {}, type.getElementType()), *kind, *value);
+                       batchedType(type, {}, type.getElementType()), *kind, *value);
   return success();
 }
 
@@ -558,7 +547,7 @@ LogicalResult Raiser::namedReduction(linalg::ReduceOp op) {
   auto type = cast<VecType>(input.getType());
   values[op.getResult(0)] =
       ReduceOp::create(builder, op.getLoc(),
-                       batched(type, {}, type.getElementType()), *kind, input);
+                       batchedType(type, {}, type.getElementType()), *kind, input);
   return success();
 }
 
