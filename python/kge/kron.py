@@ -835,33 +835,46 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
 def pair_schedule(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False):
     """convert-kron-to-gpu's pair schedule: rows (kind, a, b) — kind 0 the
     Gram entry (X[a], Y[b]), 1 and 2 the self-kernels of X[a] and Y[b]
-    that normalization divides by — most expensive first (product nodes
-    plus octile pairs). Without Y the dataset is compared with itself and
-    each unordered pair is listed once (the diagonal holds the
-    self-kernels)."""
-    x_nodes, x_tiles = np.asarray(x_nodes, np.int64), np.asarray(x_tiles, np.int64)
+    that normalization divides by — most expensive first (pair_costs).
+    Without Y the dataset is compared with itself and each unordered pair
+    is listed once (the diagonal holds the self-kernels)."""
+    x_nodes = np.asarray(x_nodes, np.int64)
     symmetric = y_nodes is None
     y_nodes = x_nodes if symmetric else np.asarray(y_nodes, np.int64)
-    y_tiles = x_tiles if symmetric else np.asarray(y_tiles, np.int64)
     a, b = np.meshgrid(np.arange(len(x_nodes)), np.arange(len(y_nodes)), indexing="ij")
     a, b = a.ravel(), b.ravel()
     if symmetric:
         keep = a <= b
         a, b = a[keep], b[keep]
     kind = np.zeros(len(a), np.int64)
-    left_n, right_n = x_nodes[a, 1], y_nodes[b, 1]
-    left_t, right_t = x_tiles[a, 1], y_tiles[b, 1]
     if normalize and not symmetric:
         sx, sy = np.arange(len(x_nodes)), np.arange(len(y_nodes))
         kind = np.r_[kind, np.ones(len(sx), np.int64), np.full(len(sy), 2)]
         a, b = np.r_[a, sx, np.zeros(len(sy), np.int64)], np.r_[b, np.zeros(len(sx), np.int64), sy]
-        left_n = np.r_[left_n, x_nodes[sx, 1], y_nodes[sy, 1]]
-        right_n = np.r_[right_n, x_nodes[sx, 1], y_nodes[sy, 1]]
-        left_t = np.r_[left_t, x_tiles[sx, 1], y_tiles[sy, 1]]
-        right_t = np.r_[right_t, x_tiles[sx, 1], y_tiles[sy, 1]]
-    cost = left_n * right_n + 16 * left_t * right_t
+    rows = np.stack([kind, a, b], 1)
+    cost = pair_costs(rows, x_nodes, x_tiles, None if symmetric else y_nodes,
+                      None if symmetric else y_tiles)
     order = np.argsort(-cost, kind="stable")
-    return np.stack([kind[order], a[order], b[order]], 1).astype(np.int32)
+    return rows[order].astype(np.int32)
+
+
+def pair_costs(pairs, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
+    """The cost of each row (kind, a, b) of a pair schedule: product nodes
+    plus 16 per pair of octiles (`x_sizes`/`y_sizes` the datasets' octile
+    [first, count] rows; any other per-graph size, e.g. edges, does for a
+    schedule without octiles)."""
+    pairs = np.asarray(pairs, np.int64).reshape(-1, 3)
+    x_nodes, x_sizes = np.asarray(x_nodes, np.int64), np.asarray(x_sizes, np.int64)
+    y_nodes = x_nodes if y_nodes is None else np.asarray(y_nodes, np.int64)
+    y_sizes = x_sizes if y_sizes is None else np.asarray(y_sizes, np.int64)
+    kind, a, b = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+    left = np.where(kind == 2, 0, a)
+    right = np.where(kind == 1, 0, b)
+    left_n = np.where(kind == 2, y_nodes[b, 1], x_nodes[left, 1])
+    right_n = np.where(kind == 1, x_nodes[a, 1], y_nodes[right, 1])
+    left_t = np.where(kind == 2, y_sizes[b, 1], x_sizes[left, 1])
+    right_t = np.where(kind == 1, x_sizes[a, 1], y_sizes[right, 1])
+    return left_n * right_n + 16 * left_t * right_t
 
 
 def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
@@ -1152,14 +1165,32 @@ def derived_arrays(bundle, arrays):
     return out
 
 
-def gram_arguments(bundle, packed_x, packed_y=None, device="cuda"):
-    """The arguments of a compile_gram bundle as PyTorch tensors on
-    `device`: the packed datasets (Y's parameters suffixed `_y`), their
-    derived parameters (derived_arrays) and the workspace, allocated."""
-    import torch
+def gram_inputs(packed_x, packed_y=None):
+    """The packed datasets as a compile_gram bundle's parameters by name
+    (Y's suffixed `_y`)."""
     arrays = dict(packed_x)
     if packed_y is not None:
         arrays.update({f"{k}_y": v for k, v in packed_y.items()})
+    return arrays
+
+
+def schedule_parameter(bundle):
+    """The name of a compile_gram bundle's pair-schedule parameter and its
+    derivation's fields."""
+    for name, fields in bundle.manifest.get("derived", {}).items():
+        if fields.get("function") == "pair_schedule":
+            return name, fields
+    raise ValueError("the bundle has no derived pair schedule: not a compile_gram bundle")
+
+
+def gram_arguments(bundle, packed_x, packed_y=None, device="cuda", given=None):
+    """The arguments of a compile_gram bundle as PyTorch tensors on
+    `device`: the packed datasets (Y's parameters suffixed `_y`), their
+    derived parameters (derived_arrays; those in `given` taken from it, e.g.
+    a part of the pair schedule) and the workspace, allocated."""
+    import torch
+    arrays = gram_inputs(packed_x, packed_y)
+    arrays.update(given or {})
     arrays.update(derived_arrays(bundle, arrays))
     tensors = {}
     for param in bundle.params:
@@ -1174,13 +1205,13 @@ def gram_arguments(bundle, packed_x, packed_y=None, device="cuda"):
     return tensors
 
 
-def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None):
+def run_gram(bundle, packed_x, packed_y=None, device="cuda", program=None, given=None):
     """Runs a compile_gram bundle on the GPU (PyTorch tensors): derives
-    the octiles, the pair schedule and the workspace, launches, and returns
-    (gram, iterations) as NumPy arrays (a nodal bundle: the similarities
-    [V, V_y] first)."""
+    the octiles, the pair schedule and the workspace (those not `given`),
+    launches, and returns (gram, iterations) as NumPy arrays (a nodal
+    bundle: the similarities [V, V_y] first)."""
     program = program or bundle.load()
-    results = program(**gram_arguments(bundle, packed_x, packed_y, device))
+    results = program(**gram_arguments(bundle, packed_x, packed_y, device, given))
     first = "similarity" if "similarity" in results else "gram"
     return results[first].cpu().numpy(), results["iterations"].cpu().numpy()
 
@@ -1351,26 +1382,85 @@ class MarginalizedGraphKernel:
         except RuntimeError:
             return None
 
+    def _pairs(self, X, Y):
+        """The (kind, a, b) rows of the CPU's schedule (pair_schedule's
+        rows) and their costs (product nodes, 16 per pair of edges)."""
+        def sizes(graphs, of):
+            return np.stack([np.zeros(len(graphs), np.int64),
+                             np.array([of(g) for g in graphs], np.int64)], 1)
+
+        nodes = [sizes(G, lambda g: g.num_nodes) for G in (X, Y or X)]
+        edges = [sizes(G, lambda g: int(np.count_nonzero(g.adjacency))) for G in (X, Y or X)]
+        pairs = pair_schedule(nodes[0], edges[0], None if Y is None else nodes[1],
+                              None if Y is None else edges[1], self.normalize)
+        return pairs.astype(np.int64), pair_costs(pairs, nodes[0], edges[0],
+                                                   None if Y is None else nodes[1],
+                                                   None if Y is None else edges[1])
+
+    def partial(self, X, Y, select):
+        """The Gram entries of some pairs: `select(kind, a, b, cost)` of the
+        schedule's rows gives (owned, needed) — the entries to return and
+        the rows to solve (owned ones and the self-kernels a normalized
+        entry divides by). Returns (k, iterations) [len(X), len(Y)] with the
+        owned entries (X against itself: both triangles) and zeros
+        elsewhere; iterations <= 0 mark pairs that did not converge (the
+        CPU's: 1 or -1). finish() turns a sum of such parts into the
+        kernel's result (kge.distributed.gram)."""
+        if self._device() == "cpu":
+            return self._cpu_partial(X, Y, select)
+        return self._gpu_partial(X, Y, select)
+
+    def finish(self, k, iterations):
+        """The result of one or several partial() parts summed."""
+        failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
+        return self._finish(np.asarray(k, np.float64), failed)
+
+    def device_name(self):
+        """The device the kernel solves on ("cpu" or "cuda")."""
+        return self._device()
+
+    @staticmethod
+    def _owned(pairs, owned, shape, symmetric):
+        mask = np.zeros(shape, bool)
+        rows = pairs[owned & (pairs[:, 0] == 0)]
+        mask[rows[:, 1], rows[:, 2]] = True
+        if symmetric:
+            mask[rows[:, 2], rows[:, 1]] = True
+        return mask
+
     def _cpu(self, X, Y):
+        return self.finish(*self._cpu_partial(X, Y, None))
+
+    def _cpu_partial(self, X, Y, select):
         symmetric = Y is None
-        Y = X if symmetric else Y
-        k = np.zeros((len(X), len(Y)))
-        failed = []
-        for a, g in enumerate(X):
-            for b, h in enumerate(Y):
-                if symmetric and b < a:
-                    k[a, b] = k[b, a]
-                    continue
-                value = self._pair(g, h)
-                if value is None:
-                    failed.append((a, b))
-                    value = np.nan
-                k[a, b] = value
+        Yl = X if symmetric else Y
+        pairs, cost = self._pairs(X, Y)
+        kind, a, b = pairs[:, 0], pairs[:, 1], pairs[:, 2]
+        owned = needed = np.ones(len(pairs), bool)
+        if select is not None:
+            owned, needed = select(kind, a, b, cost)
+        k = np.zeros((len(X), len(Yl)))
+        status = np.zeros((len(X), len(Yl)), np.int32)
+        dx, dy = np.full(len(X), np.nan), np.full(len(Yl), np.nan)
+        for (what, i, j), own in zip(pairs[needed], owned[needed]):
+            g, h = (X[i], Yl[j]) if what == 0 else ((X[i], X[i]) if what == 1 else (Yl[j], Yl[j]))
+            value = self._pair(g, h)
+            value = np.nan if value is None else value
+            if what == 0 and own:
+                k[i, j], status[i, j] = value, 1 if value == value else -1
+            if (what == 0 and symmetric and i == j) or what == 1:
+                dx[i] = value
+            if what == 2:
+                dy[j] = value
+        mask = self._owned(pairs, owned, k.shape, symmetric)
+        if symmetric:
+            k = np.where(mask, np.triu(k) + np.triu(k, 1).T, 0.0)
+            status = np.where(mask, np.triu(status) + np.triu(status, 1).T, 0)
+            dy = dx
         if self.normalize:
-            dx = np.diag(k) if symmetric else np.array([self._pair(g, g) for g in X], float)
-            dy = dx if symmetric else np.array([self._pair(h, h) for h in Y], float)
-            k = k / np.sqrt(np.outer(dx, dy))
-        return self._finish(k, failed)
+            with np.errstate(invalid="ignore"):
+                k = np.where(mask, k / np.sqrt(np.outer(dx, dy)), 0.0)
+        return k, status
 
     def _cpu_nodal(self, X, Y):
         symmetric = Y is None
@@ -1394,7 +1484,7 @@ class MarginalizedGraphKernel:
                     s[starts_x[b]:starts_x[b + 1], starts_y[a]:starts_y[a + 1]] = x.T
         return self._finish(s, failed)
 
-    def _gpu(self, X, Y, nodal=False):
+    def _program(self, X, Y, nodal):
         nodes = _feature_names(self.node_kernel, X + (Y or []), "node")
         edges = _feature_names(self.edge_kernel, X + (Y or []), "edge")
         key = (tuple(nodes), tuple(edges), Y is None, nodal)
@@ -1404,11 +1494,33 @@ class MarginalizedGraphKernel:
                                   degrees=self.degrees, nodal=nodal)
             self._programs[key] = (bundle, bundle.load())
         bundle, program = self._programs[key]
-        k, iterations = run_gram(bundle, pack(X, nodes, edges),
-                                 None if Y is None else pack(Y, nodes, edges),
-                                 device=self._device(), program=program)
+        return bundle, program, pack(X, nodes, edges), None if Y is None else pack(Y, nodes, edges)
+
+    def _gpu(self, X, Y, nodal=False):
+        bundle, program, packed_x, packed_y = self._program(X, Y, nodal)
+        k, iterations = run_gram(bundle, packed_x, packed_y, device=self._device(),
+                                 program=program)
         failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
         return self._finish(k.astype(np.float64), failed)
+
+    def _gpu_partial(self, X, Y, select):
+        bundle, program, packed_x, packed_y = self._program(X, Y, False)
+        arrays = gram_inputs(packed_x, packed_y)
+        name, fields = schedule_parameter(bundle)
+        derived = derived_arrays(bundle, arrays)
+        pairs = derived.pop(name).astype(np.int64)
+        derived.pop("workspace", None)
+        symmetric = fields["symmetric"] == "true"
+        given = {**arrays, **derived}
+        cost = pair_costs(pairs, given[fields["x_nodes"]], given[fields["x_tiles"]],
+                          None if symmetric else given[fields["y_nodes"]],
+                          None if symmetric else given[fields["y_tiles"]])
+        owned, needed = select(pairs[:, 0], pairs[:, 1], pairs[:, 2], cost)
+        derived[name] = np.ascontiguousarray(pairs[needed].astype(np.int32))
+        k, iterations = run_gram(bundle, packed_x, packed_y, device=self._device(),
+                                 program=program, given=derived)
+        mask = self._owned(pairs, owned, k.shape, symmetric)
+        return np.where(mask, k, 0.0), np.where(mask, iterations, 0)
 
     def _finish(self, k, failed):
         self.failed_pairs = failed

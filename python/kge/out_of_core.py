@@ -210,50 +210,35 @@ def buffer_order(n, capacity, order="legend"):
     return states, partition_order.legend_buckets(states, n)
 
 
-class OutOfCoreTrainer(training.Trainer):
-    """Training with the entity embeddings and their optimizer states in
-    `partitions` files under `directory` and a device buffer of `capacity`
-    partitions (Legend): edges in host memory bucketed by (head partition,
-    tail partition), the buffer states of `order` walked along swap_plan,
-    relation tables resident on the device.
+def _check_counts(**counts):
+    for what, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{what} must be a positive integer, got {value!r}")
 
-    On the GPU each swap overlaps the buckets that do not need the
-    partitions it moves: a reader thread reads the next partition's file
-    into pinned host memory a state ahead; when the evicted partition's
-    buckets are done, a copy stream copies its slot to pinned memory and
-    the loaded partition into the slot, and a writer thread writes the
-    evicted partition's file, while the compute stream trains the state's
-    other buckets. The next state waits for its partition only if the copy
-    is not done (`stall_seconds`). With `prefetch=False` the swap is done
-    synchronously (the ablation). Negatives are drawn, uniformly or by
-    degree, from the entities in the buffer (Legend's and Marius's
-    sampling). Loads per epoch are the order's I/O count.
 
-    Partition files are written atomically (never half); `save` flushes
-    them and writes the relation tables, their optimizer state and the
-    epoch. A trainer made with `resume=<checkpoint path>` continues from
-    them (`resume=True`: from the partition files alone, at epoch 0)."""
+class PartitionedTrainer(training.Trainer):
+    """What trainers of partitioned embeddings share (OutOfCoreTrainer,
+    kge.distributed.DistributedTrainer): the entity embeddings and their
+    optimizer states in a device buffer of `slots` slots, each holding one
+    partition's rows (`slot_of`), the relation tables whole; the edges in
+    host memory bucketed by (head partition, tail partition), heads and
+    tails as rows of their partitions; negatives drawn, uniformly or by
+    degree, from the partitions in the buffer (Legend's, Marius's and
+    PyTorch-BigGraph's sampling)."""
 
-    def __init__(self, name, triples, directory, *, num_entities, num_relations, dim, partitions,
-                 capacity=3, order="legend", forward=None, gradient=None, eager=False,
-                 batch_size=1024, negatives=16, loss="softplus", margin=1.0, temperature=1.0,
-                 optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device="cuda",
-                 prefetch=True, buffer_bytes=None, resume=False):
+    def _setup(self, name, triples, *, num_entities, num_relations, dim, partitions, slots,
+               forward, gradient, eager, batch_size, negatives, loss, margin, temperature,
+               optimizer, lr, sampler, seed, device, buffer_bytes, fingerprint, shuffle=False):
+        """`shuffle`: the entities are numbered in a random order (from
+        `seed`) before the partitions are cut, so that partitions of a graph
+        whose ids follow popularity are about equally busy; `entity_rows`
+        maps an entity id to its row in that order."""
         import torch
         _, distance, kinds = training._spec(name)
-        for what, value in (("num_entities", num_entities), ("num_relations", num_relations),
-                            ("dim", dim), ("partitions", partitions)):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{what} must be a positive integer, got {value!r}")
+        _check_counts(num_entities=num_entities, num_relations=num_relations, dim=dim,
+                      partitions=partitions)
         self.ranges = partition_ranges(partitions, num_entities)
-        self.states, self.buckets = buffer_order(partitions, capacity, order)
-        # Even epochs walk the order, odd ones walk it backwards: an epoch
-        # starts with the buffer the one before left (no loads).
-        backwards = self.states[::-1]
-        self.plans = (swap_plan(self.states, self.buckets),
-                      swap_plan(backwards, partition_order.legend_buckets(backwards, partitions)))
-        self.plan = self.plans[0]
-        self.capacity = len(self.states[0])
+        self.capacity = slots
         self.sizes = np.diff(self.ranges).tolist()  # rows of each partition
         self.rows = max(self.sizes)  # rows of a buffer slot
         self.entity_tables = [t for t, kind in kinds.items() if kind == "entity"]
@@ -266,12 +251,12 @@ class OutOfCoreTrainer(training.Trainer):
                 f"{self.capacity} partitions of {self.partition_bytes} bytes (embeddings and "
                 f"optimizer states of {self.rows} entities) take {needed}")
         device = torch.device(device)
-        slots = self.capacity * self.rows
+        rows = self.capacity * self.rows
         tables = {}
         generator = torch.Generator(device="cpu").manual_seed(seed)
         for table, kind in kinds.items():
             if kind == "entity":
-                tables[table] = torch.nn.Parameter(torch.zeros(slots, dim, device=device))
+                tables[table] = torch.nn.Parameter(torch.zeros(rows, dim, device=device))
             else:
                 values = training.init_rows(name, table, num_relations, dim, generator)
                 tables[table] = torch.nn.Parameter(values.to(device))
@@ -283,6 +268,12 @@ class OutOfCoreTrainer(training.Trainer):
                         sampler=sampler, seed=seed, device=device, rows_only=self.entity_tables)
         self.num_entities, self.dim = num_entities, dim
         triples = training.check_triples(triples, num_entities, num_relations)
+        self.entity_rows = self.entity_ids = None
+        if shuffle:
+            self.entity_ids = np.random.default_rng(seed).permutation(num_entities)
+            self.entity_rows = np.argsort(self.entity_ids)
+            triples = triples.copy()
+            triples[:, [0, 2]] = self.entity_rows[triples[:, [0, 2]]]
         # The edges bucket by bucket, heads and tails as rows of their
         # partitions.
         permutation, self.offsets = bucket_edges(triples[:, 0], triples[:, 2], self.ranges)
@@ -295,21 +286,14 @@ class OutOfCoreTrainer(training.Trainer):
         degree = np.bincount(triples[:, [0, 2]].reshape(-1), minlength=num_entities) + 1.0
         self.degree = (torch.as_tensor(degree, device=device) if sampler == "degree"
                        else None)
-        self._weights = torch.zeros(slots, dtype=torch.float64, device=device)
+        self._weights = torch.zeros(rows, dtype=torch.float64, device=device)
         self._cdf = None
         self.fingerprint_config = {"model": name, "dim": dim, "entities": num_entities,
                                    "relations": num_relations, "partitions": partitions,
-                                   "optimizer": optimizer}
-        self.prefetch = prefetch
+                                   "optimizer": optimizer, **fingerprint}
+        if shuffle:
+            self.fingerprint_config["shuffled"] = seed
         self.slot_of = {}
-        self._engine = None
-        if resume is False:
-            self.store = PartitionStore.initialize(
-                directory, self.ranges, self.fingerprint(),
-                lambda p, begin, end: self._initial_partition(name, p, end - begin, seed))
-        else:
-            self.store = PartitionStore(directory, self.ranges, self.fingerprint())
-            self.load(None if resume is True else resume)
 
     def fingerprint(self):
         return checkpoint.fingerprint(self.fingerprint_config)
@@ -378,12 +362,17 @@ class OutOfCoreTrainer(training.Trainer):
 
     def _group(self, buckets):
         """The edges of `buckets` on the device, heads and tails as buffer
-        rows."""
+        rows. A bucket is (a, b), or (a, b, k, m): the k-th of m equal
+        chunks of bucket (a, b)'s edges."""
         import torch
         parts = []
         n = len(self.ranges) - 1
-        for a, b in buckets:
-            begin, end = self.offsets[a * n + b], self.offsets[a * n + b + 1]
+        for bucket in buckets:
+            a, b = bucket[:2]
+            begin, end = int(self.offsets[a * n + b]), int(self.offsets[a * n + b + 1])
+            if len(bucket) == 4:
+                k, m = bucket[2:]
+                begin, end = begin + (end - begin) * k // m, begin + (end - begin) * (k + 1) // m
             if end == begin:
                 continue
             edges = self.edges[begin:end].to(self.device, non_blocking=True)
@@ -408,9 +397,65 @@ class OutOfCoreTrainer(training.Trainer):
             ids = []
             for row in (h, t):
                 p = partition[row // self.rows]
-                ids.append(int(self.ranges[p]) + row % self.rows)
+                entity = int(self.ranges[p]) + row % self.rows
+                ids.append(entity if self.entity_ids is None else int(self.entity_ids[entity]))
             rows.append((ids[0], r, ids[1]))
         return ", ".join(map(str, rows))
+
+
+class OutOfCoreTrainer(PartitionedTrainer):
+    """Training with the entity embeddings and their optimizer states in
+    `partitions` files under `directory` and a device buffer of `capacity`
+    partitions (Legend): edges in host memory bucketed by (head partition,
+    tail partition), the buffer states of `order` walked along swap_plan,
+    relation tables resident on the device.
+
+    On the GPU each swap overlaps the buckets that do not need the
+    partitions it moves: a reader thread reads the next partition's file
+    into pinned host memory a state ahead; when the evicted partition's
+    buckets are done, a copy stream copies its slot to pinned memory and
+    the loaded partition into the slot, and a writer thread writes the
+    evicted partition's file, while the compute stream trains the state's
+    other buckets. The next state waits for its partition only if the copy
+    is not done (`stall_seconds`). With `prefetch=False` the swap is done
+    synchronously (the ablation). Negatives are drawn, uniformly or by
+    degree, from the entities in the buffer (Legend's and Marius's
+    sampling). Loads per epoch are the order's I/O count.
+
+    Partition files are written atomically (never half); `save` flushes
+    them and writes the relation tables, their optimizer state and the
+    epoch. A trainer made with `resume=<checkpoint path>` continues from
+    them (`resume=True`: from the partition files alone, at epoch 0)."""
+
+    def __init__(self, name, triples, directory, *, num_entities, num_relations, dim, partitions,
+                 capacity=3, order="legend", forward=None, gradient=None, eager=False,
+                 batch_size=1024, negatives=16, loss="softplus", margin=1.0, temperature=1.0,
+                 optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device="cuda",
+                 prefetch=True, buffer_bytes=None, resume=False):
+        _check_counts(num_entities=num_entities, partitions=partitions)
+        partition_ranges(partitions, num_entities)  # refused before an order is sought
+        self.states, self.buckets = buffer_order(partitions, capacity, order)
+        # Even epochs walk the order, odd ones walk it backwards: an epoch
+        # starts with the buffer the one before left (no loads).
+        backwards = self.states[::-1]
+        self.plans = (swap_plan(self.states, self.buckets),
+                      swap_plan(backwards, partition_order.legend_buckets(backwards, partitions)))
+        self.plan = self.plans[0]
+        self._setup(name, triples, num_entities=num_entities, num_relations=num_relations,
+                    dim=dim, partitions=partitions, slots=len(self.states[0]), forward=forward,
+                    gradient=gradient, eager=eager, batch_size=batch_size, negatives=negatives,
+                    loss=loss, margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,
+                    sampler=sampler, seed=seed, device=device, buffer_bytes=buffer_bytes,
+                    fingerprint={})
+        self.prefetch = prefetch
+        self._engine = None
+        if resume is False:
+            self.store = PartitionStore.initialize(
+                directory, self.ranges, self.fingerprint(),
+                lambda p, begin, end: self._initial_partition(name, p, end - begin, seed))
+        else:
+            self.store = PartitionStore(directory, self.ranges, self.fingerprint())
+            self.load(None if resume is True else resume)
 
     def train_epoch(self, progress=False, check_every=50):
         """One pass over every bucket along the order (backwards in odd

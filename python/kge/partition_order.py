@@ -28,6 +28,13 @@ state, one per swap).
   Legend's Definition 1 (the paper's order, which keeps Theorem 1's
   property (1) but not (2), misses it on a few swaps: 4 of 36 at n = 12;
   this one on 4 of 37, BETA on 20 of 36).
+- `circle_rounds(world)`: the rounds of distributed training on `world`
+  GPUs (kge.distributed): 2 * world partitions, each GPU holding two per
+  round, every pair of partitions held together by one GPU once in
+  2 * world - 1 rounds (the circle method of round-robin tournaments);
+  between rounds each GPU passes at most two partitions to its
+  neighbours. `round_buckets(rounds, r, g)`: the buckets GPU g trains in
+  round r.
 - `io_count(states)` and `lower_bound(n, capacity)` (the Schoenheim bound
   on the covering design C(n, capacity, 2): every state after the first
   adds one block).
@@ -229,3 +236,43 @@ def pbg_order(n):
                     memory.pop(0)
             memory.append(p)
     return sequence, loads
+
+
+def circle_rounds(world):
+    """rounds[r][g] = (a, b): the two partitions of 2 * world that GPU g
+    holds in round r of 2 * world - 1. The circle method: partition 0
+    stays at position 0, the others at positions 1 .. 2w - 1 move one
+    position down after each round (the one at position 1 to the last);
+    GPU g holds positions g and 2w - 1 - g. Every unordered pair of
+    partitions is held by one GPU in exactly one round, every partition by
+    one GPU in every round, and from one round to the next (the last to
+    the first too) a GPU sends at most two partitions and receives at most
+    two, all to and from its neighbours g - 1 and g + 1 (round_moves)."""
+    if not isinstance(world, int) or isinstance(world, bool) or world < 1:
+        raise ValueError(f"a distributed order needs a positive number of GPUs, got {world!r}")
+    n = 2 * world
+    m = n - 1
+    rounds = []
+    for r in range(m):
+        position = [0] + [1 + (i - 1 + r) % m for i in range(1, n)]
+        rounds.append([(position[g], position[n - 1 - g]) for g in range(world)])
+    return rounds
+
+
+def round_buckets(rounds, r, g):
+    """The buckets GPU g trains in round r of `rounds` (circle_rounds): the
+    two of its pair, (a, b) and (b, a), and the r-th of len(rounds) equal
+    chunks of each partition's own bucket, (a, a, r, m) and (b, b, r, m) —
+    so every GPU trains about as many edges in every round."""
+    a, b = rounds[r][g]
+    m = len(rounds)
+    return [(a, b), (b, a), (a, a, r, m), (b, b, r, m)]
+
+
+def round_moves(rounds, r):
+    """The partitions that change GPU between round r and the next (the
+    last round's next is the first): [(partition, from GPU, to GPU)]."""
+    holder = {p: g for g, pair in enumerate(rounds[r]) for p in pair}
+    following = rounds[(r + 1) % len(rounds)]
+    return sorted((p, holder[p], g) for g, pair in enumerate(following) for p in pair
+                  if holder[p] != g)

@@ -15,11 +15,24 @@ checkpoint is written atomically after every epoch and --resume continues
 from it. The test set's filtered MRR and Hits@1/3/10 end the run.
 Errors (a missing or malformed file, a checkpoint of another model, a
 non-finite loss) end it with a message and exit status 1.
+
+    kge-train --gpus 4 --model transe_l2 --data big.npz --checkpoint ckpt/
+
+trains on 4 GPUs of the host (kge.distributed: the entity embeddings
+sharded by partition, NCCL): kge-train starts one process per GPU; under
+torchrun (several hosts) each process it starts runs one rank. --checkpoint
+is then a directory, written after every epoch (and every
+--checkpoint-every rounds); a rank that dies stops the job with its error,
+and --resume continues from the last complete state, mid-epoch.
+--device cpu trains with PyTorch's scores on the CPU (gloo between the
+processes): a trial without a GPU.
 """
 
 import argparse
 import json
+import os
 import pathlib
+import socket
 import sys
 
 import numpy as np
@@ -51,8 +64,18 @@ def parse_args(argv=None):
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     parser.add_argument("--log", type=pathlib.Path)
     parser.add_argument("--progress", action="store_true", help="a progress bar (tqdm)")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                        help="cpu: PyTorch's scores on the CPU (a trial without a GPU)")
+    parser.add_argument("--gpus", type=int, default=1,
+                        help="processes (GPUs of this host) to train with (kge.distributed)")
+    parser.add_argument("--checkpoint-every", type=int, default=0,
+                        help="with --gpus: also checkpoint every this many rounds")
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="with --gpus: seconds a rank waits for the others before failing")
     args = parser.parse_args(argv)
-    for name in ("dim", "epochs", "batch_size", "negatives"):
+    if args.checkpoint_every < 0:
+        parser.error("--checkpoint-every must be >= 0")
+    for name in ("dim", "epochs", "batch_size", "negatives", "gpus"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     if args.resume and not args.checkpoint:
@@ -95,45 +118,143 @@ def bundles_for(args):
     return forward.text, gradient.text
 
 
+def _options(args):
+    return dict(batch_size=args.batch_size, negatives=args.negatives, loss=args.loss,
+                margin=args.margin, temperature=args.temperature, optimizer=args.optimizer,
+                lr=args.lr, sampler=args.sampler, seed=args.seed)
+
+
 def run(args):
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return run_rank(args)
+    if args.gpus > 1:
+        return launch(args)
     train, valid, test, entities, relations = load_data(args.data)
-    forward, gradient = bundles_for(args)
+    forward, gradient = bundles_for(args) if args.device == "cuda" else (None, None)
     model = training.Model.create(args.model, forward, gradient, entities, relations, args.dim,
-                                  seed=args.seed)
-    trainer = training.Trainer(model, train, batch_size=args.batch_size,
-                               negatives=args.negatives, loss=args.loss, margin=args.margin,
-                               temperature=args.temperature, optimizer=args.optimizer,
-                               lr=args.lr, sampler=args.sampler, seed=args.seed)
+                                  seed=args.seed, eager=args.device == "cpu", device=args.device)
+    trainer = training.Trainer(model, train, device=args.device, **_options(args))
     if args.resume and args.checkpoint.exists():
         trainer.load(args.checkpoint)
         print(f"resumed {args.checkpoint} at epoch {trainer.epoch}", flush=True)
-    known = np.concatenate([train, valid, test])
-    while trainer.epoch < args.epochs:
-        record = trainer.train_epoch(progress=args.progress)
-        if args.eval_every and trainer.epoch % args.eval_every == 0 and len(valid):
-            metrics, _ = training.evaluate(model, valid, known)
-            record["valid"] = metrics
-        print(json.dumps(record), flush=True)
+
+    def save():
         if args.checkpoint:
             trainer.save(args.checkpoint)
-        if args.log:
-            args.log.write_text(json.dumps({"model": args.model, "log": trainer.log}, indent=2)
-                                + "\n")
+
+    return _epochs(args, trainer, lambda: model, save, (train, valid, test))
+
+
+def _epochs(args, trainer, whole, save, data, lead=True):
+    """Trains to --epochs, evaluating, logging and checkpointing; `whole()`
+    gives the model to evaluate (None on the ranks that do not evaluate);
+    only the `lead` prints and logs. Returns the test metrics."""
+    train, valid, test = data
+    known = np.concatenate([train, valid, test])
+
+    def write_log(**extra):
+        if args.log and lead:
+            args.log.write_text(json.dumps({"model": args.model, "log": trainer.log, **extra},
+                                           indent=2) + "\n")
+
+    while trainer.epoch < args.epochs:
+        record = trainer.train_epoch(progress=args.progress and lead)
+        if args.eval_every and trainer.epoch % args.eval_every == 0 and len(valid):
+            model = whole()
+            if model is not None:
+                record["valid"], _ = training.evaluate(model, valid, known)
+        if lead:
+            print(json.dumps(record), flush=True)
+        save()
+        write_log()
     result = {}
     if len(test):
-        result, _ = training.evaluate(model, test, known)
-        print(json.dumps({"test": result}), flush=True)
-    if args.log:
-        args.log.write_text(json.dumps({"model": args.model, "log": trainer.log,
-                                        "test": result}, indent=2) + "\n")
+        model = whole()
+        if model is not None:
+            result, _ = training.evaluate(model, test, known)
+            print(json.dumps({"test": result}), flush=True)
+    write_log(test=result)
     return result
+
+
+class RankError(RuntimeError):
+    """A rank of a multi-process run failed."""
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(args):
+    """--gpus N on this host: N processes (torch.multiprocessing), each one
+    rank; the first that fails stops the others, and its error ends the
+    run."""
+    import torch
+    import torch.multiprocessing as mp
+    if args.device == "cuda" and args.gpus > torch.cuda.device_count():
+        raise ValueError(f"--gpus {args.gpus}, but this host has {torch.cuda.device_count()} "
+                         "GPU(s)")
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+                      WORLD_SIZE=str(args.gpus))
+    try:
+        mp.spawn(_rank_main, args=(sys.argv[1:] if args.argv is None else args.argv,),
+                 nprocs=args.gpus, join=True)
+    except mp.ProcessExitedException as error:
+        raise RankError(f"rank {error.error_index} stopped with exit status "
+                        f"{error.exit_code}; the other ranks were stopped") from None
+    except mp.ProcessRaisedException as error:
+        raise RankError(f"rank {error.error_index} failed; the other ranks were "
+                        f"stopped:\n{error}") from None
+    finally:
+        for key in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE"):
+            os.environ.pop(key, None)
+    return {}
+
+
+def _rank_main(rank, argv):
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank))
+    status = main(argv)
+    if status:
+        sys.exit(status)
+
+
+def run_rank(args):
+    """One rank of a distributed run (started by launch or torchrun)."""
+    from . import distributed
+    if args.resume and not args.checkpoint:
+        raise ValueError("--resume needs --checkpoint")
+    rank, _, device = distributed.init("nccl" if args.device == "cuda" else "gloo",
+                                       timeout=args.timeout)
+    try:
+        train, valid, test, entities, relations = load_data(args.data)
+        forward, gradient = bundles_for(args) if args.device == "cuda" else (None, None)
+        resume = bool(args.resume and (args.checkpoint / "latest.json").exists())
+        trainer = distributed.DistributedTrainer(
+            args.model, train, args.checkpoint, num_entities=entities,
+            num_relations=relations, dim=args.dim, forward=forward, gradient=gradient,
+            eager=args.device == "cpu", device=device, checkpoint_every=args.checkpoint_every,
+            resume=resume, **_options(args))
+        if resume and rank == 0:
+            print(f"resumed {args.checkpoint} at epoch {trainer.epoch}, round "
+                  f"{trainer.round}", flush=True)
+        return _epochs(args, trainer, trainer.gather, lambda: None, (train, valid, test),
+                       lead=rank == 0)
+    finally:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def main(argv=None):
     args = parse_args(argv)
+    args.argv = argv
+    from .distributed import DistributedError
     try:
         run(args)
-    except (training.TrainingError, CheckpointError, FileNotFoundError, ValueError) as error:
+    except (training.TrainingError, CheckpointError, FileNotFoundError, ValueError,
+            RankError, DistributedError) as error:
         print(f"kge-train: error: {error}", file=sys.stderr)
         return 1
     return 0

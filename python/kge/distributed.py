@@ -1,0 +1,561 @@
+"""KGE on several GPUs through torch.distributed: training with the entity
+embeddings sharded by partition, and Gram matrices split by pair cost.
+
+Processes are started by `torchrun --nproc-per-node N script.py` (or
+`kge-train --gpus N`, which starts torchrun) and join with `init()`: NCCL
+between GPUs, gloo on the CPU. A collective that waits longer than the
+group's timeout for a peer fails instead of hanging, and torchrun stops
+the other workers when one dies.
+
+Training (`DistributedTrainer`, PyTorch-BigGraph's distributed setting
+with GPUs exchanging partitions directly, as GE2 does): the entities in
+2N partitions for N GPUs; in each of the 2N - 1 rounds of an epoch every
+GPU holds two partitions (`partition_order.circle_rounds`: every pair of
+partitions meets on one GPU once per epoch) and trains the buckets between
+them and a 1/(2N - 1) chunk of each one's own bucket, so that every GPU
+trains about the same number of edges in every round; between rounds each
+GPU passes at most two partitions (embeddings and optimizer states) to its
+neighbours over NCCL, in two phases (leftward, then rightward moves) so a
+buffer of three partition slots suffices: each GPU holds 3 / (2N) of the
+table. Relation tables are replicated: each GPU updates its own copy
+during a round, and at the round's end the updates of all GPUs are summed
+into every copy (Adam's moments are averaged) — in rank order, so every
+copy is the same and a run is reproducible. Negatives come from the GPU's
+two partitions (as PyTorch-BigGraph's and Legend's do from the buffer).
+
+Checkpoints (`save`, every `checkpoint_every` rounds and after each
+epoch) go to a directory: `state-<epoch>-<round>/` with each partition's
+file written by the GPU holding it and `model.kge` (relations, their
+optimizer state, every rank's random generator and step count, the log)
+by rank 0, then `latest.json` naming it, replaced atomically once every
+rank has written; a job that dies leaves the last complete state, and
+`resume=True` continues from it, mid-epoch, as if it had not stopped.
+
+Gram matrices (`gram`): the pairs of kge.kron's schedule dealt to the
+ranks by cost (sorted, dealt in snake order: loads within the dearest
+pair), each rank solving its pairs with the same kernel (and the
+self-kernels a normalized matrix divides by), the entries summed into
+one matrix on every rank: equal, bit for bit, to the one-device result.
+
+`ThreadGroup` runs N ranks as threads of one process with the same
+collectives over queues: the reference the tests compare processes with.
+"""
+
+import datetime
+import json
+import os
+import pathlib
+import queue
+import re
+import threading
+
+import numpy as np
+
+from . import checkpoint, out_of_core, partition_order, training
+
+
+class DistributedError(RuntimeError):
+    """A process group that cannot be joined or that lost a peer."""
+
+
+def init(backend=None, timeout=300.0):
+    """Joins the process group that torchrun describes (RANK, WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT): NCCL with LOCAL_RANK's GPU made current when
+    CUDA is there, else gloo. `timeout`: the seconds a collective waits
+    for a peer before failing. Returns (rank, world size, device)."""
+    import torch
+    import torch.distributed as dist
+    if not dist.is_available():
+        raise DistributedError("this PyTorch has no torch.distributed")
+    missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+               if k not in os.environ]
+    if missing and not dist.is_initialized():
+        raise DistributedError(f"{', '.join(missing)} unset: start the processes with "
+                               "torchrun --nproc-per-node N (or kge-train --gpus N)")
+    if backend is None:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    device = torch.device("cpu")
+    if backend == "nccl":
+        local = int(os.environ.get("LOCAL_RANK", 0))
+        if local >= torch.cuda.device_count():
+            raise DistributedError(f"local rank {local} has no GPU: this host has "
+                                   f"{torch.cuda.device_count()}")
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+    if not dist.is_initialized():
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+class TorchGroup:
+    """The collectives of DistributedTrainer and gram over torch.distributed's
+    default group (initialized: init())."""
+
+    def __init__(self):
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            raise DistributedError("torch.distributed is not initialized: call "
+                                   "kge.distributed.init() in processes torchrun started")
+        self.dist = dist
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+
+    def _run(self, what, fn):
+        try:
+            return fn()
+        except RuntimeError as error:
+            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error)
+            raise DistributedError(f"rank {self.rank}: {what} failed: a peer left the job or "
+                                   f"did not answer in time ({detail})") from error
+
+    def exchange(self, sends, receives):
+        """Sends each (peer, tensor) of `sends` and receives into each of
+        `receives`, all at once; tensors between two ranks pair up in order."""
+        dist = self.dist
+        ops = [dist.P2POp(dist.isend, t, peer) for peer, t in sends]
+        ops += [dist.P2POp(dist.irecv, t, peer) for peer, t in receives]
+        if ops:
+            self._run("a partition exchange",
+                      lambda: [work.wait() for work in dist.batch_isend_irecv(ops)])
+
+    def all_gather(self, tensor):
+        import torch
+        out = [torch.empty_like(tensor) for _ in range(self.world)]
+        self._run("all_gather", lambda: self.dist.all_gather(out, tensor))
+        return out
+
+    def all_gather_object(self, value):
+        out = [None] * self.world
+        self._run("all_gather_object", lambda: self.dist.all_gather_object(out, value))
+        return out
+
+    def all_reduce_sum(self, tensor):
+        self._run("all_reduce", lambda: self.dist.all_reduce(tensor))
+
+    def barrier(self):
+        self._run("a barrier", lambda: self.dist.barrier())
+
+
+class ThreadGroup:
+    """`world` ranks as threads of one process with TorchGroup's collectives
+    (queues and a barrier): `ThreadGroup.run(world, fn)` calls fn(group) on
+    each rank's thread and returns their results; a rank that raises makes
+    the others fail at their next collective, and the first error is
+    raised."""
+
+    class _Shared:
+        def __init__(self, world, timeout):
+            self.world, self.timeout = world, timeout
+            self.barrier = threading.Barrier(world, timeout=timeout)
+            self.slots = [None] * world
+            self.queues = {(a, b): queue.Queue() for a in range(world) for b in range(world)}
+
+    def __init__(self, shared, rank):
+        self.shared, self.rank, self.world = shared, rank, shared.world
+
+    @classmethod
+    def run(cls, world, fn, timeout=120.0):
+        shared = cls._Shared(world, timeout)
+        results, errors = [None] * world, [None] * world
+
+        def target(rank):
+            try:
+                results[rank] = fn(cls(shared, rank))
+            except BaseException as error:  # noqa: B902 - re-raised below
+                errors[rank] = error
+                shared.barrier.abort()
+
+        threads = [threading.Thread(target=target, args=(r,)) for r in range(world)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        first = [e for e in errors if e is not None and
+                 not isinstance(e, (threading.BrokenBarrierError, DistributedError))]
+        first = first or [e for e in errors if e is not None]
+        if first:
+            raise first[0]
+        return results
+
+    def _wait(self):
+        try:
+            self.shared.barrier.wait()
+        except threading.BrokenBarrierError:
+            raise DistributedError(f"rank {self.rank}: a peer failed or timed out") from None
+
+    def exchange(self, sends, receives):
+        for peer, t in sends:
+            self.shared.queues[(self.rank, peer)].put(t.detach().clone())
+        for peer, t in receives:
+            try:
+                t.copy_(self.shared.queues[(peer, self.rank)].get(timeout=self.shared.timeout))
+            except queue.Empty:
+                raise DistributedError(f"rank {self.rank}: nothing from rank {peer} within "
+                                       f"{self.shared.timeout} s") from None
+
+    def all_gather_object(self, value):
+        self._wait()
+        self.shared.slots[self.rank] = value
+        self._wait()
+        out = list(self.shared.slots)
+        self._wait()
+        return out
+
+    def all_gather(self, tensor):
+        return [t.clone() for t in self.all_gather_object(tensor.detach().clone())]
+
+    def all_reduce_sum(self, tensor):
+        parts = self.all_gather(tensor)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        tensor.copy_(total)
+
+    def barrier(self):
+        self._wait()
+
+
+def _default_group(group):
+    return TorchGroup() if group is None else group
+
+
+# ---------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------
+
+class DistributedTrainer(out_of_core.PartitionedTrainer):
+    """One rank's share of training `name` on `triples` (every rank passes
+    the same ones) over the ranks of `group` (default: torch.distributed's,
+    after init()): see the module's description. `directory`: where
+    checkpoints go (`checkpoint_every` rounds, 0: after each epoch only);
+    `resume=True` continues from its latest one. `buffer_bytes`: the device
+    memory the partition slots may take (refused if three do not fit).
+    `shuffle`: entities go to partitions in a random order (from `seed`),
+    not by id, so that the ranks are about equally busy on graphs whose ids
+    follow popularity.
+    Other arguments as kge.training.Trainer's; `seed` draws every rank's
+    negatives and batch order differently but reproducibly."""
+
+    def __init__(self, name, triples, directory=None, *, num_entities, num_relations, dim,
+                 group=None, forward=None, gradient=None, eager=False, batch_size=1024,
+                 negatives=16, loss="softplus", margin=1.0, temperature=1.0,
+                 optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device=None,
+                 buffer_bytes=None, checkpoint_every=0, shuffle=True, resume=False):
+        import torch
+        self.group = _default_group(group)
+        self.rank, self.world = self.group.rank, self.group.world
+        self.rounds = partition_order.circle_rounds(self.world)
+        if device is None:
+            device = (torch.device("cuda", torch.cuda.current_device())
+                      if torch.cuda.is_available() else "cpu")
+        if not isinstance(checkpoint_every, int) or checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be a number of rounds >= 0, got "
+                             f"{checkpoint_every!r}")
+        if resume and directory is None:
+            raise ValueError("resume=True needs the checkpoint directory")
+        partitions = 2 * self.world
+        if partitions > num_entities:
+            raise ValueError(f"{num_entities} entities cannot make the {partitions} partitions "
+                             f"of {self.world} ranks")
+        self._setup(name, triples, num_entities=num_entities, num_relations=num_relations,
+                    dim=dim, partitions=partitions, slots=2 if self.world == 1 else 3,
+                    forward=forward, gradient=gradient, eager=eager, batch_size=batch_size,
+                    negatives=negatives, loss=loss, margin=margin, temperature=temperature,
+                    optimizer=optimizer, lr=lr, sampler=sampler, seed=seed, device=device,
+                    buffer_bytes=buffer_bytes, fingerprint={"ranks": self.world},
+                    shuffle=shuffle)
+        self.generator.manual_seed(seed + 1000003 * self.rank)
+        self.relation_tables = [t for t in self.model.tables if t not in self.entity_tables]
+        self.directory = None if directory is None else pathlib.Path(directory)
+        self.checkpoint_every = checkpoint_every
+        self.round = 0
+        if resume:
+            self._resume()
+        else:
+            for slot, p in enumerate(self.rounds[0][self.rank]):
+                initial = self._initial_partition(name, p, self.sizes[p], seed)
+                self._copy_in(slot, p, initial)
+
+    def _copy_in(self, slot, p, arrays):
+        import torch
+        for n, view in self._slot_arrays(slot, self.sizes[p]).items():
+            view.copy_(torch.as_tensor(arrays[n]))
+        self._assign(p, slot)
+
+    # -- relations ----------------------------------------------------------
+
+    def _relation_state(self):
+        """The relation tables and their optimizer states, and how the ranks'
+        copies combine: "sum" (parameters, Adagrad's sums of squares: the
+        updates of every rank applied) or "mean" (Adam's moments)."""
+        out = []
+        for t in self.relation_tables:
+            out.append((self.model.tables[t].data, "sum"))
+            for s in self.optimizer.state[t]:
+                out.append((s, "sum" if self.optimizer.method == "adagrad" else "mean"))
+        return out
+
+    def _flat_relations(self):
+        import torch
+        return torch.cat([t.reshape(-1) for t, _ in self._relation_state()])
+
+    def _combine_relations(self, before):
+        """Every copy of the relations := before + the sum of every rank's
+        update since (or their mean), summed in rank order."""
+        if self.world == 1:
+            return
+        copies = self.group.all_gather(self._flat_relations())
+        begin = 0
+        for tensor, rule in self._relation_state():
+            end = begin + tensor.numel()
+            start = before[begin:end]
+            total = copies[0][begin:end] - start
+            for copy in copies[1:]:
+                total = total + (copy[begin:end] - start)
+            value = start + total if rule == "sum" else (total / self.world + start)
+            tensor.copy_(value.view_as(tensor))
+            begin = end
+
+    # -- partitions ---------------------------------------------------------
+
+    def _exchange(self, r):
+        """Moves the partitions that change rank between round r and the
+        next: leftward moves, then rightward ones, each rank sending and
+        receiving at most one partition per phase (into its free slot)."""
+        moves = partition_order.round_moves(self.rounds, r)
+        for phase in ([m for m in moves if m[2] < m[1]], [m for m in moves if m[2] > m[1]]):
+            sends, receives, sent, arrived = [], [], [], []
+            free = sorted(set(range(self.capacity)) - set(self.slot_of.values()))
+            for p, source, target in phase:
+                if source == self.rank:
+                    slot = self.slot_of[p]
+                    sends += [(target, v) for v in self._slot_arrays(slot, self.sizes[p]).values()]
+                    sent.append(p)
+                elif target == self.rank:
+                    if not free:
+                        raise DistributedError(f"rank {self.rank} has no free slot for "
+                                               f"partition {p} after round {r}")
+                    slot = free.pop(0)
+                    receives += [(source, v)
+                                 for v in self._slot_arrays(slot, self.sizes[p]).values()]
+                    arrived.append((p, slot))
+            self.group.exchange(sends, receives)
+            for p in sent:
+                slot = self.slot_of.pop(p)
+                self._sample_from(slot, None)
+            for p, slot in arrived:
+                self._assign(p, slot)
+
+    # -- an epoch -------------------------------------------------------------
+
+    def train_epoch(self, progress=False, check_every=50, after_round=None):
+        """The rounds of an epoch from the current one (a resumed trainer
+        continues its epoch); `after_round(trainer, r)` is called after each
+        round (its exchange and checkpoint). Returns {epoch, loss (the mean
+        over every rank's batches), seconds (the slowest rank's), rounds,
+        edges (this rank's)}; collective."""
+        epoch = self._begin_epoch()
+        first = self.round
+        edges = 0
+        bar = self._progress(progress, None)
+        for r in range(first, len(self.rounds)):
+            before = self._flat_relations().clone() if self.world > 1 else None
+            buckets = partition_order.round_buckets(self.rounds, r, self.rank)
+            group = self._group(buckets)
+            if group is not None:
+                edges += len(group)
+                self._train_edges(epoch, group, bar, check_every)
+            self._combine_relations(before)
+            self._exchange(r)
+            self.round = (r + 1) % len(self.rounds)
+            if (self.directory is not None and self.checkpoint_every and self.round
+                    and self.round % self.checkpoint_every == 0):
+                self.save()
+            if after_round is not None:
+                after_round(self, r)
+        record = self._end_epoch(epoch)
+        totals = self.group.all_gather_object(
+            (record["loss"] * epoch["batches"], epoch["batches"], record["seconds"]))
+        record.update(loss=sum(t[0] for t in totals) / max(1, sum(t[1] for t in totals)),
+                      seconds=max(t[2] for t in totals), rounds=len(self.rounds) - first,
+                      edges=edges)
+        self.log[-1] = record
+        if self.directory is not None:
+            self.save()
+        return record
+
+    def describe(self, batch):
+        return super().describe(batch) + f" (rank {self.rank})"
+
+    # -- checkpoints ----------------------------------------------------------
+
+    def save(self, path=None):
+        """Writes the state at this round boundary under the directory
+        (collective; see the module's description); returns its path."""
+        if path is not None or self.directory is None:
+            raise ValueError("a DistributedTrainer saves into the directory it was made with")
+        tag = f"state-{self.epoch}-{self.round}"
+        where = self.directory / tag
+        store = out_of_core.PartitionStore(where, self.ranges, self.fingerprint())
+        for p, slot in sorted(self.slot_of.items()):
+            views = self._slot_arrays(slot, self.sizes[p])
+            store.store(p, {n: v.detach().cpu().numpy() for n, v in views.items()})
+        ranks = self.group.all_gather_object(
+            (self.generator.get_state().numpy(), self.optimizer.steps))
+        if self.rank == 0:
+            arrays = {t: self.model.tables[t].detach().cpu().numpy()
+                      for t in self.relation_tables}
+            states, _ = self._optimizer_state(self.relation_tables)
+            arrays.update(states)
+            for k, (generator, _) in enumerate(ranks):
+                arrays[f"generator.{k}"] = generator
+            checkpoint.save(where / "model.kge", arrays, "model", self.fingerprint(),
+                            {"epoch": self.epoch, "round": self.round, "log": self.log,
+                             "steps": [int(steps) for _, steps in ranks]})
+        self.group.barrier()
+        if self.rank == 0:
+            latest = self.directory / "latest.json"
+            temporary = self.directory / ".latest.json.tmp"
+            with open(temporary, "w") as handle:
+                json.dump({"state": tag, "epoch": self.epoch, "round": self.round,
+                           "ranks": self.world}, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, latest)
+            for old in self.directory.glob("state-*"):
+                if old.name != tag:
+                    _remove_tree(old)
+        self.group.barrier()
+        return where
+
+    def _resume(self):
+        import torch
+        latest = self.directory / "latest.json"
+        try:
+            latest_state = json.loads(latest.read_text())
+            tag, ranks = latest_state["state"], latest_state["ranks"]
+        except FileNotFoundError:
+            raise checkpoint.CheckpointError(f"{self.directory} holds no checkpoint "
+                                             "(no latest.json)") from None
+        except (ValueError, KeyError, TypeError):
+            raise checkpoint.CheckpointError(f"{latest} is corrupt") from None
+        if not isinstance(tag, str) or not re.fullmatch(r"state-\d+-\d+", tag):
+            raise checkpoint.CheckpointError(f"{latest} names {tag!r}, not a state directory")
+        if ranks != self.world:
+            raise checkpoint.CheckpointError(
+                f"{latest} is the state of {ranks} ranks; this job has {self.world} (the "
+                "partitions and their schedule depend on the number of ranks)")
+        where = self.directory / str(tag)
+        arrays, meta = checkpoint.load(where / "model.kge", "model", self.fingerprint())
+        steps = meta.get("steps", [])
+        if len(steps) != self.world or f"generator.{self.rank}" not in arrays:
+            raise checkpoint.CheckpointError(f"{where / 'model.kge'} was written by "
+                                             f"{len(steps)} ranks, not {self.world}")
+        self.epoch, self.round = int(meta["epoch"]), int(meta["round"])
+        self.log = list(meta.get("log", []))
+        store = out_of_core.PartitionStore(where, self.ranges, self.fingerprint())
+        self.slot_of.clear()
+        for slot, p in enumerate(self.rounds[self.round][self.rank]):
+            self._copy_in(slot, p, store.load(p))
+        with torch.no_grad():
+            for t in self.relation_tables:
+                self.model.tables[t].copy_(torch.as_tensor(arrays[t]))
+        self._load_optimizer_state(arrays, {"steps": steps[self.rank]}, self.relation_tables)
+        self.generator.set_state(torch.as_tensor(arrays[f"generator.{self.rank}"]))
+
+    def load(self, path=None):
+        """Continues from the latest checkpoint of the directory."""
+        if path is not None:
+            raise ValueError("a DistributedTrainer resumes from its directory's latest state")
+        self._resume()
+
+    # -- the whole model ------------------------------------------------------
+
+    def gather(self, root=0, device=None):
+        """The trained model whole on rank `root` (a kge.training.Model, on
+        `device`, default the trainer's), None on the other ranks;
+        collective."""
+        import torch
+        holder = {p: g for g, pair in enumerate(self.rounds[self.round]) for p in pair}
+        whole = {}
+        if self.rank == root:
+            whole = {t: torch.empty(self.num_entities, self.dim, device=self.device)
+                     for t in self.entity_tables}
+        sends, receives = [], []
+        for p in range(len(self.ranges) - 1):
+            begin, end = int(self.ranges[p]), int(self.ranges[p + 1])
+            for t in self.entity_tables:
+                if holder[p] == self.rank:
+                    slot = self.slot_of[p] * self.rows
+                    rows = self.model.tables[t].data[slot:slot + end - begin]
+                    if self.rank == root:
+                        whole[t][begin:end].copy_(rows)
+                    else:
+                        sends.append((root, rows))
+                elif self.rank == root:
+                    receives.append((holder[p], whole[t][begin:end]))
+        self.group.exchange(sends, receives)
+        if self.rank != root:
+            return None
+        device = self.device if device is None else torch.device(device)
+        if self.entity_rows is not None:
+            rows = torch.as_tensor(self.entity_rows, device=self.device)
+            whole = {t: values[rows] for t, values in whole.items()}
+        tables = {}
+        for name, table in self.model.tables.items():
+            values = whole[name] if name in whole else table.detach()
+            tables[name] = torch.nn.Parameter(values.to(device).clone())
+        return training.Model(self.model.name, tables, self.model.score, self.model.distance,
+                              self.model.operator)
+
+
+def _remove_tree(path):
+    import shutil
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Gram matrices
+# ---------------------------------------------------------------------------
+
+def deal(costs, world):
+    """The rank of each of the items of `costs`: dealt dearest first in
+    snake order (0 .. w-1, w-1 .. 0, ...), so that the ranks' totals differ
+    by at most the dearest item."""
+    costs = np.asarray(costs)
+    order = np.argsort(-costs, kind="stable")
+    position = np.arange(len(costs)) % (2 * world)
+    rank = np.where(position < world, position, 2 * world - 1 - position)
+    out = np.empty(len(costs), np.int64)
+    out[order] = rank
+    return out
+
+
+def gram(kernel, X, Y=None, group=None):
+    """kernel(X, Y) (a kge.kron.MarginalizedGraphKernel, not node-wise)
+    computed by the ranks of `group` (default: torch.distributed's) together
+    and returned on every rank; collective. Each rank solves the pairs
+    dealt to it by cost on its device (the kernel's: NCCL ranks use their
+    GPU) and, when normalizing, the self-kernels too; the entries are summed
+    across ranks, each written by exactly one: the matrix is the one-device
+    one, bit for bit. Pairs that do not converge are reported as the kernel
+    reports them, on every rank."""
+    import torch
+    from . import kron
+    group = _default_group(group)
+    X = [kron.as_labeled_graph(g) for g in X]
+    Y = None if Y is None else [kron.as_labeled_graph(g) for g in Y]
+
+    def select(kind, a, b, cost):
+        rank = deal(cost, group.world)
+        owned = rank == group.rank
+        needed = owned | (kind != 0) | ((a == b) & (Y is None)) if kernel.normalize else owned
+        return owned, needed
+
+    k, iterations = kernel.partial(X, Y, select)
+    device = kernel.device_name()
+    values = torch.from_numpy(np.ascontiguousarray(k)).to(device)
+    counts = torch.from_numpy(np.ascontiguousarray(iterations, np.int32)).to(device)
+    group.all_reduce_sum(values)
+    group.all_reduce_sum(counts)
+    k, iterations = values.cpu().numpy(), counts.cpu().numpy()
+    return kernel.finish(k, iterations)

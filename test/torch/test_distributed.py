@@ -1,0 +1,263 @@
+"""KGE on several processes (kge.distributed) on the CPU with gloo: the
+round schedule's properties, training across ranks equal to the same
+ranks run as threads of one process, every edge trained once per epoch,
+Gram matrices equal to the one-process kernel's bit for bit, a rank that
+dies stopping the job (never a hang) with a checkpoint that resumes to the
+uninterrupted result, and bad checkpoints and settings refused."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from kge import checkpoint, distributed as kd, partition_order as po, training
+import distributed_worker as worker
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+# -- the schedule -------------------------------------------------------------
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4, 5, 8])
+def test_circle_rounds_meet_every_pair_once_and_move_partitions_to_neighbours(world):
+    rounds = po.circle_rounds(world)
+    n = 2 * world
+    assert len(rounds) == n - 1
+    met = np.zeros((n, n), int)
+    for r, pairs in enumerate(rounds):
+        held = [p for pair in pairs for p in pair]
+        assert sorted(held) == list(range(n)), f"round {r} does not hold every partition once"
+        for a, b in pairs:
+            met[a, b] += 1
+            met[b, a] += 1
+        moves = po.round_moves(rounds, r)
+        for g in range(world):
+            sent = [m for m in moves if m[1] == g]
+            received = [m for m in moves if m[2] == g]
+            assert len(sent) <= 2 and len(received) <= 2
+            # At most one partition each way per phase (leftward, rightward).
+            assert len([m for m in sent if m[2] < g]) <= 1
+            assert len([m for m in sent if m[2] > g]) <= 1
+        assert all(abs(source - target) == 1 for _, source, target in moves)
+    assert (met + np.eye(n, dtype=int) == 1).all()
+    # Every bucket's edges once: pairs both ways, own buckets in chunks.
+    covered = {}
+    for r in range(len(rounds)):
+        for g in range(world):
+            for bucket in po.round_buckets(rounds, r, g):
+                covered.setdefault(bucket[:2], []).append(bucket[2:])
+    assert len(covered) == n * n
+    for (a, b), chunks in covered.items():
+        if a == b:
+            assert sorted(chunks) == [(k, n - 1) for k in range(n - 1)]
+        else:
+            assert chunks == [()]
+
+
+def test_a_bad_number_of_ranks_is_refused():
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="positive number of GPUs"):
+            po.circle_rounds(bad)
+
+
+def test_dealing_by_cost_balances_the_ranks():
+    rng = np.random.default_rng(0)
+    costs = rng.pareto(1.5, 5000) * 100
+    for world in (2, 3, 4):
+        rank = kd.deal(costs, world)
+        loads = np.bincount(rank, weights=costs, minlength=world)
+        assert sorted(set(rank.tolist())) == list(range(world))
+        assert loads.max() - loads.min() <= costs.max()
+
+
+# -- training -------------------------------------------------------------------
+
+def threads(world, directory, epochs=2, **options):
+    """The worker's training with `world` ranks as threads of this process."""
+    def run(group):
+        t = worker.trainer(group, directory, **options)
+        for _ in range(epochs):
+            t.train_epoch()
+        model = t.gather()
+        tables = None if model is None else {
+            n: v.detach().numpy() for n, v in model.tables.items()}
+        return t, tables
+    return kd.ThreadGroup.run(world, run)
+
+
+def test_an_epoch_trains_every_edge_once_and_keeps_relation_copies_equal(tmp_path):
+    results = threads(3, tmp_path, epochs=1)
+    trainers = [t for t, _ in results]
+    assert sum(t.log[0]["edges"] for t in trainers) == len(worker.TRAIN)
+    # Every rank trained about as many edges (the ids are shuffled).
+    edges = [t.log[0]["edges"] for t in trainers]
+    assert max(edges) < 1.25 * min(edges)
+    for name in trainers[0].relation_tables:
+        for t in trainers[1:]:
+            assert torch.equal(t.model.tables[name], trainers[0].model.tables[name])
+            assert torch.equal(t.optimizer.state[name][0], trainers[0].optimizer.state[name][0])
+    # The gathered tables are every entity's, in id order (the entity's
+    # row in its partition mapped back).
+    tables = results[0][1]
+    t = trainers[0]
+    assert tables["Eemb"].shape == (worker.ENTITIES, 16)
+    for p, slot in t.slot_of.items():
+        begin, end = t.ranges[p], t.ranges[p + 1]
+        ids = t.entity_ids[begin:end]
+        rows = t.model.tables["Eemb"][slot * t.rows:slot * t.rows + end - begin]
+        assert np.array_equal(tables["Eemb"][ids], rows.detach().numpy())
+
+
+def test_distributed_training_learns(tmp_path):
+    results = threads(2, tmp_path, epochs=6)
+    t = results[0][0]
+    whole = training.Model(t.model.name, {n: torch.nn.Parameter(torch.as_tensor(v))
+                                          for n, v in results[0][1].items()},
+                           t.model.score, t.model.distance, t.model.operator)
+    metrics, _ = training.evaluate(whole, worker.TEST, worker.ALL)
+    # Random tables rank a test triple's entity about 450th of 900.
+    assert metrics["mrr"] > 0.03 and t.log[-1]["loss"] < 0.6 * t.log[0]["loss"]
+
+
+def launch(world, *args, timeout=240):
+    """The worker on `world` processes (gloo), as torchrun would start
+    them; returns the processes' (returncode, stderr), after `timeout` at
+    most (a hang fails the test)."""
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "WORLD_SIZE": str(world), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, str(HERE / "distributed_worker.py"),
+                               *map(str, args)],
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)},
+                              stderr=subprocess.PIPE, text=True) for r in range(world)]
+    deadline = time.monotonic() + timeout
+    out = []
+    for p in procs:
+        try:
+            _, err = p.communicate(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail(f"the ranks did not finish within {timeout} s (a hang)")
+        out.append((p.returncode, err))
+    return out
+
+
+@pytest.fixture
+def one_thread():
+    """PyTorch on one thread, as the worker processes are: the same
+    arithmetic in both."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_processes_equal_the_ranks_as_threads_of_one_process(tmp_path, one_thread):
+    out = tmp_path / "out.npz"
+    for rc, err in launch(2, "--directory", tmp_path / "p", "--out", out, "--epochs", 2):
+        assert rc == 0, err
+    got = np.load(out)
+    results = kd.ThreadGroup.run(2, lambda g: worker.run(g, tmp_path / "t", 2))
+    tables, log, grams = results[0]
+    for name, value in tables.items():
+        assert np.array_equal(got[name], value), name
+    logged = json.loads(out.with_suffix(".json").read_text())["log"]
+    assert [r["loss"] for r in logged] == [r["loss"] for r in log]
+    # Gram matrices: the same as the ranks as threads, and as one process.
+    X = worker.gram_graphs()
+    expected = [worker.gram_kernel()(X), worker.gram_kernel(False)(X[:3], X[3:]),
+                worker.gram_kernel()(X[:3], X[3:])]
+    for i, (mine, theirs) in enumerate(zip(grams, expected)):
+        assert np.array_equal(got[f"gram{i}"], theirs, equal_nan=True)
+        assert np.array_equal(mine, theirs, equal_nan=True)
+
+
+def test_a_rank_that_dies_stops_the_job_and_the_checkpoint_resumes_it(tmp_path):
+    out = tmp_path / "out.npz"
+    start = time.monotonic()
+    ranks = launch(2, "--directory", tmp_path / "run", "--out", out, "--epochs", 2,
+                   "--die-after", "1:0")
+    assert ranks[1][0] == 17
+    assert ranks[0][0] != 0 and "DistributedError" in ranks[0][1], ranks[0][1]
+    assert "a peer left the job" in ranks[0][1]
+    assert time.monotonic() - start < 120
+    latest = json.loads((tmp_path / "run" / "latest.json").read_text())
+    assert (latest["epoch"], latest["round"], latest["ranks"]) == (1, 1, 2)
+    assert not out.exists()
+    for rc, err in launch(2, "--directory", tmp_path / "run", "--out", out, "--epochs", 2,
+                          "--resume"):
+        assert rc == 0, err
+    resumed = np.load(out)
+    uninterrupted = kd.ThreadGroup.run(2, lambda g: worker.run(g, tmp_path / "t", 2))[0][0]
+    for name, value in uninterrupted.items():
+        assert np.array_equal(resumed[name], value), name
+
+
+# -- bad input ------------------------------------------------------------------
+
+def test_resuming_needs_a_checkpoint_of_this_job(tmp_path):
+    with pytest.raises(checkpoint.CheckpointError, match="no checkpoint"):
+        kd.ThreadGroup.run(2, lambda g: worker.trainer(g, tmp_path, resume=True))
+    threads(2, tmp_path, epochs=1)
+    with pytest.raises(checkpoint.CheckpointError, match="state of 2 ranks; this job has 3"):
+        kd.ThreadGroup.run(3, lambda g: worker.trainer(g, tmp_path, resume=True))
+    with pytest.raises(checkpoint.CheckpointError, match="belongs to model"):
+        kd.ThreadGroup.run(2, lambda g: worker.trainer(g, tmp_path, resume=True, dim=8))
+    latest = tmp_path / "latest.json"
+    good = latest.read_text()
+    for bad, message in (("{", "is corrupt"), ('{"state": "../x", "ranks": 2}',
+                                                "not a state directory")):
+        latest.write_text(bad)
+        with pytest.raises(checkpoint.CheckpointError, match=message):
+            kd.ThreadGroup.run(2, lambda g: worker.trainer(g, tmp_path, resume=True))
+    latest.write_text(good)
+    state = tmp_path / json.loads(good)["state"]
+    part = state / "partition-1.kge"
+    part.write_bytes(part.read_bytes()[:-10])
+    with pytest.raises(checkpoint.CheckpointError, match="partition-1.kge"):
+        kd.ThreadGroup.run(2, lambda g: worker.trainer(g, tmp_path, resume=True))
+
+
+def test_bad_settings_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="smaller than the order needs: 3 partitions"):
+        kd.ThreadGroup.run(2, lambda g: worker.trainer(g, tmp_path, buffer_bytes=1000))
+    with pytest.raises(ValueError, match="cannot make the 8 partitions of 4 ranks"):
+        kd.ThreadGroup.run(4, lambda g: kd.DistributedTrainer(
+            "distmult", np.array([[0, 0, 1]]), num_entities=5, num_relations=1, dim=4,
+            group=g, eager=True, device="cpu"))
+    with pytest.raises(ValueError, match="resume=True needs the checkpoint directory"):
+        kd.ThreadGroup.run(1, lambda g: worker.trainer(g, None, resume=True))
+    with pytest.raises(ValueError, match="indexes|outside|entities"):
+        kd.ThreadGroup.run(2, lambda g: kd.DistributedTrainer(
+            "distmult", np.array([[0, 0, 950]]), num_entities=900, num_relations=6, dim=4,
+            group=g, eager=True, device="cpu"))
+
+
+def test_init_outside_a_launched_job_says_how_to_launch(monkeypatch):
+    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(kd.DistributedError, match="torchrun"):
+        kd.init("gloo")
+    with pytest.raises(kd.DistributedError, match="not initialized"):
+        kd.TorchGroup()
+
+
+def test_a_non_finite_loss_on_one_rank_stops_every_rank(tmp_path):
+    def run(group):
+        t = worker.trainer(group, tmp_path)
+        if group.rank == 1:
+            step = t.step
+            t.step = lambda batch: step(batch) * float("nan")
+        t.train_epoch()
+
+    with pytest.raises(training.TrainingError, match=r"non-finite loss .*\(rank 1\)"):
+        kd.ThreadGroup.run(2, run)
