@@ -521,8 +521,14 @@ def deal(costs, world):
     """The rank of each of the items of `costs`: dealt dearest first in
     snake order (0 .. w-1, w-1 .. 0, ...), so that the ranks' totals differ
     by at most the dearest item."""
+    from .kron import descending
     costs = np.asarray(costs)
-    order = np.argsort(-costs, kind="stable")
+    if len(costs) < 2 or bool(np.all(costs[:-1] >= costs[1:])):
+        order = np.arange(len(costs))  # sorted already (a pair schedule)
+    elif np.issubdtype(costs.dtype, np.integer):
+        order = descending(costs)
+    else:
+        order = np.argsort(-costs, kind="stable")
     position = np.arange(len(costs)) % (2 * world)
     rank = np.where(position < world, position, 2 * world - 1 - position)
     out = np.empty(len(costs), np.int64)
@@ -551,7 +557,16 @@ def gram(kernel, X, Y=None, group=None):
         needed = owned | (kind != 0) | ((a == b) & (Y is None)) if kernel.normalize else owned
         return owned, needed
 
-    k, iterations = kernel.partial(X, Y, select)
+    def orders(nodes, edges, ends, order):
+        # Each rank orders every world-th graph's nodes; all gather them.
+        mine = list(range(group.rank, len(nodes), group.world))
+        parts = group.all_gather_object(kron.graph_orders(nodes, edges, ends, order, mine))
+        out = [None] * len(nodes)
+        for rank, part in enumerate(parts):
+            out[rank::group.world] = part
+        return out
+
+    k, iterations = kernel.partial(X, Y, select, orders)
     device = kernel.device_name()
     values = torch.from_numpy(np.ascontiguousarray(k)).to(device)
     counts = torch.from_numpy(np.ascontiguousarray(iterations, np.int32)).to(device)

@@ -773,7 +773,19 @@ def _warn_once(message):
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto"):
+def graph_orders(nodes, edges, ends, order="auto", graphs=None):
+    """The node order (_graph_order) of each graph of a packed dataset in
+    `graphs` (default: all): the per-graph work of octile_parts, which
+    callers may share out (kge.distributed.gram)."""
+    nodes, edges = np.asarray(nodes, np.int64), np.asarray(edges, np.int64)
+    ends = np.asarray(ends, np.int64)
+    graphs = range(len(nodes)) if graphs is None else graphs
+    return [_graph_order(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
+                         ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1], order) for g in graphs]
+
+
+def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto",
+                 orders=None):
     """kron-octile-tiling's derived parameters of a packed dataset: each
     graph's nodes in `order` (natural, rcm, pbr, or auto: per graph the
     one with the fewest tiles), its adjacency as non-empty 8 x 8 tiles (both directions
@@ -781,7 +793,8 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     in bit order. A dict of `node_labels`, `degrees` and `rows` (the
     node's row in the packed order) per node (tiled order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
     column), `bitmaps` (int64), `offsets` (first non-zero) per tile, and
-    `weights`, `edge_labels` per non-zero."""
+    `weights`, `edge_labels` per non-zero. `orders`: each graph's node
+    order, computed already (graph_orders)."""
     if order not in ORDERS:
         raise ValueError(f"the node order is 'natural', 'rcm', 'pbr' or 'auto', not {order!r}")
     nodes = np.asarray(nodes, np.int64)
@@ -791,9 +804,12 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     node_labels = np.asarray(node_labels, np.float32)
     position = np.empty(len(node_labels), np.int64)
     graph_of_edge = np.repeat(np.arange(len(edges)), np.asarray(edges)[:, 1])
-    for g, ((first, n), (e0, ne)) in enumerate(zip(nodes, np.asarray(edges, np.int64))):
-        o = _graph_order(int(n), ends[e0:e0 + ne, 0], ends[e0:e0 + ne, 1], order)
-        position[first + o] = np.arange(n)
+    if orders is None:
+        orders = graph_orders(nodes, edges, ends, order)
+    if len(orders) != len(nodes):
+        raise ValueError(f"{len(orders)} node orders for {len(nodes)} graphs")
+    for (first, n), o in zip(nodes, orders):
+        position[first + np.asarray(o, np.int64)] = np.arange(n)
     base = nodes[graph_of_edge, 0]
     # Both directions of every edge, as (graph, tile row, tile column, bit).
     src = np.r_[ends[:, 0], ends[:, 1]]
@@ -841,21 +857,19 @@ def pair_schedule(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False)
     x_nodes = np.asarray(x_nodes, np.int64)
     symmetric = y_nodes is None
     y_nodes = x_nodes if symmetric else np.asarray(y_nodes, np.int64)
-    a, b = np.meshgrid(np.arange(len(x_nodes)), np.arange(len(y_nodes)), indexing="ij")
-    a, b = a.ravel(), b.ravel()
     if symmetric:
-        keep = a <= b
-        a, b = a[keep], b[keep]
-    kind = np.zeros(len(a), np.int64)
+        a, b = np.triu_indices(len(x_nodes))
+    else:
+        a, b = np.divmod(np.arange(len(x_nodes) * len(y_nodes)), len(y_nodes))
+    kind = np.zeros(len(a), np.int32)
     if normalize and not symmetric:
         sx, sy = np.arange(len(x_nodes)), np.arange(len(y_nodes))
-        kind = np.r_[kind, np.ones(len(sx), np.int64), np.full(len(sy), 2)]
+        kind = np.r_[kind, np.ones(len(sx), np.int32), np.full(len(sy), 2, np.int32)]
         a, b = np.r_[a, sx, np.zeros(len(sy), np.int64)], np.r_[b, np.zeros(len(sx), np.int64), sy]
-    rows = np.stack([kind, a, b], 1)
-    cost = pair_costs(rows, x_nodes, x_tiles, None if symmetric else y_nodes,
-                      None if symmetric else y_tiles)
-    order = np.argsort(-cost, kind="stable")
-    return rows[order].astype(np.int32)
+    cost = _costs(kind, a, b, x_nodes, x_tiles, None if symmetric else y_nodes,
+                  None if symmetric else y_tiles)
+    order = descending(cost)
+    return np.stack([kind[order], a.astype(np.int32)[order], b.astype(np.int32)[order]], 1)
 
 
 def pair_costs(pairs, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
@@ -863,18 +877,36 @@ def pair_costs(pairs, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
     plus 16 per pair of octiles (`x_sizes`/`y_sizes` the datasets' octile
     [first, count] rows; any other per-graph size, e.g. edges, does for a
     schedule without octiles)."""
-    pairs = np.asarray(pairs, np.int64).reshape(-1, 3)
-    x_nodes, x_sizes = np.asarray(x_nodes, np.int64), np.asarray(x_sizes, np.int64)
-    y_nodes = x_nodes if y_nodes is None else np.asarray(y_nodes, np.int64)
-    y_sizes = x_sizes if y_sizes is None else np.asarray(y_sizes, np.int64)
-    kind, a, b = pairs[:, 0], pairs[:, 1], pairs[:, 2]
-    left = np.where(kind == 2, 0, a)
-    right = np.where(kind == 1, 0, b)
-    left_n = np.where(kind == 2, y_nodes[b, 1], x_nodes[left, 1])
-    right_n = np.where(kind == 1, x_nodes[a, 1], y_nodes[right, 1])
-    left_t = np.where(kind == 2, y_sizes[b, 1], x_sizes[left, 1])
-    right_t = np.where(kind == 1, x_sizes[a, 1], y_sizes[right, 1])
-    return left_n * right_n + 16 * left_t * right_t
+    pairs = np.asarray(pairs).reshape(-1, 3)
+    return _costs(pairs[:, 0], pairs[:, 1], pairs[:, 2], x_nodes, x_sizes, y_nodes, y_sizes)
+
+
+def _costs(kind, a, b, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
+    xn, xt = np.asarray(x_nodes, np.int64)[:, 1], np.asarray(x_sizes, np.int64)[:, 1]
+    yn = xn if y_nodes is None else np.asarray(y_nodes, np.int64)[:, 1]
+    yt = xt if y_sizes is None else np.asarray(y_sizes, np.int64)[:, 1]
+    entry = kind == 0
+    if entry.all():
+        return xn[a] * yn[b] + 16 * xt[a] * yt[b]
+    cost = np.zeros(len(kind), np.int64)
+    cost[entry] = xn[a[entry]] * yn[b[entry]] + 16 * xt[a[entry]] * yt[b[entry]]
+    for which, n, t, index in ((1, xn, xt, a), (2, yn, yt, b)):
+        rows = kind == which
+        cost[rows] = n[index[rows]] ** 2 + 16 * t[index[rows]] ** 2
+    return cost
+
+
+def descending(cost):
+    """The stable order of `cost` (integers), dearest first: a radix sort
+    when the costs span fewer than 2^16 values (millions of pairs in a
+    fraction of a second), else a merge sort."""
+    cost = np.asarray(cost, np.int64)
+    if not len(cost):
+        return np.zeros(0, np.int64)
+    key = cost.max() - cost
+    if key.max() < 1 << 16:
+        key = key.astype(np.uint16)
+    return np.argsort(key, kind="stable")
 
 
 def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
@@ -1121,13 +1153,15 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
                           "solver": options}, build, cache, cubin=cubin)
 
 
-def derived_arrays(bundle, arrays):
+def derived_arrays(bundle, arrays, orders=None):
     """The parameters of `bundle` that the caller derives (the manifest's
     `derived`: kron-octile-tiling's octiles, convert-kron-to-gpu's pair
     schedule), computed from `arrays` (the packed datasets by parameter
     name), and the workspace's length under "workspace" (allocated on the
-    device by the caller)."""
+    device by the caller). `orders(nodes, edges, ends, order)`: each graph's
+    node order (default graph_orders; a caller may share the work out)."""
     derived = bundle.manifest.get("derived", {})
+    orders = orders or graph_orders
     out, computed = {}, {}
     for param in bundle.params:
         name = param["name"]
@@ -1145,7 +1179,10 @@ def derived_arrays(bundle, arrays):
                                f"missing {', '.join(missing)}")
             key = (sources, fields["order"])
             if key not in computed:
-                computed[key] = octile_parts(*(given[s] for s in sources), order=fields["order"])
+                nodes, labels, edges, ends, weights, edge_labels = (given[s] for s in sources)
+                computed[key] = octile_parts(
+                    nodes, labels, edges, ends, weights, edge_labels, order=fields["order"],
+                    orders=orders(nodes, edges, ends, fields["order"]))
             out[name] = computed[key][fields["part"]]
         elif function == "pair_schedule":
             symmetric = fields["symmetric"] == "true"
@@ -1397,7 +1434,7 @@ class MarginalizedGraphKernel:
                                                    None if Y is None else nodes[1],
                                                    None if Y is None else edges[1])
 
-    def partial(self, X, Y, select):
+    def partial(self, X, Y, select, orders=None):
         """The Gram entries of some pairs: `select(kind, a, b, cost)` of the
         schedule's rows gives (owned, needed) — the entries to return and
         the rows to solve (owned ones and the self-kernels a normalized
@@ -1405,10 +1442,11 @@ class MarginalizedGraphKernel:
         owned entries (X against itself: both triangles) and zeros
         elsewhere; iterations <= 0 mark pairs that did not converge (the
         CPU's: 1 or -1). finish() turns a sum of such parts into the
-        kernel's result (kge.distributed.gram)."""
+        kernel's result (kge.distributed.gram). `orders`: as derived_arrays'
+        (the GPU's octile orders)."""
         if self._device() == "cpu":
             return self._cpu_partial(X, Y, select)
-        return self._gpu_partial(X, Y, select)
+        return self._gpu_partial(X, Y, select, orders)
 
     def finish(self, k, iterations):
         """The result of one or several partial() parts summed."""
@@ -1503,11 +1541,11 @@ class MarginalizedGraphKernel:
         failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
         return self._finish(k.astype(np.float64), failed)
 
-    def _gpu_partial(self, X, Y, select):
+    def _gpu_partial(self, X, Y, select, orders=None):
         bundle, program, packed_x, packed_y = self._program(X, Y, False)
         arrays = gram_inputs(packed_x, packed_y)
         name, fields = schedule_parameter(bundle)
-        derived = derived_arrays(bundle, arrays)
+        derived = derived_arrays(bundle, arrays, orders)
         pairs = derived.pop(name).astype(np.int64)
         derived.pop("workspace", None)
         symmetric = fields["symmetric"] == "true"
