@@ -86,6 +86,10 @@ def main():
         tables, log, grams = result
         np.savez(args.out, **tables, **{f"gram{i}": g for i, g in enumerate(grams)})
         args.out.with_suffix(".json").write_text(json.dumps({"world": world, "log": log}))
+    # Leave together: gloo's threads torn down under a live group abort.
+    import torch.distributed as dist
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
