@@ -19,17 +19,29 @@ Needs torch and the runtime (kge_runtime); not the compiler.
 import json
 
 
+def current_device():
+    """PyTorch's current CUDA device (set by torch.cuda.set_device, as each
+    rank of a multi-GPU job does), 0 without PyTorch."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+
 class ScoreOperator:
     """`forward` and `gradient` are kge.Bundle objects or bundle texts of a
     score function `f` and of `f_grad`. Calling the operator with the
     function's arguments by name returns its (first) result as a tensor that
     autograd differentiates with respect to the floating-point tables that
-    require gradients. `sparse=True` gives sparse COO gradients."""
+    require gradients. `sparse=True` gives sparse COO gradients. The
+    kernels run on CUDA device `device` (default: PyTorch's current one)."""
 
-    def __init__(self, forward, gradient, sparse=False, rows=False):
+    def __init__(self, forward, gradient, sparse=False, rows=False, device=None):
         from . import runtime
-        self.forward_program = runtime.Program(_text(forward))
-        self.gradient_program = runtime.Program(_text(gradient))
+        device = current_device() if device is None else device
+        self.forward_program = runtime.Program(_text(forward), device)
+        self.gradient_program = runtime.Program(_text(gradient), device)
         fwd = self.forward_program.signature["params"]
         grad = self.gradient_program.signature["params"]
         self.arguments = [p["name"] for p in fwd if p["role"] != "result"]

@@ -209,8 +209,12 @@ class Bundle:
         from . import runtime
         return runtime.validate_bundle(self.text)
 
-    def load(self, device=0):
-        """A kge_runtime.Program running this bundle on CUDA device `device`."""
+    def load(self, device=None):
+        """A kge_runtime.Program running this bundle on CUDA device `device`
+        (default: PyTorch's current one, else 0)."""
+        if device is None:
+            from .autograd import current_device
+            device = current_device()
         from . import runtime
         return runtime.Program(self.text, device)
 

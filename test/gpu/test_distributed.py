@@ -24,8 +24,10 @@ from kge import distributed, training
 from test_gradients import BUNDLES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "test" / "torch"))
-sys.path.insert(0, str(ROOT / "bench"))
+# (appended: the CPU suite's test_distributed must not shadow this module
+# in the ranks' processes)
+sys.path.append(str(ROOT / "test" / "torch"))
+sys.path.append(str(ROOT / "bench"))
 from graphs import clustered  # noqa: E402
 
 for key, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
