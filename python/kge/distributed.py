@@ -567,10 +567,7 @@ def gram(kernel, X, Y=None, group=None):
         return out
 
     k, iterations = kernel.partial(X, Y, select, orders)
-    device = kernel.device_name()
-    values = torch.from_numpy(np.ascontiguousarray(k)).to(device)
-    counts = torch.from_numpy(np.ascontiguousarray(iterations, np.int32)).to(device)
+    values, counts = (torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))
     group.all_reduce_sum(values)
     group.all_reduce_sum(counts)
-    k, iterations = values.cpu().numpy(), counts.cpu().numpy()
-    return kernel.finish(k, iterations)
+    return kernel.finish(values, counts)

@@ -1139,11 +1139,13 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
     options = "".join(f" {k.replace('_', '-')}="
                       f"{str(v).lower() if isinstance(v, bool) else int(v)}"
                       for k, v in sorted(solver.items()))
-    from . import compiler, ir
     text = gram_module(node_kernel, edge_kernel, node_features, edge_features, q, tol,
                        maxiter, normalize, symmetric, degrees=degrees, nodal=nodal)
 
     def build():
+        # (The compiler only on a cache miss: a cached bundle runs where
+        # only the runtime is.)
+        from . import compiler, ir
         module = compiler.lower_text(
             text, f"kron-octile-tiling{{order={order}}},"
                   f"convert-kron-to-gpu{{{options.strip()}}},kge-lower-to-gpu")
@@ -1449,7 +1451,10 @@ class MarginalizedGraphKernel:
         return self._gpu_partial(X, Y, select, orders)
 
     def finish(self, k, iterations):
-        """The result of one or several partial() parts summed."""
+        """The result of one or several partial() parts summed (NumPy
+        arrays or tensors)."""
+        if hasattr(k, "cpu"):
+            k, iterations = k.cpu().numpy(), iterations.cpu().numpy()
         failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
         return self._finish(np.asarray(k, np.float64), failed)
 
@@ -1542,11 +1547,17 @@ class MarginalizedGraphKernel:
         return self._finish(k.astype(np.float64), failed)
 
     def _gpu_partial(self, X, Y, select, orders=None):
+        """partial() on the GPU: (k, iterations) as PyTorch tensors on the
+        kernel's device; `self.timings` holds the seconds of the host's
+        preparation (orders, octiles, schedule) and of the solve."""
+        import time
+        import torch
+        start = time.perf_counter()
         bundle, program, packed_x, packed_y = self._program(X, Y, False)
         arrays = gram_inputs(packed_x, packed_y)
         name, fields = schedule_parameter(bundle)
         derived = derived_arrays(bundle, arrays, orders)
-        pairs = derived.pop(name).astype(np.int64)
+        pairs = derived.pop(name)
         derived.pop("workspace", None)
         symmetric = fields["symmetric"] == "true"
         given = {**arrays, **derived}
@@ -1554,11 +1565,26 @@ class MarginalizedGraphKernel:
                           None if symmetric else given[fields["y_nodes"]],
                           None if symmetric else given[fields["y_tiles"]])
         owned, needed = select(pairs[:, 0], pairs[:, 1], pairs[:, 2], cost)
-        derived[name] = np.ascontiguousarray(pairs[needed].astype(np.int32))
-        k, iterations = run_gram(bundle, packed_x, packed_y, device=self._device(),
-                                 program=program, given=derived)
-        mask = self._owned(pairs, owned, k.shape, symmetric)
-        return np.where(mask, k, 0.0), np.where(mask, iterations, 0)
+        derived[name] = np.ascontiguousarray(pairs[needed])
+        tensors = gram_arguments(bundle, packed_x, packed_y, self._device(), given=derived)
+        prepared = time.perf_counter()
+        results = program(**tensors)
+        k, iterations = results["gram"], results["iterations"]
+        # The entries this part holds: those its pairs wrote (the others
+        # stay NaN with 0 iterations), less the self-kernels solved here
+        # only to normalize by, which another part owns.
+        written = (iterations != 0) | ~torch.isnan(k)
+        borrowed = pairs[needed & ~owned]
+        borrowed = borrowed[(borrowed[:, 0] == 0) & (borrowed[:, 1] == borrowed[:, 2])]
+        if len(borrowed):
+            index = torch.as_tensor(borrowed[:, 1].astype(np.int64), device=k.device)
+            written[index, index] = False
+        k = torch.where(written, k, torch.zeros((), dtype=k.dtype, device=k.device))
+        iterations = torch.where(written, iterations,
+                                 torch.zeros((), dtype=iterations.dtype, device=k.device))
+        torch.cuda.synchronize(k.device)
+        self.timings = {"prepare": prepared - start, "solve": time.perf_counter() - prepared}
+        return k, iterations
 
     def _finish(self, k, failed):
         self.failed_pairs = failed
