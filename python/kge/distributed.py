@@ -567,7 +567,8 @@ def gram(kernel, X, Y=None, group=None):
         return out
 
     k, iterations = kernel.partial(X, Y, select, orders)
-    values, counts = (torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))
+    values, counts = (a.contiguous() if isinstance(a, torch.Tensor)
+                      else torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))
     group.all_reduce_sum(values)
     group.all_reduce_sum(counts)
     return kernel.finish(values, counts)
