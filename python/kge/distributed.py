@@ -521,10 +521,21 @@ def _remove_tree(path):
 # Gram matrices
 # ---------------------------------------------------------------------------
 
+def snake(count, world, like=None):
+    """The rank of each of `count` items dealt in snake order (0 .. w-1,
+    w-1 .. 0, ...): NumPy, or a tensor on the device of the tensor `like`."""
+    if like is not None and not isinstance(like, np.ndarray):
+        import torch
+        position = torch.arange(count, device=like.device) % (2 * world)
+        return torch.minimum(position, 2 * world - 1 - position)
+    position = np.arange(count) % (2 * world)
+    return np.minimum(position, 2 * world - 1 - position)
+
+
 def deal(costs, world):
     """The rank of each of the items of `costs`: dealt dearest first in
-    snake order (0 .. w-1, w-1 .. 0, ...), so that the ranks' totals differ
-    by at most the dearest item."""
+    snake order, so that the ranks' totals differ by at most the dearest
+    item."""
     from .kron import descending
     costs = np.asarray(costs)
     if len(costs) < 2 or bool(np.all(costs[:-1] >= costs[1:])):
@@ -533,10 +544,8 @@ def deal(costs, world):
         order = descending(costs)
     else:
         order = np.argsort(-costs, kind="stable")
-    position = np.arange(len(costs)) % (2 * world)
-    rank = np.where(position < world, position, 2 * world - 1 - position)
     out = np.empty(len(costs), np.int64)
-    out[order] = rank
+    out[order] = snake(len(costs), world)
     return out
 
 
@@ -544,7 +553,8 @@ def gram(kernel, X, Y=None, group=None):
     """kernel(X, Y) (a kge.kron.MarginalizedGraphKernel, not node-wise)
     computed by the ranks of `group` (default: torch.distributed's) together
     and returned on every rank; collective. Each rank solves the pairs
-    dealt to it by cost on its device (the kernel's: NCCL ranks use their
+    dealt to it by cost (in snake order down the schedule, which is sorted
+    by cost) on its device (the kernel's: NCCL ranks use their
     GPU) and, when normalizing, the self-kernels too; the entries are summed
     across ranks, each written by exactly one: the matrix is the one-device
     one, bit for bit. Pairs that do not converge are reported as the kernel
@@ -555,9 +565,9 @@ def gram(kernel, X, Y=None, group=None):
     X = [kron.as_labeled_graph(g) for g in X]
     Y = None if Y is None else [kron.as_labeled_graph(g) for g in Y]
 
-    def select(kind, a, b, cost):
-        rank = deal(cost, group.world)
-        owned = rank == group.rank
+    def select(kind, a, b):
+        # The schedule is sorted by cost already: dealt by position.
+        owned = snake(len(kind), group.world, kind) == group.rank
         needed = owned | (kind != 0) | ((a == b) & (Y is None)) if kernel.normalize else owned
         return owned, needed
 

@@ -851,7 +851,7 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
 def pair_schedule(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False):
     """convert-kron-to-gpu's pair schedule: rows (kind, a, b) — kind 0 the
     Gram entry (X[a], Y[b]), 1 and 2 the self-kernels of X[a] and Y[b]
-    that normalization divides by — most expensive first (pair_costs).
+    that normalization divides by — most expensive first (_costs).
     Without Y the dataset is compared with itself and each unordered pair
     is listed once (the diagonal holds the self-kernels)."""
     x_nodes = np.asarray(x_nodes, np.int64)
@@ -872,16 +872,11 @@ def pair_schedule(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False)
     return np.stack([kind[order], a.astype(np.int32)[order], b.astype(np.int32)[order]], 1)
 
 
-def pair_costs(pairs, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
-    """The cost of each row (kind, a, b) of a pair schedule: product nodes
-    plus 16 per pair of octiles (`x_sizes`/`y_sizes` the datasets' octile
-    [first, count] rows; any other per-graph size, e.g. edges, does for a
-    schedule without octiles)."""
-    pairs = np.asarray(pairs).reshape(-1, 3)
-    return _costs(pairs[:, 0], pairs[:, 1], pairs[:, 2], x_nodes, x_sizes, y_nodes, y_sizes)
-
-
 def _costs(kind, a, b, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
+    """The cost of each schedule row (kind, a, b): product nodes plus 16
+    per pair of octiles (`x_sizes`/`y_sizes` the datasets' octile [first,
+    count] rows; any other per-graph size, e.g. edges, does for a schedule
+    without octiles)."""
     xn, xt = np.asarray(x_nodes, np.int64)[:, 1], np.asarray(x_sizes, np.int64)[:, 1]
     yn = xn if y_nodes is None else np.asarray(y_nodes, np.int64)[:, 1]
     yt = xt if y_sizes is None else np.asarray(y_sizes, np.int64)[:, 1]
@@ -894,6 +889,55 @@ def _costs(kind, a, b, x_nodes, x_sizes, y_nodes=None, y_sizes=None):
         rows = kind == which
         cost[rows] = n[index[rows]] ** 2 + 16 * t[index[rows]] ** 2
     return cost
+
+
+def pair_schedule_tensor(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize=False,
+                         device="cuda"):
+    """pair_schedule made on a PyTorch device: the same rows in the same
+    order, an int32 [P, 3] tensor (millions of pairs in milliseconds on a
+    GPU, where the host takes seconds)."""
+    import torch
+
+    def column(sizes):
+        return torch.as_tensor(np.asarray(sizes, np.int64)[:, 1], device=device)
+
+    xn, xt = column(x_nodes), column(x_tiles)
+    symmetric = y_nodes is None
+    yn, yt = (xn, xt) if symmetric else (column(y_nodes), column(y_tiles))
+    if symmetric:
+        a, b = torch.triu_indices(len(xn), len(xn), device=device)
+    else:
+        index = torch.arange(len(xn) * len(yn), device=device)
+        a, b = index // len(yn), index % len(yn)
+    kind = torch.zeros(len(a), dtype=torch.int64, device=device)
+    if normalize and not symmetric:
+        sx = torch.arange(len(xn), device=device)
+        sy = torch.arange(len(yn), device=device)
+        kind = torch.cat([kind, torch.ones_like(sx), torch.full_like(sy, 2)])
+        a = torch.cat([a, sx, torch.zeros_like(sy)])
+        b = torch.cat([b, torch.zeros_like(sx), sy])
+    left_n = torch.where(kind == 2, yn[b], xn[a])
+    right_n = torch.where(kind == 1, xn[a], yn[b])
+    left_t = torch.where(kind == 2, yt[b], xt[a])
+    right_t = torch.where(kind == 1, xt[a], yt[b])
+    cost = left_n * right_n + 16 * left_t * right_t
+    order = torch.sort(-cost, stable=True).indices
+    return torch.stack([kind[order], a[order], b[order]], 1).to(torch.int32)
+
+
+def workspace_size_tensor(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
+    """workspace_size of a schedule held as a PyTorch tensor."""
+    import torch
+    if not len(pairs):
+        return 0
+    device = pairs.device
+    xn = torch.as_tensor(np.asarray(x_nodes, np.int64)[:, 1], device=device)
+    yn = xn if y_nodes is None else torch.as_tensor(np.asarray(y_nodes, np.int64)[:, 1],
+                                                    device=device)
+    kind, a, b = pairs[:, 0], pairs[:, 1].long(), pairs[:, 2].long()
+    left = torch.where(kind == 2, yn[b], xn[a])
+    right = torch.where(kind == 1, xn[a], yn[b])
+    return int(min(len(pairs), blocks) * vectors * int((left * right).max()))
 
 
 def descending(cost):
@@ -1213,13 +1257,14 @@ def gram_inputs(packed_x, packed_y=None):
     return arrays
 
 
-def schedule_parameter(bundle):
-    """The name of a compile_gram bundle's pair-schedule parameter and its
+def schedule_parameter(bundle, function="pair_schedule"):
+    """The name of a compile_gram bundle's pair-schedule parameter (or of
+    another derived one: `function` "solver_workspace") and its
     derivation's fields."""
     for name, fields in bundle.manifest.get("derived", {}).items():
-        if fields.get("function") == "pair_schedule":
+        if fields.get("function") == function:
             return name, fields
-    raise ValueError("the bundle has no derived pair schedule: not a compile_gram bundle")
+    raise ValueError(f"the bundle has no derived {function}: not a compile_gram bundle")
 
 
 def gram_arguments(bundle, packed_x, packed_y=None, device="cuda", given=None):
@@ -1239,6 +1284,8 @@ def gram_arguments(bundle, packed_x, packed_y=None, device="cuda", given=None):
         if name == "workspace":
             tensors[name] = torch.empty(max(arrays[name], 1), dtype=torch.float32,
                                         device=device)
+        elif isinstance(arrays[name], torch.Tensor):
+            tensors[name] = arrays[name].to(device)
         else:
             tensors[name] = torch.from_numpy(np.ascontiguousarray(arrays[name])).to(device)
     return tensors
@@ -1423,7 +1470,7 @@ class MarginalizedGraphKernel:
 
     def _pairs(self, X, Y):
         """The (kind, a, b) rows of the CPU's schedule (pair_schedule's
-        rows) and their costs (product nodes, 16 per pair of edges)."""
+        rows, by cost: product nodes, 16 per pair of edges)."""
         def sizes(graphs, of):
             return np.stack([np.zeros(len(graphs), np.int64),
                              np.array([of(g) for g in graphs], np.int64)], 1)
@@ -1432,15 +1479,14 @@ class MarginalizedGraphKernel:
         edges = [sizes(G, lambda g: int(np.count_nonzero(g.adjacency))) for G in (X, Y or X)]
         pairs = pair_schedule(nodes[0], edges[0], None if Y is None else nodes[1],
                               None if Y is None else edges[1], self.normalize)
-        return pairs.astype(np.int64), pair_costs(pairs, nodes[0], edges[0],
-                                                   None if Y is None else nodes[1],
-                                                   None if Y is None else edges[1])
+        return pairs.astype(np.int64)
 
     def partial(self, X, Y, select, orders=None):
-        """The Gram entries of some pairs: `select(kind, a, b, cost)` of the
-        schedule's rows gives (owned, needed) — the entries to return and
-        the rows to solve (owned ones and the self-kernels a normalized
-        entry divides by). Returns (k, iterations) [len(X), len(Y)] with the
+        """The Gram entries of some pairs: `select(kind, a, b)` of the
+        schedule's rows (pair_schedule's, dearest first; NumPy arrays, or
+        tensors on the GPU) gives (owned, needed) — the entries to return
+        and the rows to solve (owned ones and the self-kernels a normalized
+        entry divides by); None: all. Returns (k, iterations) [len(X), len(Y)] with the
         owned entries (X against itself: both triangles) and zeros
         elsewhere; iterations <= 0 mark pairs that did not converge (the
         CPU's: 1 or -1). finish() turns a sum of such parts into the
@@ -1477,11 +1523,11 @@ class MarginalizedGraphKernel:
     def _cpu_partial(self, X, Y, select):
         symmetric = Y is None
         Yl = X if symmetric else Y
-        pairs, cost = self._pairs(X, Y)
+        pairs = self._pairs(X, Y)
         kind, a, b = pairs[:, 0], pairs[:, 1], pairs[:, 2]
         owned = needed = np.ones(len(pairs), bool)
         if select is not None:
-            owned, needed = select(kind, a, b, cost)
+            owned, needed = select(kind, a, b)
         k = np.zeros((len(X), len(Yl)))
         status = np.zeros((len(X), len(Yl)), np.int32)
         dx, dy = np.full(len(X), np.nan), np.full(len(Yl), np.nan)
@@ -1540,6 +1586,8 @@ class MarginalizedGraphKernel:
         return bundle, program, pack(X, nodes, edges), None if Y is None else pack(Y, nodes, edges)
 
     def _gpu(self, X, Y, nodal=False):
+        if not nodal:
+            return self.finish(*self._gpu_partial(X, Y, None))
         bundle, program, packed_x, packed_y = self._program(X, Y, nodal)
         k, iterations = run_gram(bundle, packed_x, packed_y, device=self._device(),
                                  program=program)
@@ -1548,25 +1596,37 @@ class MarginalizedGraphKernel:
 
     def _gpu_partial(self, X, Y, select, orders=None):
         """partial() on the GPU: (k, iterations) as PyTorch tensors on the
-        kernel's device; `self.timings` holds the seconds of the host's
-        preparation (orders, octiles, schedule) and of the solve."""
+        kernel's device, the pair schedule made there
+        (pair_schedule_tensor); `self.timings` holds the seconds of the
+        host's preparation (node orders, octiles, schedule) and of the
+        solve."""
         import time
         import torch
         start = time.perf_counter()
+        device = self._device()
         bundle, program, packed_x, packed_y = self._program(X, Y, False)
         arrays = gram_inputs(packed_x, packed_y)
         name, fields = schedule_parameter(bundle)
-        derived = derived_arrays(bundle, arrays, orders)
-        pairs = derived.pop(name)
-        derived.pop("workspace", None)
-        symmetric = fields["symmetric"] == "true"
+        work, work_fields = schedule_parameter(bundle, "solver_workspace")
+        # The octiles on the host; the schedule and the workspace not.
+        derived = derived_arrays(bundle, {**arrays, name: None, work: 0}, orders)
         given = {**arrays, **derived}
-        cost = pair_costs(pairs, given[fields["x_nodes"]], given[fields["x_tiles"]],
-                          None if symmetric else given[fields["y_nodes"]],
-                          None if symmetric else given[fields["y_tiles"]])
-        owned, needed = select(pairs[:, 0], pairs[:, 1], pairs[:, 2], cost)
-        derived[name] = np.ascontiguousarray(pairs[needed])
-        tensors = gram_arguments(bundle, packed_x, packed_y, self._device(), given=derived)
+        symmetric = fields["symmetric"] == "true"
+        pairs = pair_schedule_tensor(given[fields["x_nodes"]], given[fields["x_tiles"]],
+                                     None if symmetric else given[fields["y_nodes"]],
+                                     None if symmetric else given[fields["y_tiles"]],
+                                     fields["normalize"] == "true", device)
+        if select is not None:
+            owned, needed = select(pairs[:, 0], pairs[:, 1], pairs[:, 2])
+            part = pairs[needed]
+        else:
+            owned = needed = None
+            part = pairs
+        derived[name] = part
+        derived[work] = workspace_size_tensor(
+            part, given[fields["x_nodes"]], None if symmetric else given[fields["y_nodes"]],
+            int(work_fields["blocks"]), int(work_fields["vectors"]))
+        tensors = gram_arguments(bundle, packed_x, packed_y, device, given=derived)
         prepared = time.perf_counter()
         results = program(**tensors)
         k, iterations = results["gram"], results["iterations"]
@@ -1574,14 +1634,14 @@ class MarginalizedGraphKernel:
         # stay NaN with 0 iterations), less the self-kernels solved here
         # only to normalize by, which another part owns.
         written = (iterations != 0) | ~torch.isnan(k)
-        borrowed = pairs[needed & ~owned]
-        borrowed = borrowed[(borrowed[:, 0] == 0) & (borrowed[:, 1] == borrowed[:, 2])]
-        if len(borrowed):
-            index = torch.as_tensor(borrowed[:, 1].astype(np.int64), device=k.device)
+        if select is not None:
+            borrowed = pairs[needed & ~owned]
+            borrowed = borrowed[(borrowed[:, 0] == 0) & (borrowed[:, 1] == borrowed[:, 2])]
+            index = borrowed[:, 1].long()
             written[index, index] = False
-        k = torch.where(written, k, torch.zeros((), dtype=k.dtype, device=k.device))
-        iterations = torch.where(written, iterations,
-                                 torch.zeros((), dtype=iterations.dtype, device=k.device))
+        zero = torch.zeros((), dtype=k.dtype, device=k.device)
+        k = torch.where(written, k, zero)
+        iterations = torch.where(written, iterations, torch.zeros_like(iterations))
         torch.cuda.synchronize(k.device)
         self.timings = {"prepare": prepared - start, "solve": time.perf_counter() - prepared}
         return k, iterations

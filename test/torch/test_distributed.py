@@ -261,3 +261,21 @@ def test_a_non_finite_loss_on_one_rank_stops_every_rank(tmp_path):
 
     with pytest.raises(training.TrainingError, match=r"non-finite loss .*\(rank 1\)"):
         kd.ThreadGroup.run(2, run)
+
+
+@pytest.mark.parametrize("symmetric,normalize", [(True, False), (True, True), (False, False),
+                                                 (False, True)])
+def test_the_schedule_made_by_pytorch_is_the_hosts(symmetric, normalize):
+    from kge import kron
+    rng = np.random.default_rng(1)
+
+    def sizes(count):
+        return np.stack([np.zeros(count, np.int64), rng.integers(1, 30, count)], 1)
+
+    x_nodes, x_tiles, y_nodes, y_tiles = sizes(37), sizes(37), sizes(23), sizes(23)
+    args = (x_nodes, x_tiles) if symmetric else (x_nodes, x_tiles, y_nodes, y_tiles)
+    host = kron.pair_schedule(*args, normalize=normalize)
+    made = kron.pair_schedule_tensor(*args, normalize=normalize, device="cpu")
+    assert made.dtype == torch.int32 and np.array_equal(made.numpy(), host)
+    assert kron.workspace_size_tensor(made, x_nodes, None if symmetric else y_nodes, 7, 3) == \
+        kron.workspace_size(host, x_nodes, None if symmetric else y_nodes, 7, 3)
