@@ -279,3 +279,34 @@ def test_the_schedule_made_by_pytorch_is_the_hosts(symmetric, normalize):
     assert made.dtype == torch.int32 and np.array_equal(made.numpy(), host)
     assert kron.workspace_size_tensor(made, x_nodes, None if symmetric else y_nodes, 7, 3) == \
         kron.workspace_size(host, x_nodes, None if symmetric else y_nodes, 7, 3)
+
+
+def test_kge_train_on_several_processes_trains_logs_and_resumes(tmp_path):
+    data = tmp_path / "data.npz"
+    np.savez(data, train=worker.TRAIN, valid=worker.TEST[:100], test=worker.TEST[100:],
+             num_entities=worker.ENTITIES, num_relations=worker.RELATIONS)
+    package = str(pathlib.Path(kd.__file__).resolve().parents[1])
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([package, os.environ.get("PYTHONPATH", "")])}
+
+    def train(*extra):
+        return subprocess.run(
+            [sys.executable, "-m", "kge.train_cli", "--model", "distmult", "--data", str(data),
+             "--dim", "16", "--batch-size", "512", "--negatives", "8", "--lr", "0.05",
+             "--device", "cpu", "--gpus", "2", "--checkpoint", str(tmp_path / "ckpt"),
+             "--log", str(tmp_path / "log.json"), *extra],
+            capture_output=True, text=True, env=env, timeout=240)
+
+    first = train("--epochs", "2")
+    assert first.returncode == 0, first.stderr
+    records = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    assert [r.get("epoch") for r in records[:2]] == [0, 1] and "test" in records[-1]
+    assert all(r["rounds"] == 3 for r in records[:2])
+    assert json.loads((tmp_path / "ckpt" / "latest.json").read_text())["epoch"] == 2
+    again = train("--epochs", "3", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "resumed" in again.stdout and "at epoch 2, round 0" in again.stdout
+    log = json.loads((tmp_path / "log.json").read_text())["log"]
+    assert [r["epoch"] for r in log] == [0, 1, 2]
+    refused = train("--epochs", "1", "--gpus", "0")
+    assert refused.returncode != 0 and "--gpus must be positive" in refused.stderr
