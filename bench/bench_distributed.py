@@ -127,11 +127,9 @@ def _rank(rank, world, port, job):
 
 def spawn(world, job):
     """job(rank, world) on `world` processes, one per GPU; rank 0's result."""
-    import socket
     import torch.multiprocessing as mp
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from kge.distributed import free_port
+    port = free_port()
     out = pathlib.Path(f"/tmp/kge-bench-distributed-{os.getpid()}.json")
     os.environ["KGE_BENCH_RESULT"] = str(out)
     mp.spawn(_rank, args=(world, port, job), nprocs=world, join=True)

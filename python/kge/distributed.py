@@ -58,6 +58,14 @@ class DistributedError(RuntimeError):
     """A process group that cannot be joined or that lost a peer."""
 
 
+def free_port():
+    """A TCP port free on this host now, for MASTER_PORT of a job on it."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def init(backend=None, timeout=300.0):
     """Joins the process group that torchrun describes (RANK, WORLD_SIZE,
     MASTER_ADDR, MASTER_PORT): NCCL with LOCAL_RANK's GPU made current when

@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import pathlib
-import socket
 import sys
 
 import numpy as np
@@ -181,22 +180,17 @@ class RankError(RuntimeError):
     """A rank of a multi-process run failed."""
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def launch(args):
     """--gpus N on this host: N processes (torch.multiprocessing), each one
     rank; the first that fails stops the others, and its error ends the
     run."""
     import torch
     import torch.multiprocessing as mp
+    from .distributed import free_port
     if args.device == "cuda" and args.gpus > torch.cuda.device_count():
         raise ValueError(f"--gpus {args.gpus}, but this host has {torch.cuda.device_count()} "
                          "GPU(s)")
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
                       WORLD_SIZE=str(args.gpus))
     try:
         mp.spawn(_rank_main, args=(sys.argv[1:] if args.argv is None else args.argv,),

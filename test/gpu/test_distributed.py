@@ -12,7 +12,6 @@ bundle of bench/bench_distributed.py --prepare in the bundle cache
 import json
 import os
 import pathlib
-import socket
 import sys
 import time
 
@@ -53,9 +52,7 @@ def _rank(rank, world, port, out, job, args):
 
 def spawn(world, job, *args):
     import torch.multiprocessing as mp
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = distributed.free_port()
     out = pathlib.Path(f"/tmp/kge-gpu-distributed-{os.getpid()}.npz")
     out.unlink(missing_ok=True)
     mp.spawn(_rank, args=(world, port, str(out), job, args), nprocs=world, join=True)

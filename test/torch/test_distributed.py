@@ -129,9 +129,7 @@ def launch(world, *args, timeout=240):
     """The worker on `world` processes (gloo), as torchrun would start
     them; returns the processes' (returncode, stderr), after `timeout` at
     most (a hang fails the test)."""
-    with __import__("socket").socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = kd.free_port()
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
            "WORLD_SIZE": str(world), "OMP_NUM_THREADS": "1"}
     procs = [subprocess.Popen([sys.executable, str(HERE / "distributed_worker.py"),
