@@ -261,6 +261,7 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
         if resume and directory is None:
             raise ValueError("resume=True needs the checkpoint directory")
         partitions = 2 * self.world
+        out_of_core._check_counts(num_entities=num_entities)
         if partitions > num_entities:
             raise ValueError(f"{num_entities} entities cannot make the {partitions} partitions "
                              f"of {self.world} ranks")
