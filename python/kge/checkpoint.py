@@ -92,13 +92,30 @@ def save(path, arrays, kind, model, meta=None, sync=True):
     header = json.dumps({"kind": kind, "model": model, "meta": meta or {},
                          "chunk_bytes": CHUNK_BYTES, "arrays": entries}).encode()
     prefix = MAGIC + len(header).to_bytes(8, "little") + header
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
+
+    def write(handle):
         _write_all(handle, prefix, 0)
         list(_pool().map(lambda item: _write_all(handle, item[2],
                                                  len(prefix) + item[0]["offset"] + item[1]),
                          pieces))
+
+    replace_atomically(path, write, sync)
+
+
+def write_bytes(path, data, sync=True):
+    """`data` to `path` atomically (replace_atomically)."""
+    replace_atomically(pathlib.Path(path), lambda handle: _write_all(handle, data, 0), sync)
+
+
+def replace_atomically(path, write, sync=True):
+    """Writes a temporary file beside `path` through `write(descriptor)` and
+    renames it over `path` (POSIX rename is atomic: readers see the old
+    file or the new one, never half); with `sync` the file and its
+    directory are flushed to the device first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        write(handle)
         if sync:
             os.fsync(handle)
         os.close(handle)

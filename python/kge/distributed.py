@@ -47,6 +47,7 @@ import os
 import pathlib
 import queue
 import re
+import shutil
 import threading
 
 import numpy as np
@@ -426,17 +427,12 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
                              "steps": [int(steps) for _, steps in ranks]})
         self.group.barrier()
         if self.rank == 0:
-            latest = self.directory / "latest.json"
-            temporary = self.directory / ".latest.json.tmp"
-            with open(temporary, "w") as handle:
-                json.dump({"state": tag, "epoch": self.epoch, "round": self.round,
-                           "ranks": self.world}, handle)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, latest)
+            checkpoint.write_bytes(self.directory / "latest.json", json.dumps(
+                {"state": tag, "epoch": self.epoch, "round": self.round,
+                 "ranks": self.world}).encode())
             for old in self.directory.glob("state-*"):
                 if old.name != tag:
-                    _remove_tree(old)
+                    shutil.rmtree(old, ignore_errors=True)
         self.group.barrier()
         return where
 
@@ -457,7 +453,7 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
             raise checkpoint.CheckpointError(
                 f"{latest} is the state of {ranks} ranks; this job has {self.world} (the "
                 "partitions and their schedule depend on the number of ranks)")
-        where = self.directory / str(tag)
+        where = self.directory / tag
         arrays, meta = checkpoint.load(where / "model.kge", "model", self.fingerprint())
         steps = meta.get("steps", [])
         if len(steps) != self.world or f"generator.{self.rank}" not in arrays:
@@ -521,41 +517,21 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
                               self.model.operator)
 
 
-def _remove_tree(path):
-    import shutil
-    shutil.rmtree(path, ignore_errors=True)
-
-
 # ---------------------------------------------------------------------------
 # Gram matrices
 # ---------------------------------------------------------------------------
 
 def snake(count, world, like=None):
     """The rank of each of `count` items dealt in snake order (0 .. w-1,
-    w-1 .. 0, ...): NumPy, or a tensor on the device of the tensor `like`."""
+    w-1 .. 0, ...): NumPy, or a tensor on the device of the tensor `like`.
+    Items sorted dearest first, the ranks' totals differ by at most the
+    dearest item."""
     if like is not None and not isinstance(like, np.ndarray):
         import torch
         position = torch.arange(count, device=like.device) % (2 * world)
         return torch.minimum(position, 2 * world - 1 - position)
     position = np.arange(count) % (2 * world)
     return np.minimum(position, 2 * world - 1 - position)
-
-
-def deal(costs, world):
-    """The rank of each of the items of `costs`: dealt dearest first in
-    snake order, so that the ranks' totals differ by at most the dearest
-    item."""
-    from .kron import descending
-    costs = np.asarray(costs)
-    if len(costs) < 2 or bool(np.all(costs[:-1] >= costs[1:])):
-        order = np.arange(len(costs))  # sorted already (a pair schedule)
-    elif np.issubdtype(costs.dtype, np.integer):
-        order = descending(costs)
-    else:
-        order = np.argsort(-costs, kind="stable")
-    out = np.empty(len(costs), np.int64)
-    out[order] = snake(len(costs), world)
-    return out
 
 
 def gram(kernel, X, Y=None, group=None):

@@ -1199,20 +1199,22 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
                           "solver": options}, build, cache, cubin=cubin)
 
 
-def derived_arrays(bundle, arrays, orders=None):
+def derived_arrays(bundle, arrays, orders=None, functions=None):
     """The parameters of `bundle` that the caller derives (the manifest's
     `derived`: kron-octile-tiling's octiles, convert-kron-to-gpu's pair
     schedule), computed from `arrays` (the packed datasets by parameter
     name), and the workspace's length under "workspace" (allocated on the
     device by the caller). `orders(nodes, edges, ends, order)`: each graph's
-    node order (default graph_orders; a caller may share the work out)."""
+    node order (default graph_orders; a caller may share the work out).
+    `functions`: only the parameters derived by these (e.g. {"octiles"})."""
     derived = bundle.manifest.get("derived", {})
     orders = orders or graph_orders
     out, computed = {}, {}
     for param in bundle.params:
         name = param["name"]
         fields = derived.get(name)
-        if fields is None or name in arrays:
+        if fields is None or name in arrays or (functions is not None and
+                                                fields["function"] not in functions):
             continue
         given = {**arrays, **out}
         function = fields["function"]
@@ -1504,10 +1506,6 @@ class MarginalizedGraphKernel:
         failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
         return self._finish(np.asarray(k, np.float64), failed)
 
-    def device_name(self):
-        """The device the kernel solves on ("cpu" or "cuda")."""
-        return self._device()
-
     @staticmethod
     def _owned(pairs, owned, shape, symmetric):
         mask = np.zeros(shape, bool)
@@ -1589,10 +1587,8 @@ class MarginalizedGraphKernel:
         if not nodal:
             return self.finish(*self._gpu_partial(X, Y, None))
         bundle, program, packed_x, packed_y = self._program(X, Y, nodal)
-        k, iterations = run_gram(bundle, packed_x, packed_y, device=self._device(),
-                                 program=program)
-        failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
-        return self._finish(k.astype(np.float64), failed)
+        return self.finish(*run_gram(bundle, packed_x, packed_y, device=self._device(),
+                                     program=program))
 
     def _gpu_partial(self, X, Y, select, orders=None):
         """partial() on the GPU: (k, iterations) as PyTorch tensors on the
@@ -1608,8 +1604,8 @@ class MarginalizedGraphKernel:
         arrays = gram_inputs(packed_x, packed_y)
         name, fields = schedule_parameter(bundle)
         work, work_fields = schedule_parameter(bundle, "solver_workspace")
-        # The octiles on the host; the schedule and the workspace not.
-        derived = derived_arrays(bundle, {**arrays, name: None, work: 0}, orders)
+        # The octiles on the host, the schedule and the workspace below.
+        derived = derived_arrays(bundle, arrays, orders, functions={"octiles"})
         given = {**arrays, **derived}
         symmetric = fields["symmetric"] == "true"
         pairs = pair_schedule_tensor(given[fields["x_nodes"]], given[fields["x_tiles"]],
