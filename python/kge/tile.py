@@ -23,6 +23,11 @@ Each output operator returns what its statement describes:
 - ``C.top(k, e)`` / ``C.bottom(k, e)``: ``(values, rows, cols)`` of the k
   best pairs, best first (fewer when fewer pairs qualify);
 - ``C.distinct(e)``: the distinct values, sorted.
+- ``S[i] += e`` (a row's values combined along j; ``S[i] = max(S[i], e)``
+  or min), optionally followed by its finalization ``S[i] = f(S[i], i)``:
+  the vector ``S`` (M);
+- ``C[key[k], i, j] += accum`` (a matrix per key of the reduction's
+  steps): ``C`` itself, passed initialized (keys x M x N).
 
 The same queries from Python (kge.tile.function, traced into that syntax)::
 
@@ -150,14 +155,15 @@ class Query:
                     shape.append(capacity)
                 else:
                     raise TypeError(f"pass the output '{p['name']}' initialized: its size "
-                                    f"'{dim}' (the number of groups) is not given by the inputs")
+                                    f"'{dim}' (the number of groups or keys) is not given by "
+                                    f"the inputs")
             outputs[p["name"]] = np.zeros(shape, _numpy_dtype(p["dtype"]))
         return outputs
 
     def run_cpu(self, capacity=None, **arrays):
         """Runs the query on the CPU (MLIR's ExecutionEngine) over NumPy
-        arrays. An aggregate output is passed initialized and updated in
-        place; the others are allocated. `capacity` bounds a select or
+        arrays. An aggregate or per-key output is passed initialized and
+        updated in place; the others are allocated. `capacity` bounds a select or
         distinct output (default: enough for every pair; a smaller one
         that overflows is retried with the exact count)."""
         if self._cpu is None:
@@ -491,7 +497,8 @@ class _Gathered(Expr):
 class Array:
     """A symbolic input array: index it with the axes (A[i, k], w[k]), or
     gather a spatial subscript through an index array (E[h[i], k],
-    W[r[i], k, j]: one matrix per row's key)."""
+    W[r[i], k, j]: one matrix per row's key; x[src[k], i] along the
+    reduction only for a per_key output)."""
 
     def __init__(self, name):
         self.name = name
@@ -499,9 +506,6 @@ class Array:
     def __getitem__(self, axes):
         axes = axes if isinstance(axes, tuple) else (axes,)
         for a in axes:
-            if isinstance(a, _Gathered) and a.axis is k:
-                raise TraceError(f"{self.name}: only the spatial axes i and j are gathered "
-                                 f"({a.text} gathers along k)")
             if not isinstance(a, (Axis, _Gathered)):
                 raise TraceError(f"index {self.name} with the axes i, j, k or index arrays "
                                  f"of a spatial axis (h[i])")
@@ -585,6 +589,33 @@ def distinct(value, where=None):
     return _Output("distinct", value, where=where)
 
 
+def reduce_rows(value, combine="add", finalize=None):
+    """Output S[i]: the values of row i combined along j ("add", "max" or
+    "min"), then `finalize` (a function of the row's combined value, e.g.
+    kge.tile.sqrt) when given: a row's norm, distance or inner product."""
+    if combine not in ("add", "max", "min"):
+        raise TraceError(f"a row's values combine with add, max or min, got {combine!r}")
+    if finalize is not None and not callable(finalize):
+        raise TraceError("finalize must be a function of the row's value")
+    return _Output("reduce", value, combine=combine, finalize=finalize)
+
+
+def per_key(value, key):
+    """Output C[key[k], i, j]: one matrix per key of the reduction's steps,
+    each summing (with reduce's combination) the steps whose key it is: a
+    segment matrix multiplication, a typed linear layer's weight gradient.
+    `value` is the reduce(...) result itself; `key` an array at k
+    (etype[k]). C is passed initialized, one matrix per key."""
+    if not isinstance(value, Reduction):
+        raise TraceError("a matrix per key adds each key's reduction as it is: pass "
+                         "reduce(...) itself, not an expression of it")
+    if not isinstance(key, _Gathered) or key.axis is not k:
+        raise TraceError("the key of a matrix per key is an array at k, as in etype[k]")
+    if value.combine not in ("add", "max", "min"):
+        raise TraceError("a matrix per key combines with add, max or min")
+    return _Output("per_key", value, key=key)
+
+
 def _write(fn, join):
     """The query text of a traced function."""
     import inspect
@@ -628,6 +659,20 @@ def _write(fn, join):
     elif kind == "top":
         method = "bottom" if f["smallest"] else "top"
         statement = f"{guard}{target}.{method}({int(f['count'])}, {value.text});"
+    elif kind == "reduce":
+        row = f"{target}[i]"
+        statement = (f"{row} += {value.text};" if f["combine"] == "add" else
+                     f"{row} = {f['combine']}({row}, {value.text});")
+        if f["finalize"] is not None:
+            final = Expr.of(f["finalize"](Expr(row)))
+            if final.reductions:
+                raise TraceError("the finalization computes on the row's value, not on "
+                                 "reduce(...)")
+            statement += f"\n  {row} = {final.text};"
+    elif kind == "per_key":
+        matrix = f"{target}[{f['key'].text}, i, j]"
+        statement = (f"{matrix} += accum;" if reduction.combine == "add" else
+                     f"{matrix} = {reduction.combine}({matrix}, accum);")
     else:
         statement = f"{guard}{target}.distinct({value.text});"
     init = Expr.of(reduction.init).text
@@ -648,7 +693,7 @@ def function(fn=None, *, when=None, dtypes=None):
 
     The parameters are the input arrays; the function returns the output:
     an expression of reduce(...) (a dense output) or dense(), aggregate(),
-    select(), top_k(), distinct(). `when`: a function of the same arrays
+    select(), top_k(), distinct(), reduce_rows(), per_key(). `when`: a function of the same arrays
     giving the join condition. The output array is named C (C_ when a
     parameter is called C)."""
     def wrap(f):

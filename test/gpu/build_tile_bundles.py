@@ -32,6 +32,10 @@ projection).
 Reduce outputs (test/python/reduce_tasks.py's TASKS) go to
 <out>/reduce/<task>.<precision>.kgebundle: f32 inputs at matrix-math=fma
 and tf32x3, bf16 inputs.
+
+The reduce and per-key outputs of the query syntax (examples/tile/gathered's
+transr_score and typed_linear_gradient) go to
+<out>/query_outputs/<query>.<precision>.kgebundle (fma and tf32x3).
 """
 
 import argparse
@@ -232,6 +236,24 @@ def build_reduce(bin_dir, out):
     return count
 
 
+QUERY_OUTPUTS = ("transr_score", "typed_linear_gradient")
+
+
+def build_query_outputs(bin_dir, out):
+    """The bundles of the query syntax's reduce and per-key outputs; their
+    count."""
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for name in QUERY_OUTPUTS:
+        path = ROOT / "examples" / "tile" / "gathered" / f"{name}.gamut"
+        tile_ir = run(bin_dir / "kge-translate", "--import-gamut", f"--gamut-name={name}", path)
+        for precision in ("fma", "tf32x3"):
+            to_bundle(bin_dir, tile_ir, f"matrix-math={precision}",
+                      out / f"{name}.{precision}.kgebundle")
+            count += 1
+    return count
+
+
 # Products of gathered rows on tensor cores (mma.sync).
 GATHER_MATH = {"tf32x3": "matrix-math=tf32x3", "tf32": "matrix-math=tf32"}
 
@@ -246,9 +268,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
     parser.add_argument("--out", type=pathlib.Path, required=True)
-    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather,products,reduce",
+    parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather,products,reduce,"
+                                           "query_outputs",
                         help="comma-separated subset of queries, mma, distinct, autotune, "
-                             "gather, products, reduce")
+                             "gather, products, reduce, query_outputs")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
@@ -261,6 +284,8 @@ def main():
         count += build_products(args.bin, args.out / "products")
     if "reduce" in parts:
         count += build_reduce(args.bin, args.out / "reduce")
+    if "query_outputs" in parts:
+        count += build_query_outputs(args.bin, args.out / "query_outputs")
     if "queries" not in parts:
         count += build_mma(args.bin, args.out / "mma") if "mma" in parts else 0
         count += build_distinct(args.bin, args.out / "distinct") if "distinct" in parts else 0

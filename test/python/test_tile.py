@@ -280,7 +280,7 @@ BAD_QUERIES = [
      "the row key of an aggregate output must be an array indexed by 'i'"),
     (QUERY.format(init="0", acc="accum += A[i] * B[j];", out="C[i, j] = accum;"),
      "no array is indexed by the reduction axis 'k'"),
-    (QUERY.format(init="0", acc="accum += A[i, k] * B[k, j] * A[k, i];", out="C[i, j] = accum;"),
+    (QUERY.format(init="0", acc="accum += A[i, k] * B[k, j] * A[k];", out="C[i, j] = accum;"),
      "'A' is indexed differently here than at"),
     (QUERY.format(init="0", acc="accum += A[i, k] * C[k, j];", out="C[i, j] = accum;"),
      "the output 'C' cannot be read by the query"),

@@ -187,16 +187,22 @@ struct Range {
 };
 
 struct OutputStmt {
-  enum Kind { Dense, Aggregate, Select, Top, Distinct } kind = Dense;
+  enum Kind { Dense, Aggregate, Select, Top, Distinct, Reduce, PerKey } kind =
+      Dense;
   Token at;
   std::string target;
-  /// Dense: the two axis names; aggregate: the two key accesses.
+  /// Dense: the two axis names; aggregate: the two key accesses; reduce:
+  /// the row axis; per key: the key access along k, then the two axes.
   std::vector<ExprPtr> subscripts;
   ExprPtr value;
   ExprPtr condition;
+  /// Aggregate, reduce and per-key outputs: how values combine.
   Combiner aggregate = Combiner::add;
   int64_t k = 0;
   bool smallest = false;
+  /// A reduce output's finalization (`S[i] = e;` after its statement): its
+  /// subscript and value.
+  ExprPtr finalizeSubscript, finalize;
 };
 
 struct CombineDecl {
@@ -264,6 +270,7 @@ private:
   LogicalResult parseCombine(Query &query);
   LogicalResult parseReduce(Query &query);
   LogicalResult parseOutput(Query &query);
+  LogicalResult parseFinalize(OutputStmt &out);
   LogicalResult parseAccumulation(Query &query);
 
   ExprPtr expression() { return choose(); }
@@ -392,10 +399,18 @@ LogicalResult Parser::parseAccumulation(Query &query) {
 }
 
 LogicalResult Parser::parseOutput(Query &query) {
+  // A second statement on a reduce output's array is its finalization.
+  if (query.output && query.output->kind == OutputStmt::Reduce &&
+      !query.output->finalize && peek().text == query.output->target &&
+      is("[", 1))
+    return parseFinalize(*query.output);
   if (query.output)
     return report.error(peek(), "a query has one output operator; '" +
                                     query.output->target +
-                                    "' is already its output");
+                                    "' is already its output" +
+                                    (query.output->finalize
+                                         ? " and is finalized"
+                                         : ""));
   OutputStmt out;
   out.at = peek();
   if (consumeIf("if")) {
@@ -454,20 +469,38 @@ LogicalResult Parser::parseOutput(Query &query) {
                         "dense or aggregate output takes every pair");
   if (failed(expect("[", "after the output array")))
     return failure();
-  for (int d = 0; d < 2; ++d) {
+  do {
     ExprPtr subscript = expression();
     if (!subscript)
       return failure();
     out.subscripts.push_back(std::move(subscript));
-    if (d == 0 && failed(expect(",", "between the output's subscripts")))
-      return failure();
-  }
+  } while (consumeIf(","));
   if (failed(expect("]", "after the output's subscripts")))
     return failure();
-  bool keyed = out.subscripts[0]->kind == Expr::Access;
-  out.kind = keyed ? OutputStmt::Aggregate : OutputStmt::Dense;
+  switch (out.subscripts.size()) {
+  case 1:
+    out.kind = OutputStmt::Reduce;
+    break;
+  case 2:
+    out.kind = out.subscripts[0]->kind == Expr::Access ? OutputStmt::Aggregate
+                                                       : OutputStmt::Dense;
+    break;
+  case 3:
+    out.kind = OutputStmt::PerKey;
+    break;
+  default:
+    return report.error(targetAt,
+                        "the output '" + out.target + "' has " +
+                            std::to_string(out.subscripts.size()) +
+                            " subscripts: write S[i] (a row's values "
+                            "reduced), C[i, j] (dense), C[K1[i], K2[j]] "
+                            "(aggregate) or C[key[k], i, j] (a matrix per "
+                            "key)");
+  }
+  // Every output but a dense one combines its values into what it holds.
+  bool combines = out.kind != OutputStmt::Dense;
   if (consumeIf("+=")) {
-    if (!keyed)
+    if (!combines)
       return report.error(targetAt, "'+=' aggregates into groups given by key "
                                     "arrays, as in C[Pzip[i], Rzip[j]] += "
                                     "accum; a dense output is assigned with "
@@ -476,12 +509,15 @@ LogicalResult Parser::parseOutput(Query &query) {
   } else if (consumeIf("=")) {
     // C[a, b] = max(C[a, b], e) aggregates with max (min alike).
     const Token &fn = peek();
-    if (keyed) {
+    if (combines) {
+      StringRef kind = out.kind == OutputStmt::Aggregate ? "an aggregate"
+                       : out.kind == OutputStmt::Reduce  ? "a reduce"
+                                                         : "a per-key";
       if (fn.kind != Tok::Ident || (fn.text != "max" && fn.text != "min") ||
           !is("(", 1) || peek(2).text != out.target)
-        return report.error(fn, "an aggregate output is written '" +
-                                    out.target + "[...] += e' or '" +
-                                    out.target + "[...] = max(" + out.target +
+        return report.error(fn, kind + " output is written '" + out.target +
+                                    "[...] += e' or '" + out.target +
+                                    "[...] = max(" + out.target +
                                     "[...], e)' (or min)");
       out.aggregate = fn.text == "max" ? Combiner::max : Combiner::min;
       pos += 2;
@@ -501,6 +537,25 @@ LogicalResult Parser::parseOutput(Query &query) {
   if (!out.value || failed(expect(";", "after the output statement")))
     return failure();
   query.output = std::move(out);
+  return success();
+}
+
+LogicalResult Parser::parseFinalize(OutputStmt &out) {
+  ++pos; // the output array
+  ++pos; // [
+  out.finalizeSubscript = expression();
+  if (!out.finalizeSubscript ||
+      failed(expect("]", "after the finalized row's subscript")))
+    return failure();
+  if (!consumeIf("="))
+    return report.error(peek(), "the finalization of the reduce output '" +
+                                    out.target + "' is written '" +
+                                    out.target + "[i] = e;' (e reads " +
+                                    out.target + "[i] and i), got " +
+                                    describe(peek()));
+  out.finalize = expression();
+  if (!out.finalize || failed(expect(";", "after the finalization")))
+    return failure();
   return success();
 }
 
@@ -686,13 +741,29 @@ ExprPtr Parser::primary() {
 // Analysis: arrays and their operand kinds
 //===----------------------------------------------------------------------===//
 
+/// How an input is read: its axes by subscript (0: i, 1: j, 2: k) and, by
+/// subscript, the index array it is gathered through (as in `E[h[i], k]`)
+/// or empty.
+struct Use {
+  SmallVector<unsigned> axes;
+  SmallVector<std::string> gathers;
+  bool operator==(const Use &other) const {
+    return axes == other.axes && gathers == other.gathers;
+  }
+  bool gathered() const {
+    return llvm::any_of(gathers, [](const std::string &g) { return !g.empty(); });
+  }
+};
+
 struct ArrayInfo {
   Token at;
-  /// Axes by subscript (0: i, 1: j, 2: k); empty for outputs.
+  /// Axes by subscript of a key or index array (its one axis), and of an
+  /// input's first use.
   SmallVector<unsigned> axes;
-  /// By subscript, the index array it is gathered through (as in
-  /// `E[h[i], k]`), or empty.
   SmallVector<std::string> gathers;
+  /// An input's uses: one task input each (a table read through two index
+  /// arrays, as `E[h[i], k]` and `E[t[i], k]`, is read twice).
+  SmallVector<Use> uses;
   bool isKey = false;
   /// An index array that gathers a spatial subscript of an input.
   bool isGather = false;
@@ -700,8 +771,16 @@ struct ArrayInfo {
   /// Read by a join condition / by arithmetic (inner, output, condition).
   bool inJoin = false, inValue = false;
   Type elementType;
-  unsigned inputIndex = 0;
   unsigned argNumber = 0;
+
+  /// Whether the array is read along `axis` (by any use, or as a key or
+  /// index array).
+  bool indexes(unsigned axis) const {
+    return llvm::is_contained(axes, axis) ||
+           llvm::any_of(uses, [&](const Use &use) {
+             return llvm::is_contained(use.axes, axis);
+           });
+  }
 };
 
 class QueryBuilder {
@@ -720,6 +799,34 @@ private:
         return a;
     return std::nullopt;
   }
+  /// How region environments name an input read: the array and its
+  /// subscripts as written (`E[h[i],k]`).
+  std::string useKey(StringRef name, const Use &use) const {
+    std::string key = name.str() + "[";
+    for (auto [d, axis] : llvm::enumerate(use.axes)) {
+      if (d)
+        key += ",";
+      const std::string &var = query.ranges[axis].var;
+      key += d < use.gathers.size() && !use.gathers[d].empty()
+                 ? use.gathers[d] + "[" + var + "]"
+                 : var;
+    }
+    return key + "]";
+  }
+  /// The key of an access expression (any subscripts, as text).
+  static std::string accessKey(const Expr &e) {
+    std::string key = e.name + "[";
+    for (auto [d, subscript] : llvm::enumerate(e.operands)) {
+      if (d)
+        key += ",";
+      key += subscript->kind == Expr::Access &&
+                     subscript->operands.size() == 1 &&
+                     subscript->operands[0]->kind == Expr::Name
+                 ? subscript->name + "[" + subscript->operands[0]->name + "]"
+                 : subscript->kind == Expr::Name ? subscript->name : "?";
+    }
+    return key + "]";
+  }
   LogicalResult collect(const Expr &e, bool join);
   LogicalResult recordAccess(const Expr &e, bool join);
   LogicalResult recordKey(const Expr &e, unsigned axis);
@@ -734,8 +841,8 @@ private:
   struct Env {
     StringRef region;
     DenseMap<StringRef, Value> names;
-    /// Inputs by array name, with their region block arguments.
-    DenseMap<StringRef, Value> arrays;
+    /// Inputs by use (useKey), with their region block arguments.
+    llvm::StringMap<Value> arrays;
   };
   FailureOr<Value> emit(const Expr &e, Env &env);
   Value toFloat(Value v, Location loc);
@@ -797,12 +904,15 @@ LogicalResult QueryBuilder::recordAccess(const Expr &e, bool join) {
     if (subscript->kind == Expr::Access && subscript->operands.size() == 1 &&
         subscript->operands[0]->kind == Expr::Name) {
       axis = axisOf(subscript->operands[0]->name);
-      if (axis == 2u)
+      if (axis == 2u && query.output->kind != OutputStmt::PerKey)
         return report.error(subscript->at,
                             "'" + subscript->name + "' gathers along the "
                             "reduction axis '" + query.ranges[2].var +
                             "'; only the spatial axes (" + query.ranges[0].var +
-                            ", " + query.ranges[1].var + ") are gathered");
+                            ", " + query.ranges[1].var + ") are gathered, "
+                            "except into a matrix per key (C[key[" +
+                            query.ranges[2].var + "], " + query.ranges[0].var +
+                            ", " + query.ranges[1].var + "])");
       if (axis) {
         gather = subscript->name;
         if (failed(recordGather(*subscript, *axis)))
@@ -847,11 +957,16 @@ LogicalResult QueryBuilder::recordAccess(const Expr &e, bool join) {
     info.at = e.at;
     order.push_back(e.name);
   }
-  if (info.isInput && (info.axes != axes || info.gathers != gathers))
-    return report.error(e.at, "'" + e.name +
-                                  "' is indexed differently here than at " +
-                                  std::to_string(info.at.line) + ":" +
-                                  std::to_string(info.at.col));
+  Use use{axes, gathers};
+  if (info.isInput && !llvm::is_contained(info.uses, use)) {
+    // A table read through several index arrays (or along other axes) is
+    // one input per use; index and key arrays are read one way.
+    if (info.isKey || info.isGather || info.uses[0].axes.size() != axes.size())
+      return report.error(e.at, "'" + e.name +
+                                    "' is indexed differently here than at " +
+                                    std::to_string(info.at.line) + ":" +
+                                    std::to_string(info.at.col));
+  }
   if (info.isKey && (axes.size() != 1 || axes[0] != info.axes[0]))
     return report.error(e.at, "'" + e.name +
                                   "' is a key array of the output and must "
@@ -861,10 +976,14 @@ LogicalResult QueryBuilder::recordAccess(const Expr &e, bool join) {
     return report.error(e.at, "'" + e.name +
                                   "' gathers another array and must be "
                                   "indexed as there");
+  if (!info.isInput) {
+    info.axes = axes;
+    info.gathers = gathers;
+  }
+  if (!llvm::is_contained(info.uses, use))
+    info.uses.push_back(use);
   info.isInput = true;
   (join ? info.inJoin : info.inValue) = true;
-  info.axes = axes;
-  info.gathers = gathers;
   return success();
 }
 
@@ -879,7 +998,7 @@ LogicalResult QueryBuilder::recordGather(const Expr &e, unsigned axis) {
     order.push_back(e.name);
   }
   if ((info.isGather || info.isKey || info.isInput) &&
-      (info.axes.size() != 1 || info.axes[0] != axis ||
+      (info.axes.size() != 1 || info.axes[0] != axis || info.uses.size() > 1 ||
        llvm::any_of(info.gathers,
                     [](const std::string &g) { return !g.empty(); })))
     return report.error(e.at, "'" + e.name +
@@ -899,19 +1018,26 @@ LogicalResult QueryBuilder::recordKey(const Expr &e, unsigned axis) {
   if (e.kind != Expr::Access || e.operands.size() != 1 ||
       e.operands[0]->kind != Expr::Name ||
       axisOf(e.operands[0]->name) != axis)
-    return report.error(e.at, std::string("the ") +
-                                  (axis == 0 ? "row" : "column") +
-                                  " key of an aggregate output must be an "
-                                  "array indexed by '" +
-                                  query.ranges[axis].var + "', as in " +
-                                  "Pzip[" + query.ranges[axis].var + "]");
+    return report.error(e.at, axis == 2
+                                  ? "the key of a matrix per key must be an "
+                                    "array indexed by the reduction axis '" +
+                                        query.ranges[2].var + "', as in " +
+                                        "etype[" + query.ranges[2].var + "]"
+                                  : std::string("the ") +
+                                        (axis == 0 ? "row" : "column") +
+                                        " key of an aggregate output must be "
+                                        "an array indexed by '" +
+                                        query.ranges[axis].var + "', as in " +
+                                        "Pzip[" + query.ranges[axis].var +
+                                        "]");
   auto [it, inserted] = arrays.try_emplace(e.name);
   ArrayInfo &info = it->second;
   if (inserted) {
     info.at = e.at;
     order.push_back(e.name);
   }
-  if (info.isInput && (info.axes.size() != 1 || info.axes[0] != axis))
+  if (info.isInput && (info.axes.size() != 1 || info.axes[0] != axis ||
+                       info.uses.size() > 1))
     return report.error(e.at, "'" + e.name +
                                   "' is indexed differently as a key than "
                                   "as an input");
@@ -985,14 +1111,14 @@ FailureOr<Value> QueryBuilder::emit(const Expr &e, Env &env) {
     return report.error(e.at, "unknown name '" + e.name + "'");
   }
   case Expr::Access: {
-    if (Value v = env.arrays.lookup(e.name))
+    if (Value v = env.arrays.lookup(accessKey(e)))
       return v;
     auto known = arrays.find(e.name);
     if (known == arrays.end())
       return report.error(e.at, "'" + e.name + "' is not available in the " +
                                     env.region.str());
     const ArrayInfo &info = known->second;
-    if (llvm::is_contained(info.axes, 2u))
+    if (info.indexes(2))
       return report.error(e.at, "'" + e.name + "' depends on the reduction "
                                 "axis '" + query.ranges[2].var +
                                 "', which is reduced away in the " +
@@ -1185,6 +1311,67 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     for (unsigned axis = 0; axis < 2; ++axis)
       if (failed(recordKey(*out.subscripts[axis], axis)))
         return nullptr;
+  auto isAxis = [&](const Expr &s, unsigned axis) {
+    return s.kind == Expr::Name && s.name == query.ranges[axis].var;
+  };
+  if (out.kind == OutputStmt::Reduce) {
+    if (!isAxis(*out.subscripts[0], 0))
+      return failAt(out.subscripts[0]->at,
+                    "a reduce output is indexed by the row axis '" +
+                        query.ranges[0].var + "' (a row's values combine "
+                        "along '" + query.ranges[1].var + "'), as in " +
+                        out.target + "[" + query.ranges[0].var + "]");
+    if (out.finalize) {
+      if (!isAxis(*out.finalizeSubscript, 0))
+        return failAt(out.finalizeSubscript->at,
+                      "the finalization of '" + out.target +
+                          "' is written " + out.target + "[" +
+                          query.ranges[0].var + "] = e");
+      // It reads the row's reduced value and the row's index only.
+      SmallVector<const Expr *> pending = {out.finalize.get()};
+      while (!pending.empty()) {
+        const Expr *e = pending.pop_back_val();
+        if (e->kind == Expr::Access) {
+          if (e->name != out.target || e->operands.size() != 1 ||
+              !isAxis(*e->operands[0], 0))
+            return failAt(e->at, "the finalization of '" + out.target +
+                                     "' reads only " + out.target + "[" +
+                                     query.ranges[0].var + "] and " +
+                                     query.ranges[0].var + ", not '" +
+                                     e->name + "[...]'");
+          continue;
+        }
+        for (const ExprPtr &operand : e->operands)
+          pending.push_back(operand.get());
+      }
+    }
+  }
+  if (out.kind == OutputStmt::PerKey) {
+    if (failed(recordKey(*out.subscripts[0], 2)))
+      return nullptr;
+    if (!isAxis(*out.subscripts[1], 0) || !isAxis(*out.subscripts[2], 1))
+      return failAt(out.subscripts[1]->at,
+                    "a matrix per key is indexed by its key, then the two "
+                    "spatial axes: " + out.target + "[" +
+                        out.subscripts[0]->name + "[" + query.ranges[2].var +
+                        "], " + query.ranges[0].var + ", " +
+                        query.ranges[1].var + "]");
+    if (out.value->kind != Expr::Name || out.value->name != query.acc)
+      return failAt(out.value->at,
+                    "a matrix per key adds the accumulator '" + query.acc +
+                        "' of each key's steps as it is: write " +
+                        out.target + "[...] += " + query.acc +
+                        " (compute inside the reduction)");
+    if (out.aggregate != query.accumulate)
+      return failAt(out.at, std::string("a matrix per key combines with the "
+                                        "accumulator's combination (") +
+                                stringifyCombiner(query.accumulate) +
+                                "), not " +
+                                stringifyCombiner(out.aggregate));
+    if (query.when)
+      return failAt(query.when->at, "a matrix per key takes every pair: no "
+                                    "'when'");
+  }
   if (out.kind == OutputStmt::Dense)
     for (unsigned d = 0; d < 2; ++d) {
       const Expr &s = *out.subscripts[d];
@@ -1205,6 +1392,11 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   if (!(initConstant = constantOf(*query.init)))
     return failAt(query.init->at, "the accumulator's initial value "
                                         "must be a constant");
+  if (out.kind == OutputStmt::PerKey && query.accumulate != Combiner::custom &&
+      cast<FloatAttr>(getCombinerIdentity(query.accumulate, b.getF64Type()))
+              .getValueAsDouble() != *initConstant)
+    return failAt(query.init->at, "a matrix per key starts every key's "
+                                  "reduction at the accumulator's identity");
 
   // Element types.
   bool anyF64 = false;
@@ -1229,6 +1421,13 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   FailureOr<Type> valueType = typeNamed(out.at, out.target, floatType);
   if (failed(valueType))
     return nullptr;
+  if (out.kind == OutputStmt::PerKey && *valueType != floatType) {
+    std::string computed, given;
+    llvm::raw_string_ostream(computed) << floatType;
+    llvm::raw_string_ostream(given) << *valueType;
+    return failAt(out.at, "the matrices per key hold the accumulator's type " +
+                              computed + ", not " + given);
+  }
 
   // The function: inputs and keys in order of appearance, then outputs.
   Location loc = report.loc(query.ranges[0].at);
@@ -1240,11 +1439,15 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   for (const std::string &name : order) {
     ArrayInfo &info = arrays.at(name);
     SmallVector<int64_t> shape;
-    // A gathered subscript is a table of its own size.
-    for (auto [d, axis] : llvm::enumerate(info.axes))
-      shape.push_back(d < info.gathers.size() && !info.gathers[d].empty()
-                          ? ShapedType::kDynamic
-                          : dimOf(axis));
+    // A gathered subscript is a table of its own size; a dimension that
+    // uses read along different axes has its size checked when run.
+    for (auto [d, axis] : llvm::enumerate(info.axes)) {
+      bool free = d < info.gathers.size() && !info.gathers[d].empty();
+      for (const Use &use : info.uses)
+        free |= use.axes[d] != axis ||
+                (d < use.gathers.size() && !use.gathers[d].empty());
+      shape.push_back(free ? ShapedType::kDynamic : dimOf(axis));
+    }
     info.argNumber = argTypes.size();
     argTypes.push_back(MemRefType::get(shape, info.elementType));
     argNames.push_back(name);
@@ -1264,6 +1467,12 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   }
   case OutputStmt::Aggregate:
     addOutput(t, {dyn, dyn}, *valueType);
+    break;
+  case OutputStmt::Reduce:
+    addOutput(t, {dimOf(0)}, *valueType);
+    break;
+  case OutputStmt::PerKey:
+    addOutput(t, {dyn, dimOf(0), dimOf(1)}, *valueType);
     break;
   case OutputStmt::Select:
     addOutput(t + "_rows", {dyn}, b.getI32Type());
@@ -1291,27 +1500,31 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 
-  SmallVector<StringRef> inputNames;
+  // One task input per use of an array, named by its use key.
+  SmallVector<std::string> inputNames;
   for (const std::string &name : order) {
     const ArrayInfo &info = arrays.at(name);
-    if ((info.isKey || info.isGather) && !info.isInput)
+    if (!info.isInput)
       continue;
-    for (auto [d, gather] : llvm::enumerate(info.gathers))
-      if (!gather.empty()) {
-        gathers.push_back(body->getArgument(arrays.at(gather).argNumber));
-        gathered.push_back(b.getI64ArrayAttr(
-            {static_cast<int64_t>(inputs.size()), static_cast<int64_t>(d)}));
-      }
-    inputs.push_back(body->getArgument(info.argNumber));
-    inputNames.push_back(name);
-    SmallVector<AffineExpr> results;
-    for (unsigned axis : info.axes)
-      results.push_back(b.getAffineDimExpr(axis));
-    maps.push_back(AffineMapAttr::get(AffineMap::get(3, 0, results, context)));
+    for (const Use &use : info.uses) {
+      for (auto [d, gather] : llvm::enumerate(use.gathers))
+        if (!gather.empty()) {
+          gathers.push_back(body->getArgument(arrays.at(gather).argNumber));
+          gathered.push_back(b.getI64ArrayAttr(
+              {static_cast<int64_t>(inputs.size()), static_cast<int64_t>(d)}));
+        }
+      inputs.push_back(body->getArgument(info.argNumber));
+      inputNames.push_back(useKey(name, use));
+      SmallVector<AffineExpr> results;
+      for (unsigned axis : use.axes)
+        results.push_back(b.getAffineDimExpr(axis));
+      maps.push_back(
+          AffineMapAttr::get(AffineMap::get(3, 0, results, context)));
+    }
   }
   if (inputs.empty() || llvm::none_of(order, [&](const std::string &name) {
         const ArrayInfo &info = arrays.at(name);
-        return info.isInput && llvm::is_contained(info.axes, 2u);
+        return info.isInput && info.indexes(2);
       }))
     return failAt(query.ranges[2].at,
                         "no array is indexed by the reduction axis '" +
@@ -1320,24 +1533,33 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     for (unsigned axis = 0; axis < 2; ++axis)
       keys[axis] = body->getArgument(
           arrays.at(out.subscripts[axis]->name).argNumber);
+  else if (out.kind == OutputStmt::PerKey)
+    keys = {body->getArgument(arrays.at(out.subscripts[0]->name).argNumber)};
   else
     keys.clear();
   SmallVector<Value> outputs;
   for (unsigned n = order.size(); n < argTypes.size(); ++n)
     outputs.push_back(body->getArgument(n));
+  // The outputs that give an axis its extent: dense (i, j), reduce (i),
+  // per key (i, j).
+  auto outputIndexes = [&](unsigned axis) {
+    return out.kind == OutputStmt::Dense || out.kind == OutputStmt::PerKey ||
+           (out.kind == OutputStmt::Reduce && axis == 0);
+  };
   for (unsigned axis = 0; axis < 2; ++axis)
-    if (out.kind != OutputStmt::Dense &&
+    if (!outputIndexes(axis) &&
         llvm::none_of(order, [&](const std::string &name) {
-          return llvm::is_contained(arrays.at(name).axes, axis);
+          return arrays.at(name).indexes(axis);
         }))
       return failAt(query.ranges[axis].at,
                           "no array is indexed by the spatial axis '" +
                               query.ranges[axis].var +
                               "', so its extent is unknown");
 
-  static const OutputKind kKinds[] = {OutputKind::dense, OutputKind::aggregate,
-                                      OutputKind::select, OutputKind::top_k,
-                                      OutputKind::distinct};
+  static const OutputKind kKinds[] = {
+      OutputKind::dense,    OutputKind::aggregate, OutputKind::select,
+      OutputKind::top_k,    OutputKind::distinct,  OutputKind::reduce,
+      OutputKind::per_key};
   auto task = TaskOp::create(
       b, loc, inputs, keys, outputs, gathers, b.getArrayAttr(maps),
       CombinerAttr::get(context, query.accumulate),
@@ -1350,7 +1572,8 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     task.setIdentityAttr(b.getFloatAttr(floatType, *initConstant));
     task.setAssociative(true);
   }
-  if (out.kind == OutputStmt::Aggregate && out.aggregate != Combiner::add)
+  if ((out.kind == OutputStmt::Aggregate || out.kind == OutputStmt::Reduce) &&
+      out.aggregate != Combiner::add)
     task.setAggregateAttr(CombinerAttr::get(context, out.aggregate));
   if (out.kind == OutputStmt::Top) {
     task.setKAttr(b.getI64IntegerAttr(out.k));
@@ -1427,10 +1650,14 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     if (!finish(v, report.loc(query.when->at)))
       return nullptr;
   }
-  // project: needed unless the value is the plain accumulator.
+  // project: needed unless the value is the plain accumulator. A reduce
+  // output's row values combine in the computation's type; finalize rounds
+  // them to the stored type.
   Location valueLoc = report.loc(out.value->at);
+  Type projected =
+      out.kind == OutputStmt::Reduce ? floatType : Type(*valueType);
   bool plain = out.value->kind == Expr::Name && out.value->name == query.acc &&
-               *valueType == floatType && startsFromIdentity();
+               projected == floatType && startsFromIdentity();
   if (!plain) {
     SmallVector<Type> types = {floatType};
     llvm::append_range(types, pairTypes);
@@ -1441,8 +1668,25 @@ OwningOpRef<ModuleOp> QueryBuilder::build() {
     env.names[query.acc] = foldedAccumulator(block->getArgument(0), valueLoc);
     FailureOr<Value> v = emit(*out.value, env);
     if (succeeded(v))
-      v = convertTo(*v, *valueType, valueLoc);
+      v = convertTo(*v, projected, valueLoc);
     if (!finish(v, valueLoc))
+      return nullptr;
+  }
+  // finalize
+  if (out.kind == OutputStmt::Reduce &&
+      (out.finalize || *valueType != floatType)) {
+    Block *block = newBlock(task.getFinalize(), {floatType, indexType});
+    Env env;
+    env.region = "finalization";
+    env.names[query.ranges[0].var] = block->getArgument(1);
+    env.arrays[out.target + "[" + query.ranges[0].var + "]"] =
+        block->getArgument(0);
+    Location at = report.loc(out.finalize ? out.finalize->at : out.at);
+    FailureOr<Value> v = out.finalize ? emit(*out.finalize, env)
+                                      : FailureOr<Value>(block->getArgument(0));
+    if (succeeded(v))
+      v = convertTo(*v, *valueType, at);
+    if (!finish(v, at))
       return nullptr;
   }
   // predicate
