@@ -565,9 +565,16 @@ def gram(kernel, X, Y=None, group=None):
             out[rank::group.world] = part
         return out
 
+    import time
     k, iterations = kernel.partial(X, Y, select, orders)
+    start = time.perf_counter()
     values, counts = (a.contiguous() if isinstance(a, torch.Tensor)
                       else torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))
     group.all_reduce_sum(values)
     group.all_reduce_sum(counts)
-    return kernel.finish(values, counts)
+    summed = time.perf_counter()
+    result = kernel.finish(values, counts)
+    # (GPU kernels: the seconds of each step on this rank.)
+    if isinstance(getattr(kernel, "timings", None), dict):
+        kernel.timings.update(reduce=summed - start, finish=time.perf_counter() - summed)
+    return result

@@ -450,22 +450,38 @@ def rcm_order(g):
     node of least degree in each connected component, neighbours by
     increasing degree, reversed (bandwidth reduction: fewer, denser
     octiles)."""
-    a = g.adjacency > 0
+    return _rcm(g.adjacency > 0)
+
+
+def _rcm(a):
+    """rcm_order of the graph of boolean adjacency `a`."""
+    n = len(a)
     degree = a.sum(1)
-    seen = np.zeros(g.num_nodes, dtype=bool)
+    # Starts by increasing degree; each node's neighbours by increasing
+    # degree (ties by index), so a visit appends its unseen ones in order.
+    rank = np.argsort(degree, kind="stable")
+    position = np.empty(n, np.int64)
+    position[rank] = np.arange(n)
+    src, dst = np.nonzero(a)
+    by = np.lexsort((position[dst], src))
+    neighbours = dst[by].tolist()
+    first = np.searchsorted(src[by], np.arange(n + 1)).tolist()
+    seen = [False] * n
     order = []
-    for start in np.argsort(degree, kind="stable"):
+    for start in rank.tolist():
         if seen[start]:
             continue
         seen[start] = True
-        queue = [int(start)]
-        while queue:
-            node = queue.pop(0)
-            order.append(node)
-            neighbours = np.nonzero(a[node] & ~seen)[0]
-            neighbours = neighbours[np.argsort(degree[neighbours], kind="stable")]
-            seen[neighbours] = True
-            queue.extend(int(v) for v in neighbours)
+        head = len(order)
+        order.append(start)
+        # Breadth first: `order` is the queue.
+        while head < len(order):
+            node = order[head]
+            head += 1
+            for v in neighbours[first[node]:first[node + 1]]:
+                if not seen[v]:
+                    seen[v] = True
+                    order.append(v)
     return np.array(order[::-1], dtype=np.int64)
 
 
@@ -475,8 +491,27 @@ def _tile_count(n, i, j, part):
     if not len(i):
         return 0
     parts = -(-n // OCTILE)
-    pi, pj = part[np.r_[i, j]], part[np.r_[j, i]]
+    pi, pj = part[np.concatenate((i, j))], part[np.concatenate((j, i))]
     return len(np.unique(pi * parts + pj))
+
+
+_PYMETIS = []
+
+
+def _pymetis():
+    """The pymetis module, imported once (a failed import is not cached by
+    Python: trying it for every graph cost more than ordering them)."""
+    if not _PYMETIS:
+        try:
+            import pymetis
+        except ImportError as error:
+            _PYMETIS.append(error)
+        else:
+            _PYMETIS.append(pymetis)
+    if isinstance(_PYMETIS[0], ImportError):
+        raise ImportError("the partition-based order (order='pbr') partitions with "
+                          "METIS through pymetis (pip install pymetis)") from _PYMETIS[0]
+    return _PYMETIS[0]
 
 
 def _pbr(n, i, j, seed=0):
@@ -484,11 +519,7 @@ def _pbr(n, i, j, seed=0):
     parts = -(-n // OCTILE)
     if parts <= 1 or not len(i):
         return np.arange(n)
-    try:
-        import pymetis
-    except ImportError as error:
-        raise ImportError("the partition-based order (order='pbr') partitions with "
-                          "METIS through pymetis (pip install pymetis)") from error
+    pymetis = _pymetis()
     # The adjacency (both directions, no self-loops) in CSR form, each
     # node's neighbours in the order of the edges: METIS's input and the
     # balancing's.
@@ -655,16 +686,31 @@ def _feature_names(kernel, graphs, where):
     return list(next(iter(names)))
 
 
-def _label_column(values, name, where, index):
-    """Labels as float32, refused when they are not finite numbers."""
+def _label_numbers(values, name, where, index):
+    """Labels as float64, refused when they are not numbers."""
     try:
-        column = np.asarray(values, dtype=np.float64)
+        return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"graph {index}: {where} label '{name}' holds values that are not "
                         "numbers (map categories to integers first)") from None
-    if not np.all(np.isfinite(column)):
-        raise ValueError(f"graph {index}: {where} label '{name}' holds NaN or infinite values")
-    return column.astype(np.float32)
+
+
+def _label_columns(columns, names, where, counts):
+    """The labels of every graph as float32 [rows, features], refused (naming
+    the first graph) when one is not a finite number; `columns[name]` holds
+    each graph's labels, `counts` each graph's rows."""
+    if not names:
+        return np.zeros((int(np.sum(counts)), 0), np.float32)
+    out = []
+    for name in names:
+        column = np.concatenate(columns[name]) if columns[name] else np.zeros(0)
+        bad = np.flatnonzero(~np.isfinite(column))
+        if len(bad):
+            index = int(np.searchsorted(np.cumsum(counts), bad[0], side="right"))
+            raise ValueError(f"graph {index}: {where} label '{name}' holds NaN or infinite "
+                             "values")
+        out.append(column.astype(np.float32))
+    return np.stack(out, 1)
 
 
 def pack(graphs, node_features=(), edge_features=()):
@@ -678,9 +724,9 @@ def pack(graphs, node_features=(), edge_features=()):
     graphs = list(graphs)
     if not graphs:
         raise ValueError("the dataset holds no graph")
-    nodes, edges, ends, weights = [], [], [], []
-    node_labels, edge_labels = [], []
-    first_node = first_edge = 0
+    node_counts, edge_counts, ends_i, ends_j, weights = [], [], [], [], []
+    node_columns = {f: [] for f in node_features}
+    edge_columns = {f: [] for f in edge_features}
     for index, g in enumerate(graphs):
         if not isinstance(g, LabeledGraph):
             raise TypeError(f"graph {index} is a {type(g).__name__}, not a LabeledGraph "
@@ -690,30 +736,33 @@ def pack(graphs, node_features=(), edge_features=()):
             raise ValueError(f"graph {index} has no node; the marginalized kernel needs at "
                              "least one")
         i, j = np.nonzero(np.triu(g.adjacency, 1))
-        nodes.append((first_node, n))
-        edges.append((first_edge, len(i)))
-        ends.append(np.stack([i, j], 1))
+        node_counts.append(n)
+        edge_counts.append(len(i))
+        ends_i.append(i)
+        ends_j.append(j)
         weights.append(g.adjacency[i, j])
         for name in node_features:
             if name not in g.node_labels:
                 raise KeyError(f"graph {index} has no node label '{name}'")
+            node_columns[name].append(_label_numbers(g.node_labels[name], name, "node", index))
         for name in edge_features:
             if name not in g.edge_labels:
                 raise KeyError(f"graph {index} has no edge label '{name}'")
-        node_labels.append(np.stack([_label_column(g.node_labels[f], f, "node", index)
-                                     for f in node_features], 1) if node_features
-                           else np.zeros((n, 0), np.float32))
-        edge_labels.append(np.stack([_label_column(g.edge_labels[f][i, j], f, "edge", index)
-                                     for f in edge_features], 1) if edge_features
-                           else np.zeros((len(i), 0), np.float32))
-        first_node += n
-        first_edge += len(i)
-    return {"nodes": np.asarray(nodes, np.int32).reshape(-1, 2),
-            "node_labels": np.concatenate(node_labels).astype(np.float32),
-            "edges": np.asarray(edges, np.int32).reshape(-1, 2),
-            "ends": np.concatenate(ends).astype(np.int32).reshape(-1, 2),
+            edge_columns[name].append(_label_numbers(g.edge_labels[name][i, j], name, "edge",
+                                                     index))
+    node_counts = np.asarray(node_counts, np.int64)
+    edge_counts = np.asarray(edge_counts, np.int64)
+
+    def starts_and_counts(counts):
+        return np.stack([np.cumsum(counts) - counts, counts], 1).astype(np.int32).reshape(-1, 2)
+
+    return {"nodes": starts_and_counts(node_counts),
+            "node_labels": _label_columns(node_columns, node_features, "node", node_counts),
+            "edges": starts_and_counts(edge_counts),
+            "ends": np.stack([np.concatenate(ends_i), np.concatenate(ends_j)],
+                             1).astype(np.int32).reshape(-1, 2),
             "weights": np.concatenate(weights).astype(np.float32),
-            "edge_labels": np.concatenate(edge_labels).astype(np.float32)}
+            "edge_labels": _label_columns(edge_columns, edge_features, "edge", edge_counts)}
 
 
 def unpack(packed, node_features=(), edge_features=()):
@@ -743,9 +792,9 @@ def _graph_order(n, i, j, order):
         return np.arange(n)
     if order == "pbr":
         return _pbr(n, i, j)
-    a = np.zeros((n, n))
-    a[i, j] = a[j, i] = 1
-    rcm = rcm_order(LabeledGraph(a))
+    a = np.zeros((n, n), bool)
+    a[i, j] = a[j, i] = True
+    rcm = _rcm(a)
     if order == "rcm":
         return rcm
     def tiles(o):
@@ -1502,8 +1551,13 @@ class MarginalizedGraphKernel:
         """The result of one or several partial() parts summed (NumPy
         arrays or tensors)."""
         if hasattr(k, "cpu"):
-            k, iterations = k.cpu().numpy(), iterations.cpu().numpy()
-        failed = [tuple(map(int, p)) for p in np.argwhere(iterations <= 0)]
+            # The failures found where the counts are; only the values copied.
+            import torch
+            failed = torch.nonzero(iterations <= 0).cpu().numpy()
+            k = k.cpu().numpy()
+        else:
+            failed = np.argwhere(np.asarray(iterations) <= 0)
+        failed = [tuple(map(int, p)) for p in failed]
         return self._finish(np.asarray(k, np.float64), failed)
 
     @staticmethod
@@ -1585,7 +1639,12 @@ class MarginalizedGraphKernel:
 
     def _gpu(self, X, Y, nodal=False):
         if not nodal:
-            return self.finish(*self._gpu_partial(X, Y, None))
+            import time
+            k, iterations = self._gpu_partial(X, Y, None)
+            start = time.perf_counter()
+            result = self.finish(k, iterations)
+            self.timings["finish"] = time.perf_counter() - start
+            return result
         bundle, program, packed_x, packed_y = self._program(X, Y, nodal)
         return self.finish(*run_gram(bundle, packed_x, packed_y, device=self._device(),
                                      program=program))
@@ -1594,18 +1653,20 @@ class MarginalizedGraphKernel:
         """partial() on the GPU: (k, iterations) as PyTorch tensors on the
         kernel's device, the pair schedule made there
         (pair_schedule_tensor); `self.timings` holds the seconds of the
-        host's preparation (node orders, octiles, schedule) and of the
-        solve."""
+        preparation ("prepare": "pack", node orders and "octiles",
+        "schedule", "arguments") and of the "solve"."""
         import time
         import torch
         start = time.perf_counter()
         device = self._device()
         bundle, program, packed_x, packed_y = self._program(X, Y, False)
+        packed = time.perf_counter()
         arrays = gram_inputs(packed_x, packed_y)
         name, fields = schedule_parameter(bundle)
         work, work_fields = schedule_parameter(bundle, "solver_workspace")
         # The octiles on the host, the schedule and the workspace below.
         derived = derived_arrays(bundle, arrays, orders, functions={"octiles"})
+        tiled = time.perf_counter()
         given = {**arrays, **derived}
         symmetric = fields["symmetric"] == "true"
         pairs = pair_schedule_tensor(given[fields["x_nodes"]], given[fields["x_tiles"]],
@@ -1622,6 +1683,7 @@ class MarginalizedGraphKernel:
         derived[work] = workspace_size_tensor(
             part, given[fields["x_nodes"]], None if symmetric else given[fields["y_nodes"]],
             int(work_fields["blocks"]), int(work_fields["vectors"]))
+        scheduled = time.perf_counter()
         tensors = gram_arguments(bundle, packed_x, packed_y, device, given=derived)
         prepared = time.perf_counter()
         results = program(**tensors)
@@ -1639,7 +1701,10 @@ class MarginalizedGraphKernel:
         k = torch.where(written, k, zero)
         iterations = torch.where(written, iterations, torch.zeros_like(iterations))
         torch.cuda.synchronize(k.device)
-        self.timings = {"prepare": prepared - start, "solve": time.perf_counter() - prepared}
+        self.timings = {"prepare": prepared - start, "pack": packed - start,
+                        "octiles": tiled - packed, "schedule": scheduled - tiled,
+                        "arguments": prepared - scheduled,
+                        "solve": time.perf_counter() - prepared}
         return k, iterations
 
     def _finish(self, k, failed):

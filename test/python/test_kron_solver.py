@@ -291,6 +291,7 @@ def test_datasets_of_the_benchmarks():
 def test_pbr_without_pymetis_says_what_is_missing(monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "pymetis", None)
+    monkeypatch.setattr(kron, "_PYMETIS", [])  # (the import is tried once per process)
     rng = np.random.default_rng(8)
     packed = kron.pack(dataset(rng, [20]), ["label"], ["length"])
     with pytest.raises(ImportError, match="pip install pymetis"):
@@ -353,6 +354,7 @@ def test_nodewise_bundle_returns_the_similarities():
 def test_auto_order_without_pymetis_weighs_the_other_orders(monkeypatch):
     import sys
     monkeypatch.setitem(sys.modules, "pymetis", None)
+    monkeypatch.setattr(kron, "_PYMETIS", [])
     monkeypatch.setattr(kron, "_warned", set())
     rng = np.random.default_rng(9)
     packed = kron.pack(dataset(rng, [20, 33]), ["label"], ["length"])
