@@ -534,14 +534,29 @@ def snake(count, world, like=None):
     return np.minimum(position, 2 * world - 1 - position)
 
 
+def blocks(group=None):
+    """A kge.kron `share` (pack_shared, octiles_shared) over the ranks of
+    `group`: each rank computes a block of consecutive graphs (rank r the
+    r-th of `world` nearly equal ones), all gather the blocks, in order;
+    collective."""
+    group = _default_group(group)
+
+    def share(compute, count):
+        start, stop = count * group.rank // group.world, count * (group.rank + 1) // group.world
+        parts = group.all_gather_object(compute(start, stop) if stop > start else None)
+        return [part for part in parts if part is not None]
+    return share
+
+
 def gram(kernel, X, Y=None, group=None):
     """kernel(X, Y) (a kge.kron.MarginalizedGraphKernel, not node-wise)
     computed by the ranks of `group` (default: torch.distributed's) together
     and returned on every rank; collective. Each rank solves the pairs
     dealt to it by cost (in snake order down the schedule, which is sorted
     by cost) on its device (the kernel's: NCCL ranks use their
-    GPU) and, when normalizing, the self-kernels too; the entries are summed
-    across ranks, each written by exactly one: the matrix is the one-device
+    GPU) and, when normalizing, the self-kernels too (on GPUs, the
+    datasets are packed and tiled a block of graphs per rank, and
+    gathered); the entries are summed across ranks, each written by exactly one: the matrix is the one-device
     one, bit for bit. Pairs that do not converge are reported as the kernel
     reports them, on every rank."""
     import torch
@@ -556,17 +571,8 @@ def gram(kernel, X, Y=None, group=None):
         needed = owned | (kind != 0) | ((a == b) & (Y is None)) if kernel.normalize else owned
         return owned, needed
 
-    def orders(nodes, edges, ends, order):
-        # Each rank orders every world-th graph's nodes; all gather them.
-        mine = list(range(group.rank, len(nodes), group.world))
-        parts = group.all_gather_object(kron.graph_orders(nodes, edges, ends, order, mine))
-        out = [None] * len(nodes)
-        for rank, part in enumerate(parts):
-            out[rank::group.world] = part
-        return out
-
     import time
-    k, iterations = kernel.partial(X, Y, select, orders)
+    k, iterations = kernel.partial(X, Y, select, blocks(group))
     start = time.perf_counter()
     values, counts = (a.contiguous() if isinstance(a, torch.Tensor)
                       else torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))

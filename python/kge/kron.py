@@ -822,19 +822,92 @@ def _warn_once(message):
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def graph_orders(nodes, edges, ends, order="auto", graphs=None):
-    """The node order (_graph_order) of each graph of a packed dataset in
-    `graphs` (default: all): the per-graph work of octile_parts, which
-    callers may share out (kge.distributed.gram)."""
+def graph_orders(nodes, edges, ends, order="auto"):
+    """The node order (_graph_order) of each graph of a packed dataset: the
+    per-graph work of octile_parts."""
     nodes, edges = np.asarray(nodes, np.int64), np.asarray(edges, np.int64)
     ends = np.asarray(ends, np.int64)
-    graphs = range(len(nodes)) if graphs is None else graphs
     return [_graph_order(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
-                         ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1], order) for g in graphs]
+                         ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1], order)
+            for g in range(len(nodes))]
 
 
-def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto",
-                 orders=None):
+# Sharing the per-graph preparation out (kge.distributed.gram): a `share`
+# callable takes compute(start, stop), the work of graphs [start, stop), and
+# the number of graphs, and returns the results of contiguous blocks that
+# cover them, in order (the default: one block, computed here). Packed
+# datasets and octiles of consecutive blocks concatenate into those of the
+# whole dataset, equal to computing them at once.
+
+def _one_block(compute, count):
+    return [compute(0, count)]
+
+
+def packed_slice(packed, start, stop):
+    """Graphs [start, stop) of a packed dataset (start < stop), as pack()
+    gives them on their own."""
+    nodes = np.asarray(packed["nodes"], np.int64)
+    edges = np.asarray(packed["edges"], np.int64)
+    n0, n1 = nodes[start, 0], nodes[stop - 1].sum()
+    e0, e1 = edges[start, 0], edges[stop - 1].sum()
+    return {"nodes": (nodes[start:stop] - [n0, 0]).astype(np.int32),
+            "node_labels": np.asarray(packed["node_labels"])[n0:n1],
+            "edges": (edges[start:stop] - [e0, 0]).astype(np.int32),
+            "ends": np.asarray(packed["ends"])[e0:e1],
+            "weights": np.asarray(packed["weights"])[e0:e1],
+            "edge_labels": np.asarray(packed["edge_labels"])[e0:e1]}
+
+
+def _offsets(parts, key):
+    return np.cumsum([0] + [len(p[key]) for p in parts[:-1]])
+
+
+def concat_packed(parts):
+    """The packed dataset of consecutive blocks of graphs, each packed."""
+    nodes, edges = _offsets(parts, "node_labels"), _offsets(parts, "weights")
+    out = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    out["nodes"] = np.concatenate([p["nodes"] + [n, 0] for p, n in zip(parts, nodes)]
+                                  ).astype(np.int32)
+    out["edges"] = np.concatenate([p["edges"] + [e, 0] for p, e in zip(parts, edges)]
+                                  ).astype(np.int32)
+    return out
+
+
+def concat_octiles(parts):
+    """octile_parts of consecutive blocks of graphs, each tiled on its own,
+    as one dataset's."""
+    nodes, tiles = _offsets(parts, "node_labels"), _offsets(parts, "coords")
+    nonzeros = _offsets(parts, "weights")
+    out = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    out["rows"] = np.concatenate([p["rows"] + n for p, n in zip(parts, nodes)]).astype(np.int32)
+    out["tiles"] = np.concatenate([p["tiles"] + [t, 0] for p, t in zip(parts, tiles)]
+                                  ).astype(np.int32)
+    out["offsets"] = np.concatenate([p["offsets"] + z for p, z in zip(parts, nonzeros)]
+                                    ).astype(np.int32)
+    return out
+
+
+def pack_shared(graphs, node_features=(), edge_features=(), share=None):
+    """pack(), its blocks of graphs computed by `share` (see _one_block)."""
+    graphs = list(graphs)
+    if share is None or len(graphs) < 2:
+        return pack(graphs, node_features, edge_features)
+    return concat_packed(share(lambda a, b: pack(graphs[a:b], node_features, edge_features),
+                               len(graphs)))
+
+
+def octiles_shared(nodes, node_labels, edges, ends, weights, edge_labels, order="auto",
+                   share=None):
+    """octile_parts(), its blocks of graphs computed by `share`."""
+    packed = {"nodes": nodes, "node_labels": node_labels, "edges": edges, "ends": ends,
+              "weights": weights, "edge_labels": edge_labels}
+    if share is None or len(nodes) < 2:
+        return octile_parts(**packed, order=order)
+    return concat_octiles(share(lambda a, b: octile_parts(**packed_slice(packed, a, b),
+                                                          order=order), len(nodes)))
+
+
+def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="auto"):
     """kron-octile-tiling's derived parameters of a packed dataset: each
     graph's nodes in `order` (natural, rcm, pbr, or auto: per graph the
     one with the fewest tiles), its adjacency as non-empty 8 x 8 tiles (both directions
@@ -842,8 +915,7 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     in bit order. A dict of `node_labels`, `degrees` and `rows` (the
     node's row in the packed order) per node (tiled order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
     column), `bitmaps` (int64), `offsets` (first non-zero) per tile, and
-    `weights`, `edge_labels` per non-zero. `orders`: each graph's node
-    order, computed already (graph_orders)."""
+    `weights`, `edge_labels` per non-zero."""
     if order not in ORDERS:
         raise ValueError(f"the node order is 'natural', 'rcm', 'pbr' or 'auto', not {order!r}")
     nodes = np.asarray(nodes, np.int64)
@@ -853,11 +925,7 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     node_labels = np.asarray(node_labels, np.float32)
     position = np.empty(len(node_labels), np.int64)
     graph_of_edge = np.repeat(np.arange(len(edges)), np.asarray(edges)[:, 1])
-    if orders is None:
-        orders = graph_orders(nodes, edges, ends, order)
-    if len(orders) != len(nodes):
-        raise ValueError(f"{len(orders)} node orders for {len(nodes)} graphs")
-    for (first, n), o in zip(nodes, orders):
+    for (first, n), o in zip(nodes, graph_orders(nodes, edges, ends, order)):
         position[first + np.asarray(o, np.int64)] = np.arange(n)
     base = nodes[graph_of_edge, 0]
     # Both directions of every edge, as (graph, tile row, tile column, bit).
@@ -1248,16 +1316,15 @@ def compile_gram(node_kernel, edge_kernel, node_features, edge_features, q=0.05,
                           "solver": options}, build, cache, cubin=cubin)
 
 
-def derived_arrays(bundle, arrays, orders=None, functions=None):
+def derived_arrays(bundle, arrays, share=None, functions=None):
     """The parameters of `bundle` that the caller derives (the manifest's
     `derived`: kron-octile-tiling's octiles, convert-kron-to-gpu's pair
     schedule), computed from `arrays` (the packed datasets by parameter
     name), and the workspace's length under "workspace" (allocated on the
-    device by the caller). `orders(nodes, edges, ends, order)`: each graph's
-    node order (default graph_orders; a caller may share the work out).
-    `functions`: only the parameters derived by these (e.g. {"octiles"})."""
+    device by the caller). `share`: how the octiles' per-graph work is
+    shared out (octiles_shared). `functions`: only the parameters derived by
+    these (e.g. {"octiles"})."""
     derived = bundle.manifest.get("derived", {})
-    orders = orders or graph_orders
     out, computed = {}, {}
     for param in bundle.params:
         name = param["name"]
@@ -1276,10 +1343,8 @@ def derived_arrays(bundle, arrays, orders=None, functions=None):
                                f"missing {', '.join(missing)}")
             key = (sources, fields["order"])
             if key not in computed:
-                nodes, labels, edges, ends, weights, edge_labels = (given[s] for s in sources)
-                computed[key] = octile_parts(
-                    nodes, labels, edges, ends, weights, edge_labels, order=fields["order"],
-                    orders=orders(nodes, edges, ends, fields["order"]))
+                computed[key] = octiles_shared(*(given[s] for s in sources),
+                                               order=fields["order"], share=share)
             out[name] = computed[key][fields["part"]]
         elif function == "pair_schedule":
             symmetric = fields["symmetric"] == "true"
@@ -1532,7 +1597,7 @@ class MarginalizedGraphKernel:
                               None if Y is None else edges[1], self.normalize)
         return pairs.astype(np.int64)
 
-    def partial(self, X, Y, select, orders=None):
+    def partial(self, X, Y, select, share=None):
         """The Gram entries of some pairs: `select(kind, a, b)` of the
         schedule's rows (pair_schedule's, dearest first; NumPy arrays, or
         tensors on the GPU) gives (owned, needed) — the entries to return
@@ -1541,11 +1606,12 @@ class MarginalizedGraphKernel:
         owned entries (X against itself: both triangles) and zeros
         elsewhere; iterations <= 0 mark pairs that did not converge (the
         CPU's: 1 or -1). finish() turns a sum of such parts into the
-        kernel's result (kge.distributed.gram). `orders`: as derived_arrays'
-        (the GPU's octile orders)."""
+        kernel's result (kge.distributed.gram). `share`: how the GPU's
+        per-graph preparation (packing, node orders, octiles) is shared out
+        (pack_shared, octiles_shared)."""
         if self._device() == "cpu":
             return self._cpu_partial(X, Y, select)
-        return self._gpu_partial(X, Y, select, orders)
+        return self._gpu_partial(X, Y, select, share)
 
     def finish(self, k, iterations):
         """The result of one or several partial() parts summed (NumPy
@@ -1625,7 +1691,7 @@ class MarginalizedGraphKernel:
                     s[starts_x[b]:starts_x[b + 1], starts_y[a]:starts_y[a + 1]] = x.T
         return self._finish(s, failed)
 
-    def _program(self, X, Y, nodal):
+    def _program(self, X, Y, nodal, share=None):
         nodes = _feature_names(self.node_kernel, X + (Y or []), "node")
         edges = _feature_names(self.edge_kernel, X + (Y or []), "edge")
         key = (tuple(nodes), tuple(edges), Y is None, nodal)
@@ -1635,7 +1701,8 @@ class MarginalizedGraphKernel:
                                   degrees=self.degrees, nodal=nodal)
             self._programs[key] = (bundle, bundle.load())
         bundle, program = self._programs[key]
-        return bundle, program, pack(X, nodes, edges), None if Y is None else pack(Y, nodes, edges)
+        return (bundle, program, pack_shared(X, nodes, edges, share),
+                None if Y is None else pack_shared(Y, nodes, edges, share))
 
     def _gpu(self, X, Y, nodal=False):
         if not nodal:
@@ -1649,7 +1716,7 @@ class MarginalizedGraphKernel:
         return self.finish(*run_gram(bundle, packed_x, packed_y, device=self._device(),
                                      program=program))
 
-    def _gpu_partial(self, X, Y, select, orders=None):
+    def _gpu_partial(self, X, Y, select, share=None):
         """partial() on the GPU: (k, iterations) as PyTorch tensors on the
         kernel's device, the pair schedule made there
         (pair_schedule_tensor); `self.timings` holds the seconds of the
@@ -1659,13 +1726,13 @@ class MarginalizedGraphKernel:
         import torch
         start = time.perf_counter()
         device = self._device()
-        bundle, program, packed_x, packed_y = self._program(X, Y, False)
+        bundle, program, packed_x, packed_y = self._program(X, Y, False, share)
         packed = time.perf_counter()
         arrays = gram_inputs(packed_x, packed_y)
         name, fields = schedule_parameter(bundle)
         work, work_fields = schedule_parameter(bundle, "solver_workspace")
         # The octiles on the host, the schedule and the workspace below.
-        derived = derived_arrays(bundle, arrays, orders, functions={"octiles"})
+        derived = derived_arrays(bundle, arrays, share, functions={"octiles"})
         tiled = time.perf_counter()
         given = {**arrays, **derived}
         symmetric = fields["symmetric"] == "true"

@@ -363,3 +363,50 @@ def test_auto_order_without_pymetis_weighs_the_other_orders(monkeypatch):
     natural = kron.octile_parts(**packed, order="natural")["tiles"][:, 1]
     rcm = kron.octile_parts(**packed, order="rcm")["tiles"][:, 1]
     np.testing.assert_array_equal(auto, np.minimum(natural, rcm))
+
+
+def blocks_of(world):
+    """A `share` that computes the blocks of `world` ranks here (empty
+    blocks skipped, as kge.distributed.gram's)."""
+    def share(compute, count):
+        bounds = [count * r // world for r in range(world + 1)]
+        return [compute(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return share
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 7, 12])
+@pytest.mark.parametrize("order", ["natural", "rcm", "auto"])
+def test_preparation_shared_by_blocks_equals_the_whole(world, order):
+    """Packing and tiling blocks of graphs (one per rank) and concatenating
+    them gives the arrays of the whole dataset, bit for bit: graphs without
+    edges, single nodes, more ranks than graphs."""
+    rng = np.random.default_rng(10 + world)
+    X = dataset(rng, [1, 9, 2, 17, 26, 1, 8, 33, 5])
+    whole = kron.pack(X, ["label"], ["length"])
+    shared = kron.pack_shared(X, ["label"], ["length"], share=blocks_of(world))
+    assert whole.keys() == shared.keys()
+    for key in whole:
+        assert whole[key].dtype == shared[key].dtype and np.array_equal(whole[key], shared[key])
+    tiles = kron.octile_parts(**whole, order=order)
+    shared_tiles = kron.octiles_shared(*(whole[k] for k in ("nodes", "node_labels", "edges",
+                                                            "ends", "weights", "edge_labels")),
+                                       order=order, share=blocks_of(world))
+    assert tiles.keys() == shared_tiles.keys()
+    for key in tiles:
+        assert tiles[key].dtype == shared_tiles[key].dtype, key
+        assert np.array_equal(tiles[key], shared_tiles[key]), key
+    # A block is a dataset of its own: pack's arrays of those graphs.
+    block = kron.packed_slice(whole, 2, 5)
+    alone = kron.pack(X[2:5], ["label"], ["length"])
+    for key in alone:
+        assert np.array_equal(block[key], alone[key]), key
+
+
+def test_derived_arrays_with_the_preparation_shared(compiled):
+    rng = np.random.default_rng(11)
+    packed = kron.pack(dataset(rng, [3, 8, 12, 30, 1]), ["label"], ["length"])
+    whole = kron.derived_arrays(compiled, dict(packed))
+    shared = kron.derived_arrays(compiled, dict(packed), share=blocks_of(3))
+    assert whole.keys() == shared.keys()
+    for key in whole:
+        assert np.array_equal(whole[key], shared[key]), key

@@ -64,10 +64,25 @@ def run(group, directory, epochs, die_after=None, resume=False):
     grams = [distributed.gram(gram_kernel(), X, group=group),
              distributed.gram(gram_kernel(False), X[:3], X[3:], group=group),
              distributed.gram(gram_kernel(), X[:3], X[3:], group=group)]
+    shared = shared_preparation_equal(X, group)
     if model is None:
         return None
     tables = {n: v.detach().cpu().numpy() for n, v in model.tables.items()}
-    return tables, t.log, grams
+    return tables, t.log, grams, shared
+
+
+def shared_preparation_equal(X, group):
+    """Whether the datasets packed and tiled a block per rank
+    (kge.distributed.blocks, the GPU Gram's preparation) equal them packed
+    and tiled here at once."""
+    from kge import distributed, kron
+    whole = kron.pack(X, ["label"], ["length"])
+    packed = kron.pack_shared(X, ["label"], ["length"], share=distributed.blocks(group))
+    args = [whole[k] for k in ("nodes", "node_labels", "edges", "ends", "weights", "edge_labels")]
+    tiles = kron.octile_parts(*args, order="auto")
+    shared = kron.octiles_shared(*args, order="auto", share=distributed.blocks(group))
+    return all(np.array_equal(whole[k], packed[k]) for k in whole) and \
+        all(np.array_equal(tiles[k], shared[k]) for k in tiles)
 
 
 def main():
@@ -83,9 +98,10 @@ def main():
     die = tuple(map(int, args.die_after.split(":"))) if args.die_after else None
     result = run(distributed.TorchGroup(), args.directory, args.epochs, die, args.resume)
     if rank == 0:
-        tables, log, grams = result
+        tables, log, grams, shared = result
         np.savez(args.out, **tables, **{f"gram{i}": g for i, g in enumerate(grams)})
-        args.out.with_suffix(".json").write_text(json.dumps({"world": world, "log": log}))
+        args.out.with_suffix(".json").write_text(json.dumps({"world": world, "log": log,
+                                                             "shared": shared}))
     # Leave together: gloo's threads torn down under a live group abort.
     import torch.distributed as dist
     dist.barrier()

@@ -165,11 +165,13 @@ def test_processes_equal_the_ranks_as_threads_of_one_process(tmp_path, one_threa
         assert rc == 0, err
     got = np.load(out)
     results = kd.ThreadGroup.run(2, lambda g: worker.run(g, tmp_path / "t", 2))
-    tables, log, grams = results[0]
+    tables, log, grams, shared = results[0]
     for name, value in tables.items():
         assert np.array_equal(got[name], value), name
-    logged = json.loads(out.with_suffix(".json").read_text())["log"]
-    assert [r["loss"] for r in logged] == [r["loss"] for r in log]
+    written = json.loads(out.with_suffix(".json").read_text())
+    assert [r["loss"] for r in written["log"]] == [r["loss"] for r in log]
+    # The GPU Gram's preparation by blocks of graphs, one per process.
+    assert written["shared"] is True and shared is True
     # Gram matrices: the same as the ranks as threads, and as one process.
     X = worker.gram_graphs()
     expected = [worker.gram_kernel()(X), worker.gram_kernel(False)(X[:3], X[3:]),
@@ -259,6 +261,15 @@ def test_a_non_finite_loss_on_one_rank_stops_every_rank(tmp_path):
 
     with pytest.raises(training.TrainingError, match=r"non-finite loss .*\(rank 1\)"):
         kd.ThreadGroup.run(2, run)
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 5, 9])
+def test_blocks_of_graphs_shared_by_the_ranks_equal_the_whole(world):
+    """kge.distributed.blocks: each rank packs and tiles its block of
+    graphs, all gather them; more ranks than graphs leave blocks empty."""
+    X = worker.gram_graphs()
+    assert len(X) < 9
+    assert all(kd.ThreadGroup.run(world, lambda g: worker.shared_preparation_equal(X, g)))
 
 
 @pytest.mark.parametrize("symmetric,normalize", [(True, False), (True, True), (False, False),
