@@ -165,6 +165,36 @@ class TrainJob:
         return result
 
 
+def copy_variants(shape, group):
+    """Seconds (the slowest rank's) of ways to bring a float32 matrix of
+    `shape` on each rank's GPU to a float64 NumPy array, all ranks at once."""
+    import torch
+    k = torch.rand(shape, device="cuda")
+    pinned = torch.empty(shape, dtype=torch.float32, pin_memory=True)
+    variants = {
+        "cpu, then float64 on the host": lambda: np.asarray(k.cpu().numpy(), np.float64),
+        "float64 on the GPU, then cpu": lambda: k.double().cpu().numpy(),
+        "into pinned memory, then float64": lambda: np.asarray(
+            pinned.copy_(k).numpy(), np.float64),
+    }
+    out = {}
+    for name, variant in variants.items():
+        times = []
+        for _ in range(3):
+            torch.cuda.synchronize()
+            group.barrier()
+            start = time.perf_counter()
+            variant()
+            times.append(time.perf_counter() - start)
+        out[name] = max(group.all_gather_object(min(times)))
+    return out
+
+
+def one_rank(fn, *args):
+    from kge import distributed
+    return distributed.ThreadGroup.run(1, lambda group: fn(*args, group))[0]
+
+
 class GramJob:
     def __init__(self, data, reference):
         self.data, self.reference = data, reference
@@ -182,10 +212,14 @@ class GramJob:
             start = time.perf_counter()
             k = distributed.gram(kernel, X)
             times.append(time.perf_counter() - start)
+        group = distributed.TorchGroup()
+        timings = group.all_gather_object(kernel.timings)
+        copies = copy_variants(k.shape, group)
         if rank != 0:
             return None
         expected = np.load(self.reference)
-        return {"seconds": times, "rank0_timings": kernel.timings,
+        return {"seconds": times, "rank0_timings": kernel.timings, "timings": timings,
+                "copies_to_host": copies,
                 "identical": bool(np.array_equal(k, expected, equal_nan=True)),
                 "max_difference": float(np.nanmax(np.abs(k - expected)))}
 
@@ -337,7 +371,9 @@ def main():
         reference = args.workdir / "gram-1gpu.npy"
         np.save(reference, k)
         results["gram"] = {"molecules": len(X), "pairs": len(X) * (len(X) + 1) // 2,
-                           "1 GPU kernel call": {"seconds": times, "timings": kernel.timings}}
+                           "1 GPU kernel call": {"seconds": times, "timings": kernel.timings,
+                                                 "copies_to_host": one_rank(copy_variants,
+                                                                            k.shape)}}
         print("gram 1 GPU", times, flush=True)
         for world in [1] + gpus:
             run = spawn(world, GramJob(args.data, reference))
