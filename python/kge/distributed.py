@@ -52,7 +52,8 @@ import threading
 
 import numpy as np
 
-from . import checkpoint, out_of_core, partition_order, training
+from . import checkpoint, partition_order, training
+from . import out_of_core as out_of_core_module
 
 
 class DistributedError(RuntimeError):
@@ -231,7 +232,7 @@ def _default_group(group):
 # Training
 # ---------------------------------------------------------------------------
 
-class DistributedTrainer(out_of_core.PartitionedTrainer):
+class DistributedTrainer(out_of_core_module.PartitionedTrainer):
     """One rank's share of training `name` on `triples` (every rank passes
     the same ones) over the ranks of `group` (default: torch.distributed's,
     after init()): see the module's description. `directory`: where
@@ -242,13 +243,25 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
     not by id, so that the ranks are about equally busy on graphs whose ids
     follow popularity.
     Other arguments as kge.training.Trainer's; `seed` draws every rank's
-    negatives and batch order differently but reproducibly."""
+    negatives and batch order differently but reproducibly.
+
+    Out of core (`out_of_core`: a directory every rank reads and writes —
+    any on one host, a shared file system across hosts): each of the 2N
+    partitions is cut into `split` partitions kept in files there, and a
+    rank's device buffer holds `capacity` of them (Legend's path per GPU):
+    in a round, the rank walks the buffer states of `order`
+    (kge.out_of_core.buffer_order) over the 2 x `split` partitions of its
+    pair, training the round's buckets among them with the next
+    partition's load overlapped, and writes its partitions back at the
+    round's end; the files are how partitions change rank. Checkpoints copy
+    the files (each rank a share of them)."""
 
     def __init__(self, name, triples, directory=None, *, num_entities, num_relations, dim,
                  group=None, forward=None, gradient=None, eager=False, batch_size=1024,
                  negatives=16, loss="softplus", margin=1.0, temperature=1.0,
                  optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device=None,
-                 buffer_bytes=None, checkpoint_every=0, shuffle=True, resume=False):
+                 buffer_bytes=None, checkpoint_every=0, shuffle=True, resume=False,
+                 out_of_core=None, split=1, capacity=3, order="legend", prefetch=True):
         import torch
         self.group = _default_group(group)
         self.rank, self.world = self.group.rank, self.group.world
@@ -261,18 +274,30 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
                              f"{checkpoint_every!r}")
         if resume and directory is None:
             raise ValueError("resume=True needs the checkpoint directory")
-        partitions = 2 * self.world
-        out_of_core._check_counts(num_entities=num_entities)
+        out_of_core_module._check_counts(num_entities=num_entities, split=split)
+        self.split = split if out_of_core is not None else 1
+        partitions = 2 * self.world * self.split
         if partitions > num_entities:
             raise ValueError(f"{num_entities} entities cannot make the {partitions} partitions "
                              f"of {self.world} ranks")
+        slots = 2 if self.world == 1 else 3
+        if out_of_core is not None:
+            # The buffer states of a round: over the pair's 2 x split partitions.
+            out_of_core_module.buffer_order(2 * self.split, capacity, order)
+            slots = min(capacity, 2 * self.split)
+        self.order = order
         self._setup(name, triples, num_entities=num_entities, num_relations=num_relations,
-                    dim=dim, partitions=partitions, slots=2 if self.world == 1 else 3,
+                    dim=dim, partitions=partitions, slots=slots,
                     forward=forward, gradient=gradient, eager=eager, batch_size=batch_size,
                     negatives=negatives, loss=loss, margin=margin, temperature=temperature,
                     optimizer=optimizer, lr=lr, sampler=sampler, seed=seed, device=device,
                     buffer_bytes=buffer_bytes, fingerprint={"ranks": self.world},
                     shuffle=shuffle)
+        self.prefetch = prefetch
+        self.store = None
+        if out_of_core is not None:
+            self.store = out_of_core_module.PartitionStore(out_of_core, self.ranges,
+                                                           self.fingerprint())
         self.generator.manual_seed(seed + 1000003 * self.rank)
         self.relation_tables = [t for t in self.model.tables if t not in self.entity_tables]
         self.directory = None if directory is None else pathlib.Path(directory)
@@ -280,10 +305,21 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
         self.round = 0
         if resume:
             self._resume()
+        elif self.store is not None:
+            # Each rank writes a share of the partition files.
+            for p in self._dealt():
+                self.store.store(p, self._initial_partition(name, p, self.sizes[p], seed),
+                                 sync=False)
+            self.group.barrier()
         else:
             for slot, p in enumerate(self.rounds[0][self.rank]):
                 initial = self._initial_partition(name, p, self.sizes[p], seed)
                 self._copy_in(slot, p, initial)
+
+    def _dealt(self):
+        """The partition files this rank writes at the start and copies at
+        checkpoints (out of core)."""
+        return range(self.rank, len(self.ranges) - 1, self.world)
 
     def _copy_in(self, slot, p, arrays):
         import torch
@@ -331,10 +367,46 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
 
     # -- partitions ---------------------------------------------------------
 
+    def _round_plan(self, r, buckets):
+        """Out of core: the swap plan of round r — the buffer states of the
+        order over the pair's partitions, each training the round's buckets
+        (`buckets`, of the 2N partitions, cut into theirs) it holds."""
+        m = self.split
+        a, b = self.rounds[r][self.rank]
+        pair = [*range(a * m, (a + 1) * m), *range(b * m, (b + 1) * m)]
+        wanted = {}
+        for bucket in buckets:
+            s, t = bucket[:2]
+            for x in range(s * m, (s + 1) * m):
+                for y in range(t * m, (t + 1) * m):
+                    wanted[(x, y)] = (x, y) + tuple(bucket[2:])
+        states, trained = out_of_core_module.buffer_order(len(pair), self.capacity, self.order)
+        states = [tuple(pair[i] for i in state) for state in states]
+        trained = [[wanted[(pair[i], pair[j])] for i, j in state
+                    if (pair[i], pair[j]) in wanted] for state in trained]
+        return out_of_core_module.swap_plan(states, trained)
+
+    def _train_round_out_of_core(self, epoch, r, buckets, bar, check_every):
+        """Walks round r's plan; the partitions back in their files and the
+        buffer empty at the end. Returns the edges trained."""
+        plan = self._round_plan(r, buckets)
+        io = self._io()
+        self._walk(io, plan, epoch, bar, check_every)
+        io.write_back()
+        for p in list(self.slot_of):
+            self._sample_from(self.slot_of.pop(p), None)
+        # Every rank's files written before any reads them next round.
+        self.group.barrier()
+        spans = [self._span(b) for _, first, _, _, rest in plan for b in first + rest]
+        return sum(end - begin for begin, end in spans)
+
     def _exchange(self, r):
         """Moves the partitions that change rank between round r and the
         next: leftward moves, then rightward ones, each rank sending and
-        receiving at most one partition per phase (into its free slot)."""
+        receiving at most one partition per phase (into its free slot).
+        (Out of core the files are the exchange.)"""
+        if self.store is not None:
+            return
         moves = partition_order.round_moves(self.rounds, r)
         for phase in ([m for m in moves if m[2] < m[1]], [m for m in moves if m[2] > m[1]]):
             sends, receives, sent, arrived = [], [], [], []
@@ -374,10 +446,13 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
         for r in range(first, len(self.rounds)):
             before = self._flat_relations().clone() if self.world > 1 else None
             buckets = partition_order.round_buckets(self.rounds, r, self.rank)
-            group = self._group(buckets)
-            if group is not None:
-                edges += len(group)
-                self._train_edges(epoch, group, bar, check_every)
+            if self.store is not None:
+                edges += self._train_round_out_of_core(epoch, r, buckets, bar, check_every)
+            else:
+                group = self._group(buckets)
+                if group is not None:
+                    edges += len(group)
+                    self._train_edges(epoch, group, bar, check_every)
             self._combine_relations(before)
             self._exchange(r)
             self.round = (r + 1) % len(self.rounds)
@@ -409,7 +484,10 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
             raise ValueError("a DistributedTrainer saves into the directory it was made with")
         tag = f"state-{self.epoch}-{self.round}"
         where = self.directory / tag
-        store = out_of_core.PartitionStore(where, self.ranges, self.fingerprint())
+        store = out_of_core_module.PartitionStore(where, self.ranges, self.fingerprint())
+        if self.store is not None:
+            for p in self._dealt():
+                self.store.copy(p, store)
         for p, slot in sorted(self.slot_of.items()):
             views = self._slot_arrays(slot, self.sizes[p])
             store.store(p, {n: v.detach().cpu().numpy() for n, v in views.items()})
@@ -461,10 +539,16 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
                                              f"{len(steps)} ranks, not {self.world}")
         self.epoch, self.round = int(meta["epoch"]), int(meta["round"])
         self.log = list(meta.get("log", []))
-        store = out_of_core.PartitionStore(where, self.ranges, self.fingerprint())
+        store = out_of_core_module.PartitionStore(where, self.ranges, self.fingerprint())
         self.slot_of.clear()
-        for slot, p in enumerate(self.rounds[self.round][self.rank]):
-            self._copy_in(slot, p, store.load(p))
+        if self.store is not None:
+            for p in self._dealt():
+                store.load(p)  # (checked)
+                store.copy(p, self.store)
+            self.group.barrier()
+        else:
+            for slot, p in enumerate(self.rounds[self.round][self.rank]):
+                self._copy_in(slot, p, store.load(p))
         with torch.no_grad():
             for t in self.relation_tables:
                 self.model.tables[t].copy_(torch.as_tensor(arrays[t]))
@@ -484,6 +568,8 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
         `device`, default the trainer's), None on the other ranks;
         collective."""
         import torch
+        if self.store is not None:
+            return self._gather_files(root, device)
         holder = {p: g for g, pair in enumerate(self.rounds[self.round]) for p in pair}
         whole = {}
         if self.rank == root:
@@ -505,10 +591,24 @@ class DistributedTrainer(out_of_core.PartitionedTrainer):
         self.group.exchange(sends, receives)
         if self.rank != root:
             return None
+        return self._model(whole, device)
+
+    def _gather_files(self, root, device):
+        import torch
+        self.group.barrier()
+        if self.rank != root:
+            return None
+        arrays = self.store.gather()
+        return self._model({t: torch.as_tensor(arrays[t]) for t in self.entity_tables}, device)
+
+    def _model(self, whole, device):
+        """The model of the entity tables `whole` (rows in the trainer's
+        order) and the relation tables, on `device`."""
+        import torch
         device = self.device if device is None else torch.device(device)
         if self.entity_rows is not None:
-            rows = torch.as_tensor(self.entity_rows, device=self.device)
-            whole = {t: values[rows] for t, values in whole.items()}
+            whole = {t: values[torch.as_tensor(self.entity_rows, device=values.device)]
+                     for t, values in whole.items()}
         tables = {}
         for name, table in self.model.tables.items():
             values = whole[name] if name in whole else table.detach()

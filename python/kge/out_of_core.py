@@ -124,6 +124,14 @@ class PartitionStore:
                 f"{meta.get('rows')}), not partition {p} (rows {expected})")
         return expected
 
+    def copy(self, p, target):
+        """Partition p's file into the store `target` (of the same
+        partitions), atomically, as it is."""
+        if not np.array_equal(self.ranges, target.ranges) or self.model != target.model:
+            raise ValueError("a partition is copied into a store of the same partitions and "
+                             "model")
+        checkpoint.write_bytes(target.path(p), self.path(p).read_bytes())
+
     def store(self, p, arrays, sync=True):
         """Writes partition p (atomically; `sync`: flushed to the device
         before returning), counted."""
@@ -180,8 +188,9 @@ def swap_plan(states, buckets):
             if not (bucket[0] in state and bucket[1] in state):
                 raise ValueError(f"bucket {bucket} is scheduled in buffer state {k} "
                                  f"{sorted(state)}, which lacks its partitions")
-        first = [b for b in buckets[k] if evicted in b]
-        rest = [b for b in buckets[k] if evicted not in b]
+        # (A bucket may carry a chunk after its two partitions: (a, b, k, m).)
+        first = [b for b in buckets[k] if evicted in b[:2]]
+        rest = [b for b in buckets[k] if evicted not in b[:2]]
         plan.append((tuple(state), first, evicted, loaded, rest))
     return plan
 
@@ -360,19 +369,26 @@ class PartitionedTrainer(training.Trainer):
         slot = self._slot_order[torch.div(drawn, self.rows, rounding_mode="floor")]
         return slot * self.rows + drawn % self.rows
 
+    def _span(self, bucket):
+        """Where the edges of `bucket` ((a, b), or (a, b, k, m): the k-th of
+        m equal chunks) lie in self.edges: (begin, end)."""
+        a, b = bucket[:2]
+        n = len(self.ranges) - 1
+        begin, end = int(self.offsets[a * n + b]), int(self.offsets[a * n + b + 1])
+        if len(bucket) == 4:
+            k, m = bucket[2:]
+            begin, end = begin + (end - begin) * k // m, begin + (end - begin) * (k + 1) // m
+        return begin, end
+
     def _group(self, buckets):
         """The edges of `buckets` on the device, heads and tails as buffer
         rows. A bucket is (a, b), or (a, b, k, m): the k-th of m equal
         chunks of bucket (a, b)'s edges."""
         import torch
         parts = []
-        n = len(self.ranges) - 1
         for bucket in buckets:
             a, b = bucket[:2]
-            begin, end = int(self.offsets[a * n + b]), int(self.offsets[a * n + b + 1])
-            if len(bucket) == 4:
-                k, m = bucket[2:]
-                begin, end = begin + (end - begin) * k // m, begin + (end - begin) * (k + 1) // m
+            begin, end = self._span(bucket)
             if end == begin:
                 continue
             edges = self.edges[begin:end].to(self.device, non_blocking=True)
@@ -387,6 +403,33 @@ class PartitionedTrainer(training.Trainer):
         edges = self._group(buckets)
         if edges is not None:
             self._train_edges(epoch, edges, bar, check_every)
+
+    def _io(self):
+        """The swap engine of self.store (made once)."""
+        if getattr(self, "_engine", None) is None:
+            self._engine = _SwapEngine(self, overlap=self.prefetch and self.device.type == "cuda")
+        return self._engine
+
+    def _walk(self, io, plan, epoch, bar, check_every):
+        """Trains the buckets of `plan` (swap_plan's) state by state, the
+        swaps done by `io` (a _SwapEngine): overlapped with the buckets
+        that do not need the partitions they move."""
+        # The I/O threads need the GIL for moments between their pieces:
+        # hand it over sooner than every 5 ms while this thread launches.
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(interval, 5e-4))
+        try:
+            io.start(plan)
+            for k, (state, first, evicted, loaded, rest) in enumerate(plan):
+                if k:
+                    io.wait_loaded()
+                self._train_buckets(epoch, first, bar, check_every)
+                if evicted is not None:
+                    # (and the read of the partition the swap after next loads)
+                    io.swap(evicted, loaded, plan[k + 1][3] if k + 1 < len(plan) else None)
+                self._train_buckets(epoch, rest, bar, check_every)
+        finally:
+            sys.setswitchinterval(interval)
 
     def describe(self, batch):
         """Positives as (head, relation, tail) entity ids (the buffer rows
@@ -469,31 +512,12 @@ class OutOfCoreTrainer(PartitionedTrainer):
         self.plan = self.plans[self.epoch % 2]
         io = self._io()
         waited = io.host_wait
-        # The I/O threads need the GIL for moments between their pieces:
-        # hand it over sooner than every 5 ms while this thread launches.
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(interval, 5e-4))
-        try:
-            io.start(self.plan)
-            for k, (state, first, evicted, loaded, rest) in enumerate(self.plan):
-                if k:
-                    io.wait_loaded()
-                self._train_buckets(epoch, first, bar, check_every)
-                if evicted is not None:
-                    io.swap(evicted, loaded, self._next_load(k))
-                self._train_buckets(epoch, rest, bar, check_every)
-        finally:
-            sys.setswitchinterval(interval)
+        self._walk(io, self.plan, epoch, bar, check_every)
         record = self._end_epoch(epoch)
         record.update(loads=store.loads - loads, bytes_loaded=store.bytes_loaded - loaded_bytes,
                       bytes_stored=store.bytes_stored - stored_bytes,
                       stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait - waited)
         return record
-
-    def _io(self):
-        if self._engine is None:
-            self._engine = _SwapEngine(self, overlap=self.prefetch and self.device.type == "cuda")
-        return self._engine
 
     def flush(self):
         """Writes the partitions in the buffer back to their files (they
@@ -509,10 +533,6 @@ class OutOfCoreTrainer(PartitionedTrainer):
             self._engine.close()
             self._engine = None
             self.slot_of.clear()
-
-    def _next_load(self, k):
-        """The partition the swap after state k + 1 loads (read ahead)."""
-        return self.plan[k + 1][3] if k + 1 < len(self.plan) else None
 
     def save(self, path):
         """Flushes the partition files to the device and writes the
@@ -568,7 +588,9 @@ class OutOfCoreTrainer(PartitionedTrainer):
 
 
 class _SwapEngine:
-    """The I/O of one epoch of an OutOfCoreTrainer: loads of buffer states,
+    """The I/O of a trainer's walks of swap plans (an OutOfCoreTrainer's
+    epochs, a DistributedTrainer's rounds out of core; `trainer.store`
+    holds the partition files): loads of buffer states,
     swaps and write-backs, overlapped with training on the GPU (a copy
     stream, pinned host buffers, a reader and a writer thread) or done
     synchronously."""

@@ -71,10 +71,20 @@ def parse_args(argv=None):
                         help="with --gpus: also checkpoint every this many rounds")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="with --gpus: seconds a rank waits for the others before failing")
+    parser.add_argument("--out-of-core", type=pathlib.Path, metavar="DIR",
+                        help="with --gpus: the partitions in files under DIR (shared by the "
+                             "ranks), a buffer of --capacity of them per GPU")
+    parser.add_argument("--split", type=int, default=2,
+                        help="with --out-of-core: each GPU partition cut into this many")
+    parser.add_argument("--capacity", type=int, default=3,
+                        help="with --out-of-core: partitions in each GPU's buffer")
     args = parser.parse_args(argv)
     if args.checkpoint_every < 0:
         parser.error("--checkpoint-every must be >= 0")
-    for name in ("dim", "epochs", "batch_size", "negatives", "gpus"):
+    if args.out_of_core and args.gpus == 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        parser.error("--out-of-core trains on several ranks: give --gpus N (or start the ranks "
+                     "with torchrun)")
+    for name in ("dim", "epochs", "batch_size", "negatives", "gpus", "split", "capacity"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
     if args.resume and not args.checkpoint:
@@ -229,7 +239,10 @@ def run_rank(args):
             args.model, train, args.checkpoint, num_entities=entities,
             num_relations=relations, dim=args.dim, forward=forward, gradient=gradient,
             eager=args.device == "cpu", device=device, checkpoint_every=args.checkpoint_every,
-            resume=resume, **_options(args))
+            resume=resume, **_options(args), **({"out_of_core": args.out_of_core,
+                                                  "split": args.split,
+                                                  "capacity": args.capacity}
+                                                 if args.out_of_core else {}))
         if resume and rank == 0:
             print(f"resumed {args.checkpoint} at epoch {trainer.epoch}, round "
                   f"{trainer.round}", flush=True)

@@ -66,8 +66,9 @@ def trainer(directory=None, **options):
         forward=fwd, gradient=grad, batch_size=1024, negatives=16, lr=0.1, **options)
 
 
-def train_job(rank, epochs):
-    t = trainer()
+def train_job(rank, epochs, directory=None):
+    # (out of core with `directory`: each partition cut in 2, a buffer of 3)
+    t = trainer() if directory is None else trainer(out_of_core=directory, split=2)
     for _ in range(epochs):
         t.train_epoch()
     group = distributed.TorchGroup()
@@ -79,7 +80,7 @@ def train_job(rank, epochs):
     metrics, _ = training.evaluate(model, TEST, ALL)
     return {"copies_equal": all(torch.equal(c, copies[0]) for c in copies),
             "edges": np.array(edges), "loss": np.array([r["loss"] for r in t.log]),
-            "mrr": metrics["mrr"]}
+            "mrr": metrics["mrr"], "buffer_rows": len(t.model.tables["Eemb"])}
 
 
 def test_training_on_gpus_trains_every_edge_once_and_learns():
@@ -90,6 +91,18 @@ def test_training_on_gpus_trains_every_edge_once_and_learns():
     assert got["loss"][-1] < 0.7 * got["loss"][0]
     # Random tables: an MRR of about 2 / 3000.
     assert got["mrr"] > 0.02, got["mrr"]
+
+
+def test_training_out_of_core_on_gpus_trains_every_edge_once_and_learns(tmp_path):
+    """Each rank's partitions in files, cut in 2, a device buffer of 3 of
+    them (the swaps overlapped: the copy stream and I/O threads)."""
+    world = min(4, torch.cuda.device_count())
+    got = spawn(world, train_job, 4, str(tmp_path / "live"))
+    assert got["copies_equal"]
+    assert (got["edges"].sum(axis=0) == len(TRAIN)).all()
+    assert int(got["buffer_rows"]) == 3 * -(-ENTITIES // (4 * world))
+    assert got["loss"][-1] < 0.7 * got["loss"][0]
+    assert got["mrr"] > 0.01, got["mrr"]
 
 
 def gram_job(rank, count):

@@ -86,3 +86,29 @@ def test_misplaced_and_foreign_partition_files_are_refused(tmp_path):
         ooc.run_schedule([(0, 1, 3)], [[(0, 2)]], store, lambda bucket, buffer: None)
     with pytest.raises(ValueError, match="the partitions cover 11 entities"):
         ooc.PartitionStore.create(tmp_path, tables, ooc.partition_ranges(4, 11), MODEL)
+
+
+def test_swap_plan_sorts_chunked_buckets_by_their_partitions():
+    """A bucket may carry a chunk, (a, b, k, m): before the swap go the
+    buckets whose partitions include the evicted one, not those whose chunk
+    numbers happen to equal it."""
+    states = [(0, 1, 2), (0, 2, 3)]
+    buckets = [[(0, 0, 0, 1), (1, 2), (2, 2, 1, 3), (0, 2)], [(3, 3, 0, 1), (0, 3)]]
+    plan = ooc.swap_plan(states, buckets)
+    assert plan[0][1:4] == ([(1, 2)], 1, 3)
+    assert plan[0][4] == [(0, 0, 0, 1), (2, 2, 1, 3), (0, 2)]
+    with pytest.raises(ValueError, match="lacks its partitions"):
+        ooc.swap_plan(states, [[(1, 3, 0, 2)], []])
+
+
+def test_a_partition_file_copies_into_a_store_of_the_same_partitions(tmp_path):
+    ranges = ooc.partition_ranges(3, 10)
+    tables = {"E": np.arange(20, dtype=np.float32).reshape(10, 2)}
+    store = ooc.PartitionStore.create(tmp_path / "a", tables, ranges, "m")
+    target = ooc.PartitionStore(tmp_path / "b", ranges, "m")
+    store.copy(1, target)
+    assert np.array_equal(target.load(1)["E"], tables["E"][3:6])
+    with pytest.raises(ValueError, match="same partitions and model"):
+        store.copy(1, ooc.PartitionStore(tmp_path / "c", ranges, "other"))
+    with pytest.raises(ValueError, match="same partitions and model"):
+        store.copy(1, ooc.PartitionStore(tmp_path / "c", ooc.partition_ranges(2, 10), "m"))

@@ -3,7 +3,9 @@ torchrun with the gloo backend: trains DistMult on the clustered graph
 with kge.distributed.DistributedTrainer and computes a Gram matrix with
 kge.distributed.gram; rank 0 writes the gathered tables, the log and the
 matrix to --out. --die-after E:R makes rank 1 exit abruptly after round R
-of epoch E (after its checkpoint); --resume continues from --directory.
+of epoch E (after its checkpoint); --resume continues from --directory;
+--split M trains out of core (each of the 2N partitions cut in M, in
+files under --directory).
 The in-process reference (ThreadGroup) is `run` with another group."""
 
 import argparse
@@ -33,6 +35,12 @@ def trainer(group, directory, resume=False, **options):
     return distributed.DistributedTrainer("distmult", TRAIN, directory, **settings)
 
 
+def out_of_core(directory, split):
+    """The trainer's options out of core: the partition files beside the
+    checkpoints, each of the 2N partitions cut in `split`, a buffer of 3."""
+    return {"out_of_core": pathlib.Path(directory) / "live", "split": split, "capacity": 3}
+
+
 def gram_graphs():
     from kge import kron
     rng = np.random.default_rng(3)
@@ -47,11 +55,11 @@ def gram_kernel(normalize=True):
         device="cpu")
 
 
-def run(group, directory, epochs, die_after=None, resume=False):
+def run(group, directory, epochs, die_after=None, resume=False, **options):
     """Trains to `epochs` epochs; returns (tables on rank 0, log, Gram
-    matrices)."""
+    matrices, whether the shared Gram preparation equals the whole)."""
     from kge import distributed
-    t = trainer(group, directory, resume)
+    t = trainer(group, directory, resume, **options)
 
     def after_round(t, r):
         if die_after == (t.epoch, r) and t.rank == 1:
@@ -92,11 +100,14 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--die-after")
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--split", type=int, help="out of core, each partition cut in SPLIT")
     args = parser.parse_args()
     from kge import distributed
     rank, world, _ = distributed.init("gloo", timeout=60)
     die = tuple(map(int, args.die_after.split(":"))) if args.die_after else None
-    result = run(distributed.TorchGroup(), args.directory, args.epochs, die, args.resume)
+    options = out_of_core(args.directory, args.split) if args.split else {}
+    result = run(distributed.TorchGroup(), args.directory, args.epochs, die, args.resume,
+                 **options)
     if rank == 0:
         tables, log, grams, shared = result
         np.savez(args.out, **tables, **{f"gram{i}": g for i, g in enumerate(grams)})
