@@ -137,8 +137,12 @@ def spawn(world, job):
 
 
 class TrainJob:
-    def __init__(self, args, name, graph, epochs):
+    """Training on the ranks; `split`: out of core, each rank's partitions
+    cut in `split` in files under the work directory, a buffer of 3."""
+
+    def __init__(self, args, name, graph, epochs, split=None):
         self.args, self.name, self.graph, self.epochs = args, name, graph, epochs
+        self.split = split
 
     def __call__(self, rank, world):
         from kge import distributed, training
@@ -146,10 +150,14 @@ class TrainJob:
         data = np.load(self.graph)
         forward, gradient = training.load_bundles(args.bundles, self.name, args.dim)
         start = time.perf_counter()
+        files = {}
+        if self.split:
+            files = dict(out_of_core=args.workdir / f"ooc-{self.name}-{world}", split=self.split,
+                         capacity=3)
         t = distributed.DistributedTrainer(
             self.name, data["train"], num_entities=int(data["entities"]),
             num_relations=int(data["relations"]), dim=args.dim, forward=forward,
-            gradient=gradient, **settings(args, self.name))
+            gradient=gradient, **settings(args, self.name), **files)
         setup = time.perf_counter() - start
         records = []
         for _ in range(self.epochs):
@@ -295,6 +303,9 @@ def main():
     parser.add_argument("--negatives", type=int, default=64)
     parser.add_argument("--test", type=int, default=5000)
     parser.add_argument("--no-out-of-core", dest="out_of_core", action="store_false")
+    parser.add_argument("--split", type=int, default=0,
+                        help="also train out of core on the GPUs, each rank's two partitions "
+                             "cut in SPLIT (a buffer of 3)")
     parser.add_argument("--wn18", type=pathlib.Path, default=HERE.parent / ".carry" / "wn18like.npz")
     parser.add_argument("--wn18-epochs", type=int, default=10)
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/kge-dist"))
@@ -334,6 +345,14 @@ def main():
             runs[f"{world} GPUs"] = run
             print(name, world, "GPUs", json.dumps({k: v for k, v in run.items()
                                                    if k != "epochs"}), flush=True)
+            save()
+        for world in gpus if args.split and out_of_core_run else ():
+            run = spawn(world, TrainJob(args, name, graph, epochs, args.split))
+            run["speedup_over_1_gpu_out_of_core"] = (
+                median_epoch(runs["1 GPU out of core (3 of 8 partitions)"]) / median_epoch(run))
+            runs[f"{world} GPUs out of core (3 of {2 * args.split} partitions per GPU)"] = run
+            print(name, world, "GPUs out of core", json.dumps(
+                {k: v for k, v in run.items() if k != "epochs"}), flush=True)
             save()
         compare(runs)
         save()

@@ -15,7 +15,9 @@ import pytest
 from kge import out_of_core, partition_order, training
 from test_gradients import BUNDLES
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "torch"))
+# (appended: the CPU suite's test_distributed must not shadow the GPU
+# suite's in the ranks' processes of test_distributed.py)
+sys.path.append(str(pathlib.Path(__file__).resolve().parents[1] / "torch"))
 from graphs import clustered  # noqa: E402
 
 ENTITIES, RELATIONS, DIM = 3000, 12, 32
