@@ -373,6 +373,10 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         (`buckets`, of the 2N partitions, cut into theirs) it holds."""
         m = self.split
         a, b = self.rounds[r][self.rank]
+        if b in self.rounds[r - 1][self.rank] and a not in self.rounds[r - 1][self.rank]:
+            # The partition the rank kept from the round before first: the
+            # order's first state holds (some of) what is still loaded.
+            a, b = b, a
         pair = [*range(a * m, (a + 1) * m), *range(b * m, (b + 1) * m)]
         wanted = {}
         for bucket in buckets:
@@ -387,14 +391,17 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         return out_of_core_module.swap_plan(states, trained)
 
     def _train_round_out_of_core(self, epoch, r, buckets, bar, check_every):
-        """Walks round r's plan; the partitions back in their files and the
-        buffer empty at the end. Returns the edges trained."""
+        """Walks round r's plan; at the end, the partitions the next round's
+        first state does not hold go back to their files (those it holds
+        stay loaded: no other rank needs them). Returns the edges
+        trained."""
         plan = self._round_plan(r, buckets)
         io = self._io()
         self._walk(io, plan, epoch, bar, check_every)
-        io.write_back()
-        for p in list(self.slot_of):
-            self._sample_from(self.slot_of.pop(p), None)
+        following = (r + 1) % len(self.rounds)
+        keep = self._round_plan(
+            following, partition_order.round_buckets(self.rounds, following, self.rank))[0][0]
+        io.write_back([p for p in self.slot_of if p not in keep], drop=True)
         # Every rank's files written before any reads them next round.
         self.group.barrier()
         spans = [self._span(b) for _, first, _, _, rest in plan for b in first + rest]
@@ -486,11 +493,15 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         where = self.directory / tag
         store = out_of_core_module.PartitionStore(where, self.ranges, self.fingerprint())
         if self.store is not None:
+            # The partitions still loaded to their files first.
+            self._io().write_back()
+            self.group.barrier()
             for p in self._dealt():
                 self.store.copy(p, store)
-        for p, slot in sorted(self.slot_of.items()):
-            views = self._slot_arrays(slot, self.sizes[p])
-            store.store(p, {n: v.detach().cpu().numpy() for n, v in views.items()})
+        else:
+            for p, slot in sorted(self.slot_of.items()):
+                views = self._slot_arrays(slot, self.sizes[p])
+                store.store(p, {n: v.detach().cpu().numpy() for n, v in views.items()})
         ranks = self.group.all_gather_object(
             (self.generator.get_state().numpy(), self.optimizer.steps))
         if self.rank == 0:
@@ -595,6 +606,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
 
     def _gather_files(self, root, device):
         import torch
+        self._io().write_back()
         self.group.barrier()
         if self.rank != root:
             return None

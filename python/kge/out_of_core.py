@@ -642,21 +642,22 @@ class _SwapEngine:
             v.copy_(_tensor(arrays[n]))
 
     def start(self, plan):
-        """Before an epoch walks `plan`: the buffer holds its first state
-        (loaded, after writing back what it held, unless it holds it
-        already) and the first swap's partition is being read."""
+        """Before a walk of `plan`: the buffer holds its first state (the
+        partitions it held that the state lacks written back and dropped,
+        the missing ones loaded) and the first swap's partition is being
+        read."""
         trainer = self.trainer
-        if set(trainer.slot_of) != set(plan[0][0]):
-            self.write_back()
-            trainer.slot_of.clear()
-            self.load_state(plan[0][0])
+        state = plan[0][0]
+        self.write_back([p for p in trainer.slot_of if p not in state], drop=True)
+        self.load_state([p for p in state if p not in trainer.slot_of])
         if self.overlap:
             self._read_ahead(plan[0][3])
 
-    def load_state(self, state):
-        """Loads `state`'s partitions into slots 0, 1, ..."""
+    def load_state(self, partitions):
+        """Loads `partitions` into free slots."""
         trainer = self.trainer
-        for slot, p in enumerate(state):
+        free = sorted(set(range(trainer.capacity)) - set(trainer.slot_of.values()))
+        for slot, p in zip(free, partitions):
             views = trainer._slot_arrays(slot, trainer.sizes[p])
             if self.overlap:
                 staged = self._views(self.inbound[0], p)
@@ -756,15 +757,20 @@ class _SwapEngine:
         self.trainer._sample_from(slot, p)
         self.pending = None
 
-    def write_back(self):
-        """Every partition in the buffer back to its file (on the GPU the
-        copy of one overlapping the write of the one before); they stay in
-        the buffer."""
+    def write_back(self, partitions=None, drop=False):
+        """The partitions in the buffer (`partitions` of them; default all)
+        back to their files (on the GPU the copy of one overlapping the
+        write of the one before); they stay in the buffer unless `drop`."""
         trainer = self.trainer
+        if partitions is None:
+            partitions = list(trainer.slot_of)
+        if not partitions:
+            return
         if self.overlap:
             import torch
             torch.cuda.current_stream(trainer.device).synchronize()
-        for i, (p, slot) in enumerate(sorted(trainer.slot_of.items())):
+        for i, p in enumerate(sorted(partitions)):
+            slot = trainer.slot_of[p]
             views = trainer._slot_arrays(slot, trainer.sizes[p])
             if not self.overlap:
                 trainer.store.store(p, self._host(views), sync=False)
@@ -781,6 +787,9 @@ class _SwapEngine:
             for future in self.written:
                 if future is not None:
                     self._wait(future)
+        if drop:
+            for p in partitions:
+                trainer._sample_from(trainer.slot_of.pop(p), None)
 
     def stall_seconds(self):
         """Time the compute stream waited for loads since the last call."""
