@@ -23,6 +23,12 @@ into every copy (with Adam, averaged) — in rank order, so every copy is
 the same and a run is reproducible. Negatives come from the GPU's
 two partitions (as PyTorch-BigGraph's and Legend's do from the buffer).
 
+Out of core (`out_of_core=DIR`): each of the 2N partitions is cut into
+`split`, kept in files under DIR, and each GPU has a buffer of `capacity`
+of them: a round walks Legend's order over the pair's partitions (the
+one-GPU trainer's swap engine), the files are the exchange between
+rounds.
+
 Checkpoints (`save`, every `checkpoint_every` rounds and after each
 epoch) go to a directory: `state-<epoch>-<round>/` with each partition's
 file written by the GPU holding it and `model.kge` (relations, their
@@ -34,7 +40,8 @@ rank has written; a job that dies leaves the last complete state, and
 Gram matrices (`gram`): the pairs of kge.kron's schedule dealt to the
 ranks by cost (sorted, dealt in snake order: loads within the dearest
 pair), each rank solving its pairs with the same kernel (and the
-self-kernels a normalized matrix divides by), the entries summed into
+self-kernels a normalized matrix divides by), the datasets packed and
+tiled a block of graphs per rank (`blocks`), the entries summed into
 one matrix on every rank: equal, bit for bit, to the one-device result.
 
 `ThreadGroup` runs N ranks as threads of one process with the same
