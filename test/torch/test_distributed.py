@@ -374,7 +374,9 @@ def test_a_non_finite_loss_on_one_rank_stops_every_rank(tmp_path):
         kd.ThreadGroup.run(2, run)
 
 
-def test_kge_train_out_of_core_on_several_processes(tmp_path):
+def kge_train(tmp_path):
+    """kge-train on the worker's graph (a data file under tmp_path), on the
+    CPU: a function of the extra arguments giving the finished process."""
     data = tmp_path / "data.npz"
     np.savez(data, train=worker.TRAIN, valid=worker.TEST[:100], test=worker.TEST[100:],
              num_entities=worker.ENTITIES, num_relations=worker.RELATIONS)
@@ -386,8 +388,16 @@ def test_kge_train_out_of_core_on_several_processes(tmp_path):
         return subprocess.run(
             [sys.executable, "-m", "kge.train_cli", "--model", "distmult", "--data", str(data),
              "--dim", "16", "--batch-size", "512", "--negatives", "8", "--lr", "0.05",
-             "--device", "cpu", "--epochs", "1", *extra],
+             "--device", "cpu", *map(str, extra)],
             capture_output=True, text=True, env=env, timeout=240)
+    return train
+
+
+def test_kge_train_out_of_core_on_several_processes(tmp_path):
+    run = kge_train(tmp_path)
+
+    def train(*extra):
+        return run("--epochs", 1, *extra)
 
     done = train("--gpus", "2", "--out-of-core", str(tmp_path / "live"), "--split", "3")
     assert done.returncode == 0, done.stderr
@@ -429,20 +439,11 @@ def test_the_schedule_made_by_pytorch_is_the_hosts(symmetric, normalize):
 
 
 def test_kge_train_on_several_processes_trains_logs_and_resumes(tmp_path):
-    data = tmp_path / "data.npz"
-    np.savez(data, train=worker.TRAIN, valid=worker.TEST[:100], test=worker.TEST[100:],
-             num_entities=worker.ENTITIES, num_relations=worker.RELATIONS)
-    package = str(pathlib.Path(kd.__file__).resolve().parents[1])
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([package, os.environ.get("PYTHONPATH", "")])}
+    run = kge_train(tmp_path)
 
     def train(*extra):
-        return subprocess.run(
-            [sys.executable, "-m", "kge.train_cli", "--model", "distmult", "--data", str(data),
-             "--dim", "16", "--batch-size", "512", "--negatives", "8", "--lr", "0.05",
-             "--device", "cpu", "--gpus", "2", "--checkpoint", str(tmp_path / "ckpt"),
-             "--log", str(tmp_path / "log.json"), *extra],
-            capture_output=True, text=True, env=env, timeout=240)
+        return run("--gpus", 2, "--checkpoint", tmp_path / "ckpt", "--log",
+                   tmp_path / "log.json", *extra)
 
     first = train("--epochs", "2")
     assert first.returncode == 0, first.stderr
