@@ -404,15 +404,38 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         trained."""
         plan = self._round_plan(r, buckets)
         io = self._io()
-        self._walk(io, plan, epoch, bar, check_every)
-        following = (r + 1) % len(self.rounds)
-        keep = self._round_plan(
-            following, partition_order.round_buckets(self.rounds, following, self.rank))[0][0]
-        io.write_back([p for p in self.slot_of if p not in keep], drop=True)
-        # Every rank's files written before any reads them next round.
-        self.group.barrier()
         spans = [self._span(b) for _, first, _, _, rest in plan for b in first + rest]
+        # The buckets of the first state among the partitions kept from the
+        # round before (still loaded; loaded first after a resume) train
+        # while this rank's last writes and the other ranks' finish.
+        kept = self._kept(r)
+        early = [b for b in plan[0][1] + plan[0][4] if b[0] in kept and b[1] in kept]
+        if early:
+            state, first, evicted, loaded, rest = plan[0]
+            plan[0] = (state, [b for b in first if b not in early], evicted, loaded,
+                       [b for b in rest if b not in early])
+            io.load_state([p for p in sorted(kept) if p not in self.slot_of])
+            self._train_buckets(epoch, early, bar, check_every)
+        io.wait_writes()
+        # Every rank's files of the round before written before any is read.
+        self.group.barrier()
+        self._walk(io, plan, epoch, bar, check_every)
+        keep = self._kept((r + 1) % len(self.rounds))
+        io.write_back([p for p in self.slot_of if p not in keep], drop=True, wait=False)
         return sum(end - begin for begin, end in spans)
+
+    def _kept(self, r):
+        """Out of core: the partitions the rank keeps loaded from round r - 1
+        into round r — the last state's of r - 1 that the first of r holds
+        (none with one rank: an epoch is one round)."""
+        if self.world == 1:
+            return set()
+        previous = (r - 1) % len(self.rounds)
+        last = self._round_plan(previous, partition_order.round_buckets(
+            self.rounds, previous, self.rank))[-1][0]
+        first = self._round_plan(r, partition_order.round_buckets(
+            self.rounds, r, self.rank))[0][0]
+        return set(last) & set(first)
 
     def _exchange(self, r):
         """Moves the partitions that change rank between round r and the

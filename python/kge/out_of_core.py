@@ -757,16 +757,16 @@ class _SwapEngine:
         self.trainer._sample_from(slot, p)
         self.pending = None
 
-    def write_back(self, partitions=None, drop=False):
+    def write_back(self, partitions=None, drop=False, wait=True):
         """The partitions in the buffer (`partitions` of them; default all)
         back to their files (on the GPU the copy of one overlapping the
-        write of the one before); they stay in the buffer unless `drop`."""
+        write of the one before); they stay in the buffer unless `drop`.
+        `wait=False`: returns once they are copied out of the buffer, the
+        writes going on (wait_writes)."""
         trainer = self.trainer
         if partitions is None:
             partitions = list(trainer.slot_of)
-        if not partitions:
-            return
-        if self.overlap:
+        if self.overlap and partitions:
             import torch
             torch.cuda.current_stream(trainer.device).synchronize()
         for i, p in enumerate(sorted(partitions)):
@@ -783,13 +783,18 @@ class _SwapEngine:
                 staged[n].copy_(v)
             self.written[out] = self.writer.submit(
                 trainer.store.store, p, self._numpy(staged), sync=False)
+        if wait:
+            self.wait_writes()
+        if drop:
+            for p in partitions:
+                trainer._sample_from(trainer.slot_of.pop(p), None)
+
+    def wait_writes(self):
+        """Returns when every write started is done."""
         if self.overlap:
             for future in self.written:
                 if future is not None:
                     self._wait(future)
-        if drop:
-            for p in partitions:
-                trainer._sample_from(trainer.slot_of.pop(p), None)
 
     def stall_seconds(self):
         """Time the compute stream waited for loads since the last call."""

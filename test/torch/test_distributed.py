@@ -167,15 +167,15 @@ def test_out_of_core_distributed_training_learns(tmp_path):
                                t.model.score, t.model.distance, t.model.operator)
         return training.evaluate(whole, worker.TEST, worker.ALL)[0]["mrr"]
 
-    untrained = mrr(threads(2, tmp_path / "0", epochs=0, **worker.out_of_core(tmp_path / "0", 2)))
-    results = threads(2, tmp_path / "6", epochs=6, **worker.out_of_core(tmp_path / "6", 2))
+    untrained = mrr(threads(2, tmp_path / "0", epochs=0, **worker.out_of_core(tmp_path / "0", 3)))
+    results = threads(2, tmp_path / "6", epochs=6, **worker.out_of_core(tmp_path / "6", 3))
     t = results[0][0]
-    # (On this small graph, negatives from three partitions of 113
-    # entities learn more slowly than from two of 225 in memory: MRR about
-    # 0.02 against 0.04-0.05 after six epochs, as the one-GPU out-of-core
-    # trainer's 0.028 with 8 partitions; a buffer of every partition of the
-    # round, 0.03-0.04.)
-    assert mrr(results) > 2 * untrained and t.log[-1]["loss"] < 0.6 * t.log[0]["loss"]
+    # (On this small graph, negatives from three partitions of 75 entities
+    # learn more slowly than from two of 225 in memory: MRR 0.027-0.034
+    # against 0.04-0.05 after six epochs over seeds 0-2, about the one-GPU
+    # out-of-core trainer's 0.028 with 8 partitions; cut in 2 instead of
+    # 3, 0.012-0.017.)
+    assert mrr(results) > 2.5 * untrained and t.log[-1]["loss"] < 0.6 * t.log[0]["loss"]
 
 
 def test_one_rank_out_of_core_is_the_one_gpu_out_of_core_trainer(tmp_path):
