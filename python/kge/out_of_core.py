@@ -654,9 +654,13 @@ class _SwapEngine:
             self._read_ahead(plan[0][3])
 
     def load_state(self, partitions):
-        """Loads `partitions` into free slots."""
+        """Loads `partitions` into free slots (in slot order)."""
         trainer = self.trainer
         free = sorted(set(range(trainer.capacity)) - set(trainer.slot_of.values()))
+        if len(partitions) > len(free):
+            raise ValueError(f"no room for partitions {list(partitions)}: the buffer has "
+                             f"{len(free)} free slots of {trainer.capacity} (holding "
+                             f"{sorted(trainer.slot_of)})")
         for slot, p in zip(free, partitions):
             views = trainer._slot_arrays(slot, trainer.sizes[p])
             if self.overlap:

@@ -16,7 +16,9 @@ from kge.errors import MLIRError
 from kge.tile import i, j, k, reduce
 
 from reduce_tasks import check, inputs, reference
-from tile_reference import example_path
+from tile_reference import GATHERED_EXAMPLES, example_path
+from tile_reference import inputs as tile_reference_inputs
+from tile_reference import reference as tile_reference_output
 
 QUERIES = {
     "transr": example_path("transr_score").read_text(),
@@ -286,3 +288,15 @@ def test_an_array_read_along_other_axes_is_another_input():
     np.testing.assert_allclose(q.run_cpu(A=A), A.astype(np.float64) @ A, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="'A'"):
         q.run_cpu(A=A[:, :4])
+
+
+@pytest.mark.parametrize("name", GATHERED_EXAMPLES)
+def test_every_gathered_example_matches_its_reference(name):
+    """examples/tile/gathered as the main job (examples/run_examples.py)
+    runs them: tile_reference's inputs, the CPU path against NumPy."""
+    x = tile_reference_inputs(name, np.random.default_rng(0))
+    got = kge.tile.query(example_path(name).read_text(), name=name).run_cpu(
+        **{k: v.copy() for k, v in x.items()})
+    expected = tile_reference_output(name, x)
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=2e-5, atol=2e-5 * np.abs(expected).max())

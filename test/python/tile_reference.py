@@ -47,6 +47,23 @@ def inputs(name, rng, M=53, N=41, K=64, zips=7):
                 "T": rng.standard_normal((N + 3, K)).astype(np.float32),
                 "bias": rng.standard_normal(M + 7).astype(np.float32),
                 "h": zipf_keys(rng, M, M + 7), "t": zipf_keys(rng, N, N + 3)}
+    if name == "transr_score":
+        return {"E": rng.standard_normal((M + 7, K)).astype(np.float32),
+                "W": (rng.standard_normal((zips, K, N)) / np.sqrt(K)).astype(np.float32),
+                "R": rng.standard_normal((zips, N)).astype(np.float32),
+                "h": zipf_keys(rng, M, M + 7), "t": zipf_keys(rng, M, M + 7),
+                "r": zipf_keys(rng, M, zips)}
+    if name == "typed_linear_gradient":
+        # IN = M, OUT = N features; 4K edges of a graph of N + 3 nodes, their
+        # types skewed; dW initialized (one matrix per type).
+        edges, nodes = 4 * K, N + 3
+        return {"x": rng.standard_normal((nodes, M)).astype(np.float32),
+                "g": rng.standard_normal((nodes, N)).astype(np.float32),
+                "norm": rng.uniform(0.1, 1.0, edges).astype(np.float32),
+                "src": rng.integers(0, nodes, edges).astype(np.int32),
+                "dst": rng.integers(0, nodes, edges).astype(np.int32),
+                "etype": zipf_keys(rng, edges, zips),
+                "dW": rng.standard_normal((zips, M, N)).astype(np.float32)}
     if name == "q6_complementary":
         S = np.abs(rng.standard_normal((M, 16))).astype(np.float32)
         T = np.abs(rng.standard_normal((16, N))).astype(np.float32)
@@ -68,6 +85,15 @@ def reference(name, x):
     if name == "edge_scores":
         d = x["E"][x["h"]][:, None, :].astype(np.float64) - x["T"][x["t"]][None, :, :]
         return (d * d + x["bias"][x["h"]][:, None, None]).sum(-1)
+    if name == "transr_score":
+        d = x["E"][x["h"]].astype(np.float64) - x["E"][x["t"]]
+        p = np.einsum("bk,bkj->bj", d, x["W"][x["r"]]) + x["R"][x["r"]]
+        return np.sqrt((p * p).sum(1))
+    if name == "typed_linear_gradient":
+        dW = x["dW"].astype(np.float64).copy()
+        np.add.at(dW, x["etype"], x["norm"][:, None, None] * x["x"][x["src"]][:, :, None]
+                  * x["g"][x["dst"]][:, None, :].astype(np.float64))
+        return dW
     if name == "gemm":
         return x["A"].astype(np.float64) @ x["B"]
     if name == "q1_amplify":

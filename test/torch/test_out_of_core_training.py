@@ -81,9 +81,13 @@ def test_out_of_core_training_learns_like_training_in_memory(tmp_path):
 @pytest.mark.parametrize("sampler", training.SAMPLERS)
 def test_negatives_come_from_the_partitions_in_the_buffer(tmp_path, sampler):
     t = make(tmp_path, sampler=sampler)
-    t.train_epoch()  # leaves the buffer empty; load the first state again
+    t.train_epoch()
+    t.close()  # writes the buffer back and empties it
     engine = ooc._SwapEngine(t, overlap=False)
     engine.load_state((0, 4, 7))
+    with pytest.raises(ValueError, match="no room for partitions \\[1\\]: the buffer has 0 "
+                                         "free slots of 3"):
+        engine.load_state((1,))
     rows = torch.tensor([0, t.rows + 3, 2 * t.rows + 5])
     drawn = t.corruptions(rows, rows, torch.ones(3, 1, dtype=torch.bool), 4000)
     slot, row = drawn // t.rows, drawn % t.rows
