@@ -750,9 +750,6 @@ struct Use {
   bool operator==(const Use &other) const {
     return axes == other.axes && gathers == other.gathers;
   }
-  bool gathered() const {
-    return llvm::any_of(gathers, [](const std::string &g) { return !g.empty(); });
-  }
 };
 
 struct ArrayInfo {
