@@ -203,6 +203,8 @@ def buffer_order(n, capacity, order="legend"):
     if not isinstance(capacity, int) or capacity < 2:
         raise ValueError(f"a buffer of {capacity!r} partitions cannot hold the two partitions of "
                          "a bucket: it needs at least 2")
+    if order not in ("legend", "beta"):
+        raise ValueError(f"unknown partition order {order!r} (expected legend or beta)")
     if capacity >= n:
         states = [tuple(range(n))]
     elif order == "legend":
@@ -210,10 +212,8 @@ def buffer_order(n, capacity, order="legend"):
             raise ValueError(f"Legend's order is for a buffer of 3 partitions, not {capacity} "
                              "(order='beta' takes any buffer)")
         states = partition_order.legend_order(n)
-    elif order == "beta":
-        states = partition_order.beta_order(n, capacity)
     else:
-        raise ValueError(f"unknown partition order {order!r} (expected legend or beta)")
+        states = partition_order.beta_order(n, capacity)
     if len(states) > 1:
         partition_order.check_order(states, n, capacity)
     return states, partition_order.legend_buckets(states, n)

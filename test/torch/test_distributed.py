@@ -225,6 +225,9 @@ def test_bad_out_of_core_settings_are_refused(tmp_path):
     with pytest.raises(ValueError, match="Legend's order is for a buffer of 3 partitions"):
         kd.ThreadGroup.run(2, lambda g: worker.trainer(
             g, tmp_path, out_of_core=tmp_path / "live", split=3, capacity=4))
+    with pytest.raises(ValueError, match="unknown partition order 'pbg'"):
+        kd.ThreadGroup.run(2, lambda g: worker.trainer(
+            g, tmp_path, out_of_core=tmp_path / "live", split=1, order="pbg"))
     with pytest.raises(ValueError, match="split must be a positive integer"):
         kd.ThreadGroup.run(2, lambda g: worker.trainer(
             g, tmp_path, out_of_core=tmp_path / "live", split=0))
