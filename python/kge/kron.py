@@ -848,6 +848,9 @@ def packed_slice(packed, start, stop):
     gives them on their own."""
     nodes = np.asarray(packed["nodes"], np.int64)
     edges = np.asarray(packed["edges"], np.int64)
+    if not 0 <= start < stop <= len(nodes):
+        raise ValueError(f"graphs [{start}, {stop}) are not a block of the dataset's "
+                         f"{len(nodes)} graphs")
     n0, n1 = nodes[start, 0], nodes[stop - 1].sum()
     e0, e1 = edges[start, 0], edges[stop - 1].sum()
     return {"nodes": (nodes[start:stop] - [n0, 0]).astype(np.int32),
@@ -859,6 +862,8 @@ def packed_slice(packed, start, stop):
 
 
 def _offsets(parts, key):
+    if not parts:
+        raise ValueError("no blocks to concatenate")
     return np.cumsum([0] + [len(p[key]) for p in parts[:-1]])
 
 

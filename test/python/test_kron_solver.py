@@ -400,6 +400,11 @@ def test_preparation_shared_by_blocks_equals_the_whole(world, order):
     alone = kron.pack(X[2:5], ["label"], ["length"])
     for key in alone:
         assert np.array_equal(block[key], alone[key]), key
+    for start, stop in ((3, 3), (-1, 2), (4, 10)):
+        with pytest.raises(ValueError, match="not a block of the dataset's 9 graphs"):
+            kron.packed_slice(whole, start, stop)
+    with pytest.raises(ValueError, match="no blocks"):
+        kron.concat_octiles([])
 
 
 def test_derived_arrays_with_the_preparation_shared(compiled):
