@@ -127,11 +127,40 @@ def test_distributed_training_learns(tmp_path):
 
 # -- out of core: each rank's partitions in files -------------------------------
 
+def trained_edges(t):
+    """Wraps t's steps over edges: the Counter it returns counts each edge
+    (entity rows, relation) trained."""
+    import collections
+    seen = collections.Counter()
+    train_edges = t._train_edges
+
+    def counted(epoch, edges, bar=None, check_every=50):
+        partition = {slot: p for p, slot in t.slot_of.items()}
+        for h, r, tail in edges.tolist():
+            a, b = partition[h // t.rows], partition[tail // t.rows]
+            seen[(int(t.ranges[a]) + h % t.rows, r, int(t.ranges[b]) + tail % t.rows)] += 1
+        return train_edges(epoch, edges, bar, check_every)
+    t._train_edges = counted
+    return seen
+
+
 def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
     options = worker.out_of_core(tmp_path, 2)
-    results = threads(2, tmp_path, epochs=1, **options)
-    trainers = [t for t, _ in results]
+
+    def run(group):
+        t = worker.trainer(group, tmp_path, **options)
+        seen = trained_edges(t)
+        for _ in range(2):
+            t.train_epoch()
+        model = t.gather()
+        return t, None if model is None else {
+            n: v.detach().numpy() for n, v in model.tables.items()}, seen
+    results = kd.ThreadGroup.run(2, run)
+    trainers = [t for t, _, _ in results]
     assert sum(t.log[0]["edges"] for t in trainers) == len(worker.TRAIN)
+    # Every edge trained once an epoch, counted as trained.
+    seen = results[0][2] + results[1][2]
+    assert len(seen) == len(worker.TRAIN) and set(seen.values()) == {2}
     t = trainers[0]
     # 8 partitions in files, a buffer of 3 of them on each rank (a third of
     # what three of the 4 in-memory partitions take); between rounds it
