@@ -295,7 +295,12 @@ def main():
     parser.add_argument("--out", type=pathlib.Path)
     parser.add_argument("--gpus", type=int, nargs="*", default=[2, 4])
     parser.add_argument("--models", nargs="*", default=["transe_l2", "complex"])
-    parser.add_argument("--parts", nargs="*", default=["wn18", "train", "gram"])
+    parser.add_argument("--parts", nargs="*", default=["wn18", "train", "gram"],
+                        help="of wn18, train, gram, pbg (PyTorch-BigGraph's distributed "
+                             "mode on the training graph: its package must be installed)")
+    parser.add_argument("--pbg-lr", type=float, default=0.1)
+    parser.add_argument("--pbg-workers", type=int, default=max(1, (os.cpu_count() or 2) // 4),
+                        help="HOGWILD threads per PBG machine")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--dim", type=int, default=128)
@@ -315,11 +320,13 @@ def main():
         return
     import torch
     args.workdir.mkdir(parents=True, exist_ok=True)
-    results = {"device": torch.cuda.get_device_name(), "gpus": torch.cuda.device_count(),
-               "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+    cuda = torch.cuda.is_available()
+    results = {"device": torch.cuda.get_device_name() if cuda else "cpu",
+               "gpus": torch.cuda.device_count(), "torch": torch.__version__,
+               "nccl": ".".join(map(str, torch.cuda.nccl.version())) if cuda else None,
                "dim": args.dim, "batch": args.batch, "negatives": args.negatives,
                "epochs": args.epochs, "configs": {m: CONFIGS[m] for m in args.models},
-               "training": {}, "gram": {}, "wn18": {}}
+               "training": {}, "gram": {}, "wn18": {}, "pbg": {}}
     gpus = [g for g in args.gpus if g <= torch.cuda.device_count()]
 
     def save():
@@ -377,6 +384,21 @@ def main():
                               "train": len(data["train"]), "test": len(data["test"])}
         for name in args.models:
             train("training", name, graph, args.epochs, args.out_of_core)
+    if "pbg" in args.parts:
+        # The baseline on the same graph: PyTorch-BigGraph's distributed
+        # mode (bench_pbg_distributed.py), on 1 and N machines of this host.
+        import bench_pbg_distributed as pbg
+        graph = dataset(args)
+        options = argparse.Namespace(dim=args.dim, epochs=args.epochs, batch=args.batch,
+                                     negatives=args.negatives, lr=args.pbg_lr,
+                                     workers=args.pbg_workers, partitions=1)
+        for name in args.models:
+            # (PBG's machines are CPU processes: as many as the GPUs asked for.)
+            for machines in [1] + list(args.gpus):
+                run = pbg.run(options, name, graph, machines, args.workdir)
+                results["pbg"][f"{name} {machines} machines"] = run
+                print("pbg", name, machines, json.dumps(run), flush=True)
+                save()
     if "gram" in args.parts:
         X = molecules(args.data)
         kernel = gram_kernel()
