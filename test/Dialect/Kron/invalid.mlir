@@ -36,7 +36,7 @@ func.func @integer_labels(%nodes: tensor<?x2xi32>, %nl: tensor<?x1xi32>, %edges:
 func.func @bad_order(%nodes: tensor<?x2xi32>, %nl: tensor<?x0xf32>, %deg: tensor<?xf32>, %rows: tensor<?xi32>,
                      %tiles: tensor<?x2xi32>, %coords: tensor<?xi32>, %bitmaps: tensor<?xi64>,
                      %offsets: tensor<?xi32>, %w: tensor<?xf32>, %el: tensor<?x0xf32>) {
-  // expected-error @+1 {{orders the nodes 'natural', 'rcm', 'pbr' or 'auto', got 'metis'}}
+  // expected-error @+1 {{orders the nodes 'natural', 'rcm', 'pbr', 'auto' or 'refined', got 'metis'}}
   %X = kron.octiles nodes(%nodes, %nl, %deg, %rows) tiles(%tiles, %coords, %bitmaps, %offsets)
       nonzeros(%w, %el) order("metis")
       : tensor<?x2xi32>, tensor<?x0xf32>, tensor<?xf32>, tensor<?xi32>, tensor<?x2xi32>, tensor<?xi32>,

@@ -55,11 +55,12 @@ struct FeatureKernels {
 FeatureKernels getFeatureKernels(Attribute kernel);
 
 /// Whether `order` names a node order of the octiles: "natural", "rcm"
-/// (reverse Cuthill-McKee), "pbr" (partition-based) or "auto".
+/// (reverse Cuthill-McKee), "pbr" (partition-based), "auto" or "refined".
 bool isNodeOrder(StringRef order);
 
 /// The node orders, as messages list them.
-constexpr const char *kNodeOrders = "'natural', 'rcm', 'pbr' or 'auto'";
+constexpr const char *kNodeOrders =
+    "'natural', 'rcm', 'pbr', 'auto' or 'refined'";
 
 } // namespace kron
 } // namespace mlir

@@ -74,7 +74,7 @@ bool mlir::kron::isBaseKernel(Attribute attr) {
 
 bool mlir::kron::isNodeOrder(StringRef order) {
   return order == "natural" || order == "rcm" || order == "pbr" ||
-         order == "auto";
+         order == "auto" || order == "refined";
 }
 
 FeatureKernels mlir::kron::getFeatureKernels(Attribute kernel) {
