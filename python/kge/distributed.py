@@ -301,6 +301,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                     buffer_bytes=buffer_bytes, fingerprint={"ranks": self.world},
                     shuffle=shuffle)
         self.prefetch = prefetch
+        self._plans = {}
         self.store = None
         if out_of_core is not None:
             self.store = out_of_core_module.PartitionStore(out_of_core, self.ranges,
@@ -374,10 +375,17 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
 
     # -- partitions ---------------------------------------------------------
 
-    def _round_plan(self, r, buckets):
+    def _round_plan(self, r):
         """Out of core: the swap plan of round r — the buffer states of the
         order over the pair's partitions, each training the round's buckets
-        (`buckets`, of the 2N partitions, cut into theirs) it holds."""
+        (round_buckets', of the 2N partitions, cut into theirs) it holds.
+        Made once per round (a plan depends on the round alone); the caller
+        copies it before changing it."""
+        if r not in self._plans:
+            self._plans[r] = self._make_round_plan(r)
+        return self._plans[r]
+
+    def _make_round_plan(self, r):
         m = self.split
         a, b = self.rounds[r][self.rank]
         if b in self.rounds[r - 1][self.rank] and a not in self.rounds[r - 1][self.rank]:
@@ -386,7 +394,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
             a, b = b, a
         pair = [*range(a * m, (a + 1) * m), *range(b * m, (b + 1) * m)]
         wanted = {}
-        for bucket in buckets:
+        for bucket in partition_order.round_buckets(self.rounds, r, self.rank):
             s, t = bucket[:2]
             for x in range(s * m, (s + 1) * m):
                 for y in range(t * m, (t + 1) * m):
@@ -397,12 +405,12 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                     if (pair[i], pair[j]) in wanted] for state in trained]
         return out_of_core_module.swap_plan(states, trained)
 
-    def _train_round_out_of_core(self, epoch, r, buckets, bar, check_every):
+    def _train_round_out_of_core(self, epoch, r, bar, check_every):
         """Walks round r's plan; at the end, the partitions the next round's
         first state does not hold go back to their files (those it holds
         stay loaded: no other rank needs them). Returns the edges
         trained."""
-        plan = self._round_plan(r, buckets)
+        plan = list(self._round_plan(r))
         io = self._io()
         spans = [self._span(b) for _, first, _, _, rest in plan for b in first + rest]
         # The buckets of the first state among the partitions kept from the
@@ -431,11 +439,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         if self.world == 1:
             return set()
         previous = (r - 1) % len(self.rounds)
-        last = self._round_plan(previous, partition_order.round_buckets(
-            self.rounds, previous, self.rank))[-1][0]
-        first = self._round_plan(r, partition_order.round_buckets(
-            self.rounds, r, self.rank))[0][0]
-        return set(last) & set(first)
+        return set(self._round_plan(previous)[-1][0]) & set(self._round_plan(r)[0][0])
 
     def _exchange(self, r):
         """Moves the partitions that change rank between round r and the
@@ -482,11 +486,10 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         bar = self._progress(progress, None)
         for r in range(first, len(self.rounds)):
             before = self._flat_relations().clone() if self.world > 1 else None
-            buckets = partition_order.round_buckets(self.rounds, r, self.rank)
             if self.store is not None:
-                edges += self._train_round_out_of_core(epoch, r, buckets, bar, check_every)
+                edges += self._train_round_out_of_core(epoch, r, bar, check_every)
             else:
-                group = self._group(buckets)
+                group = self._group(partition_order.round_buckets(self.rounds, r, self.rank))
                 if group is not None:
                     edges += len(group)
                     self._train_edges(epoch, group, bar, check_every)

@@ -895,13 +895,9 @@ def graph_orders(nodes, edges, ends, order="auto"):
 # Sharing the per-graph preparation out (kge.distributed.gram): a `share`
 # callable takes compute(start, stop), the work of graphs [start, stop), and
 # the number of graphs, and returns the results of contiguous blocks that
-# cover them, in order (the default: one block, computed here). Packed
+# cover them, in order (None: the whole dataset at once, here). Packed
 # datasets and octiles of consecutive blocks concatenate into those of the
 # whole dataset, equal to computing them at once.
-
-def _one_block(compute, count):
-    return [compute(0, count)]
-
 
 def packed_slice(packed, start, stop):
     """Graphs [start, stop) of a packed dataset (start < stop), as pack()
@@ -953,7 +949,7 @@ def concat_octiles(parts):
 
 
 def pack_shared(graphs, node_features=(), edge_features=(), share=None):
-    """pack(), its blocks of graphs computed by `share` (see _one_block)."""
+    """pack(), its blocks of graphs computed by `share` (see above)."""
     graphs = list(graphs)
     if share is None or len(graphs) < 2:
         return pack(graphs, node_features, edge_features)

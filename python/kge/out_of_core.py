@@ -303,6 +303,7 @@ class PartitionedTrainer(training.Trainer):
         if shuffle:
             self.fingerprint_config["shuffled"] = seed
         self.slot_of = {}
+        self._engine = None  # the swap engine (_io), where partitions live in files
 
     def fingerprint(self):
         return checkpoint.fingerprint(self.fingerprint_config)
@@ -406,7 +407,7 @@ class PartitionedTrainer(training.Trainer):
 
     def _io(self):
         """The swap engine of self.store (made once)."""
-        if getattr(self, "_engine", None) is None:
+        if self._engine is None:
             self._engine = _SwapEngine(self, overlap=self.prefetch and self.device.type == "cuda")
         return self._engine
 
@@ -491,7 +492,6 @@ class OutOfCoreTrainer(PartitionedTrainer):
                     sampler=sampler, seed=seed, device=device, buffer_bytes=buffer_bytes,
                     fingerprint={})
         self.prefetch = prefetch
-        self._engine = None
         if resume is False:
             self.store = PartitionStore.initialize(
                 directory, self.ranges, self.fingerprint(),

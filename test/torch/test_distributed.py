@@ -179,7 +179,7 @@ def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
     # partitions (of partitions 0 and 3 of the 4: 0, 1 and 6, 7), training
     # the buckets between them and a third of each one's own.
     assert t.rounds[0][0] == (0, 3)
-    plan = t._round_plan(0, po.round_buckets(t.rounds, 0, 0))
+    plan = t._round_plan(0)
     assert [state for state, *_ in plan] == [(0, 1, 6), (0, 6, 7), (0, 1, 7)]
     trained = sorted(b for _, first, _, _, rest in plan for b in first + rest)
     assert trained == sorted([(a, b) for a in (0, 1) for b in (6, 7)] +
