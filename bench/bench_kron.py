@@ -296,6 +296,7 @@ def main():
         for variant, run_config, order in (("auto", config, "auto"),
                                            ("natural", config, "natural"),
                                            ("rcm", config, "rcm"), ("pbr", config, "pbr"),
+                                           ("refined", config, "refined"),
                                            ("scaled", f"{config}_scaled", "auto")):
             k, iterations, gpu, host, pairs = time_kge(args.bundles, run_config, graphs, order,
                                                       args.repeats)

@@ -1683,7 +1683,7 @@ class MarginalizedGraphKernel:
             # The failures found where the counts are; only the values copied.
             import torch
             failed = torch.nonzero(iterations <= 0).cpu().numpy()
-            k = k.cpu().numpy()
+            k = _to_host(k) if k.is_cuda else k.numpy()
         else:
             failed = np.argwhere(np.asarray(iterations) <= 0)
         failed = [tuple(map(int, p)) for p in failed]
@@ -1842,6 +1842,55 @@ class MarginalizedGraphKernel:
         if failed and self.raise_on_failure:
             raise ConvergenceError(failed, self.maxiter)
         return k
+
+
+#: Bytes of each of the two pinned staging buffers per device (_to_host).
+STAGING_BYTES = 32 << 20
+_STAGING = {}
+
+
+def _to_host(k):
+    """The CUDA tensor `k` as a new float64 NumPy array, copied through two
+    pinned staging buffers per device and dtype (allocated once, reused):
+    chunk i+1 is copied while chunk i is converted, so the copy runs at
+    pinned speed with bounded pinned memory (2 x STAGING_BYTES) whatever
+    the matrix's size."""
+    import threading
+    import torch
+    flat = k.detach().reshape(-1)
+    total = flat.numel()
+    out = np.empty(total, np.float64)
+    if total == 0:
+        return out.reshape(tuple(k.shape))
+    key = (k.device, k.dtype)
+    if key not in _STAGING:
+        _STAGING.setdefault(key, (threading.Lock(), []))
+    lock, buffers = _STAGING[key]
+    with lock:
+        if not buffers:
+            chunk = max(1, STAGING_BYTES // flat.element_size())
+            buffers.extend(torch.empty(chunk, dtype=k.dtype, pin_memory=True)
+                           for _ in range(2))
+        chunk = buffers[0].numel()
+        with torch.cuda.device(k.device):
+            stream = torch.cuda.current_stream()
+            events = [torch.cuda.Event(), torch.cuda.Event()]
+            pending = None
+            for index, start in enumerate(range(0, total, chunk)):
+                stop, which = min(total, start + chunk), index % 2
+                # (The buffer's last chunk was converted before this copy.)
+                buffers[which][:stop - start].copy_(flat[start:stop], non_blocking=True)
+                events[which].record(stream)
+                if pending is not None:
+                    _drain(out, buffers, events, *pending)
+                pending = (start, stop, which)
+            _drain(out, buffers, events, *pending)
+    return out.reshape(tuple(k.shape))
+
+
+def _drain(out, buffers, events, start, stop, which):
+    events[which].synchronize()
+    out[start:stop] = buffers[which][:stop - start].numpy()
 
 
 # ---------------------------------------------------------------------------

@@ -70,7 +70,7 @@ CONFIGS.update({f"{name}_scaled": {**CONFIGS[name], "degrees": "scaled"}
                 for name in ("delta_sqexp", "unlabeled", "molecules", "proteins")})
 
 #: Node orders the bundles are built for (kron-octile-tiling).
-ORDERS = ("auto", "natural", "rcm", "pbr")
+ORDERS = ("auto", "natural", "rcm", "pbr", "refined")
 
 
 def bundle_name(config, order):

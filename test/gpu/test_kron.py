@@ -66,7 +66,7 @@ def run(config, X, Y=None, order="auto"):
     return kron.run_gram(bundle, packed(X), None if Y is None else packed(Y), program=program)
 
 
-@pytest.mark.parametrize("order", ["auto", "natural", "rcm", "pbr"])
+@pytest.mark.parametrize("order", ["auto", "natural", "rcm", "pbr", "refined"])
 @pytest.mark.parametrize("config", ["delta_sqexp", "unlabeled", "delta_sqexp_scaled",
                                     "unlabeled_scaled"])
 def test_gram_matches_the_reference(config, order):
@@ -156,3 +156,19 @@ def test_nodewise_similarities(config):
             expected = kron.nodewise(g, h, c["node_kernel"], c["edge_kernel"], c["q"])
             np.testing.assert_allclose(s[sx[a]:sx[a + 1], sy[b]:sy[b + 1]], expected,
                                        rtol=5e-4, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (7, 5), (333, 257), (1000, 1000)])
+def test_results_copied_to_the_host_through_pinned_staging(monkeypatch, dtype, shape):
+    # Small staging buffers: several chunks, a partial last one, both buffers reused.
+    monkeypatch.setattr(kron, "STAGING_BYTES", 4096 * 8)
+    monkeypatch.setattr(kron, "_STAGING", {})
+    k = torch.randn(shape, dtype=dtype, device="cuda")
+    host = kron._to_host(k)
+    assert host.dtype == np.float64 and host.shape == shape
+    np.testing.assert_array_equal(host, k.double().cpu().numpy())
+    # A second matrix reuses the buffers and does not alias the first result.
+    again = kron._to_host(k * 2)
+    np.testing.assert_array_equal(host * 2, again)
+    assert not np.shares_memory(host, again)
