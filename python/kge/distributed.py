@@ -101,7 +101,28 @@ def init(backend=None, timeout=300.0):
         device = torch.device("cuda", local)
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
+        _TIMEOUT[0] = timeout
     return dist.get_rank(), dist.get_world_size(), device
+
+
+#: init()'s timeout (seconds), which the host group of objects takes too.
+_TIMEOUT = [300.0]
+#: The gloo group of objects per default group (see TorchGroup.all_gather_object).
+_HOST_GROUPS = {}
+
+
+def _host_group(dist):
+    """A gloo group of all ranks for gathering Python objects, made once per
+    default group (collective: the first all_gather_object makes it on
+    every rank), or None when the default group is gloo already."""
+    default = dist.distributed_c10d._get_default_group()
+    if dist.get_backend() == "gloo":
+        return None
+    if default not in _HOST_GROUPS:
+        _HOST_GROUPS.clear()
+        _HOST_GROUPS[default] = dist.new_group(
+            backend="gloo", timeout=datetime.timedelta(seconds=_TIMEOUT[0]))
+    return _HOST_GROUPS[default]
 
 
 class TorchGroup:
@@ -141,8 +162,12 @@ class TorchGroup:
         return out
 
     def all_gather_object(self, value):
+        # Over gloo, on the host: NCCL's all_gather_object copies the
+        # pickles to the GPU and back, with a synchronization per rank
+        # (tens of milliseconds for a dataset's octiles).
         out = [None] * self.world
-        self._run("all_gather_object", lambda: self.dist.all_gather_object(out, value))
+        self._run("all_gather_object", lambda: self.dist.all_gather_object(
+            out, value, group=_host_group(self.dist)))
         return out
 
     def all_reduce_sum(self, tensor):
@@ -684,12 +709,20 @@ def blocks(group=None):
     `group`: each rank computes a block of consecutive graphs (rank r the
     r-th of `world` nearly equal ones), all gather the blocks, in order;
     collective."""
+    import time
     group = _default_group(group)
 
     def share(compute, count):
         start, stop = count * group.rank // group.world, count * (group.rank + 1) // group.world
-        parts = group.all_gather_object(compute(start, stop) if stop > start else None)
+        began = time.perf_counter()
+        own = compute(start, stop) if stop > start else None
+        computed = time.perf_counter()
+        parts = group.all_gather_object(own)
+        share.seconds["own block"] += computed - began
+        share.seconds["gather"] += time.perf_counter() - computed
         return [part for part in parts if part is not None]
+    # (Seconds spent on this rank's blocks, and gathering them all.)
+    share.seconds = {"own block": 0.0, "gather": 0.0}
     return share
 
 
@@ -717,7 +750,8 @@ def gram(kernel, X, Y=None, group=None):
         return owned, needed
 
     import time
-    k, iterations = kernel.partial(X, Y, select, blocks(group))
+    share = blocks(group)
+    k, iterations = kernel.partial(X, Y, select, share)
     start = time.perf_counter()
     values, counts = (a.contiguous() if isinstance(a, torch.Tensor)
                       else torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))
@@ -727,5 +761,6 @@ def gram(kernel, X, Y=None, group=None):
     result = kernel.finish(values, counts)
     # (GPU kernels: the seconds of each step on this rank.)
     if isinstance(getattr(kernel, "timings", None), dict):
-        kernel.timings.update(reduce=summed - start, finish=time.perf_counter() - summed)
+        kernel.timings.update(reduce=summed - start, finish=time.perf_counter() - summed,
+                              **{f"blocks: {k}": v for k, v in share.seconds.items()})
     return result
