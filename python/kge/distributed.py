@@ -101,28 +101,7 @@ def init(backend=None, timeout=300.0):
         device = torch.device("cuda", local)
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout))
-        _TIMEOUT[0] = timeout
     return dist.get_rank(), dist.get_world_size(), device
-
-
-#: init()'s timeout (seconds), which the host group of objects takes too.
-_TIMEOUT = [300.0]
-#: The gloo group of objects per default group (see TorchGroup.all_gather_object).
-_HOST_GROUPS = {}
-
-
-def _host_group(dist):
-    """A gloo group of all ranks for gathering Python objects, made once per
-    default group (collective: the first all_gather_object makes it on
-    every rank), or None when the default group is gloo already."""
-    default = dist.distributed_c10d._get_default_group()
-    if dist.get_backend() == "gloo":
-        return None
-    if default not in _HOST_GROUPS:
-        _HOST_GROUPS.clear()
-        _HOST_GROUPS[default] = dist.new_group(
-            backend="gloo", timeout=datetime.timedelta(seconds=_TIMEOUT[0]))
-    return _HOST_GROUPS[default]
 
 
 class TorchGroup:
@@ -162,13 +141,25 @@ class TorchGroup:
         return out
 
     def all_gather_object(self, value):
-        # Over gloo, on the host: NCCL's all_gather_object copies the
-        # pickles to the GPU and back, with a synchronization per rank
-        # (tens of milliseconds for a dataset's octiles).
         out = [None] * self.world
-        self._run("all_gather_object", lambda: self.dist.all_gather_object(
-            out, value, group=_host_group(self.dist)))
+        self._run("all_gather_object", lambda: self.dist.all_gather_object(out, value))
         return out
+
+    def all_gather_arrays(self, arrays):
+        """all_gather_object of a dict of NumPy arrays (or None) in one
+        collective of bytes on the group's device (NCCL: the GPU; each
+        rank's block once to the device and all once back) instead of a
+        pickle per rank."""
+        import torch
+        device = (torch.device("cuda", torch.cuda.current_device())
+                  if self.dist.get_backend() == "nccl" else torch.device("cpu"))
+        local = torch.from_numpy(_to_bytes(arrays))
+        sizes = self.all_gather(torch.tensor([len(local)], dtype=torch.int64, device=device))
+        sizes = [int(n) for n in torch.cat(sizes).cpu()]
+        padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
+        padded[:len(local)] = local.to(device)
+        gathered = torch.stack(self.all_gather(padded)).cpu().numpy()
+        return [_from_bytes(gathered[r, :sizes[r]]) for r in range(self.world)]
 
     def all_reduce_sum(self, tensor):
         self._run("all_reduce", lambda: self.dist.all_reduce(tensor))
@@ -245,6 +236,9 @@ class ThreadGroup:
     def all_gather(self, tensor):
         return [t.clone() for t in self.all_gather_object(tensor.detach().clone())]
 
+    def all_gather_arrays(self, arrays):
+        return [_from_bytes(b) for b in self.all_gather_object(_to_bytes(arrays))]
+
     def all_reduce_sum(self, tensor):
         parts = self.all_gather(tensor)
         total = parts[0]
@@ -254,6 +248,39 @@ class ThreadGroup:
 
     def barrier(self):
         self._wait()
+
+
+def _to_bytes(arrays):
+    """A dict of NumPy arrays (or None) as one uint8 array: the header's
+    length (8 bytes), the header (keys, dtypes, shapes; pickled), then each
+    array's bytes from an offset that is a multiple of 8."""
+    import pickle
+    arrays = None if arrays is None else {k: np.asarray(v, order="C") for k, v in arrays.items()}
+    fields = None if arrays is None else [(k, v.dtype.str, v.shape) for k, v in arrays.items()]
+    header = np.frombuffer(pickle.dumps(fields), np.uint8)
+    pieces, at = [np.array([len(header)], "<i8").view(np.uint8), header], 8 + len(header)
+    for value in (arrays or {}).values():
+        pieces.append(np.zeros(-at % 8, np.uint8))
+        at += -at % 8 + value.nbytes
+        pieces.append(value.reshape(-1).view(np.uint8))
+    return np.concatenate(pieces)
+
+
+def _from_bytes(data):
+    """_to_bytes's dict (arrays copied out of `data`)."""
+    import pickle
+    length = int(data[:8].view("<i8")[0])
+    fields = pickle.loads(data[8:8 + length].tobytes())
+    if fields is None:
+        return None
+    out, at = {}, 8 + length
+    for key, dtype, shape in fields:
+        at += -at % 8
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        out[key] = data[at:at + nbytes].view(dtype).reshape(shape).copy()
+        at += nbytes
+    return out
 
 
 def _default_group(group):
@@ -717,7 +744,7 @@ def blocks(group=None):
         began = time.perf_counter()
         own = compute(start, stop) if stop > start else None
         computed = time.perf_counter()
-        parts = group.all_gather_object(own)
+        parts = group.all_gather_arrays(own)
         share.seconds["own block"] += computed - began
         share.seconds["gather"] += time.perf_counter() - computed
         return [part for part in parts if part is not None]

@@ -452,6 +452,37 @@ def test_blocks_of_graphs_shared_by_the_ranks_equal_the_whole(world):
     assert all(kd.ThreadGroup.run(world, lambda g: worker.shared_preparation_equal(X, g)))
 
 
+@pytest.mark.parametrize("world", [1, 3])
+def test_arrays_gathered_as_bytes_come_back_equal(world):
+    """all_gather_arrays: dicts of arrays of any dtype, shape and size
+    (empty, 0-d, odd byte counts before 8-byte ones), or None, arrive as
+    they were sent, in rank order."""
+    def block(rank):
+        if rank == 1:
+            return None
+        rng = np.random.default_rng(rank)
+        return {"flags": rng.integers(0, 2, 5).astype(bool), "pairs": rng.integers(
+            -9, 9, (3, 2)).astype(np.int32), "empty": np.zeros((0, 4), np.float32),
+            "scalar": np.float64(rank), "bits": rng.integers(0, 1 << 62, 7).astype(np.int64),
+            "strided": np.arange(12.0).reshape(3, 4)[:, ::2]}
+
+    def check(group):
+        got = group.all_gather_arrays(block(group.rank))
+        for rank, arrays in enumerate(got):
+            sent = block(rank)
+            if sent is None:
+                assert arrays is None
+                continue
+            assert list(arrays) == list(sent)
+            for key, value in sent.items():
+                value = np.asarray(value)
+                assert arrays[key].dtype == value.dtype and arrays[key].shape == value.shape
+                assert np.array_equal(arrays[key], value), key
+        return True
+    assert all(kd.ThreadGroup.run(world, check))
+    assert kd._from_bytes(kd._to_bytes({"x": np.arange(3)}))["x"].tolist() == [0, 1, 2]
+
+
 @pytest.mark.parametrize("symmetric,normalize", [(True, False), (True, True), (False, False),
                                                  (False, True)])
 def test_the_schedule_made_by_pytorch_is_the_hosts(symmetric, normalize):
