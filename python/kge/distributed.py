@@ -164,6 +164,10 @@ class TorchGroup:
     def all_reduce_sum(self, tensor):
         self._run("all_reduce", lambda: self.dist.all_reduce(tensor))
 
+    def reduce_sum(self, tensor, root):
+        """The sum of the ranks' `tensor` into root's (the others' unspecified)."""
+        self._run("reduce", lambda: self.dist.reduce(tensor, root))
+
     def barrier(self):
         self._run("a barrier", lambda: self.dist.barrier())
 
@@ -245,6 +249,9 @@ class ThreadGroup:
         for part in parts[1:]:
             total = total + part
         tensor.copy_(total)
+
+    def reduce_sum(self, tensor, root):
+        self.all_reduce_sum(tensor)
 
     def barrier(self):
         self._wait()
@@ -753,20 +760,25 @@ def blocks(group=None):
     return share
 
 
-def gram(kernel, X, Y=None, group=None):
+def gram(kernel, X, Y=None, group=None, root=None):
     """kernel(X, Y) (a kge.kron.MarginalizedGraphKernel, not node-wise)
     computed by the ranks of `group` (default: torch.distributed's) together
-    and returned on every rank; collective. Each rank solves the pairs
+    and returned on every rank, or with `root` on that rank only (the
+    others return None: one copy of the matrix to the host instead of one
+    per rank); collective. Each rank solves the pairs
     dealt to it by cost (in snake order down the schedule, which is sorted
     by cost) on its device (the kernel's: NCCL ranks use their
     GPU) and, when normalizing, the self-kernels too (on GPUs, the
     datasets are packed and tiled a block of graphs per rank, and
     gathered); the entries are summed across ranks, each written by exactly one: the matrix is the one-device
     one, bit for bit. Pairs that do not converge are reported as the kernel
-    reports them, on every rank."""
+    reports them, on every rank that returns the matrix."""
     import torch
     from . import kron
     group = _default_group(group)
+    if root is not None and (isinstance(root, bool) or not isinstance(root, (int, np.integer))
+                             or not 0 <= root < group.world):
+        raise ValueError(f"root is a rank of the group (0 .. {group.world - 1}), not {root!r}")
     X = [kron.as_labeled_graph(g) for g in X]
     Y = None if Y is None else [kron.as_labeled_graph(g) for g in Y]
 
@@ -782,10 +794,17 @@ def gram(kernel, X, Y=None, group=None):
     start = time.perf_counter()
     values, counts = (a.contiguous() if isinstance(a, torch.Tensor)
                       else torch.as_tensor(np.ascontiguousarray(a)) for a in (k, iterations))
-    group.all_reduce_sum(values)
-    group.all_reduce_sum(counts)
+    for part in (values, counts):
+        if root is None:
+            group.all_reduce_sum(part)
+        else:
+            group.reduce_sum(part, root)
     summed = time.perf_counter()
-    result = kernel.finish(values, counts)
+    result = None
+    if root is None or group.rank == root:
+        result = kernel.finish(values, counts)
+    elif isinstance(values, torch.Tensor) and values.is_cuda:
+        torch.cuda.synchronize(values.device)
     # (GPU kernels: the seconds of each step on this rank.)
     if isinstance(getattr(kernel, "timings", None), dict):
         kernel.timings.update(reduce=summed - start, finish=time.perf_counter() - summed,

@@ -455,18 +455,36 @@ def rcm_order(g):
 
 def _rcm(a):
     """rcm_order of the graph of boolean adjacency `a`."""
-    n = len(a)
-    degree = a.sum(1)
-    # Starts by increasing degree; each node's neighbours by increasing
-    # degree (ties by index), so a visit appends its unseen ones in order.
-    rank = np.argsort(degree, kind="stable")
-    position = np.empty(n, np.int64)
-    position[rank] = np.arange(n)
-    src, dst = np.nonzero(a)
+    i, j = np.nonzero(a)
+    return _rcm_orders([(len(a), i, j)])[0]
+
+
+def _rcm_orders(graphs):
+    """rcm_order of each graph (n, i, j) (edges i-j, either direction), the
+    graphs walked together: one sort of all their nodes and edges, one
+    breadth-first loop."""
+    sizes = np.array([n for n, _, _ in graphs], np.int64)
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    total = int(sizes.sum())
+    which = np.repeat(np.arange(len(graphs)), [len(i) for _, i, _ in graphs])
+    i = np.concatenate([np.asarray(i, np.int64) for _, i, _ in graphs] + [np.zeros(0, np.int64)])
+    j = np.concatenate([np.asarray(j, np.int64) for _, _, j in graphs] + [np.zeros(0, np.int64)])
+    i, j = i + first[which], j + first[which]
+    # Each adjacent pair once (both directions), as the boolean adjacency has it.
+    pairs = np.unique(np.r_[i, j] * max(total, 1) + np.r_[j, i])
+    src, dst = pairs // max(total, 1), pairs % max(total, 1)
+    degree = np.bincount(src, minlength=total)
+    graph = np.repeat(np.arange(len(graphs)), sizes)
+    # Starts by graph, then increasing degree (ties by index); each node's
+    # neighbours by increasing degree, so a visit appends its unseen ones
+    # in order.
+    rank = np.lexsort((np.arange(total), degree, graph))
+    position = np.empty(total, np.int64)
+    position[rank] = np.arange(total)
     by = np.lexsort((position[dst], src))
     neighbours = dst[by].tolist()
-    first = np.searchsorted(src[by], np.arange(n + 1)).tolist()
-    seen = [False] * n
+    start_of = np.searchsorted(src[by], np.arange(total + 1)).tolist()
+    seen = [False] * total
     order = []
     for start in rank.tolist():
         if seen[start]:
@@ -478,11 +496,14 @@ def _rcm(a):
         while head < len(order):
             node = order[head]
             head += 1
-            for v in neighbours[first[node]:first[node + 1]]:
+            for v in neighbours[start_of[node]:start_of[node + 1]]:
                 if not seen[v]:
                     seen[v] = True
                     order.append(v)
-    return np.array(order[::-1], dtype=np.int64)
+    # A graph's starts come before the next graph's: its nodes are one
+    # segment of `order`, reversed in place.
+    order = np.array(order, np.int64)
+    return [order[f:f + n][::-1] - f for f, n in zip(first.tolist(), sizes.tolist())]
 
 
 def _tile_count(n, i, j, part):
@@ -846,30 +867,57 @@ def _graph_order(n, i, j, order):
     `order`; `auto`: of natural, RCM and PBR, the one with the fewest
     tiles (the first of them on a tie); `refined`: auto's, with node swaps
     that lower the tile count (_refine)."""
+    if order in ("auto", "refined"):
+        return _best_orders([(n, i, j)], order)[0]
     if order == "natural" or n <= OCTILE:
         return np.arange(n)
     if order == "pbr":
         return _pbr(n, i, j)
-    if order == "refined":
-        return _refine(n, i, j, _graph_order(n, i, j, "auto"))
     a = np.zeros((n, n), bool)
     a[i, j] = a[j, i] = True
-    rcm = _rcm(a)
-    if order == "rcm":
-        return rcm
-    def tiles(o):
-        position = np.empty(n, np.int64)
-        position[o] = np.arange(n)
-        return _tile_count(n, i, j, position // OCTILE)
-    candidates = [np.arange(n), rcm]
+    return _rcm(a)
+
+
+def _best_orders(graphs, order):
+    """_graph_order's `auto` (or `refined`) orders of the graphs (n, i, j),
+    the candidates' tile counts of all graphs computed at once."""
+    out = [np.arange(n) for n, _, _ in graphs]
+    big = [g for g, (n, _, _) in enumerate(graphs) if n > OCTILE]
+    if not big:
+        return out
+    candidates = [[np.arange(graphs[g][0]) for g in big], _rcm_orders([graphs[g] for g in big])]
     try:
-        candidates.append(_pbr(n, i, j))
+        _pymetis()
+        candidates.append([_pbr(*graphs[g]) for g in big])
     except ImportError:
         # (auto weighs the orders it can make: the partition-based one
         # needs pymetis; the order changes the speed, not the values.)
         _warn_once("kge.kron: pymetis is not installed; order='auto' weighs the natural "
                    "and RCM orders only")
-    return min(candidates, key=tiles)
+    sizes = np.array([graphs[g][0] for g in big], np.int64)
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    counts = [len(graphs[g][1]) for g in big]
+    which = np.repeat(np.arange(len(big)), counts)
+    src = np.concatenate([graphs[g][1] for g in big]).astype(np.int64) + first[which]
+    dst = np.concatenate([graphs[g][2] for g in big]).astype(np.int64) + first[which]
+    local = np.arange(sizes.sum()) - np.repeat(first, sizes)
+    rows = int(-(-sizes.max() // OCTILE))
+    tiles = []
+    for orders in candidates:
+        # Tile row of each node, then the distinct (graph, row, column)
+        # keys of both directions of every edge, counted per graph.
+        position = np.empty(sizes.sum(), np.int64)
+        position[np.concatenate(orders) + np.repeat(first, sizes)] = local
+        part = position // OCTILE
+        keys = np.unique(np.concatenate((which, which)) * rows * rows +
+                         part[np.r_[src, dst]] * rows + part[np.r_[dst, src]])
+        tiles.append(np.bincount(keys // (rows * rows), minlength=len(big)))
+    best = np.argmin(np.stack(tiles), 0)
+    for k, g in enumerate(big):
+        out[g] = candidates[best[k]][k]
+        if order == "refined":
+            out[g] = _refine(*graphs[g], out[g])
+    return out
 
 
 _warned = set()
@@ -887,9 +935,17 @@ def graph_orders(nodes, edges, ends, order="auto"):
     per-graph work of octile_parts."""
     nodes, edges = np.asarray(nodes, np.int64), np.asarray(edges, np.int64)
     ends = np.asarray(ends, np.int64)
-    return [_graph_order(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
-                         ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1], order)
-            for g in range(len(nodes))]
+    graphs = [(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
+               ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1]) for g in range(len(nodes))]
+    if order in ("auto", "refined"):
+        return _best_orders(graphs, order)
+    if order == "rcm":
+        big = [g for g, (n, _, _) in enumerate(graphs) if n > OCTILE]
+        out = [np.arange(n) for n, _, _ in graphs]
+        for g, o in zip(big, _rcm_orders([graphs[g] for g in big])):
+            out[g] = o
+        return out
+    return [_graph_order(n, i, j, order) for n, i, j in graphs]
 
 
 # Sharing the per-graph preparation out (kge.distributed.gram): a `share`

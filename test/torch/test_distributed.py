@@ -452,6 +452,18 @@ def test_blocks_of_graphs_shared_by_the_ranks_equal_the_whole(world):
     assert all(kd.ThreadGroup.run(world, lambda g: worker.shared_preparation_equal(X, g)))
 
 
+def test_a_gram_matrix_returned_on_one_rank_is_the_whole_one():
+    X = worker.gram_graphs()
+    expected = worker.gram_kernel()(X)
+    got = kd.ThreadGroup.run(3, lambda g: kd.gram(worker.gram_kernel(), X, group=g, root=1))
+    assert got[0] is None and got[2] is None
+    assert np.array_equal(got[1], expected, equal_nan=True)
+    for root in (3, -1, 1.0, True):
+        with pytest.raises(ValueError, match="root is a rank of the group"):
+            kd.ThreadGroup.run(3, lambda g: kd.gram(worker.gram_kernel(), X, group=g,
+                                                    root=root))
+
+
 @pytest.mark.parametrize("world", [1, 3])
 def test_arrays_gathered_as_bytes_come_back_equal(world):
     """all_gather_arrays: dicts of arrays of any dtype, shape and size
