@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import sys
 import time
 
@@ -87,10 +88,30 @@ def config(args, model, entity_path, edge_path, checkpoint, partitions, machines
     return settings
 
 
+def _patch_pbg():
+    """torchbiggraph 1.0.0 on today's Python and PyTorch: it recognizes
+    Optional[T] in its config schema by identity (`type_ is Optional[T]`),
+    which Python 3.12's typing no longer guarantees (each Optional[T] a new
+    object): by equality instead; its distributed mode's RPC unpickles
+    its own objects (buckets) with torch.load, which PyTorch >= 2.6 limits
+    to weights by default: allowed in full (the machines' own messages)."""
+    import typing
+    os.environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
+    from torchbiggraph import schema
+
+    def unpack_optional(type_):
+        args = getattr(type_, "__args__", None)
+        if not args or type_ != typing.Optional[args[0]]:
+            raise TypeError("Not an optional type")
+        return args[0]
+    schema.unpack_optional = unpack_optional
+
+
 def _machine(rank, settings, out):
     """One PBG machine: trains; writes when it started and when it finished
     its last bucket of each epoch (wall-clock time, to merge the machines')."""
     start = time.time()
+    _patch_pbg()
     from torchbiggraph.config import parse_config
     from torchbiggraph.train import train_and_report_stats
     config = parse_config(settings)
@@ -112,6 +133,8 @@ def run(args, model, graph, machines, workdir):
     train = data["train"]
     partitions = max(1, 2 * machines) if machines > 1 else args.partitions
     base = workdir / f"pbg-{model}-{machines}"
+    # (PBG resumes from a checkpoint it finds: each run starts from none.)
+    shutil.rmtree(base / "model", ignore_errors=True)
     entity_path, edge_path, ranges = write_input(base / "data", train, int(data["entities"]),
                                                  int(data["relations"]), partitions)
     settings = config(args, model, entity_path, edge_path, base / "model", partitions, machines,
