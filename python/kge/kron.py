@@ -842,21 +842,55 @@ def _refine(n, i, j, order, rounds=3):
                     moved[cell] = moved.get(cell, 0) + step
         return moved
 
+    # A swap lowers the count only if it empties a cell: a cell's count at
+    # most the edges that a (or b) takes out of it. `rows[x][y]`: x's
+    # neighbours in tile row y; `alone[x]`: rows y whose cell (part[x], y)
+    # x alone could empty. Pairs that can empty no cell are not weighed
+    # (their gain is never negative: the same swaps are made).
+    rows = np.zeros((n, parts), np.int64)
+    np.add.at(rows, (src[keep], np.asarray(part)[dst[keep]]), 1)
+
+    def emptiable():
+        mine = np.asarray(part)
+        cells = np.asarray(counts)[mine]
+        taken = rows * np.where(np.arange(parts)[None, :] == mine[:, None], 2, 1)
+        return (rows > 0) & (cells <= taken)
+
+    alone = emptiable()
+    alone_count = alone.sum(1)
     for _ in range(rounds):
         improved = False
         for a in range(n):
-            for b in range(a + 1, n):
-                if part[a] == part[b]:
-                    continue
-                moved = change(a, b)
-                gain = sum((counts[x][y] + d > 0) - (counts[x][y] > 0)
-                           for (x, y), d in moved.items() if d)
-                if gain < 0:
-                    for (x, y), d in moved.items():
-                        counts[x][y] += d
-                    part[a], part[b] = part[b], part[a]
-                    position[a], position[b] = position[b], position[a]
-                    improved = True
+            b = a
+            while True:
+                mine = np.asarray(part)
+                pa = mine[a]
+                cells = np.asarray(counts)[pa]
+                later = np.arange(b + 1, n)
+                pb = mine[later]
+                joint = (cells[pb] > 0) & (cells[pb] <= rows[a, pb] + rows[later, pa])
+                worth = (pb != pa) & (joint | (alone_count[a] - alone[a, pb] > 0) |
+                                      (alone_count[later] - alone[later, pa] > 0))
+                found = False
+                for b in later[worth].tolist():
+                    moved = change(a, b)
+                    gain = sum((counts[x][y] + d > 0) - (counts[x][y] > 0)
+                               for (x, y), d in moved.items() if d)
+                    if gain < 0:
+                        for (x, y), d in moved.items():
+                            counts[x][y] += d
+                        for node, old, new in ((a, part[a], part[b]), (b, part[b], part[a])):
+                            for v in neighbours[node]:
+                                rows[v, old] -= 1
+                                rows[v, new] += 1
+                        part[a], part[b] = part[b], part[a]
+                        position[a], position[b] = position[b], position[a]
+                        improved = found = True
+                        alone = emptiable()
+                        alone_count = alone.sum(1)
+                        break
+                if not found:
+                    break
         if not improved:
             break
     return np.argsort(np.asarray(position), kind="stable")
