@@ -849,25 +849,28 @@ def _refine(n, i, j, order, rounds=3):
     # (their gain is never negative: the same swaps are made).
     rows = np.zeros((n, parts), np.int64)
     np.add.at(rows, (src[keep], np.asarray(part)[dst[keep]]), 1)
+    # (NumPy copies of `part` and `counts`, updated with them: the scans
+    # read them whole.)
+    part_of = np.asarray(part)
+    cell_counts = np.asarray(counts)
+    columns = np.arange(parts)
 
-    def emptiable():
-        mine = np.asarray(part)
-        cells = np.asarray(counts)[mine]
-        taken = rows * np.where(np.arange(parts)[None, :] == mine[:, None], 2, 1)
-        return (rows > 0) & (cells <= taken)
+    def emptiable(nodes):
+        mine = part_of[nodes]
+        taken = rows[nodes] * np.where(columns[None, :] == mine[:, None], 2, 1)
+        return (rows[nodes] > 0) & (cell_counts[mine] <= taken)
 
-    alone = emptiable()
+    alone = emptiable(np.arange(n))
     alone_count = alone.sum(1)
     for _ in range(rounds):
         improved = False
         for a in range(n):
             b = a
             while True:
-                mine = np.asarray(part)
-                pa = mine[a]
-                cells = np.asarray(counts)[pa]
+                pa = part_of[a]
+                cells = cell_counts[pa]
                 later = np.arange(b + 1, n)
-                pb = mine[later]
+                pb = part_of[later]
                 joint = (cells[pb] > 0) & (cells[pb] <= rows[a, pb] + rows[later, pa])
                 worth = (pb != pa) & (joint | (alone_count[a] - alone[a, pb] > 0) |
                                       (alone_count[later] - alone[later, pa] > 0))
@@ -879,15 +882,23 @@ def _refine(n, i, j, order, rounds=3):
                     if gain < 0:
                         for (x, y), d in moved.items():
                             counts[x][y] += d
+                            cell_counts[x, y] += d
                         for node, old, new in ((a, part[a], part[b]), (b, part[b], part[a])):
                             for v in neighbours[node]:
                                 rows[v, old] -= 1
                                 rows[v, new] += 1
                         part[a], part[b] = part[b], part[a]
+                        part_of[a], part_of[b] = part[a], part[b]
                         position[a], position[b] = position[b], position[a]
                         improved = found = True
-                        alone = emptiable()
-                        alone_count = alone.sum(1)
+                        # Whose `alone` can change: a, b, their neighbours
+                        # (rows) and the nodes of the tile rows whose
+                        # counts moved.
+                        touched = np.unique([x for x, _ in moved] + [part[a], part[b]])
+                        nodes = np.union1d(np.flatnonzero(np.isin(part_of, touched)),
+                                           [a, b, *neighbours[a], *neighbours[b]])
+                        alone[nodes] = emptiable(nodes)
+                        alone_count[nodes] = alone[nodes].sum(1)
                         break
                 if not found:
                     break
