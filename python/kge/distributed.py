@@ -772,7 +772,8 @@ def gram(kernel, X, Y=None, group=None, root=None):
     datasets are packed and tiled a block of graphs per rank, and
     gathered); the entries are summed across ranks, each written by exactly one: the matrix is the one-device
     one, bit for bit. Pairs that do not converge are reported as the kernel
-    reports them, on every rank that returns the matrix."""
+    reports them, on every rank that returns the matrix (the others'
+    kernel.failed_pairs is None)."""
     import torch
     from . import kron
     group = _default_group(group)
@@ -803,8 +804,11 @@ def gram(kernel, X, Y=None, group=None, root=None):
     result = None
     if root is None or group.rank == root:
         result = kernel.finish(values, counts)
-    elif isinstance(values, torch.Tensor) and values.is_cuda:
-        torch.cuda.synchronize(values.device)
+    else:
+        # (The failures are known on the root only.)
+        kernel.failed_pairs = None
+        if isinstance(values, torch.Tensor) and values.is_cuda:
+            torch.cuda.synchronize(values.device)
     # (GPU kernels: the seconds of each step on this rank.)
     if isinstance(getattr(kernel, "timings", None), dict):
         kernel.timings.update(reduce=summed - start, finish=time.perf_counter() - summed,

@@ -805,6 +805,12 @@ def unpack(packed, node_features=(), edge_features=()):
 ORDERS = ("natural", "rcm", "pbr", "auto", "refined")
 
 
+def _check_order(order):
+    if order not in ORDERS:
+        raise ValueError(f"the node order is 'natural', 'rcm', 'pbr', 'auto' or 'refined', not "
+                         f"{order!r}")
+
+
 def _refine(n, i, j, order, rounds=3):
     """`order` improved by swapping two nodes of different tile rows
     wherever that lowers the tile count — the objective the partition-based
@@ -912,6 +918,7 @@ def _graph_order(n, i, j, order):
     `order`; `auto`: of natural, RCM and PBR, the one with the fewest
     tiles (the first of them on a tie); `refined`: auto's, with node swaps
     that lower the tile count (_refine)."""
+    _check_order(order)
     if order in ("auto", "refined"):
         return _best_orders([(n, i, j)], order)[0]
     if order == "natural" or n <= OCTILE:
@@ -982,6 +989,7 @@ def graph_orders(nodes, edges, ends, order="auto"):
     ends = np.asarray(ends, np.int64)
     graphs = [(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
                ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1]) for g in range(len(nodes))]
+    _check_order(order)
     if order in ("auto", "refined"):
         return _best_orders(graphs, order)
     if order == "rcm":
@@ -1079,9 +1087,7 @@ def octile_parts(nodes, node_labels, edges, ends, weights, edge_labels, order="a
     node's row in the packed order) per node (tiled order), `tiles` [G, 2] (first tile, count), `coords` (row << 16 |
     column), `bitmaps` (int64), `offsets` (first non-zero) per tile, and
     `weights`, `edge_labels` per non-zero."""
-    if order not in ORDERS:
-        raise ValueError(f"the node order is 'natural', 'rcm', 'pbr', 'auto' or 'refined', not "
-                         f"{order!r}")
+    _check_order(order)
     nodes = np.asarray(nodes, np.int64)
     ends = np.asarray(ends, np.int64)
     weights = np.asarray(weights, np.float32)

@@ -486,3 +486,16 @@ def test_refinement_finds_a_swap_that_empties_a_tile_only_the_two_nodes_together
     position[order] = np.arange(16)
     assert kron._tile_count(16, i, j, np.arange(16) // 8) == 4
     assert kron._tile_count(16, i, j, position // 8) == 2
+
+
+def test_an_unknown_node_order_is_refused_by_every_entry_point():
+    rng = np.random.default_rng(2)
+    packed = kron.pack(dataset(rng, [9, 12]), ["label"], ["length"])
+    nodes, edges, ends = packed["nodes"], packed["edges"], packed["ends"]
+    for bad in ("Auto", "bogus", ""):
+        with pytest.raises(ValueError, match="the node order is 'natural', 'rcm'"):
+            kron.graph_orders(nodes, edges, ends, bad)
+        with pytest.raises(ValueError, match="the node order is 'natural', 'rcm'"):
+            kron._graph_order(12, np.array([0, 1]), np.array([1, 2]), bad)
+        with pytest.raises(ValueError, match="the node order is 'natural', 'rcm'"):
+            kron.octile_parts(**packed, order=bad)

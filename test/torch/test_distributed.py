@@ -455,9 +455,12 @@ def test_blocks_of_graphs_shared_by_the_ranks_equal_the_whole(world):
 def test_a_gram_matrix_returned_on_one_rank_is_the_whole_one():
     X = worker.gram_graphs()
     expected = worker.gram_kernel()(X)
-    got = kd.ThreadGroup.run(3, lambda g: kd.gram(worker.gram_kernel(), X, group=g, root=1))
+    kernels = [worker.gram_kernel() for _ in range(3)]
+    got = kd.ThreadGroup.run(3, lambda g: kd.gram(kernels[g.rank], X, group=g, root=1))
     assert got[0] is None and got[2] is None
     assert np.array_equal(got[1], expected, equal_nan=True)
+    # The failures are known on the root only.
+    assert kernels[1].failed_pairs == [] and kernels[0].failed_pairs is None
     for root in (3, -1, 1.0, True):
         with pytest.raises(ValueError, match="root is a rank of the group"):
             kd.ThreadGroup.run(3, lambda g: kd.gram(worker.gram_kernel(), X, group=g,
