@@ -1982,22 +1982,32 @@ def _to_host(k):
         with torch.cuda.device(k.device):
             stream = torch.cuda.current_stream()
             events = [torch.cuda.Event(), torch.cuda.Event()]
-            pending = None
-            for index, start in enumerate(range(0, total, chunk)):
-                stop, which = min(total, start + chunk), index % 2
-                # (The buffer's last chunk was converted before this copy.)
+
+            def copy(which, start, stop):
                 buffers[which][:stop - start].copy_(flat[start:stop], non_blocking=True)
                 events[which].record(stream)
-                if pending is not None:
-                    _drain(out, buffers, events, *pending)
-                pending = (start, stop, which)
-            _drain(out, buffers, events, *pending)
+
+            def drain(which, start, stop):
+                events[which].synchronize()
+                out[start:stop] = buffers[which][:stop - start].numpy()
+            _staged(total, chunk, copy, drain)
     return out.reshape(tuple(k.shape))
 
 
-def _drain(out, buffers, events, start, stop, which):
-    events[which].synchronize()
-    out[start:stop] = buffers[which][:stop - start].numpy()
+def _staged(total, chunk, copy, drain):
+    """_to_host's schedule over two buffers: copy(which, start, stop) of
+    chunk i+1 (into buffer i+1 mod 2, asynchronous) is issued before
+    drain(...) of chunk i, which waits for its copy and reads it; a
+    buffer's chunk is drained before the buffer is copied into again."""
+    pending = None
+    for index, start in enumerate(range(0, total, chunk)):
+        stop, which = min(total, start + chunk), index % 2
+        copy(which, start, stop)
+        if pending is not None:
+            drain(*pending)
+        pending = (which, start, stop)
+    if pending is not None:
+        drain(*pending)
 
 
 # ---------------------------------------------------------------------------

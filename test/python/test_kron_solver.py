@@ -499,3 +499,38 @@ def test_an_unknown_node_order_is_refused_by_every_entry_point():
             kron._graph_order(12, np.array([0, 1]), np.array([1, 2]), bad)
         with pytest.raises(ValueError, match="the node order is 'natural', 'rcm'"):
             kron.octile_parts(**packed, order=bad)
+
+
+@pytest.mark.parametrize("total,chunk", [(0, 4), (1, 4), (4, 4), (5, 4), (17, 4), (9, 1),
+                                         (16, 3)])
+def test_the_staged_copy_drains_each_buffer_before_copying_into_it_again(total, chunk):
+    """kron._staged (the schedule of the GPU result's copy to the host
+    through two pinned buffers): every element arrives once, in place; a
+    chunk is copied before the previous one is drained (the overlap); a
+    buffer is never copied into while it holds a chunk not drained."""
+    source = np.arange(total, dtype=np.float32) * 1.5
+    out = np.full(total, np.nan)
+    buffers = [np.full(chunk, np.nan, np.float32) for _ in range(2)]
+    holding = [None, None]
+    log = []
+
+    def copy(which, start, stop):
+        assert holding[which] is None, "a buffer overwritten before it was drained"
+        buffers[which][:stop - start] = source[start:stop]
+        holding[which] = (start, stop)
+        log.append(("copy", start))
+
+    def drain(which, start, stop):
+        assert holding[which] == (start, stop)
+        out[start:stop] = buffers[which][:stop - start]
+        holding[which] = None
+        log.append(("drain", start))
+    kron._staged(total, chunk, copy, drain)
+    np.testing.assert_array_equal(out, source.astype(np.float64))
+    assert holding == [None, None]
+    starts = list(range(0, total, chunk))
+    assert [s for what, s in log if what == "copy"] == starts
+    assert [s for what, s in log if what == "drain"] == starts
+    for before, after in zip(starts, starts[1:]):
+        # The next chunk's copy is issued before this chunk is drained.
+        assert log.index(("copy", after)) < log.index(("drain", before))
