@@ -156,9 +156,13 @@ class TorchGroup:
         local = torch.from_numpy(_to_bytes(arrays))
         sizes = self.all_gather(torch.tensor([len(local)], dtype=torch.int64, device=device))
         sizes = [int(n) for n in torch.cat(sizes).cpu()]
-        padded = torch.zeros(max(sizes), dtype=torch.uint8, device=device)
+        # Rows of a multiple of 8 bytes: each rank's block starts aligned.
+        width = -(-max(sizes) // 8) * 8
+        padded = torch.zeros(width, dtype=torch.uint8, device=device)
         padded[:len(local)] = local.to(device)
-        gathered = torch.stack(self.all_gather(padded)).cpu().numpy()
+        gathered = torch.empty((self.world, width), dtype=torch.uint8, device=device)
+        self._run("all_gather", lambda: self.dist.all_gather(list(gathered), padded))
+        gathered = gathered.cpu().numpy()
         return [_from_bytes(gathered[r, :sizes[r]]) for r in range(self.world)]
 
     def all_reduce_sum(self, tensor):
