@@ -450,13 +450,8 @@ def rcm_order(g):
     node of least degree in each connected component, neighbours by
     increasing degree, reversed (bandwidth reduction: fewer, denser
     octiles)."""
-    return _rcm(g.adjacency > 0)
-
-
-def _rcm(a):
-    """rcm_order of the graph of boolean adjacency `a`."""
-    i, j = np.nonzero(a)
-    return _rcm_orders([(len(a), i, j)])[0]
+    i, j = np.nonzero(g.adjacency > 0)
+    return _rcm_orders([(g.num_nodes, i, j)])[0]
 
 
 def _rcm_orders(graphs):
@@ -918,40 +913,46 @@ def _graph_order(n, i, j, order):
     `order`; `auto`: of natural, RCM and PBR, the one with the fewest
     tiles (the first of them on a tie); `refined`: auto's, with node swaps
     that lower the tile count (_refine)."""
+    return _orders([(n, i, j)], order)[0]
+
+
+def _orders(graphs, order):
+    """_graph_order of each graph (n, i, j): a graph of one tile row keeps
+    its order; the others' orders are made together (RCM walked for all,
+    auto's candidates counted for all at once)."""
     _check_order(order)
-    if order in ("auto", "refined"):
-        return _best_orders([(n, i, j)], order)[0]
-    if order == "natural" or n <= OCTILE:
-        return np.arange(n)
-    if order == "pbr":
-        return _pbr(n, i, j)
-    a = np.zeros((n, n), bool)
-    a[i, j] = a[j, i] = True
-    return _rcm(a)
+    out = [np.arange(n) for n, _, _ in graphs]
+    big = [g for g, (n, _, _) in enumerate(graphs) if n > OCTILE]
+    if order == "natural" or not big:
+        return out
+    if order == "rcm":
+        made = _rcm_orders([graphs[g] for g in big])
+    elif order == "pbr":
+        made = [_pbr(*graphs[g]) for g in big]
+    else:
+        made = _best_orders([graphs[g] for g in big], order)
+    for g, o in zip(big, made):
+        out[g] = o
+    return out
 
 
 def _best_orders(graphs, order):
-    """_graph_order's `auto` (or `refined`) orders of the graphs (n, i, j),
-    the candidates' tile counts of all graphs computed at once."""
-    out = [np.arange(n) for n, _, _ in graphs]
-    big = [g for g, (n, _, _) in enumerate(graphs) if n > OCTILE]
-    if not big:
-        return out
-    candidates = [[np.arange(graphs[g][0]) for g in big], _rcm_orders([graphs[g] for g in big])]
+    """The `auto` (or `refined`) orders of graphs (n, i, j) of more than one
+    tile row, the candidates' tile counts of all graphs computed at once."""
+    candidates = [[np.arange(n) for n, _, _ in graphs], _rcm_orders(graphs)]
     try:
         _pymetis()
-        candidates.append([_pbr(*graphs[g]) for g in big])
+        candidates.append([_pbr(*g) for g in graphs])
     except ImportError:
         # (auto weighs the orders it can make: the partition-based one
         # needs pymetis; the order changes the speed, not the values.)
         _warn_once("kge.kron: pymetis is not installed; order='auto' weighs the natural "
                    "and RCM orders only")
-    sizes = np.array([graphs[g][0] for g in big], np.int64)
+    sizes = np.array([n for n, _, _ in graphs], np.int64)
     first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    counts = [len(graphs[g][1]) for g in big]
-    which = np.repeat(np.arange(len(big)), counts)
-    src = np.concatenate([graphs[g][1] for g in big]).astype(np.int64) + first[which]
-    dst = np.concatenate([graphs[g][2] for g in big]).astype(np.int64) + first[which]
+    which = np.repeat(np.arange(len(graphs)), [len(i) for _, i, _ in graphs])
+    src = np.concatenate([i for _, i, _ in graphs]).astype(np.int64) + first[which]
+    dst = np.concatenate([j for _, _, j in graphs]).astype(np.int64) + first[which]
     local = np.arange(sizes.sum()) - np.repeat(first, sizes)
     rows = int(-(-sizes.max() // OCTILE))
     tiles = []
@@ -963,12 +964,11 @@ def _best_orders(graphs, order):
         part = position // OCTILE
         keys = np.unique(np.concatenate((which, which)) * rows * rows +
                          part[np.r_[src, dst]] * rows + part[np.r_[dst, src]])
-        tiles.append(np.bincount(keys // (rows * rows), minlength=len(big)))
+        tiles.append(np.bincount(keys // (rows * rows), minlength=len(graphs)))
     best = np.argmin(np.stack(tiles), 0)
-    for k, g in enumerate(big):
-        out[g] = candidates[best[k]][k]
-        if order == "refined":
-            out[g] = _refine(*graphs[g], out[g])
+    out = [candidates[c][k] for k, c in enumerate(best.tolist())]
+    if order == "refined":
+        out = [_refine(*g, o) for g, o in zip(graphs, out)]
     return out
 
 
@@ -987,18 +987,9 @@ def graph_orders(nodes, edges, ends, order="auto"):
     per-graph work of octile_parts."""
     nodes, edges = np.asarray(nodes, np.int64), np.asarray(edges, np.int64)
     ends = np.asarray(ends, np.int64)
-    graphs = [(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
-               ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1]) for g in range(len(nodes))]
-    _check_order(order)
-    if order in ("auto", "refined"):
-        return _best_orders(graphs, order)
-    if order == "rcm":
-        big = [g for g, (n, _, _) in enumerate(graphs) if n > OCTILE]
-        out = [np.arange(n) for n, _, _ in graphs]
-        for g, o in zip(big, _rcm_orders([graphs[g] for g in big])):
-            out[g] = o
-        return out
-    return [_graph_order(n, i, j, order) for n, i, j in graphs]
+    return _orders([(int(nodes[g, 1]), ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0],
+                     ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1]) for g in range(len(nodes))],
+                   order)
 
 
 # Sharing the per-graph preparation out (kge.distributed.gram): a `share`
@@ -1969,10 +1960,7 @@ def _to_host(k):
     out = np.empty(total, np.float64)
     if total == 0:
         return out.reshape(tuple(k.shape))
-    key = (k.device, k.dtype)
-    if key not in _STAGING:
-        _STAGING.setdefault(key, (threading.Lock(), []))
-    lock, buffers = _STAGING[key]
+    lock, buffers = _STAGING.setdefault((k.device, k.dtype), (threading.Lock(), []))
     with lock:
         if not buffers:
             chunk = max(1, STAGING_BYTES // flat.element_size())
