@@ -67,6 +67,14 @@ def test_auto_order_weighs_natural_rcm_and_pbr():
         counts["auto"], np.minimum.reduce([counts["natural"], counts["rcm"], counts["pbr"]]))
 
 
+def tiles_of(n, i, j, order):
+    """The non-empty tiles of the graph of edges (i, j) with its nodes in
+    `order`."""
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    return kron._tile_count(n, i, j, position // 8)
+
+
 def test_refined_order_swaps_nodes_while_the_tile_count_falls():
     """refined: auto's order improved by node swaps; never more tiles than
     auto, a permutation, its count the layout's; on graphs whose auto order
@@ -84,19 +92,14 @@ def test_refined_order_swaps_nodes_while_the_tile_count_falls():
         assert sorted(order.tolist()) == list(range(n))
         i = ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 0]
         j = ends[edges[g, 0]:edges[g, 0] + edges[g, 1], 1]
-        position = np.empty(n, np.int64)
-        position[order] = np.arange(n)
-        assert kron._tile_count(n, i, j, position // 8) == counts["refined"][g]
+        assert tiles_of(n, i, j, order) == counts["refined"][g]
     # A ring numbered across its tile rows: swaps gather it.
     n = 24
     ring = np.arange(n)
     shuffled = np.random.default_rng(0).permutation(n)
     i, j = shuffled[ring], shuffled[(ring + 1) % n]
-    natural = kron._tile_count(n, i, j, np.arange(n) // 8)
-    refined = kron._refine(n, i, j, np.arange(n))
-    position = np.empty(n, np.int64)
-    position[refined] = np.arange(n)
-    assert kron._tile_count(n, i, j, position // 8) < natural
+    natural = tiles_of(n, i, j, np.arange(n))
+    assert tiles_of(n, i, j, kron._refine(n, i, j, np.arange(n))) < natural
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -482,10 +485,8 @@ def test_refinement_finds_a_swap_that_empties_a_tile_only_the_two_nodes_together
     i, j = np.array(edges).T
     order = kron._refine(16, i, j, np.arange(16))
     assert order.tolist() == [8, *range(1, 8), 0, *range(9, 16)]
-    position = np.empty(16, np.int64)
-    position[order] = np.arange(16)
-    assert kron._tile_count(16, i, j, np.arange(16) // 8) == 4
-    assert kron._tile_count(16, i, j, position // 8) == 2
+    assert tiles_of(16, i, j, np.arange(16)) == 4
+    assert tiles_of(16, i, j, order) == 2
 
 
 def test_an_unknown_node_order_is_refused_by_every_entry_point():
