@@ -167,15 +167,6 @@ def time_dense(graphs, config, pairs):
     return np.array(values), time.perf_counter() - start
 
 
-def has_pymetis():
-    """Whether the partition-based order can be made here (METIS)."""
-    try:
-        kron._pymetis()
-        return True
-    except ImportError:
-        return False
-
-
 def import_graphdot():
     """GraphDot 0.8.1 uses NumPy names removed in NumPy 1.24 and 2.0 (the
     aliases np.float, np.int, np.object; np.issctype, np.issubsctype):
@@ -307,7 +298,7 @@ def main():
                                            ("rcm", config, "rcm"), ("pbr", config, "pbr"),
                                            ("refined", config, "refined"),
                                            ("scaled", f"{config}_scaled", "auto")):
-            if order == "pbr" and not has_pymetis():
+            if order == "pbr" and not kron.has_pymetis():
                 row["kge_pbr"] = {"skipped": "pymetis is not installed", "seconds": float("nan")}
                 continue
             k, iterations, gpu, host, pairs = time_kge(args.bundles, run_config, graphs, order,

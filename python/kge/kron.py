@@ -530,6 +530,15 @@ def _pymetis():
     return _PYMETIS[0]
 
 
+def has_pymetis():
+    """Whether the partition-based order can be made here (pymetis)."""
+    try:
+        _pymetis()
+        return True
+    except ImportError:
+        return False
+
+
 def _pbr(n, i, j, seed=0):
     """pbr_order from a graph's node count and undirected edges (i, j)."""
     parts = -(-n // OCTILE)
@@ -940,10 +949,9 @@ def _best_orders(graphs, order):
     """The `auto` (or `refined`) orders of graphs (n, i, j) of more than one
     tile row, the candidates' tile counts of all graphs computed at once."""
     candidates = [[np.arange(n) for n, _, _ in graphs], _rcm_orders(graphs)]
-    try:
-        _pymetis()
+    if has_pymetis():
         candidates.append([_pbr(*g) for g in graphs])
-    except ImportError:
+    else:
         # (auto weighs the orders it can make: the partition-based one
         # needs pymetis; the order changes the speed, not the values.)
         _warn_once("kge.kron: pymetis is not installed; order='auto' weighs the natural "
