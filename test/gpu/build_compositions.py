@@ -35,9 +35,23 @@ SOURCES = {
     # Elementwise functions (test_elementary.py also runs it over every
     # magnitude of float).
     "elementary": (ROOT / "test" / "python" / "Inputs" / "elementary.mlir", {}),
+    # Slices of gathered rows, one function per `// -----` piece: each
+    # compiled as it is and with rows staged in shared memory.
+    "gather_slices": (ROOT / "test" / "python" / "Inputs" / "gather_slices.mlir", {}),
 }
+# Layouts besides the default, per source: {suffix: layout options}.
+LAYOUTS = {"gather_slices": {"staged": {"stage_repeats": 0}}}
 for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
     SOURCES[path.stem.replace("-", "_")] = (path, {})
+
+
+def pieces(name, text):
+    """(name, text) of each function of a file of `// -----`-separated
+    pieces (a bundle holds one function); the name alone for one piece."""
+    parts = text.split("\n// -----\n")
+    if len(parts) == 1:
+        return [(name, text)]
+    return [(name + "_" + re.search(r"bvec\.func @(\w+)", p).group(1), p) for p in parts]
 
 
 def main():
@@ -46,27 +60,31 @@ def main():
     parser.add_argument("--batch", type=int, default=300)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, (path, substitutions) in SOURCES.items():
+    for source, (path, substitutions) in SOURCES.items():
         text = path.read_text()
         for old, new in substitutions.items():
             text = re.sub(old, new, text)
-        ctx = ir.Context()
-        try:
-            # Some regressions are inputs the compiler must refuse; they have
-            # nothing to run (kge-fuzz replays them).
-            module = ir.Module.parse(ctx, text, str(path))
-            bundle = compiler.compile_bundle(module)
-        except ir.MLIRError as error:
-            print(name, "refused by the compiler:", error.diagnostics[0])
-            continue
-        signature = ir.signature(module)
-        inputs = kgetest.make_inputs(signature, np.random.default_rng(0), args.batch,
-                                     kgetest.sizes_for(signature, 8), "uniform", 40)
-        expected = ir.CpuFunction.compile(module)(inputs)
-        bundle.save(args.out / f"{name}.kgebundle")
-        np.savez(args.out / f"{name}.npz", **{f"in_{k}": v for k, v in inputs.items()},
-                 **{f"out_{k}": v for k, v in expected.items()})
-        print(name, sorted(expected))
+        for name, piece in pieces(source, text):
+            ctx = ir.Context()
+            try:
+                # Some regressions are inputs the compiler must refuse; they
+                # have nothing to run (kge-fuzz replays them).
+                module = ir.Module.parse(ctx, piece, str(path))
+                bundles = {name: compiler.compile_bundle(module)}
+                for suffix, layout in LAYOUTS.get(source, {}).items():
+                    bundles[f"{name}_{suffix}"] = compiler.compile_bundle(module, **layout)
+            except ir.MLIRError as error:
+                print(name, "refused by the compiler:", error.diagnostics[0])
+                continue
+            signature = ir.signature(module)
+            inputs = kgetest.make_inputs(signature, np.random.default_rng(0), args.batch,
+                                         kgetest.sizes_for(signature, 8), "uniform", 40)
+            expected = ir.CpuFunction.compile(module)(inputs)
+            for each, bundle in bundles.items():
+                bundle.save(args.out / f"{each}.kgebundle")
+                np.savez(args.out / f"{each}.npz", **{f"in_{k}": v for k, v in inputs.items()},
+                         **{f"out_{k}": v for k, v in expected.items()})
+                print(each, sorted(expected))
 
 
 if __name__ == "__main__":

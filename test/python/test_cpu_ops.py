@@ -1,8 +1,10 @@
 """Every bvec operation on the CPU path against NumPy (float64, i32 indices)."""
 
 import pathlib
+import re
 
 import numpy as np
+import pytest
 
 import kgetest
 
@@ -85,3 +87,53 @@ def test_batch_of_one_and_zero_rows_used(tools, tmp_path):
     expected = reference(**args)
     for name, value in results.items():
         assert kgetest.scores_match(value, expected[name]), name
+
+
+def split_functions(path):
+    """{function name: its text} of a file of `// -----`-separated pieces."""
+    pieces = pathlib.Path(path).read_text().split("\n// -----\n")
+    return {re.search(r"bvec\.func @(\w+)", p).group(1): p for p in pieces}
+
+
+def gather_slices_reference(name, a):
+    """NumPy results of the functions of Inputs/gather_slices.mlir."""
+    if name == "complex_chunked":
+        E, R, h, r, t = a["E"], a["R"], a["h"], a["r"], a["t"]
+        hr, hi, rr, ri, tr, ti = E[h, :32], E[h, 32:], R[r, :32], R[r, 32:], E[t, :32], E[t, 32:]
+        return {"score": ((hr * rr - hi * ri) * tr).sum(1) + ((hr * ri + hi * rr) * ti).sum(1)}
+    if name == "unaligned":
+        v = a["E"][a["h"]]
+        return {"n": np.sqrt((v * v).sum(1)), "s": v[:, 2:10], "m": v[:, 2:10].max(1)}
+    if name == "odd":
+        v, w = a["E"][a["h"]], a["E"][a["t"]]
+        return {"d": np.abs(v[:, 1:4] - v[:, 5:8] + w[:, 6:9]).sum(1)}
+    if name == "outer":
+        v, w = a["E"][a["h"]], a["E"][a["t"]]
+        q = (v + w)[:, 2:6]
+        return {"o": v[:, 4:8, None] * q[:, None, :], "q": q}
+    assert name == "transh_half"
+    d = a["E"][a["h"], 64:] - a["E"][a["t"], 64:]
+    w = a["P"][a["r"]]
+    e = d - (w * d).sum(1)[:, None] * w
+    return {"score": np.sqrt((e * e).sum(1))}
+
+
+@pytest.mark.parametrize("name", sorted(split_functions(INPUTS / "gather_slices.mlir")))
+def test_gather_slices_match_numpy(tools, tmp_path, name):
+    """Slices of gathered rows (the GPU reads them from the table at the
+    slice's offset; test/gpu compositions run these against this path)."""
+    path = tmp_path / f"{name}.mlir"
+    path.write_text(split_functions(INPUTS / "gather_slices.mlir")[name])
+    sig = kgetest.signature(tools, path)
+    rng = np.random.default_rng(7)
+    args = {}
+    for p in sig["params"]:
+        if p["role"] == "table":
+            args[p["name"]] = rng.uniform(-1, 1, (11, p["shape"][1])).astype(np.float32)
+        elif p["role"] == "indices":
+            args[p["name"]] = rng.integers(0, 11, 37).astype(np.dtype(p["dtype"].replace("i", "int")))
+    results = kgetest.run_cpu(tools, path, args, tmp_path)
+    expected = gather_slices_reference(name, args)
+    assert results.keys() == expected.keys()
+    for key, value in results.items():
+        assert kgetest.scores_match(value, expected[key]), key

@@ -177,18 +177,34 @@ Value ChunkLoopEmitter::scalar(Value value, int64_t i) {
 //===----------------------------------------------------------------------===//
 
 Value ChunkLoopEmitter::loadGlobalChunk(Value memref, ValueRange prefix,
-                                        Value d0, Value valid, bool widen) {
+                                        Value d0, Value valid, bool widen,
+                                        int64_t offset) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   Value safe = arith::SelectOp::create(b, loc, valid, d0, k.constIndex(0));
+  if (offset)
+    safe = arith::AddIOp::create(b, loc, safe, k.constIndex(offset));
   SmallVector<Value> indices(prefix);
   indices.push_back(safe);
   int64_t width = k.layout.vectorWidth;
   // Half-precision rows: half the bytes per load, widened in registers.
   Type element = cast<MemRefType>(memref.getType()).getElementType();
   auto type = VectorType::get({width}, element);
-  Value loaded = alignedLoad(b, loc, type, memref, indices,
-                             element.getIntOrFloatBitWidth() / 8 * width);
+  Value loaded;
+  if (offset % width == 0) {
+    loaded = alignedLoad(b, loc, type, memref, indices,
+                         element.getIntOrFloatBitWidth() / 8 * width);
+  } else {
+    // An unaligned column offset (a slice at an odd position): element by
+    // element.
+    loaded = arith::ConstantOp::create(b, loc, type,
+                                       b.getZeroAttr(type));
+    for (int64_t i = 0; i < width; ++i) {
+      indices.back() = arith::AddIOp::create(b, loc, safe, k.constIndex(i));
+      Value one = memref::LoadOp::create(b, loc, memref, indices);
+      loaded = vector::InsertOp::create(b, loc, one, loaded, i);
+    }
+  }
   if (!widen)
     return loaded;
   if (element != b.getF32Type())
@@ -335,7 +351,8 @@ struct ChunkLoopEmitter::Loop {
 static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
                          int64_t stage) {
   Operation *def = vector.getDefiningOp();
-  if (isa<bvec::SliceOp, bvec::PadOp>(def) || bvec::isMatrixProduct(def))
+  if ((isa<bvec::SliceOp, bvec::PadOp>(def) && !bvec::isGatherSlice(def)) ||
+      bvec::isMatrixProduct(def))
     return true;
   return stages.materialized.contains(vector) && stages.of(vector) < stage;
 }
@@ -397,8 +414,11 @@ ChunkLoopEmitter::neededBy(int64_t stage, const Loop &loop,
         *readsCarried = true;
       return;
     }
-    for (Value operand : v.getDefiningOp()->getOperands())
-      visit(operand);
+    // A slice of a gathered row is loaded like a gather: its row is not
+    // needed whole.
+    if (!bvec::isGatherSlice(v.getDefiningOp()))
+      for (Value operand : v.getDefiningOp()->getOperands())
+        visit(operand);
     needed.insert(v);
   };
   for (Operation *r : loop.reductions)
@@ -477,7 +497,9 @@ Value ChunkLoopEmitter::readLeaf(Value vector, Value edge, Value d0,
   Location loc = k.loc;
   Value source = vector;
   int64_t offset = 0;
-  if (auto slice = vector.getDefiningOp<bvec::SliceOp>()) {
+  auto slice = vector.getDefiningOp<bvec::SliceOp>();
+  if (slice && !bvec::isGatherSlice(slice)) {
+    // (A slice of a gathered row that is materialized has its own copy.)
     source = slice.getInput();
     offset = slice.getOffset();
   } else if (auto pad = vector.getDefiningOp<bvec::PadOp>()) {
@@ -552,6 +574,17 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
                 Value row = k.toIndex(k.keyOf(slot, edge));
                 return loadGlobalChunk(k.memrefOf(gather.getTable()),
                                        ValueRange{row}, d0, valid);
+              })
+              .Case([&](bvec::SliceOp slice) -> Value {
+                // A slice of a gathered row (the others are shared
+                // leaves): its columns straight from the table, never
+                // staged.
+                auto gather = slice.getInput().getDefiningOp<bvec::GatherVecOp>();
+                InspectorSlot &slot = k.slotFor(gather.getIndices());
+                Value row = k.toIndex(k.keyOf(slot, edge));
+                return loadGlobalChunk(k.memrefOf(gather.getTable()),
+                                       ValueRange{row}, d0, valid,
+                                       /*widen=*/true, slice.getOffset());
               })
               .Case([&](bvec::ConstantOp constant) -> Value {
                 return k.splat(k.constF32(constant.getValue().convertToFloat()));
@@ -712,8 +745,11 @@ SmallVector<Value> ChunkLoopEmitter::emitDirect(ChunkBody &body,
     unroll = std::min<int64_t>(unroll, llvm::divideCeil(*length, chunk));
   } else {
     int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
-    int64_t perChunk = std::max<int64_t>(
-        1, edgesPerWarp * static_cast<int64_t>(body.gathers.size()));
+    int64_t rows = llvm::count_if(body.needed, [](Value v) {
+      return isa<bvec::GatherVecOp>(v.getDefiningOp()) ||
+             bvec::isGatherSlice(v.getDefiningOp());
+    });
+    int64_t perChunk = std::max<int64_t>(1, edgesPerWarp * rows);
     unroll = std::clamp<int64_t>(bvec::kRowLoadsInFlight / perChunk, 1,
                                  kMaxUnrolledChunks);
   }

@@ -142,10 +142,13 @@ LogicalResult KernelEmitter::plan() {
     shared.allocate("items", (tile + 1) * 4);
 
   // Staging buffers: one chunk of every unique row of each vector gather
-  // (none when the layout never stages).
+  // whose whole rows are read (none when the layout never stages; slices
+  // of rows are read from the table).
   int64_t chunk = 32 * layout.vectorWidth;
   if (layout.stagesRows())
     func.getBody().walk([&](bvec::GatherVecOp gather) {
+      if (llvm::all_of(gather->getUsers(), bvec::isGatherSlice))
+        return;
       std::string name = "stage." + std::to_string(stagingBuffers.size());
       stagingBuffers[gather] = name;
       // Rows are staged as the table holds them.

@@ -53,12 +53,13 @@ public:
   /// vectors, or f32 scalars when `scalarMode`.
   Value applyElementwise(Operation *op, ValueRange operands, bool scalarMode);
 
-  /// Loads a chunk of a row of global `memref` at `prefix` + [d0, d0 + V),
-  /// zero where `valid` is false (the address is clamped to stay inside);
-  /// rows of half precision are widened to f32 (with `widen`; otherwise
-  /// the raw elements are returned, not masked).
+  /// Loads a chunk of a row of global `memref` at `prefix` + [offset + d0,
+  /// offset + d0 + V), zero where `valid` is false (the address is clamped
+  /// to stay inside); rows of half precision are widened to f32 (with
+  /// `widen`; otherwise the raw elements are returned, not masked). An
+  /// offset that is not a multiple of V is loaded element by element.
   Value loadGlobalChunk(Value memref, ValueRange prefix, Value d0,
-                        Value valid, bool widen = true);
+                        Value valid, bool widen = true, int64_t offset = 0);
 
   /// Loads a chunk of a shared float buffer at `offset`, zero where `valid`
   /// is false; `aligned` says whether offset is a multiple of V.

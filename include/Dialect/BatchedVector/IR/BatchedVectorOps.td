@@ -501,6 +501,9 @@ def BatchedVector_SliceOp : BatchedVector_Op<"slice", [Pure]> {
     the result length. The input length must be static and
     `offset + L` at most that length. Complex-valued models (ComplEx,
     RotatE) store the real and imaginary parts as the two halves of a row.
+    A slice of a gathered row is a gather of a column range: the GPU
+    kernel reads it from the table at the slice's offset, without a copy
+    of the whole row.
 
     Example:
 

@@ -58,6 +58,16 @@ bool hasMatrixProducts(FuncOp func);
 /// outputs written to shared memory by a matrix stage.
 bool isMatrixProduct(Operation *op);
 
+/// True for a slice of a gathered row (`bvec.slice` of a `bvec.gather_vec`):
+/// a gather of a column range. The chunk loop reads it from the table at
+/// the row's address plus the slice's offset, in the gather's stage, like a
+/// gather; the row itself is not materialized for it.
+bool isGatherSlice(Operation *op);
+
+/// Row loads per element of a chunk that `gather` costs: one per slice of
+/// it (isGatherSlice) and one if something else reads the whole row.
+int64_t rowReadsOf(GatherVecOp gather);
+
 /// Row loads per lane that chunk loops aim to keep in flight (edges per warp
 /// x gathers x chunks): the default layout gives each warp as many edges as
 /// reach it with one chunk (at most 4; elementwise functions of vectors

@@ -67,7 +67,12 @@ FusionStages mlir::bvec::computeFusionStages(FuncOp func) {
                       result.materialized.insert(m.getRhs());
                       return maxOver(m->getOperands()) + 1;
                     })
-                    .Case([&](SliceOp m) {
+                    .Case([&](SliceOp m) -> int64_t {
+                      // A slice of a gathered row is read from the table
+                      // like a gather; other slices read their input's
+                      // materialized copy in a later stage.
+                      if (isGatherSlice(m))
+                        return 0;
                       result.materialized.insert(m.getInput());
                       return stageOf(m.getInput()) + 1;
                     })
@@ -235,6 +240,23 @@ bool mlir::bvec::isMatrixProduct(Operation *op) {
   return isa<VecMulMatOp, MatMulVecOp>(op);
 }
 
+bool mlir::bvec::isGatherSlice(Operation *op) {
+  auto slice = dyn_cast_or_null<SliceOp>(op);
+  return slice && slice.getInput().getDefiningOp<GatherVecOp>();
+}
+
+int64_t mlir::bvec::rowReadsOf(GatherVecOp gather) {
+  int64_t slices = 0;
+  bool whole = false;
+  for (Operation *user : gather->getUsers()) {
+    if (isGatherSlice(user))
+      ++slices;
+    else
+      whole = true;
+  }
+  return slices + (whole ? 1 : 0);
+}
+
 bool mlir::bvec::hasMatrixProducts(FuncOp func) {
   return func.getBody()
       .walk([](Operation *op) {
@@ -324,8 +346,8 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   int64_t perElement = 0;
   bool elementwiseFunctions = false;
   func.getBody().walk([&](Operation *op) {
-    if (isa<GatherVecOp>(op))
-      perElement += 1;
+    if (auto gather = dyn_cast<GatherVecOp>(op))
+      perElement += rowReadsOf(gather);
     else if (isa<SinOp, CosOp, ExpOp, LogOp, TanhOp, SigmoidOp>(op) &&
              isa<VecType>(op->getResult(0).getType())) {
       perElement += 2;
