@@ -307,6 +307,8 @@ def main():
                         help="of wn18, train, gram, pbg (PyTorch-BigGraph's distributed "
                              "mode on the training graph: its package must be installed)")
     parser.add_argument("--pbg-lr", type=float, default=0.1)
+    parser.add_argument("--pbg-machines", type=int, nargs="*",
+                        help="PyTorch-BigGraph's machine counts (default: 1 and --gpus)")
     parser.add_argument("--pbg-workers", type=int, default=max(1, (os.cpu_count() or 2) // 4),
                         help="HOGWILD threads per PBG machine")
     parser.add_argument("--epochs", type=int, default=2)
@@ -402,7 +404,7 @@ def main():
                                      workers=args.pbg_workers, partitions=1)
         for name in args.models:
             # (PBG's machines are CPU processes: as many as the GPUs asked for.)
-            for machines in [1] + list(args.gpus):
+            for machines in args.pbg_machines or [1] + list(args.gpus):
                 run = pbg.run(options, name, graph, machines, args.workdir)
                 results["pbg"][f"{name} {machines} machines"] = run
                 print("pbg", name, machines, json.dumps(run), flush=True)
