@@ -94,6 +94,12 @@ struct LowerToGPUOptions : public PassPipelineOptions<LowerToGPUOptions> {
                      "least this many edges per row of the key's table; 0: "
                      "no such condition (-1: choose)"),
       llvm::cl::init(-1)};
+  Option<int64_t> reorderMinRow{
+      *this, "reorder-min-row",
+      llvm::cl::desc("with a whole-batch sort, sort only when the rows of "
+                     "the key's table have at least this many elements; 0: "
+                     "no such condition (-1: choose)"),
+      llvm::cl::init(-1)};
   Option<int64_t> deterministic{
       *this, "deterministic",
       llvm::cl::desc("1: bitwise-identical results for identical inputs; 0: "

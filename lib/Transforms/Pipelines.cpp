@@ -65,6 +65,7 @@ void kge::buildLowerToGPUPipeline(OpPassManager &pm,
   fuse.deterministic = options.deterministic;
   fuse.reorderMinBatch = options.reorderMinBatch;
   fuse.reorderMinReuse = options.reorderMinReuse;
+  fuse.reorderMinRow = options.reorderMinRow;
   pm.addPass(bvec::createBatchedVectorFuse(fuse));
   ConvertBatchedVectorToGPUOptions convert;
   convert.negative = options.negative;

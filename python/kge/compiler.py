@@ -10,6 +10,7 @@ _LAYOUT_OPTIONS = {"tile": "tile", "warps": "warps", "vector_width": "vector-wid
                    "carry_floats": "carry-floats", "blocks_per_sm": "blocks-per-sm",
                    "deterministic": "deterministic", "reorder_min_batch": "reorder-min-batch",
                    "reorder_min_reuse": "reorder-min-reuse",
+                   "reorder_min_row": "reorder-min-row",
                    "fuse_matrix_products": "fuse-matrix-products"}
 
 
@@ -33,7 +34,8 @@ def gpu_pipeline(negative=None, sizes=None, *, shared_negatives=None, **layout):
     `kge-lower-to-gpu` with negative-sampling mode and layout options
     (tile, warps, vector_width, reorder_key, reorder_group, stage_repeats,
     matrix_math, carry_floats, blocks_per_sm, deterministic: a bool,
-    reorder_min_batch, reorder_min_reuse, fuse_matrix_products: a bool,
+    reorder_min_batch, reorder_min_reuse, reorder_min_row,
+    fuse_matrix_products: a bool,
     keeping matrix products per edge in the fused kernel instead of tile's
     segment iterators). `shared_negatives` names the
     index array of N negatives that every edge is scored against (a

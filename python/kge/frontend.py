@@ -552,7 +552,8 @@ class ScoreFunction(_Compiled):
         `sizes` gives static sizes (e.g. {"D_Eemb": 512}), `layout` the
         options of bvec-fuse (tile, warps, vector_width, reorder_key,
         reorder_group, stage_repeats, matrix_math, carry_floats,
-        blocks_per_sm, deterministic, reorder_min_batch, reorder_min_reuse).
+        blocks_per_sm, deterministic, reorder_min_batch, reorder_min_reuse,
+        reorder_min_row).
         Compiled once, then read from the bundle cache (kge.cache;
         `cache=False` compiles every time)."""
         from .compiler import compile_bundle

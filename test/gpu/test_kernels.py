@@ -188,11 +188,13 @@ def test_batches_sorted_from_a_size_on(program, example, batch, kind):
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if e not in ("transr", "rescal")])
 def test_default_layout_sorts_large_batches_by_entity(program, example, mode, kind):
     """By default a batch of 70,000 edges over 1000 entities (70 edges per
-    entity) is sorted by head before scoring (reorder_min_batch 65536,
-    reorder_min_reuse 16; models without elementwise functions of vectors);
-    over 70,000 distinct entities it is scored in its own order. Both like
-    the reference."""
-    check(program(example, mode, "D128"), example, mode, 70000, 128, kind)
+    entity) with rows of 512 is sorted by head before scoring
+    (reorder_min_batch 65536, reorder_min_reuse 16, reorder_min_row 512;
+    models without elementwise functions of vectors); over 70,000 distinct
+    entities it is scored in its own order, and so is every batch with rows
+    of 128. All like the reference."""
+    check(program(example, mode, "dyn"), example, mode, 70000, 512, kind)
+    check(program(example, mode, "dyn"), example, mode, 70000, 128, kind)
 
 
 HALF_VARIANTS = (("dyn", 100), ("dyn", 512), ("D128", 128), ("D512", 512),

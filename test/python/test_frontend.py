@@ -86,18 +86,25 @@ def test_layout_options_reach_the_kernel():
 
 def test_sorting_large_batches_by_entity():
     """By default a vector model's plan sorts batches by head from 65536
-    edges and 16 edges per entity; reorder_min_batch / reorder_min_reuse
-    move the thresholds; reorder_group=1 never sorts; a function with
-    elementwise functions of vectors is not sorted by default."""
+    edges and 16 edges per entity, when the entity rows have at least 512
+    elements (rows of static length below that: never);
+    reorder_min_batch / reorder_min_reuse / reorder_min_row move the
+    thresholds; reorder_group=1 never sorts; a function with elementwise
+    functions of vectors is not sorted by default."""
     def sort_steps(bundle):
         return [(l.get("function", l["kind"]), l.get("when")) for l in bundle.manifest["launches"]
                 if l.get("function", "").startswith("kge_key") or l["kind"] == "memset"]
     default = sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False))
     assert [f for f, _ in default] == ["memset", "kge_key_histogram", "kge_key_scan", "kge_key_scatter"]
-    assert {w for _, w in default} == {"min(B / 65536, B / max(1, 16 * N_Eemb))"}
+    assert {w for _, w in default} == {"min(min(B / 65536, B / max(1, 16 * N_Eemb)), D_Eemb / 512)"}
     tuned = sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, reorder_min_batch=1000,
-                                                       reorder_min_reuse=2))
-    assert {w for _, w in tuned} == {"min(B / 1000, B / max(1, 2 * N_Eemb))"}
+                                                       reorder_min_reuse=2, reorder_min_row=64))
+    assert {w for _, w in tuned} == {"min(min(B / 1000, B / max(1, 2 * N_Eemb)), D_Eemb / 64)"}
+    any_row = sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, reorder_min_row=0))
+    assert {w for _, w in any_row} == {"min(B / 65536, B / max(1, 16 * N_Eemb))"}
+    assert sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, sizes={"D_Eemb": 256})) == []
+    wide = sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, sizes={"D_Eemb": 512}))
+    assert {w for _, w in wide} == {"min(min(B / 65536, B / max(1, 16 * N_Eemb)), 512 / 512)"}
     assert sort_steps(FUNCTIONS["transe_l2"].compile(cubin=False, reorder_group=1)) == []
     for name in ("rotate", "crosse"):
         assert sort_steps(FUNCTIONS[name].compile(cubin=False)) == [], name

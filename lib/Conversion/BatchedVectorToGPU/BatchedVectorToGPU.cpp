@@ -88,8 +88,8 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
   SmallVector<Attribute> scratch, steps, checks;
   // Layouts that sort some batches only: the sort's steps run when B
   // reaches reorder_min_batch and reorder_min_reuse edges per row of the
-  // key's table (a positive `when`), and the kernel is told whether they
-  // ran.
+  // key's table and that table's rows have reorder_min_row elements (a
+  // positive `when`), and the kernel is told whether they ran.
   std::string sortedWhen;
   if (layout.sortsSomeBatches()) {
     SmallVector<std::string> terms;
@@ -99,6 +99,9 @@ static void attachBundle(gpu::GPUModuleOp module, gpu::GPUFuncOp kernel,
       terms.push_back(
           "B / max(1, " + std::to_string(layout.reorderMinReuse) + " * " +
           indexRange(signature, paramOf(layout.reorderKey)) + ")");
+    if (layout.reorderMinRow > 0)
+      terms.push_back(rowLength(signature, paramOf(layout.reorderKey)) +
+                      " / " + std::to_string(layout.reorderMinRow));
     sortedWhen = terms.front();
     for (const std::string &term : ArrayRef(terms).drop_front())
       sortedWhen = "min(" + sortedWhen + ", " + term + ")";
@@ -231,7 +234,8 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
       layout->reorderKey = other;
       if (other.empty()) {
         layout->reorderGroup = 1;
-        layout->reorderMinBatch = layout->reorderMinReuse = 0;
+        layout->reorderMinBatch = layout->reorderMinReuse =
+            layout->reorderMinRow = 0;
       }
     }
     FailureOr<kge_runtime::Signature> signature =

@@ -347,7 +347,8 @@ struct ChunkLoopEmitter::Loop {
 
 /// Whether `vector` is read from shared memory in `stage` rather than
 /// computed: materialized in an earlier stage, written by a matrix product,
-/// or a slice of a materialized vector.
+/// or a slice (or pad) of a materialized vector. A slice of a gathered row
+/// is computed, from the table.
 static bool isSharedLeaf(const bvec::FusionStages &stages, Value vector,
                          int64_t stage) {
   Operation *def = vector.getDefiningOp();
@@ -629,8 +630,8 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
 
     // Materialized vectors: the whole vector of every local edge.
     for (Value m : loop.materialize) {
-      // Slices are not computed in the loop but read from their (earlier)
-      // materialized input.
+      // Slices of computed vectors are read from their (earlier)
+      // materialized input; slices of gathered rows from the table.
       Value value = get(m);
       Value buffer = k.materializedView(m);
       Value at = arith::AddIOp::create(
@@ -745,11 +746,8 @@ SmallVector<Value> ChunkLoopEmitter::emitDirect(ChunkBody &body,
     unroll = std::min<int64_t>(unroll, llvm::divideCeil(*length, chunk));
   } else {
     int64_t edgesPerWarp = k.layout.tile / k.layout.warps;
-    int64_t rows = llvm::count_if(body.needed, [](Value v) {
-      return isa<bvec::GatherVecOp>(v.getDefiningOp()) ||
-             bvec::isGatherSlice(v.getDefiningOp());
-    });
-    int64_t perChunk = std::max<int64_t>(1, edgesPerWarp * rows);
+    int64_t perChunk = std::max<int64_t>(
+        1, edgesPerWarp * static_cast<int64_t>(body.gathers.size()));
     unroll = std::clamp<int64_t>(bvec::kRowLoadsInFlight / perChunk, 1,
                                  kMaxUnrolledChunks);
   }

@@ -134,3 +134,13 @@ std::string mlir::kge::indexRange(const kge_runtime::Signature &signature,
   }
   return range;
 }
+
+std::string mlir::kge::rowLength(const kge_runtime::Signature &signature,
+                                 const kge_runtime::Parameter &param) {
+  std::string length;
+  for (unsigned t : param.indexedTables) {
+    std::string size = signature.params[t].shape.back().str();
+    length = length.empty() ? size : "min(" + length + ", " + size + ")";
+  }
+  return length;
+}

@@ -1,18 +1,27 @@
 // RUN: kge-opt %s -bvec-fuse="reorder-key=h reorder-group=0 reorder-min-batch=65536" -convert-bvec-to-gpu | FileCheck %s
 // RUN: kge-opt %s -bvec-fuse="reorder-key=h reorder-group=0 reorder-min-reuse=4" -convert-bvec-to-gpu | FileCheck %s --check-prefix=REUSE
-// RUN: kge-opt %s -bvec-fuse -convert-bvec-to-gpu | FileCheck %s --check-prefix=DEFAULT
+// RUN: kge-opt %s -bvec-fuse -convert-bvec-to-gpu | FileCheck %s --check-prefix=NARROW
+// RUN: sed -e 's/?x64xf32/?x?xf32/g' %s | kge-opt -bvec-fuse -convert-bvec-to-gpu | FileCheck %s --check-prefix=DEFAULT
+// RUN: sed -e 's/?x64xf32/?x512xf32/g' %s | kge-opt -bvec-fuse -convert-bvec-to-gpu | FileCheck %s --check-prefix=WIDE
 
 // A layout that sorts large batches only: the launch plan's counting sort
 // runs where B / 65536 is positive (the runtime evaluates `when`), and the
 // kernel is told whether it ran; a batch that was not sorted is scored in
 // its own order, the permutation never read. With reorder-min-reuse, only
 // batches with at least that many edges per row of the key's table are
-// sorted; by default both conditions hold (65536 edges, 16 per entity).
+// sorted. By default both conditions hold (65536 edges, 16 per entity)
+// and a third, rows of at least 512 elements (reorder_min_row): a table of
+// static rows narrower than that is never sorted (no sort steps, no
+// permutation), one of dynamic rows is sorted where D_E / 512 is positive.
 
 // REUSE: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / max(1, 4 * N_E)"}
 // REUSE-SAME: {kind = "i32", value = "min(1, B / max(1, 4 * N_E))"}], block
-// DEFAULT: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(B / 65536, B / max(1, 16 * N_E))"}
-// DEFAULT-SAME: {kind = "i32", value = "min(1, min(B / 65536, B / max(1, 16 * N_E)))"}], block
+// NARROW-NOT: kge_key_
+// NARROW: kge.scratch = []
+// NARROW-NOT: kge_key_
+// DEFAULT: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(min(B / 65536, B / max(1, 16 * N_E)), D_E / 512)"}
+// DEFAULT-SAME: {kind = "i32", value = "min(1, min(min(B / 65536, B / max(1, 16 * N_E)), D_E / 512))"}], block
+// WIDE: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "min(min(B / 65536, B / max(1, 16 * N_E)), 512 / 512)"}
 
 // CHECK: gpu.module @transe_kernels
 // CHECK-SAME: kge.launch_plan = [{buffer = "scratch:counts", kind = "memset", when = "B / 65536"}

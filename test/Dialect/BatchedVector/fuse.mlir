@@ -15,20 +15,24 @@
 // RUN: not kge-opt %s -split-input-file -bvec-fuse="deterministic=2" 2>&1 | FileCheck %s --check-prefix=DETERMINISTIC
 // RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-min-batch=1024 reorder-group=1" 2>&1 | FileCheck %s --check-prefix=MINBATCH
 // RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-min-reuse=4" 2>&1 | FileCheck %s --check-prefix=MINREUSE
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-min-row=512 reorder-group=1" 2>&1 | FileCheck %s --check-prefix=MINROW
+// RUN: not kge-opt %s -split-input-file -bvec-fuse="reorder-min-row=-5" 2>&1 | FileCheck %s --check-prefix=MINROWNEG
 
 // bvec-fuse assigns every operator its stage (a pass over the embedding
 // length), marks the vectors that must be kept whole in shared memory, and
 // records the kernel layout. Functions without matrix products sort large
 // batches by entity (the first index array of the table gathered by the
 // most index arrays: `h`) when they have at least 65536 edges and 16 per
-// entity.
+// entity, and that table's rows at least 512 elements (statically narrower
+// rows: never; dynamic ones: the launch plan checks, see the end).
 
 // TransH: the projection `w . (h - t)` is a complete reduction, so the
 // operators that use it start stage 1; the rest fuses into stage 0.
 // CHECK-LABEL: bvec.func @transh
 // Vector kernels are compiled for 4 blocks of 8 warps per multiprocessor
 // (64 registers per thread); matrix kernels (TransR below) for none.
-// CHECK-SAME: bvec.kernel = {blocks_per_sm = 4 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_auto = 1 : i64, reorder_group = 0 : i64, reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 16 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
+// Its rows of 64 are narrower than reorder_min_row (512): never sorted.
+// CHECK-SAME: bvec.kernel = {blocks_per_sm = 4 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_auto = 0 : i64, reorder_group = 1 : i64, reorder_key = "", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, reorder_min_row = 0 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 32 : i64, vector_width = 4 : i64, warps = 8 : i64}
 // CHECK: %[[H:.*]] = bvec.gather_vec %Eemb[%h] {bvec.stage = 0 : i64}
 // CHECK: %[[D:.*]] = bvec.sub {{.*}} {bvec.stage = 0 : i64}
 // CHECK: %[[P:.*]] = bvec.vec_mul_vec {{.*}} {bvec.stage = 0 : i64}
@@ -36,7 +40,7 @@
 // CHECK: bvec.norm {{.*}} {bvec.stage = 1 : i64}
 // CHECK-NOT: bvec.materialize
 // OPTIONS-LABEL: bvec.func @transh
-// OPTIONS-SAME: bvec.kernel = {blocks_per_sm = 6 : i64, carry_floats = 32 : i64, deterministic = 0 : i64, matrix_math = "fma", reorder_auto = 0 : i64, reorder_group = 8 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, stage_repeats = 50 : i64, stages = 2 : i64, tile = 64 : i64, vector_width = 4 : i64, warps = 4 : i64}
+// OPTIONS-SAME: bvec.kernel = {blocks_per_sm = 6 : i64, carry_floats = 32 : i64, deterministic = 0 : i64, matrix_math = "fma", reorder_auto = 0 : i64, reorder_group = 8 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, reorder_min_row = 0 : i64, stage_repeats = 50 : i64, stages = 2 : i64, tile = 64 : i64, vector_width = 4 : i64, warps = 4 : i64}
 // TILE: error: 'bvec.func' op kernel layout: the tile must be a multiple of the warp count (3) in [1, 1024], got 32
 // WARPS: error: 'bvec.func' op kernel layout: warps must be in [1, 32], got 64
 // WIDTH: error: 'bvec.func' op kernel layout: vector width must be 1 or 4, got 2
@@ -46,6 +50,8 @@
 // BLOCKS: error: 'bvec.func' op kernel layout: blocks_per_sm must be in [0, 4] for blocks of 256 threads (each thread keeps 64 of the 65536 registers of a multiprocessor), got 5
 // BLOCKS32: error: 'bvec.func' op kernel layout: blocks_per_sm must be in [0, 1] for blocks of 1024 threads (each thread keeps 64 of the 65536 registers of a multiprocessor), got 2
 // MINBATCH: error: 'bvec.func' op kernel layout: reorder_min_batch 1024 needs a whole-batch sort (a reorder key, reorder_group 0)
+// MINROW: error: 'bvec.func' op kernel layout: reorder_min_row 512 needs a whole-batch sort (a reorder key, reorder_group 0)
+// MINROWNEG: error: 'bvec.func' op kernel layout: reorder_min_row must be non-negative (-1: choose), got -5
 // MINREUSE: error: 'bvec.func' op kernel layout: reorder_min_reuse applies to functions without matrix products (theirs always sort by matrix)
 // DETERMINISTIC: error: 'bvec.func' op kernel layout: deterministic must be 0 or 1, got 2
 // STAGE: error: 'bvec.func' op kernel layout: stage_repeats is a percentage in [0, 101] (101: never stage), got 102
@@ -74,7 +80,7 @@ bvec.func @transh(%Eemb: !bvec.table<?x64xf32>, %Remb: !bvec.table<?x64xf32>,
 // whole batch; dynamic lengths take 4-byte loads; tiles are smaller and
 // warps more numerous than for vector-only functions.
 // CHECK-LABEL: bvec.func @transr
-// CHECK-SAME: bvec.kernel = {blocks_per_sm = 0 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_auto = 0 : i64, reorder_group = 0 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}
+// CHECK-SAME: bvec.kernel = {blocks_per_sm = 0 : i64, carry_floats = 128 : i64, deterministic = 1 : i64, matrix_math = "tf32x3", reorder_auto = 0 : i64, reorder_group = 0 : i64, reorder_key = "r", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, reorder_min_row = 0 : i64, stage_repeats = 101 : i64, stages = 2 : i64, tile = 16 : i64, vector_width = 1 : i64, warps = 16 : i64}
 // CHECK: bvec.gather_mat %Pm[%r] {bvec.stage = 0 : i64}
 // CHECK: bvec.sub {{.*}} {bvec.materialize, bvec.stage = 0 : i64}
 // CHECK: bvec.vec_mul_mat {{.*}} {bvec.stage = 1 : i64}
@@ -139,4 +145,40 @@ bvec.func @gated(%E: !bvec.table<?x64xf32>, %R: !bvec.table<?x64xf32>,
   %gate = bvec.tanh %sum : !bvec.vec<?x64xf32>
   %score = bvec.vec_mul_vec %gate, %tail : !bvec.vec<?x64xf32>, !bvec.vec<?x64xf32> -> !bvec.scalar<?xf32>
   bvec.return %score : !bvec.scalar<?xf32>
+}
+
+// -----
+
+// Rows of dynamic length: the sort by entity is chosen, with the rows'
+// condition left to the launch plan (reorder_min_row); static rows of 512
+// qualify too, static rows of 256 do not.
+// CHECK-LABEL: bvec.func @distmult_dynamic
+// CHECK-SAME: reorder_auto = 1 : i64, reorder_group = 0 : i64, reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 16 : i64, reorder_min_row = 512 : i64
+// CHECK-LABEL: bvec.func @distmult_512
+// CHECK-SAME: reorder_key = "h", reorder_min_batch = 65536 : i64, reorder_min_reuse = 16 : i64, reorder_min_row = 512 : i64
+// CHECK-LABEL: bvec.func @distmult_256
+// CHECK-SAME: reorder_auto = 0 : i64, reorder_group = 1 : i64, reorder_key = "", reorder_min_batch = 0 : i64, reorder_min_reuse = 0 : i64, reorder_min_row = 0 : i64
+bvec.func @distmult_dynamic(%E: !bvec.table<?x?xf32>, %R: !bvec.table<?x?xf32>, %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf32>) {
+  %a = bvec.gather_vec %E[%h] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %b = bvec.gather_vec %R[%r] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %c = bvec.gather_vec %E[%t] : !bvec.table<?x?xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x?xf32>
+  %ab = bvec.mul %a, %b : !bvec.vec<?x?xf32>
+  %s = bvec.vec_mul_vec %ab, %c : !bvec.vec<?x?xf32>, !bvec.vec<?x?xf32> -> !bvec.scalar<?xf32>
+  bvec.return %s : !bvec.scalar<?xf32>
+}
+bvec.func @distmult_512(%E: !bvec.table<?x512xf32>, %R: !bvec.table<?x512xf32>, %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf32>) {
+  %a = bvec.gather_vec %E[%h] : !bvec.table<?x512xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x512xf32>
+  %b = bvec.gather_vec %R[%r] : !bvec.table<?x512xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x512xf32>
+  %c = bvec.gather_vec %E[%t] : !bvec.table<?x512xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x512xf32>
+  %ab = bvec.mul %a, %b : !bvec.vec<?x512xf32>
+  %s = bvec.vec_mul_vec %ab, %c : !bvec.vec<?x512xf32>, !bvec.vec<?x512xf32> -> !bvec.scalar<?xf32>
+  bvec.return %s : !bvec.scalar<?xf32>
+}
+bvec.func @distmult_256(%E: !bvec.table<?x256xf32>, %R: !bvec.table<?x256xf32>, %h: !bvec.indices<?xi64>, %r: !bvec.indices<?xi64>, %t: !bvec.indices<?xi64>) -> (score: !bvec.scalar<?xf32>) {
+  %a = bvec.gather_vec %E[%h] : !bvec.table<?x256xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x256xf32>
+  %b = bvec.gather_vec %R[%r] : !bvec.table<?x256xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x256xf32>
+  %c = bvec.gather_vec %E[%t] : !bvec.table<?x256xf32>, !bvec.indices<?xi64> -> !bvec.vec<?x256xf32>
+  %ab = bvec.mul %a, %b : !bvec.vec<?x256xf32>
+  %s = bvec.vec_mul_vec %ab, %c : !bvec.vec<?x256xf32>, !bvec.vec<?x256xf32> -> !bvec.scalar<?xf32>
+  bvec.return %s : !bvec.scalar<?xf32>
 }

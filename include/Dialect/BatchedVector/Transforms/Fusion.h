@@ -13,7 +13,8 @@
 //     next stage;
 //   - `vec_mul_mat`, `vec_outer_vec` and `slice` read their vector input at
 //     arbitrary positions, so that input is materialized (kept whole in
-//     shared memory) in its stage and read from the next.
+//     shared memory) in its stage and read from the next — except a slice
+//     of a gathered row, read from the table like a gather (isGatherSlice).
 // Matrices are never stored: a matrix value is an expression (gathered
 // matrices, outer products, elementwise operations) evaluated where a
 // `vec_mul_mat` or a function result consumes it.
@@ -98,6 +99,10 @@ struct KernelLayout {
   /// rows: on average a key's row repeats that often, enough for the sort's
   /// reuse of rows to pay for the sort). 0: no such condition.
   int64_t reorderMinReuse = 0;
+  /// With a whole-batch sort: sort only when the rows of the table the key
+  /// indexes have at least this many elements (wide rows are what a block
+  /// reuses from L1 after the sort). 0: no such condition.
+  int64_t reorderMinRow = 0;
   /// 1 when the pass chose the sort by entity itself (no reorder option
   /// given): the GPU lowering may key it on another index array of the
   /// same table when negative mode corrupts this one.
@@ -105,7 +110,7 @@ struct KernelLayout {
 
   /// Whether the launch plan decides per batch whether to sort it.
   bool sortsSomeBatches() const {
-    return reorderMinBatch > 0 || reorderMinReuse > 0;
+    return reorderMinBatch > 0 || reorderMinReuse > 0 || reorderMinRow > 0;
   }
   /// A tile stages a gather's unique rows in shared memory when at least
   /// this percentage of its edges repeat a row (0: always, 101: never);
@@ -157,7 +162,8 @@ FailureOr<KernelLayout> chooseKernelLayout(FuncOp func, int64_t tile,
                                            int64_t blocksPerSM = -1,
                                            int64_t deterministic = -1,
                                            int64_t reorderMinBatch = -1,
-                                           int64_t reorderMinReuse = -1);
+                                           int64_t reorderMinReuse = -1,
+                                           int64_t reorderMinRow = -1);
 
 } // namespace bvec
 } // namespace mlir

@@ -93,7 +93,9 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     - *materialization*: vectors that must be read at arbitrary positions
       (the input of `vec_mul_mat`, `vec_outer_vec` and `slice`) get
       `bvec.materialize`: they are kept whole in shared memory for the
-      block's tile of edges.
+      block's tile of edges. A slice of a gathered row is not such a read: it
+      is computed in the gather's stage, from the table at the slice's offset,
+      and its row is not materialized for it.
     - *layout*: the function gets `bvec.kernel`, a dictionary with the tile
       (edges per thread block), the warps per block, the vector width of
       loads, and the edge reordering: edges sorted by the index array of the
@@ -120,7 +122,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     `reorder_min_batch = 65536` edges with at least `reorder_min_reuse = 16`
     edges per row of that table (B >= 16 x entities: rows repeat often
     enough for the sort to pay; below, the batch is scored in its own order
-    and the kernel is told so), unless the function has elementwise
+    and the kernel is told so) and rows of at least `reorder_min_row = 512`
+    elements (narrower rows gain nothing from it: a table of static rows
+    that narrow is never sorted, dynamic ones are checked per batch),
+    unless the function has elementwise
     functions of vectors (bound by their arithmetic: never sorted), marked
     `reorder_auto = 1` (negative mode that corrupts the key sorts by another
     index array of the same table instead, e.g. `t`); with a
@@ -178,6 +183,10 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
            /*default=*/"-1",
            "with a whole-batch sort, sort only batches with at least this "
            "many edges per row of the key's table; 0: no such condition "
+           "(-1: choose)">,
+    Option<"reorderMinRow", "reorder-min-row", "int64_t", /*default=*/"-1",
+           "with a whole-batch sort, sort only when the rows of the key's "
+           "table have at least this many elements; 0: no such condition "
            "(-1: choose)">,
     Option<"deterministic", "deterministic", "int64_t", /*default=*/"-1",
            "1: bitwise-identical results for identical inputs; 0: not "

@@ -108,6 +108,7 @@ DictionaryAttr KernelLayout::toAttr(MLIRContext *context) const {
       b.getNamedAttr("reorder_group", b.getI64IntegerAttr(reorderGroup)),
       b.getNamedAttr("reorder_min_batch", b.getI64IntegerAttr(reorderMinBatch)),
       b.getNamedAttr("reorder_min_reuse", b.getI64IntegerAttr(reorderMinReuse)),
+      b.getNamedAttr("reorder_min_row", b.getI64IntegerAttr(reorderMinRow)),
       b.getNamedAttr("reorder_auto", b.getI64IntegerAttr(reorderAuto)),
       b.getNamedAttr("stage_repeats", b.getI64IntegerAttr(stageRepeats)),
       b.getNamedAttr("matrix_math", b.getStringAttr(matrixMath)),
@@ -209,7 +210,8 @@ static LogicalResult verifyLayout(FuncOp func, const KernelLayout &layout) {
            << " registers of a multiprocessor), got " << layout.blocksPerSM;
   for (auto [name, value] :
        {std::pair{"reorder_min_batch", layout.reorderMinBatch},
-        std::pair{"reorder_min_reuse", layout.reorderMinReuse}}) {
+        std::pair{"reorder_min_reuse", layout.reorderMinReuse},
+        std::pair{"reorder_min_row", layout.reorderMinRow}}) {
     if (value < 0)
       return func.emitOpError() << "kernel layout: " << name
                                 << " must be non-negative, got " << value;
@@ -296,6 +298,7 @@ FailureOr<KernelLayout> KernelLayout::fromFunc(FuncOp func) {
       failed(readInt("reorder_group", layout.reorderGroup)) ||
       failed(readInt("reorder_min_batch", layout.reorderMinBatch)) ||
       failed(readInt("reorder_min_reuse", layout.reorderMinReuse)) ||
+      failed(readInt("reorder_min_row", layout.reorderMinRow)) ||
       failed(readInt("reorder_auto", layout.reorderAuto)) ||
       failed(readInt("stage_repeats", layout.stageRepeats)) ||
       failed(readInt("stages", layout.stages)) ||
@@ -322,14 +325,29 @@ static constexpr int64_t kDefaultStageRepeats = 101;
 /// (2.8) for the 3- and 4-gather models; bench/NOTES.md.
 static constexpr int64_t kDefaultSortMinBatch = 65536;
 static constexpr int64_t kDefaultSortMinReuse = 16;
+/// ... and when the rows of the key's table have at least this many
+/// elements. H200, FB15k-like, B = 262,144 and 524,288 (ncu, DistMult):
+/// at D = 256 the sorted kernel is slower than the direct one (138 against
+/// 133 us at 524,288) before the sort's own 46 us, so no sort pays there;
+/// at D = 512 it is faster (256 against 270 us); the H100 gains above were
+/// measured at D = 512. bench/NOTES.md.
+static constexpr int64_t kDefaultSortMinRow = 512;
 
 
 FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     FuncOp func, int64_t tile, int64_t warps, int64_t vectorWidth,
     StringRef reorderKey, int64_t reorderGroup, int64_t stageRepeats,
     StringRef matrixMath, int64_t carryFloats, int64_t blocksPerSM,
-    int64_t deterministic, int64_t reorderMinBatch, int64_t reorderMinReuse) {
+    int64_t deterministic, int64_t reorderMinBatch, int64_t reorderMinReuse,
+    int64_t reorderMinRow) {
   KernelLayout layout;
+  for (auto [name, value] : {std::pair{"reorder_min_batch", reorderMinBatch},
+                             std::pair{"reorder_min_reuse", reorderMinReuse},
+                             std::pair{"reorder_min_row", reorderMinRow}})
+    if (value < -1)
+      return func.emitOpError() << "kernel layout: " << name
+                                << " must be non-negative (-1: choose), got "
+                                << value;
   // Matrix products stream every distinct matrix of a tile once per group
   // of edges: small tiles of 16 edges spread the distinct matrices of a
   // batch over many blocks, and 16 warps keep enough of each in flight.
@@ -401,13 +419,19 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   // pays (reorder_min_batch, reorder_min_reuse). Not functions with
   // elementwise functions of vectors: their arithmetic bounds them, not
   // their rows (RotatE, FB15k-like B = 262,144: 6 % slower sorted).
+  // Rows narrower than reorder_min_row never pay for the sort: a table of
+  // static rows that narrow is not a candidate (rows of dynamic length are
+  // checked by the launch plan).
+  int64_t minRow = reorderMinRow >= 0 ? reorderMinRow : kDefaultSortMinRow;
   bool sortsByEntity = false;
   if (layout.reorderKey.empty() && !anyMatrixProduct && reorderGroup < 0 &&
       !elementwiseFunctions) {
     llvm::MapVector<Value, llvm::SetVector<Value>> indicesOf;
     func.getBody().walk([&](GatherVecOp gather) {
+      int64_t row = gather.getTable().getType().getShape().back();
       if (isa<BlockArgument>(gather.getTable()) &&
-          isa<BlockArgument>(gather.getIndices()))
+          isa<BlockArgument>(gather.getIndices()) &&
+          (ShapedType::isDynamic(row) || row >= minRow))
         indicesOf[gather.getTable()].insert(gather.getIndices());
     });
     size_t most = 1;
@@ -431,6 +455,10 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
     layout.reorderMinReuse = reorderMinReuse;
   else if (sortsByEntity)
     layout.reorderMinReuse = kDefaultSortMinReuse;
+  if (reorderMinRow >= 0)
+    layout.reorderMinRow = reorderMinRow;
+  else if (sortsByEntity)
+    layout.reorderMinRow = kDefaultSortMinRow;
   layout.reorderAuto = sortsByEntity;
   layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
   if (!matrixMath.empty())
@@ -468,7 +496,7 @@ struct BatchedVectorFusePass
       FailureOr<KernelLayout> layout = chooseKernelLayout(
           func, tile, warps, vectorWidth, reorderKey, reorderGroup,
           stageRepeats, matrixMath, carryFloats, blocksPerSM, deterministic,
-          reorderMinBatch, reorderMinReuse);
+          reorderMinBatch, reorderMinReuse, reorderMinRow);
       if (failed(layout))
         return signalPassFailure();
       FusionStages stages = computeFusionStages(func);
