@@ -84,19 +84,12 @@ def prepare(directory, models, examples):
 
 
 def gpu_us(fn, calls=50, repeats=15):
-    import torch
-    for _ in range(3):
+    """Microseconds per call: the median of `repeats` timings of `calls`
+    launches between two CUDA events (bench_embedding_paths.gpu_us)."""
+    from bench_embedding_paths import gpu_us as timed
+    for _ in range(2):
         fn()
-    times = []
-    for _ in range(repeats):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3 / calls)
-    return statistics.median(times)
+    return statistics.median(timed(fn, calls) for _ in range(repeats))
 
 
 def tables_for(program, dim, entities=configs.ENTITIES, relations=configs.RELATIONS):
