@@ -104,7 +104,7 @@ private:
 std::string indexRange(const kge_runtime::Signature &signature,
                        const kge_runtime::Parameter &param);
 
-/// The row length (last dimension) of the narrowest table the index array
+/// The row length (last dimension) of the widest table the index array
 /// `param` reads, as a launch-plan expression.
 std::string rowLength(const kge_runtime::Signature &signature,
                       const kge_runtime::Parameter &param);

@@ -215,7 +215,8 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
       return failure();
     // The default sort by entity cannot key on the corrupted array of
     // negative mode (B x K indices, not one per edge): it keys on another
-    // index array of the same table (tails for heads), or there is none.
+    // index array of the same table (tails for heads) whose rows qualify
+    // (reorder_min_row), or there is none.
     // A sort by the corrupted array that was asked for is an error (the
     // emitter's).
     if (layout->reorderAuto && layout->reorderKey == options.negative) {
@@ -223,8 +224,10 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
       std::string other;
       func.getBody().walk([&](bvec::GatherVecOp gather) {
         auto indices = dyn_cast<BlockArgument>(gather.getIndices());
+        int64_t row = gather.getTable().getType().getShape().back();
         if (!other.empty() || !indices || indices == key ||
-            func.getArgName(indices.getArgNumber()) == options.negative)
+            func.getArgName(indices.getArgNumber()) == options.negative ||
+            (!ShapedType::isDynamic(row) && row < layout->reorderMinRow))
           return;
         func.getBody().walk([&](bvec::GatherVecOp keyed) {
           if (keyed.getIndices() == key && keyed.getTable() == gather.getTable())

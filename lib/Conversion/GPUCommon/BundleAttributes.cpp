@@ -140,7 +140,7 @@ std::string mlir::kge::rowLength(const kge_runtime::Signature &signature,
   std::string length;
   for (unsigned t : param.indexedTables) {
     std::string size = signature.params[t].shape.back().str();
-    length = length.empty() ? size : "min(" + length + ", " + size + ")";
+    length = length.empty() ? size : "max(" + length + ", " + size + ")";
   }
   return length;
 }

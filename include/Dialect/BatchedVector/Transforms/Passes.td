@@ -187,7 +187,8 @@ def BatchedVectorFuse : Pass<"bvec-fuse", "ModuleOp"> {
     Option<"reorderMinRow", "reorder-min-row", "int64_t", /*default=*/"-1",
            "with a whole-batch sort, sort only when the rows of the key's "
            "table have at least this many elements; 0: no such condition "
-           "(-1: choose)">,
+           "(-1: choose; the three thresholds are ignored by functions that "
+           "the layout does not sort)">,
     Option<"deterministic", "deterministic", "int64_t", /*default=*/"-1",
            "1: bitwise-identical results for identical inputs; 0: not "
            "guaranteed (-1: choose, 1)">,

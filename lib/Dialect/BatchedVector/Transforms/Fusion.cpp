@@ -447,18 +447,18 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
   }
   layout.reorderGroup =
       reorderGroup >= 0 ? reorderGroup : (layout.reorderKey.empty() ? 1 : 0);
-  if (reorderMinBatch >= 0)
-    layout.reorderMinBatch = reorderMinBatch;
-  else if (sortsByEntity)
-    layout.reorderMinBatch = kDefaultSortMinBatch;
-  if (reorderMinReuse >= 0)
-    layout.reorderMinReuse = reorderMinReuse;
-  else if (sortsByEntity)
-    layout.reorderMinReuse = kDefaultSortMinReuse;
-  if (reorderMinRow >= 0)
-    layout.reorderMinRow = reorderMinRow;
-  else if (sortsByEntity)
-    layout.reorderMinRow = kDefaultSortMinRow;
+  // The thresholds restrict a whole-batch sort: given for a function that
+  // the layout does not sort (and no sort asked for), they hold trivially.
+  bool sortAsked = !reorderKey.empty() || reorderGroup >= 0;
+  bool wholeBatch = !layout.reorderKey.empty() && layout.reorderGroup == 0;
+  auto threshold = [&](int64_t given, int64_t byDefault) -> int64_t {
+    if (given >= 0)
+      return wholeBatch || sortAsked ? given : 0;
+    return sortsByEntity ? byDefault : 0;
+  };
+  layout.reorderMinBatch = threshold(reorderMinBatch, kDefaultSortMinBatch);
+  layout.reorderMinReuse = threshold(reorderMinReuse, kDefaultSortMinReuse);
+  layout.reorderMinRow = threshold(reorderMinRow, kDefaultSortMinRow);
   layout.reorderAuto = sortsByEntity;
   layout.stageRepeats = stageRepeats >= 0 ? stageRepeats : kDefaultStageRepeats;
   if (!matrixMath.empty())
