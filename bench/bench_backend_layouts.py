@@ -92,23 +92,24 @@ def gpu_us(fn, calls=50, repeats=15):
     return statistics.median(timed(fn, calls) for _ in range(repeats))
 
 
-def tables_for(program, dim, entities=configs.ENTITIES, relations=configs.RELATIONS):
-    """Random tables for `program`'s table parameters: entity tables (those
-    the first or the last index array reads: heads and tails) and relation
+def table_shapes(program, dim, entities=configs.ENTITIES, relations=configs.RELATIONS):
+    """The shapes of `program`'s table parameters: entity tables (those the
+    first or the last index array reads: heads and tails) and relation
     tables, of `dim` columns where the signature leaves it open."""
-    import torch
     params = program.signature["params"]
     indices = [p for p in params if p["role"] == "indices"]
     entity = {t for p in (indices[0], indices[-1]) for t in p.get("indexes", [])}
+    return [[entities if p["name"] in entity else relations]
+            + [s if isinstance(s, int) else dim for s in p["shape"][1:]]
+            for p in params if p["role"] == "table"]
+
+
+def tables_for(program, dim):
+    """Random tables of table_shapes(program, dim) on the GPU."""
+    import torch
     generator = torch.Generator(device="cuda").manual_seed(0)
-    tables = []
-    for p in params:
-        if p["role"] != "table":
-            continue
-        shape = [entities if p["name"] in entity else relations]
-        shape += [s if isinstance(s, int) else dim for s in p["shape"][1:]]
-        tables.append(torch.randn(shape, device="cuda", generator=generator) * 0.1)
-    return tables
+    return [torch.randn(shape, device="cuda", generator=generator) * 0.1
+            for shape in table_shapes(program, dim)]
 
 
 def time_bundles(programs, tables, batch, reference=None):
@@ -149,7 +150,7 @@ def run(directory, batches, dims):
         programs = load(directory, f"model.{name}.")
         # The model's own tables in the kernel's order (by their row counts).
         by_rows = {p.shape[0]: p.detach() for p in model.parameters()}
-        tables = [by_rows[t.shape[0]] for t in tables_for(next(iter(programs.values())), 0)]
+        tables = [by_rows[shape[0]] for shape in table_shapes(next(iter(programs.values())), 0)]
         rows = {}
         with torch.no_grad():
             for batch in batches:

@@ -48,10 +48,10 @@ for path in sorted((ROOT / "test" / "fuzz" / "regressions").glob("*.mlir")):
 def pieces(name, text):
     """(name, text) of each function of a file of `// -----`-separated
     pieces (a bundle holds one function); the name alone for one piece."""
-    parts = text.split("\n// -----\n")
-    if len(parts) == 1:
+    if "\n// -----\n" not in text:
         return [(name, text)]
-    return [(name + "_" + re.search(r"bvec\.func @(\w+)", p).group(1), p) for p in parts]
+    return [(f"{name}_{function}", piece)
+            for function, piece in kgetest.split_functions(text).items()]
 
 
 def main():

@@ -1,6 +1,7 @@
 """Helpers of KGE's Python tests: signatures, random inputs, comparisons."""
 
 import json
+import re
 import subprocess
 
 import numpy as np
@@ -106,3 +107,10 @@ def scores_match(actual, reference):
         return False
     scale = max(np.max(np.abs(reference)), 1.0)
     return bool(np.all(np.abs(actual64 - reference) <= RTOL[actual.dtype.type] * scale))
+
+
+def split_functions(text):
+    """{function name: its text} of the `// -----`-separated pieces of a
+    file's text, one bvec.func each (a bundle or a CPU run takes one)."""
+    pieces = text.split("\n// -----\n")
+    return {re.search(r"bvec\.func @(\w+)", p).group(1): p for p in pieces}

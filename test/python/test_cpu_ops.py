@@ -1,7 +1,6 @@
 """Every bvec operation on the CPU path against NumPy (float64, i32 indices)."""
 
 import pathlib
-import re
 
 import numpy as np
 import pytest
@@ -89,12 +88,6 @@ def test_batch_of_one_and_zero_rows_used(tools, tmp_path):
         assert kgetest.scores_match(value, expected[name]), name
 
 
-def split_functions(path):
-    """{function name: its text} of a file of `// -----`-separated pieces."""
-    pieces = pathlib.Path(path).read_text().split("\n// -----\n")
-    return {re.search(r"bvec\.func @(\w+)", p).group(1): p for p in pieces}
-
-
 def gather_slices_reference(name, a):
     """NumPy results of the functions of Inputs/gather_slices.mlir."""
     if name == "complex_chunked":
@@ -118,12 +111,15 @@ def gather_slices_reference(name, a):
     return {"score": np.sqrt((e * e).sum(1))}
 
 
-@pytest.mark.parametrize("name", sorted(split_functions(INPUTS / "gather_slices.mlir")))
+GATHER_SLICES = kgetest.split_functions((INPUTS / "gather_slices.mlir").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(GATHER_SLICES))
 def test_gather_slices_match_numpy(tools, tmp_path, name):
     """Slices of gathered rows (the GPU reads them from the table at the
     slice's offset; test/gpu compositions run these against this path)."""
     path = tmp_path / f"{name}.mlir"
-    path.write_text(split_functions(INPUTS / "gather_slices.mlir")[name])
+    path.write_text(GATHER_SLICES[name])
     sig = kgetest.signature(tools, path)
     rng = np.random.default_rng(7)
     args = {}

@@ -224,10 +224,9 @@ struct FuncToGPUModule : OpRewritePattern<bvec::FuncOp> {
       std::string other;
       func.getBody().walk([&](bvec::GatherVecOp gather) {
         auto indices = dyn_cast<BlockArgument>(gather.getIndices());
-        int64_t row = gather.getTable().getType().getShape().back();
         if (!other.empty() || !indices || indices == key ||
             func.getArgName(indices.getArgNumber()) == options.negative ||
-            (!ShapedType::isDynamic(row) && row < layout->reorderMinRow))
+            !bvec::rowsMaySort(gather, layout->reorderMinRow))
           return;
         func.getBody().walk([&](bvec::GatherVecOp keyed) {
           if (keyed.getIndices() == key && keyed.getTable() == gather.getTable())

@@ -28,6 +28,22 @@ Value mlir::kge::alignedLoad(OpBuilder &b, Location loc, VectorType type,
   return load;
 }
 
+/// A vector of `type` loaded element by element from `memref` at `indices`
+/// + [0, n) in the last dimension (an offset that is not a multiple of the
+/// vector width: a slice at an odd position).
+static Value loadElements(OpBuilder &b, Location loc, VectorType type,
+                          Value memref, ValueRange indices) {
+  SmallVector<Value> at(indices);
+  Value loaded = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  for (int64_t i = 0; i < type.getNumElements(); ++i) {
+    at.back() = arith::AddIOp::create(
+        b, loc, indices.back(), arith::ConstantIndexOp::create(b, loc, i));
+    Value element = memref::LoadOp::create(b, loc, memref, at);
+    loaded = vector::InsertOp::create(b, loc, element, loaded, i);
+  }
+  return loaded;
+}
+
 void mlir::kge::alignedStore(OpBuilder &b, Location loc, Value value,
                              Value memref, ValueRange indices,
                              int64_t alignment) {
@@ -190,21 +206,11 @@ Value ChunkLoopEmitter::loadGlobalChunk(Value memref, ValueRange prefix,
   // Half-precision rows: half the bytes per load, widened in registers.
   Type element = cast<MemRefType>(memref.getType()).getElementType();
   auto type = VectorType::get({width}, element);
-  Value loaded;
-  if (offset % width == 0) {
-    loaded = alignedLoad(b, loc, type, memref, indices,
-                         element.getIntOrFloatBitWidth() / 8 * width);
-  } else {
-    // An unaligned column offset (a slice at an odd position): element by
-    // element.
-    loaded = arith::ConstantOp::create(b, loc, type,
-                                       b.getZeroAttr(type));
-    for (int64_t i = 0; i < width; ++i) {
-      indices.back() = arith::AddIOp::create(b, loc, safe, k.constIndex(i));
-      Value one = memref::LoadOp::create(b, loc, memref, indices);
-      loaded = vector::InsertOp::create(b, loc, one, loaded, i);
-    }
-  }
+  Value loaded =
+      offset % width == 0
+          ? alignedLoad(b, loc, type, memref, indices,
+                        element.getIntOrFloatBitWidth() / 8 * width)
+          : loadElements(b, loc, type, memref, indices);
   if (!widen)
     return loaded;
   if (element != b.getF32Type())
@@ -219,18 +225,11 @@ Value ChunkLoopEmitter::loadSharedChunk(Value buffer, Value offset,
   Location loc = k.loc;
   Value safe = arith::SelectOp::create(b, loc, valid, offset, k.constIndex(0));
   int64_t width = k.layout.vectorWidth;
-  Value loaded;
-  if (aligned || width == 1) {
-    loaded = alignedLoad(b, loc, k.chunkType(), buffer, ValueRange{safe}, 4 * width);
-  } else {
-    // An unaligned offset (a slice at an odd position): element by element.
-    loaded = k.splat(k.constF32(0.0f));
-    for (int64_t i = 0; i < width; ++i) {
-      Value at = arith::AddIOp::create(b, loc, safe, k.constIndex(i));
-      Value element = memref::LoadOp::create(b, loc, buffer, at);
-      loaded = vector::InsertOp::create(b, loc, element, loaded, i);
-    }
-  }
+  Value loaded =
+      aligned || width == 1
+          ? alignedLoad(b, loc, k.chunkType(), buffer, ValueRange{safe},
+                        4 * width)
+          : loadElements(b, loc, k.chunkType(), buffer, ValueRange{safe});
   return arith::SelectOp::create(b, loc, valid, loaded,
                                  k.splat(k.constF32(0.0f)));
 }
@@ -557,6 +556,14 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
   for (int64_t i = 0; i < edgesPerWarp; ++i) {
     Value edge = k.localEdge(i);
     DenseMap<Value, Value> values;
+    // The chunk of the edge's row of a gather's table, from column
+    // `offset` on.
+    auto fromTable = [&](bvec::GatherVecOp gather, int64_t offset) {
+      InspectorSlot &slot = k.slotFor(gather.getIndices());
+      Value row = k.toIndex(k.keyOf(slot, edge));
+      return loadGlobalChunk(k.memrefOf(gather.getTable()), ValueRange{row},
+                             d0, valid, /*widen=*/true, offset);
+    };
     auto get = [&](Value v) -> Value {
       if (Value found = values.lookup(v))
         return found;
@@ -571,21 +578,15 @@ SmallVector<Value> ChunkLoopEmitter::emitChunk(ChunkBody &body, Value jj,
               .Case([&](bvec::GatherVecOp gather) -> Value {
                 if (staged)
                   return loadGatheredChunk(gather, edge, d0, valid);
-                InspectorSlot &slot = k.slotFor(gather.getIndices());
-                Value row = k.toIndex(k.keyOf(slot, edge));
-                return loadGlobalChunk(k.memrefOf(gather.getTable()),
-                                       ValueRange{row}, d0, valid);
+                return fromTable(gather, 0);
               })
               .Case([&](bvec::SliceOp slice) -> Value {
                 // A slice of a gathered row (the others are shared
                 // leaves): its columns straight from the table, never
                 // staged.
-                auto gather = slice.getInput().getDefiningOp<bvec::GatherVecOp>();
-                InspectorSlot &slot = k.slotFor(gather.getIndices());
-                Value row = k.toIndex(k.keyOf(slot, edge));
-                return loadGlobalChunk(k.memrefOf(gather.getTable()),
-                                       ValueRange{row}, d0, valid,
-                                       /*widen=*/true, slice.getOffset());
+                return fromTable(
+                    slice.getInput().getDefiningOp<bvec::GatherVecOp>(),
+                    slice.getOffset());
               })
               .Case([&](bvec::ConstantOp constant) -> Value {
                 return k.splat(k.constF32(constant.getValue().convertToFloat()));

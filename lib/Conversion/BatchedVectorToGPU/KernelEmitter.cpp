@@ -147,7 +147,7 @@ LogicalResult KernelEmitter::plan() {
   int64_t chunk = 32 * layout.vectorWidth;
   if (layout.stagesRows())
     func.getBody().walk([&](bvec::GatherVecOp gather) {
-      if (llvm::all_of(gather->getUsers(), bvec::isGatherSlice))
+      if (!bvec::readsWholeRows(gather))
         return;
       std::string name = "stage." + std::to_string(stagingBuffers.size());
       stagingBuffers[gather] = name;

@@ -125,22 +125,27 @@ void BundleBuilder::appendCountingSort(
        pointer(permBuffer)})));
 }
 
+/// `combine` ("min" or "max") of one dimension of every table the index
+/// array `param` reads (the last one when `dim` is negative).
+static std::string overTables(const kge_runtime::Signature &signature,
+                              const kge_runtime::Parameter &param, int dim,
+                              StringRef combine) {
+  std::string result;
+  for (unsigned t : param.indexedTables) {
+    const auto &shape = signature.params[t].shape;
+    std::string size = (dim < 0 ? shape.back() : shape[dim]).str();
+    result = result.empty() ? size
+                            : (combine + "(" + result + ", " + size + ")").str();
+  }
+  return result;
+}
+
 std::string mlir::kge::indexRange(const kge_runtime::Signature &signature,
                                   const kge_runtime::Parameter &param) {
-  std::string range;
-  for (unsigned t : param.indexedTables) {
-    std::string size = signature.params[t].shape[param.indexedDim].str();
-    range = range.empty() ? size : "min(" + range + ", " + size + ")";
-  }
-  return range;
+  return overTables(signature, param, param.indexedDim, "min");
 }
 
 std::string mlir::kge::rowLength(const kge_runtime::Signature &signature,
                                  const kge_runtime::Parameter &param) {
-  std::string length;
-  for (unsigned t : param.indexedTables) {
-    std::string size = signature.params[t].shape.back().str();
-    length = length.empty() ? size : "max(" + length + ", " + size + ")";
-  }
-  return length;
+  return overTables(signature, param, /*dim=*/-1, "max");
 }

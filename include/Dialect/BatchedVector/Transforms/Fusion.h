@@ -65,9 +65,17 @@ bool isMatrixProduct(Operation *op);
 /// gather; the row itself is not materialized for it.
 bool isGatherSlice(Operation *op);
 
+/// Whether something reads `gather`'s rows whole (not only slices of them).
+bool readsWholeRows(GatherVecOp gather);
+
 /// Row loads per element of a chunk that `gather` costs: one per slice of
-/// it (isGatherSlice) and one if something else reads the whole row.
+/// it (isGatherSlice) and one if something reads the whole row.
 int64_t rowReadsOf(GatherVecOp gather);
+
+/// Whether the rows `gather` reads may be sorted by entity under a
+/// `reorder_min_row` of `minRow`: static rows of at least that many
+/// elements, or rows of dynamic length (the launch plan checks those).
+bool rowsMaySort(GatherVecOp gather, int64_t minRow);
 
 /// Row loads per lane that chunk loops aim to keep in flight (edges per warp
 /// x gathers x chunks): the default layout gives each warp as many edges as

@@ -247,16 +247,18 @@ bool mlir::bvec::isGatherSlice(Operation *op) {
   return slice && slice.getInput().getDefiningOp<GatherVecOp>();
 }
 
+bool mlir::bvec::readsWholeRows(GatherVecOp gather) {
+  return !llvm::all_of(gather->getUsers(), isGatherSlice);
+}
+
 int64_t mlir::bvec::rowReadsOf(GatherVecOp gather) {
-  int64_t slices = 0;
-  bool whole = false;
-  for (Operation *user : gather->getUsers()) {
-    if (isGatherSlice(user))
-      ++slices;
-    else
-      whole = true;
-  }
-  return slices + (whole ? 1 : 0);
+  return llvm::count_if(gather->getUsers(), isGatherSlice) +
+         (readsWholeRows(gather) ? 1 : 0);
+}
+
+bool mlir::bvec::rowsMaySort(GatherVecOp gather, int64_t minRow) {
+  int64_t row = gather.getTable().getType().getShape().back();
+  return ShapedType::isDynamic(row) || row >= minRow;
 }
 
 bool mlir::bvec::hasMatrixProducts(FuncOp func) {
@@ -428,10 +430,9 @@ FailureOr<KernelLayout> mlir::bvec::chooseKernelLayout(
       !elementwiseFunctions) {
     llvm::MapVector<Value, llvm::SetVector<Value>> indicesOf;
     func.getBody().walk([&](GatherVecOp gather) {
-      int64_t row = gather.getTable().getType().getShape().back();
       if (isa<BlockArgument>(gather.getTable()) &&
           isa<BlockArgument>(gather.getIndices()) &&
-          (ShapedType::isDynamic(row) || row >= minRow))
+          rowsMaySort(gather, minRow))
         indicesOf[gather.getTable()].insert(gather.getIndices());
     });
     size_t most = 1;
