@@ -63,6 +63,12 @@ from . import checkpoint, partition_order, training
 from . import out_of_core as out_of_core_module
 
 
+# The pieces in which a rank that sends a partition receives another into
+# its slot (_exchange_in_place): the device memory that takes besides the
+# buffer's slots, per array.
+PIECE_BYTES = 32 << 20
+
+
 class DistributedError(RuntimeError):
     """A process group that cannot be joined or that lost a peer."""
 
@@ -322,9 +328,13 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
     in a round, the rank walks the buffer states of `order`
     (kge.out_of_core.buffer_order) over the 2 x `split` partitions of its
     pair, training the round's buckets among them with the next
-    partition's load overlapped, and writes its partitions back at the
-    round's end; the files are how partitions change rank. Checkpoints copy
-    the files (each rank a share of them)."""
+    partition's load overlapped. Each rank's walk of each round is
+    relabelled (partition_order.round_labels) so that the round starts
+    from what the ranks end the round before with; at a round's end a
+    rank keeps what its next first state holds, passes to another rank
+    over NCCL what that rank's next first state holds
+    (partition_order.handover) and writes the rest back to its file.
+    Checkpoints copy the files (each rank a share of them)."""
 
     def __init__(self, name, triples, directory=None, *, num_entities, num_relations, dim,
                  group=None, forward=None, gradient=None, eager=False, batch_size=1024,
@@ -364,7 +374,8 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                     buffer_bytes=buffer_bytes, fingerprint={"ranks": self.world},
                     shuffle=shuffle)
         self.prefetch = prefetch
-        self._plans = {}
+        self._plans, self._handovers, self._labels = {}, {}, None
+        self._received = [0, 0]  # partitions and bytes received from other ranks
         self.store = None
         if out_of_core is not None:
             self.store = out_of_core_module.PartitionStore(out_of_core, self.ranges,
@@ -438,84 +449,112 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
 
     # -- partitions ---------------------------------------------------------
 
-    def _round_plan(self, r):
-        """Out of core: the swap plan of round r — the buffer states of the
-        order over the pair's partitions, each training the round's buckets
-        (round_buckets', of the 2N partitions, cut into theirs) it holds.
-        Made once per round (a plan depends on the round alone); the caller
-        copies it before changing it."""
-        if r not in self._plans:
-            self._plans[r] = self._make_round_plan(r)
-        return self._plans[r]
+    def _round_plan(self, r, rank=None):
+        """Out of core: the swap plan of round r on `rank` (default this
+        one) — the buffer states of the order over the pair's partitions,
+        each training the round's buckets (round_buckets', of the 2N
+        partitions, cut into theirs) it holds. Made once per round (a plan
+        depends on the round and rank alone); the caller copies it before
+        changing it."""
+        rank = self.rank if rank is None else rank
+        if (r, rank) not in self._plans:
+            self._plans[(r, rank)] = self._make_round_plan(r, rank)
+        return self._plans[(r, rank)]
 
-    def _make_round_plan(self, r):
+    def _make_round_plan(self, r, rank):
         m = self.split
-        a, b = self.rounds[r][self.rank]
-        if b in self.rounds[r - 1][self.rank] and a not in self.rounds[r - 1][self.rank]:
-            # The partition the rank kept from the round before first: the
-            # order's first state holds (some of) what is still loaded.
-            a, b = b, a
-        pair = [*range(a * m, (a + 1) * m), *range(b * m, (b + 1) * m)]
+        states, trained = out_of_core_module.buffer_order(2 * m, self.capacity, self.order)
+        if self._labels is None:
+            # One rank: an epoch is one round, the one-GPU trainer's walk.
+            self._labels = ([[(tuple(range(2 * m)), False)]] if self.world == 1 else
+                            partition_order.round_labels(self.rounds, m, states))
+        perm, backwards = self._labels[r][rank]
+        pair = [p * m + k for p in self.rounds[r][rank] for k in range(m)]
+        pair = [pair[i] for i in perm]
         wanted = {}
-        for bucket in partition_order.round_buckets(self.rounds, r, self.rank):
+        for bucket in partition_order.round_buckets(self.rounds, r, rank):
             s, t = bucket[:2]
             for x in range(s * m, (s + 1) * m):
                 for y in range(t * m, (t + 1) * m):
                     wanted[(x, y)] = (x, y) + tuple(bucket[2:])
-        states, trained = out_of_core_module.buffer_order(len(pair), self.capacity, self.order)
         states = [tuple(pair[i] for i in state) for state in states]
         trained = [[wanted[(pair[i], pair[j])] for i, j in state
                     if (pair[i], pair[j]) in wanted] for state in trained]
+        if backwards:
+            states, trained = states[::-1], trained[::-1]
         return out_of_core_module.swap_plan(states, trained)
 
+    def _handover(self, r):
+        """Out of core, between round r and the next: (writes, phases) of
+        partition_order.handover over every rank's last state of r and first
+        state of r + 1 (one rank writes its whole buffer back: the one-GPU
+        trainer's epochs)."""
+        if r not in self._handovers:
+            following = (r + 1) % len(self.rounds)
+            last = [self._round_plan(r, g)[-1][0] for g in range(self.world)]
+            if self.world == 1:
+                self._handovers[r] = ([sorted(last[0])], [])
+            else:
+                first = [self._round_plan(following, g)[0][0] for g in range(self.world)]
+                self._handovers[r] = partition_order.handover(last, first, self.capacity)
+        return self._handovers[r]
+
+    def _present(self, r):
+        """Out of core: the partitions of round r's first state that this
+        rank holds when the round starts (kept from the round before or
+        passed by another rank over NCCL; loaded from their files first
+        after a resume)."""
+        if self.world == 1:
+            return set()
+        writes, phases = self._handover((r - 1) % len(self.rounds))
+        previous = self._round_plan((r - 1) % len(self.rounds))[-1][0]
+        held = set(previous) - set(writes[self.rank]) - {
+            p for phase in phases for p, g, _, _ in phase if g == self.rank}
+        return held | {p for phase in phases for p, _, q, _ in phase if q == self.rank}
+
     def _train_round_out_of_core(self, epoch, r, bar, check_every):
-        """Walks round r's plan; at the end, the partitions the next round's
-        first state does not hold go back to their files (those it holds
-        stay loaded: no other rank needs them). Returns the edges
-        trained."""
+        """Walks round r's plan (the partitions it ends with are written
+        back or passed on by _exchange). Returns the edges trained."""
         plan = list(self._round_plan(r))
         io = self._io()
         spans = [self._span(b) for _, first, _, _, rest in plan for b in first + rest]
-        # The buckets of the first state among the partitions kept from the
-        # round before (still loaded; loaded first after a resume) train
-        # while this rank's last writes and the other ranks' finish.
-        kept = self._kept(r)
-        early = [b for b in plan[0][1] + plan[0][4] if b[0] in kept and b[1] in kept]
+        # The buckets of the first state among the partitions the rank
+        # holds (loaded first after a resume) train while this rank's last
+        # writes and the other ranks' finish.
+        present = self._present(r)
+        early = [b for b in plan[0][1] + plan[0][4] if b[0] in present and b[1] in present]
         if early:
             state, first, evicted, loaded, rest = plan[0]
             plan[0] = (state, [b for b in first if b not in early], evicted, loaded,
                        [b for b in rest if b not in early])
-            io.load_state([p for p in sorted(kept) if p not in self.slot_of])
+            io.load_state([p for p in sorted(present) if p not in self.slot_of])
             self._train_buckets(epoch, early, bar, check_every)
         io.wait_writes()
         # Every rank's files of the round before written before any is read.
         self.group.barrier()
         self._walk(io, plan, epoch, bar, check_every)
-        keep = self._kept((r + 1) % len(self.rounds))
-        io.write_back([p for p in self.slot_of if p not in keep], drop=True, wait=False)
         return sum(end - begin for begin, end in spans)
-
-    def _kept(self, r):
-        """Out of core: the partitions the rank keeps loaded from round r - 1
-        into round r — the last state's of r - 1 that the first of r holds
-        (none with one rank: an epoch is one round)."""
-        if self.world == 1:
-            return set()
-        previous = (r - 1) % len(self.rounds)
-        return set(self._round_plan(previous)[-1][0]) & set(self._round_plan(r)[0][0])
 
     def _exchange(self, r):
         """Moves the partitions that change rank between round r and the
-        next: leftward moves, then rightward ones, each rank sending and
-        receiving at most one partition per phase (into its free slot).
-        (Out of core the files are the exchange.)"""
+        next. In memory: leftward moves, then rightward ones, each rank
+        sending and receiving at most one partition per phase (into its
+        free slot). Out of core (_handover): the partitions no rank's next
+        first state holds go back to their files, then the phases of moves
+        over NCCL."""
         if self.store is not None:
-            return
-        moves = partition_order.round_moves(self.rounds, r)
-        for phase in ([m for m in moves if m[2] < m[1]], [m for m in moves if m[2] > m[1]]):
+            writes, phases = self._handover(r)
+            self._io().write_back(writes[self.rank], drop=True, wait=False)
+        else:
+            moves = [m + (None,) for m in partition_order.round_moves(self.rounds, r)]
+            phases = [[m for m in moves if m[2] < m[1]], [m for m in moves if m[2] > m[1]]]
+        for phase in phases:
+            if any(into is not None for *_, into in phase):
+                self._exchange_in_place(phase)
+                continue
             sends, receives, sent, arrived = [], [], [], []
             free = sorted(set(range(self.capacity)) - set(self.slot_of.values()))
-            for p, source, target in phase:
+            for p, source, target, _ in phase:
                 if source == self.rank:
                     slot = self.slot_of[p]
                     sends += [(target, v) for v in self._slot_arrays(slot, self.sizes[p]).values()]
@@ -533,7 +572,43 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                 slot = self.slot_of.pop(p)
                 self._sample_from(slot, None)
             for p, slot in arrived:
-                self._assign(p, slot)
+                self._arrived(p, slot)
+
+    def _exchange_in_place(self, phase):
+        """A cycle of ranks each sending a partition and receiving one into
+        the slot it sends from (partition_order.handover): each array in
+        pieces of PIECE_BYTES, a piece received into a buffer of that size
+        while the slot's piece is sent, then copied into the slot — every
+        rank walks the same pieces, so the sends and receives pair up."""
+        import torch
+        out = [m for m in phase if m[1] == self.rank]
+        into = [m for m in phase if m[2] == self.rank]
+        if not out:
+            return
+        (p, _, target, _), (q, source, _, _) = out[0], into[0]
+        slot = self.slot_of.pop(p)
+        self._sample_from(slot, None)
+        outgoing = self._slot_arrays(slot, self.sizes[p])
+        incoming = self._slot_arrays(slot, self.sizes[q])
+        for name, sending in outgoing.items():
+            receiving = incoming[name]
+            row = sending[0].numel() * sending.element_size()
+            rows = max(1, PIECE_BYTES // max(1, row))
+            buffer = torch.empty((rows,) + tuple(sending.shape[1:]), dtype=sending.dtype,
+                                 device=sending.device)
+            for begin in range(0, max(len(sending), len(receiving)), rows):
+                piece, landing = sending[begin:begin + rows], receiving[begin:begin + rows]
+                self.group.exchange([(target, piece)] if len(piece) else [],
+                                    [(source, buffer[:len(landing)])] if len(landing) else [])
+                landing.copy_(buffer[:len(landing)])
+        self._arrived(q, slot)
+
+    def _arrived(self, p, slot):
+        """Partition p received into `slot` (counted)."""
+        self._assign(p, slot)
+        self._received[0] += 1
+        self._received[1] += sum(v.numel() * v.element_size()
+                                 for v in self._slot_arrays(slot, self.sizes[p]).values())
 
     # -- an epoch -------------------------------------------------------------
 
@@ -546,6 +621,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         epoch = self._begin_epoch()
         first = self.round
         edges = 0
+        counts = self._io_counts()
         bar = self._progress(progress, None)
         for r in range(first, len(self.rounds)):
             before = self._flat_relations().clone() if self.world > 1 else None
@@ -570,10 +646,26 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         record.update(loss=sum(t[0] for t in totals) / max(1, sum(t[1] for t in totals)),
                       seconds=max(t[2] for t in totals), rounds=len(self.rounds) - first,
                       edges=edges)
+        if counts is not None:
+            io = self._io()
+            record.update({k: v - counts[k] for k, v in self._io_counts().items()},
+                          stall_seconds=io.stall_seconds())
         self.log[-1] = record
         if self.directory is not None:
             self.save()
         return record
+
+    def _io_counts(self):
+        """Out of core, this rank's partition traffic so far: loads and
+        bytes from files, bytes to files, partitions and bytes received
+        from other ranks over NCCL, seconds the host waited for the I/O
+        threads (None in memory)."""
+        if self.store is None:
+            return None
+        store = self.store
+        return {"loads": store.loads, "bytes_loaded": store.bytes_loaded,
+                "bytes_stored": store.bytes_stored, "received": self._received[0],
+                "bytes_received": self._received[1], "host_wait_seconds": self._io().host_wait}
 
     def describe(self, batch):
         return super().describe(batch) + f" (rank {self.rank})"

@@ -35,6 +35,11 @@ state, one per swap).
   between rounds each GPU passes at most two partitions to its
   neighbours. `round_buckets(rounds, r, g)`: the buckets GPU g trains in
   round r.
+- `round_labels(rounds, split, states)` and `handover(last, first,
+  capacity)`: out of core on several GPUs, how each GPU walks an order
+  over its pair's partitions in each round, chosen so that a round starts
+  from what the GPUs end the round before with, and how the partitions
+  move between two rounds (kept in place, passed over NCCL, written back).
 - `io_count(states)` and `lower_bound(n, capacity)` (the Schoenheim bound
   on the covering design C(n, capacity, 2): every state after the first
   adds one block).
@@ -276,3 +281,139 @@ def round_moves(rounds, r):
     following = rounds[(r + 1) % len(rounds)]
     return sorted((p, holder[p], g) for g, pair in enumerate(following) for p in pair
                   if holder[p] != g)
+
+
+def _labelings(n):
+    """The relabelings round_labels tries for an order over n partitions:
+    every permutation up to n = 6, the rotations beyond; each walked
+    forwards and backwards."""
+    import itertools
+    perms = (itertools.permutations(range(n)) if n <= 6 else
+             (tuple((i + k) % n for i in range(n)) for k in range(n)))
+    return [(tuple(p), backwards) for p in perms for backwards in (False, True)]
+
+
+def round_labels(rounds, split, states, passes=2):
+    """Out of core on several GPUs: how each GPU walks `states` (an order's
+    buffer states over 2 x `split` partitions, positions 0 .. 2 x split - 1)
+    in each round of `rounds` (circle_rounds). In round r GPU g holds the
+    partitions (a, b) of rounds[r][g], each cut into `split`: the positions
+    are a's `split` parts then b's. labels[r][g] = (perm, backwards): the
+    order's position i is part perm[i] of that list, walked from its last
+    state to its first if backwards.
+
+    Chosen so that a round's first state holds what is already on some GPU
+    at the end of the round before: a GPU's first state should hold the
+    parts its last state ends with (kept in place) and parts the other
+    GPUs end with (passed over NCCL, handover()), and load as few as
+    possible from files; ties go to the first state keeping more in place,
+    then to the last state holding more parts of the pair the GPU has in
+    the next round. Rounds chosen in turn, `passes` times over the epoch
+    (the first round's first state follows the last round's last state of
+    the epoch before). Deterministic: every GPU computes every GPU's
+    labels."""
+    n = 2 * split
+    if sorted(set(p for state in states for p in state)) != list(range(n)):
+        raise ValueError(f"the states are not an order over {n} partitions")
+    m, world = len(rounds), len(rounds[0])
+    candidates = []
+    for perm, backwards in _labelings(n):
+        first, last = (states[-1], states[0]) if backwards else (states[0], states[-1])
+        candidates.append(((perm, backwards), [perm[i] for i in first], [perm[i] for i in last]))
+
+    def parts(pair):
+        return [p * split + k for p in pair for k in range(split)]
+
+    labels = [[candidates[0][0]] * world for _ in range(m)]
+    ends = [[None] * world for _ in range(m)]  # each GPU's last state per round
+    for r in range(m):
+        for g in range(world):
+            ids = parts(rounds[r][g])
+            ends[r][g] = {ids[i] for i in candidates[0][2]}
+    for _ in range(passes):
+        for r in range(m):
+            before = ends[(r - 1) % m]
+            for g in range(world):
+                ids = parts(rounds[r][g])
+                own, others = before[g], set().union(*(before[q] for q in range(world) if q != g))
+                following = set(parts(rounds[(r + 1) % m][g]))
+                best = None
+                for label, first, last in candidates:
+                    start = {ids[i] for i in first}
+                    kept = len(start & own)
+                    loads = len(start) - kept - len(start & others)
+                    end = {ids[i] for i in last}
+                    score = (-loads, kept, len(end & following))
+                    if best is None or score > best[0]:
+                        best = (score, label, end)
+                labels[r][g], ends[r][g] = best[1], best[2]
+    return labels
+
+
+def handover(last, first, capacity):
+    """Between two rounds: what GPU g's buffer holds at the end of one
+    (last[g]: its last state's partitions) becomes what the next round's
+    first state needs (first[g]). Partitions in both stay; a partition of
+    last[g] in another GPU's first state is passed to it over NCCL; the rest
+    of last[g] is written back to its file. Returns (writes, phases):
+    writes[g], the partitions g writes back first (freeing their slots);
+    phases, lists of moves (partition, from, to, into). A move with `into`
+    None is received into a slot free before its phase (a slot sent in a
+    phase is free after it). Where every receiver of the pending moves is
+    full, the moves form cycles of GPUs each sending a partition and
+    receiving one: a phase of one cycle, each move received into the slot
+    of the partition its receiver sends in it (`into`), piece by piece
+    through a small buffer."""
+    world = len(last)
+    last = [set(s) for s in last]
+    first = [set(s) for s in first]
+    holder = {}
+    for g, state in enumerate(first):
+        for p in state:
+            if p in holder:
+                raise ValueError(f"partition {p} is in the first states of GPUs {holder[p]} "
+                                 f"and {g}")
+            holder[p] = g
+    writes = [[] for _ in range(world)]
+    pending = []
+    free = [capacity - len(s) for s in last]
+    for g in range(world):
+        if len(last[g]) > capacity or len(first[g]) > capacity:
+            raise ValueError(f"GPU {g}'s states {sorted(last[g])}, {sorted(first[g])} do not "
+                             f"fit a buffer of {capacity}")
+        for p in sorted(last[g] - first[g]):
+            if p in holder:
+                pending.append((p, g, holder[p]))
+            else:
+                writes[g].append(p)
+                free[g] += 1
+    phases = []
+    while pending:
+        room, phase = list(free), []
+        for move in pending:
+            if room[move[2]] > 0:
+                room[move[2]] -= 1
+                phase.append(move + (None,))
+        if not phase:
+            # Every receiver is full, so each sends a pending move (its
+            # first state could not hold what it receives otherwise):
+            # follow receivers to their first pending send until a GPU
+            # repeats.
+            sends = {}
+            for move in pending:
+                sends.setdefault(move[1], move)
+            path, g = [], pending[0][1]
+            while g not in [move[1] for move in path]:
+                path.append(sends[g])
+                g = sends[g][2]
+            cycle = path[[move[1] for move in path].index(g):]
+            sent_by = {move[1]: move[0] for move in cycle}
+            phase = [move + (sent_by[move[2]],) for move in cycle]
+        for p, g, q, into in phase:
+            if into is None:
+                free[q] -= 1
+                free[g] += 1
+        done = {move[:3] for move in phase}
+        pending = [move for move in pending if move not in done]
+        phases.append(sorted(phase))
+    return writes, phases

@@ -87,7 +87,7 @@ def test_training_on_gpus_trains_every_edge_once_and_learns():
     world = min(4, torch.cuda.device_count())
     got = spawn(world, train_job, 4)
     assert got["copies_equal"]
-    assert (got["edges"].sum(axis=0) == len(TRAIN)).all()
+    assert (got["edges"].sum(axis=0) == len(TRAIN)).all(), got["edges"].sum(axis=0)
     assert got["loss"][-1] < 0.7 * got["loss"][0]
     # Random tables: an MRR of about 2 / 3000.
     assert got["mrr"] > 0.02, got["mrr"]
@@ -99,9 +99,9 @@ def test_training_out_of_core_on_gpus_trains_every_edge_once_and_learns(tmp_path
     world = min(4, torch.cuda.device_count())
     got = spawn(world, train_job, 4, str(tmp_path / "live"))
     assert got["copies_equal"]
-    assert (got["edges"].sum(axis=0) == len(TRAIN)).all()
-    assert int(got["buffer_rows"]) == 3 * -(-ENTITIES // (4 * world))
-    assert got["loss"][-1] < 0.7 * got["loss"][0]
+    assert (got["edges"].sum(axis=0) == len(TRAIN)).all(), got["edges"].sum(axis=0)
+    assert int(got["buffer_rows"]) == 3 * -(-ENTITIES // (4 * world)), got["buffer_rows"]
+    assert got["loss"][-1] < 0.7 * got["loss"][0], got["loss"]
     assert got["mrr"] > 0.01, got["mrr"]
 
 

@@ -60,6 +60,71 @@ def test_circle_rounds_meet_every_pair_once_and_move_partitions_to_neighbours(wo
             assert chunks == [()]
 
 
+def _file_loads_at_round_starts(rounds, split, labels, states):
+    """Per GPU and round: the first state's partitions that no GPU holds at
+    the end of the round before (loaded from files), with labels[r][g]."""
+    def walk(r, g):
+        perm, backwards = labels[r][g]
+        ids = [p * split + k for p in rounds[r][g] for k in range(split)]
+        walked = [{ids[perm[i]] for i in state} for state in states]
+        return walked[::-1] if backwards else walked
+    loads = 0
+    for r in range(len(rounds)):
+        held = set().union(*(walk(r - 1, g)[-1] for g in range(len(rounds[0]))))
+        loads += sum(len(walk(r, g)[0] - held) for g in range(len(rounds[0])))
+    return loads
+
+
+@pytest.mark.parametrize("world,split,expected", [(2, 2, 0), (4, 2, 7), (2, 3, 4)])
+def test_round_labels_start_rounds_from_what_the_gpus_hold(world, split, expected):
+    """The walks are relabelled so that a round's first state holds what the
+    GPUs end the round before with: on 2 GPUs with partitions cut in 2 no
+    round loads its first state from files (6 loads an epoch with every
+    walk labelled alike), on 4 GPUs 7 of 28."""
+    from kge import out_of_core
+    rounds = po.circle_rounds(world)
+    states, _ = out_of_core.buffer_order(2 * split, 3, "legend")
+    labels = po.round_labels(rounds, split, states)
+    alike = [[(tuple(range(2 * split)), False)] * world for _ in rounds]
+    assert _file_loads_at_round_starts(rounds, split, labels, states) == expected
+    assert _file_loads_at_round_starts(rounds, split, alike, states) > expected
+    for r in range(len(rounds)):
+        for perm, backwards in labels[r]:
+            assert sorted(perm) == list(range(2 * split)) and backwards in (False, True)
+    assert po.round_labels(rounds, split, states) == labels  # every rank computes the same
+    with pytest.raises(ValueError, match=f"not an order over {2 * split + 2} partitions"):
+        po.round_labels(rounds, split + 1, states)
+
+
+def test_handover_keeps_passes_and_writes_back():
+    # GPU 0 ends with {0, 1, 2} and starts with {0, 1, 5}; GPU 1 ends with
+    # {4, 5, 6} and starts with {2, 3, 4}: 0, 1 and 4 stay, 2 and 5 pass,
+    # 6 goes to its file, 3 is loaded from its file by GPU 1.
+    writes, phases = po.handover([(0, 1, 2), (4, 5, 6)], [(0, 1, 5), (2, 3, 4)], 3)
+    assert writes == [[], [6]]
+    # GPU 1's written slot takes 2 first; GPU 0 takes 5 once 2 has left.
+    assert phases == [[(2, 0, 1, None)], [(5, 1, 0, None)]]
+    # Two full buffers that swap partitions: each receives into the slot it
+    # sends from.
+    writes, phases = po.handover([(0, 1, 2), (3, 4, 5)], [(0, 1, 3), (2, 4, 5)], 3)
+    assert writes == [[], []] and phases == [[(2, 0, 1, 3), (3, 1, 0, 2)]]
+    # A cycle of three full GPUs, and a fourth that waits for a slot.
+    writes, phases = po.handover([(0, 1, 2), (3, 4, 5), (6, 7, 8), (9, 10)],
+                                 [(0, 1, 3), (4, 5, 6), (2, 7, 8), (9, 10)], 3)
+    assert writes == [[], [], [], []]
+    assert phases == [[(2, 0, 2, 6), (3, 1, 0, 2), (6, 2, 1, 3)]]
+    writes, phases = po.handover([(0, 1, 2), (3, 4, 5), (9, 10)],
+                                 [(0, 1, 3), (2, 4, 5), (9, 10)], 3)
+    assert phases == [[(2, 0, 1, 3), (3, 1, 0, 2)]]
+    # A buffer with a free slot receives at once.
+    writes, phases = po.handover([(0, 1), (3, 4, 5)], [(0, 1, 3), (4, 5)], 3)
+    assert writes == [[], []] and phases == [[(3, 1, 0, None)]]
+    with pytest.raises(ValueError, match="first states of GPUs 0 and 1"):
+        po.handover([(0,), (1,)], [(0, 2), (2,)], 3)
+    with pytest.raises(ValueError, match="do not fit a buffer of 2"):
+        po.handover([(0, 1, 2), (3,)], [(0, 1), (3,)], 2)
+
+
 def test_a_bad_number_of_ranks_is_refused():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="positive number of GPUs"):
@@ -163,12 +228,21 @@ def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
     assert len(seen) == len(worker.TRAIN) and set(seen.values()) == {2}
     t = trainers[0]
     # 8 partitions in files, a buffer of 3 of them on each rank (a third of
-    # what three of the 4 in-memory partitions take); between rounds it
-    # keeps what the next round starts with: rank 0 always holds partition
-    # 0 of the 4 (0 and 1 of the 8).
+    # what three of the 4 in-memory partitions take); between rounds a rank
+    # keeps what the next round starts with and receives the rest from the
+    # other rank: it ends an epoch holding the first round's first state,
+    # and no round loads its first state from files — an epoch loads the
+    # 2 swaps of each of the 3 rounds (the first epoch also the first
+    # round's first state, 3 more) and receives 1 partition a round.
     assert sorted(p.name for p in options["out_of_core"].glob("partition-*.kge")) == \
         [f"partition-{p}.kge" for p in range(8)]
-    assert t.capacity == 3 and t.rows == 113 and sorted(t.slot_of) == [0, 1]
+    assert t.capacity == 3 and t.rows == 113
+    for trainer in trainers:
+        assert sorted(trainer.slot_of) == sorted(trainer._round_plan(0)[0][0])
+        assert [r["loads"] for r in trainer.log] == [9, 6]
+        assert [r["received"] for r in trainer.log] == [3, 3]
+        sizes = trainer.sizes
+        assert all(r["bytes_received"] > 3 * min(sizes) * 16 * 4 for r in trainer.log)
     assert t.model.tables["Eemb"].shape == (3 * 113, 16)
     for name in t.relation_tables:
         assert torch.equal(trainers[1].model.tables[name], t.model.tables[name])
@@ -186,6 +260,20 @@ def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
                              [(b, a) for a in (0, 1) for b in (6, 7)] +
                              [(a, b, 0, 3) for a in (0, 1) for b in (0, 1)] +
                              [(a, b, 0, 3) for a in (6, 7) for b in (6, 7)])
+
+
+def test_partitions_swapped_in_place_in_pieces_equal_whole_ones(tmp_path, monkeypatch):
+    """Two full buffers swap partitions every round (each receives into the
+    slot it sends from): in pieces of a few rows (partitions of 112 and 113
+    rows) the tables equal those of the one-piece swap bit for bit."""
+    def run(directory):
+        return kd.ThreadGroup.run(2, lambda g: worker.run(
+            g, directory, 2, **worker.out_of_core(directory, 2)))[0][0]
+    whole = run(tmp_path / "whole")
+    monkeypatch.setattr(kd, "PIECE_BYTES", 7 * 16 * 4)
+    pieces = run(tmp_path / "pieces")
+    for name, value in whole.items():
+        assert np.array_equal(pieces[name], value), name
 
 
 def test_out_of_core_distributed_training_learns(tmp_path):
