@@ -97,7 +97,10 @@ def test_training_out_of_core_on_gpus_trains_every_edge_once_and_learns(tmp_path
     """Each rank's partitions in files, cut in 2, a device buffer of 3 of
     them (the swaps overlapped: the copy stream and I/O threads)."""
     world = min(4, torch.cuda.device_count())
-    got = spawn(world, train_job, 4, str(tmp_path / "live"))
+    # 8 epochs: on 4 GPUs negatives come from 3 partitions of 188 of the
+    # 3,000 entities and learn more slowly (the same settings on the CPU,
+    # 4 ranks: MRR 0.010 after 4 epochs, 0.024 after 8).
+    got = spawn(world, train_job, 8, str(tmp_path / "live"))
     assert got["copies_equal"]
     assert (got["edges"].sum(axis=0) == len(TRAIN)).all(), got["edges"].sum(axis=0)
     assert int(got["buffer_rows"]) == 3 * -(-ENTITIES // (4 * world)), got["buffer_rows"]
