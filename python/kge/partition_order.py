@@ -293,7 +293,7 @@ def _labelings(n):
     return [(tuple(p), backwards) for p in perms for backwards in (False, True)]
 
 
-def round_labels(rounds, split, states, passes=2):
+def round_labels(rounds, split, states, passes=2, steps=200000, seed=0):
     """Out of core on several GPUs: how each GPU walks `states` (an order's
     buffer states over 2 x `split` partitions, positions 0 .. 2 x split - 1)
     in each round of `rounds` (circle_rounds). In round r GPU g holds the
@@ -302,16 +302,19 @@ def round_labels(rounds, split, states, passes=2):
     order's position i is part perm[i] of that list, walked from its last
     state to its first if backwards.
 
-    Chosen so that a round's first state holds what is already on some GPU
-    at the end of the round before: a GPU's first state should hold the
-    parts its last state ends with (kept in place) and parts the other
-    GPUs end with (passed over NCCL, handover()), and load as few as
-    possible from files; ties go to the first state keeping more in place,
-    then to the last state holding more parts of the pair the GPU has in
-    the next round. Rounds chosen in turn, `passes` times over the epoch
-    (the first round's first state follows the last round's last state of
-    the epoch before). Deterministic: every GPU computes every GPU's
-    labels."""
+    Chosen so that a round's first state holds what the GPUs end the round
+    before with — kept in place or passed over NCCL (handover()) — and
+    loads as few partitions as possible from files. First greedily: rounds
+    in turn, `passes` times over the epoch (the first round follows the
+    last round of the epoch before), each GPU's labelling the one whose
+    first state loads the fewest given the round before's last states
+    (ties: more kept in place, then a last state holding more of the GPU's
+    next pair). Then, while partitions are still loaded, a local search
+    over all the labels (simulated annealing, at most `steps` steps from a
+    fixed `seed`) that keeps the best seen: greedy leaves 7 first-state
+    loads an epoch on 4 GPUs with partitions cut in 2, the search none.
+    Deterministic: every GPU computes every GPU's labels."""
+    import random
     n = 2 * split
     if sorted(set(p for state in states for p in state)) != list(range(n)):
         raise ValueError(f"the states are not an order over {n} partitions")
@@ -324,30 +327,61 @@ def round_labels(rounds, split, states, passes=2):
     def parts(pair):
         return [p * split + k for p in pair for k in range(split)]
 
-    labels = [[candidates[0][0]] * world for _ in range(m)]
-    ends = [[None] * world for _ in range(m)]  # each GPU's last state per round
-    for r in range(m):
-        for g in range(world):
-            ids = parts(rounds[r][g])
-            ends[r][g] = {ids[i] for i in candidates[0][2]}
+    ids = [[parts(rounds[r][g]) for g in range(world)] for r in range(m)]
+
+    def ends(r, g, c):
+        """(first state, last state) of GPU g in round r under candidate c."""
+        _, first, last = candidates[c]
+        return {ids[r][g][i] for i in first}, {ids[r][g][i] for i in last}
+
+    chosen = [[0] * world for _ in range(m)]
+    walks = [[ends(r, g, 0) for g in range(world)] for r in range(m)]
     for _ in range(passes):
         for r in range(m):
-            before = ends[(r - 1) % m]
+            before = walks[(r - 1) % m]
             for g in range(world):
-                ids = parts(rounds[r][g])
-                own, others = before[g], set().union(*(before[q] for q in range(world) if q != g))
+                own = before[g][1]
+                others = set().union(*(before[q][1] for q in range(world) if q != g))
                 following = set(parts(rounds[(r + 1) % m][g]))
                 best = None
-                for label, first, last in candidates:
-                    start = {ids[i] for i in first}
+                for c in range(len(candidates)):
+                    start, end = ends(r, g, c)
                     kept = len(start & own)
-                    loads = len(start) - kept - len(start & others)
-                    end = {ids[i] for i in last}
-                    score = (-loads, kept, len(end & following))
+                    score = (-(len(start) - kept - len(start & others)), kept,
+                             len(end & following))
                     if best is None or score > best[0]:
-                        best = (score, label, end)
-                labels[r][g], ends[r][g] = best[1], best[2]
-    return labels
+                        best = (score, c)
+                chosen[r][g] = best[1]
+                walks[r][g] = ends(r, g, best[1])
+
+    def loads(r):
+        held = set().union(*(walks[(r - 1) % m][q][1] for q in range(world)))
+        return sum(len(walks[r][g][0] - held) for g in range(world))
+
+    per_round = [loads(r) for r in range(m)]
+    total = best_total = sum(per_round)
+    best = [row[:] for row in chosen]
+    rng = random.Random(seed)
+    temperature = 2.0
+    for _ in range(steps if m > 1 else 0):
+        if best_total == 0:
+            break
+        r, g, c = rng.randrange(m), rng.randrange(world), rng.randrange(len(candidates))
+        previous = chosen[r][g], walks[r][g]
+        chosen[r][g], walks[r][g] = c, ends(r, g, c)
+        following = (r + 1) % m
+        changed = {r: loads(r), following: loads(following)}
+        delta = sum(changed[k] - per_round[k] for k in changed)
+        if delta <= 0 or rng.random() < math.exp(-delta / temperature):
+            for k, v in changed.items():
+                per_round[k] = v
+            total += delta
+            if total < best_total:
+                best_total, best = total, [row[:] for row in chosen]
+        else:
+            chosen[r][g], walks[r][g] = previous
+        temperature = max(0.05, temperature * 0.9999)
+    return [[candidates[c][0] for c in row] for row in best]
 
 
 def handover(last, first, capacity):
