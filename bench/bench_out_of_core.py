@@ -109,6 +109,8 @@ def main():
     parser.add_argument("--capacity", type=int, default=3)
     parser.add_argument("--test", type=int, default=5000)
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/kge-ooc"))
+    parser.add_argument("--write-buffers", type=int, nargs="*", default=[2],
+                        help="out_of_core.WRITE_BUFFERS: one prefetching run each")
     parser.add_argument("--runs", nargs="*", default=["memory", "prefetch", "synchronous"])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--eager", action="store_true",
@@ -124,7 +126,8 @@ def main():
                "model": args.model, "dim": args.dim, "batch": args.batch,
                "negatives": args.negatives, "lr": args.lr, "loss": "softplus",
                "optimizer": "adagrad", "partitions": args.partitions,
-               "capacity": args.capacity, "orders": order_table(), "runs": {}}
+               "capacity": args.capacity, "orders": order_table(), "runs": {},
+               "workdir": str(args.workdir)}
     start = time.perf_counter()
     triples, entities, relations = datasets.wikikg2_like(scale=args.scale)
     test, train = triples[:args.test], triples[args.test:]
@@ -168,7 +171,15 @@ def main():
         metrics, _ = training.evaluate(model, test, triples, candidates=1000)
         return metrics
 
+    variants = []
     for run in args.runs:
+        if run == "prefetch":
+            variants += [("prefetch" if w == 2 else f"prefetch-{w}-write-buffers", w)
+                         for w in args.write_buffers]
+        else:
+            variants.append((run, 2))
+    for run, write_buffers in variants:
+        out_of_core.WRITE_BUFFERS = write_buffers
         directory = args.workdir / run
         shutil.rmtree(directory, ignore_errors=True)
         shutil.copytree(initial, directory)
@@ -178,7 +189,7 @@ def main():
                                        negatives=args.negatives, lr=args.lr, seed=1,
                                        device=args.device)
         else:
-            trainer = ooc(directory, run == "prefetch", resume=True)
+            trainer = ooc(directory, run.startswith("prefetch"), resume=True)
         records = []
         for _ in range(args.epochs):
             with BusyMonitor() as busy:
@@ -200,8 +211,8 @@ def main():
         args.out.write_text(json.dumps(results, indent=2) + "\n")
     runs = results["runs"]
     if "memory" in runs:
-        for run in ("prefetch", "synchronous"):
-            if run in runs:
+        for run in runs:
+            if run != "memory":
                 runs[run]["epoch_ratio_to_memory"] = (runs[run]["median_epoch_seconds"]
                                                       / runs["memory"]["median_epoch_seconds"])
                 runs[run]["mrr_difference"] = runs[run]["mrr"] - runs["memory"]["mrr"]

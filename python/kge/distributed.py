@@ -665,7 +665,9 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         store = self.store
         return {"loads": store.loads, "bytes_loaded": store.bytes_loaded,
                 "bytes_stored": store.bytes_stored, "received": self._received[0],
-                "bytes_received": self._received[1], "host_wait_seconds": self._io().host_wait}
+                "bytes_received": self._received[1], "host_wait_seconds": self._io().host_wait,
+                "read_wait_seconds": self._io().waits["read"],
+                "write_wait_seconds": self._io().waits["write"]}
 
     def describe(self, batch):
         return super().describe(batch) + f" (rank {self.rank})"

@@ -503,7 +503,9 @@ class OutOfCoreTrainer(PartitionedTrainer):
     def train_epoch(self, progress=False, check_every=50):
         """One pass over every bucket along the order (backwards in odd
         epochs); returns {epoch, loss, seconds, loads, bytes_loaded,
-        bytes_stored, stall_seconds, host_wait_seconds}. The buffer stays
+        bytes_stored, stall_seconds, host_wait_seconds (of which
+        read_wait_seconds for reads, write_wait_seconds for writes)}. The
+        buffer stays
         loaded after the epoch: flush() (or save, gather) writes it back."""
         epoch = self._begin_epoch()
         store = self.store
@@ -511,12 +513,14 @@ class OutOfCoreTrainer(PartitionedTrainer):
         bar = self._progress(progress, -(-len(self.edges) // self.batch_size))
         self.plan = self.plans[self.epoch % 2]
         io = self._io()
-        waited = io.host_wait
+        waited, waits = io.host_wait, dict(io.waits)
         self._walk(io, self.plan, epoch, bar, check_every)
         record = self._end_epoch(epoch)
         record.update(loads=store.loads - loads, bytes_loaded=store.bytes_loaded - loaded_bytes,
                       bytes_stored=store.bytes_stored - stored_bytes,
-                      stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait - waited)
+                      stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait - waited,
+                      read_wait_seconds=io.waits["read"] - waits["read"],
+                      write_wait_seconds=io.waits["write"] - waits["write"])
         return record
 
     def flush(self):
@@ -587,6 +591,12 @@ class OutOfCoreTrainer(PartitionedTrainer):
                               self.model.operator)
 
 
+# Pinned host buffers that a swap's evicted partition is copied into while
+# its file is written (each a slot's size): a swap waits for the oldest
+# write only when all are busy.
+WRITE_BUFFERS = 2
+
+
 class _SwapEngine:
     """The I/O of a trainer's walks of swap plans (an OutOfCoreTrainer's
     epochs, a DistributedTrainer's rounds out of core; `trainer.store`
@@ -598,6 +608,7 @@ class _SwapEngine:
     def __init__(self, trainer, overlap):
         self.trainer, self.overlap = trainer, overlap
         self.host_wait = 0.0
+        self.waits = {"read": 0.0, "write": 0.0}
         self.stalls = []
         self.pending = None  # the load event the next state waits for
         if not overlap:
@@ -613,9 +624,10 @@ class _SwapEngine:
                     for n, v in trainer._slot_arrays(0, trainer.rows).items()}
 
         self.inbound = [staging(), staging()]
-        self.outbound = [staging(), staging()]
+        self.outbound = [staging() for _ in range(max(1, WRITE_BUFFERS))]
         self.copied_in = [None, None]  # H2D done: the inbound buffer is free
-        self.written = [None, None]  # file written: the outbound buffer is free
+        self.written = [None] * len(self.outbound)  # file written: the buffer is free
+        self.writes_started = 0
         self.reads = {}  # partition: (future, inbound index)
         self.read_count = self.swaps = 0
 
@@ -702,10 +714,8 @@ class _SwapEngine:
             self.pending = (None, loaded, slot)
             return
         import torch
-        out = self.swaps % 2
         self.swaps += 1
-        if self.written[out] is not None:
-            self._wait(self.written[out])
+        out = self._outbound()
         trained = torch.cuda.Event()
         trained.record(torch.cuda.current_stream(trainer.device))
         staged_out = self._views(self.outbound[out], evicted)
@@ -724,7 +734,7 @@ class _SwapEngine:
         trainer._sample_from(slot, None)
         self._read_ahead(loaded)
         future, index = self.reads.pop(loaded)
-        self._wait(future)
+        self._wait(future, "read")
         staged_in = self._views(self.inbound[index], loaded)
         with torch.cuda.stream(self.copy):
             for n, v in trainer._slot_arrays(slot, rows_in).items():
@@ -736,11 +746,21 @@ class _SwapEngine:
         trainer._assign(loaded, slot, sampled=False)
         self._read_ahead(read_next)
 
-    def _wait(self, future):
+    def _outbound(self):
+        """The next outbound buffer in turn, once its write is done."""
+        out = self.writes_started % len(self.outbound)
+        self.writes_started += 1
+        if self.written[out] is not None:
+            self._wait(self.written[out], "write")
+        return out
+
+    def _wait(self, future, kind):
         import time
         start = time.perf_counter()
         future.result()
-        self.host_wait += time.perf_counter() - start
+        waited = time.perf_counter() - start
+        self.host_wait += waited
+        self.waits[kind] += waited
 
     def wait_loaded(self):
         """The compute stream waits for the last swap's load (timed)."""
@@ -773,15 +793,13 @@ class _SwapEngine:
         if self.overlap and partitions:
             import torch
             torch.cuda.current_stream(trainer.device).synchronize()
-        for i, p in enumerate(sorted(partitions)):
+        for p in sorted(partitions):
             slot = trainer.slot_of[p]
             views = trainer._slot_arrays(slot, trainer.sizes[p])
             if not self.overlap:
                 trainer.store.store(p, self._host(views), sync=False)
                 continue
-            out = i % 2
-            if self.written[out] is not None:
-                self._wait(self.written[out])
+            out = self._outbound()
             staged = self._views(self.outbound[out], p)
             for n, v in views.items():
                 staged[n].copy_(v)
@@ -798,7 +816,7 @@ class _SwapEngine:
         if self.overlap:
             for future in self.written:
                 if future is not None:
-                    self._wait(future)
+                    self._wait(future, "write")
 
     def stall_seconds(self):
         """Time the compute stream waited for loads since the last call."""
