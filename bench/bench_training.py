@@ -72,12 +72,25 @@ def main():
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--negatives", type=int, default=64)
+    parser.add_argument("--runs", nargs="*", default=["kge", "pytorch", "pykeen"],
+                        help="kge, pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
+                        "sLCWA loop with its models' defaults, bench/pykeen_baseline.py), "
+                        "pykeen-aligned (with KGE's initialization, no constraint or "
+                        "regularizer); PyKEEN is skipped where it is not installed")
     args = parser.parse_args()
     if args.prepare:
         return prepare(args.prepare, args.dataset)
 
     import torch
     from kge import training
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import pykeen_baseline
+    runs = list(args.runs)
+    wanted = [r for r in runs if r.startswith("pykeen")]
+    missing = pykeen_baseline.available() if wanted else None
+    if missing:
+        print("PyKEEN not run:", missing, flush=True)
+        runs = [r for r in runs if r not in wanted]
     data = np.load(args.data)
     train, test = data["train"], data["test"]
     known = np.concatenate([train, data["valid"], test])
@@ -87,12 +100,24 @@ def main():
                            "entities": entities, "relations": relations,
                            "train": len(train), "test": len(test)},
                "epochs": args.epochs, "dim": args.dim, "batch": args.batch,
-               "negatives": args.negatives, "rows": []}
+               "negatives": args.negatives, "rows": [],
+               **({"pykeen_missing": missing} if missing else {})}
     for name in args.models:
         loss, optimizer, lr, margin = CONFIGS[name]
         fwd, grad = training.load_bundles(args.bundles, name, args.dim)
         row = {"model": name, "loss": loss, "optimizer": optimizer, "lr": lr, "margin": margin}
+        for label in ("pykeen", "pykeen_aligned"):
+            if label.replace("_", "-") not in runs and label not in runs:
+                continue
+            row[label] = pykeen_baseline.train(
+                name, train, test, known, entities, relations, dim=args.dim, batch=args.batch,
+                negatives=args.negatives, epochs=args.epochs, loss=loss, optimizer=optimizer,
+                lr=lr, margin=margin, aligned=label == "pykeen_aligned")
+            print(name, label, json.dumps(row[label]), flush=True)
+            torch.cuda.empty_cache()
         for label, eager in (("kge", False), ("pytorch", True)):
+            if label not in runs:
+                continue
             model = training.Model.create(name, fwd, grad, entities, relations, args.dim,
                                           seed=0, eager=eager,
                                           gradients="sparse" if eager else "rows")
@@ -106,9 +131,12 @@ def main():
             print(name, label, json.dumps(row[label]), flush=True)
             del model, trainer
             torch.cuda.empty_cache()
-        row["speedup"] = (row["pytorch"]["median_epoch_seconds"]
-                          / row["kge"]["median_epoch_seconds"])
-        row["mrr_difference"] = row["kge"]["mrr"] - row["pytorch"]["mrr"]
+        for label in ("pytorch", "pykeen", "pykeen_aligned"):
+            if label in row and "kge" in row:
+                suffix = "" if label == "pytorch" else "_over_" + label
+                row["speedup" + suffix] = (row[label]["median_epoch_seconds"]
+                                           / row["kge"]["median_epoch_seconds"])
+                row["mrr_difference" + suffix] = row["kge"]["mrr"] - row[label]["mrr"]
         results["rows"].append(row)
         args.out.write_text(json.dumps(results, indent=2) + "\n")
 
