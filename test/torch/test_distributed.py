@@ -264,6 +264,37 @@ def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
                              [(a, b, 0, 3) for a in (6, 7) for b in (6, 7)])
 
 
+@pytest.mark.parametrize("world,split,capacity,order", [(3, 2, 3, "legend"),
+                                                        (2, 3, 4, "beta")])
+def test_out_of_core_handover_on_more_ranks_and_other_orders(tmp_path, world, split, capacity,
+                                                             order):
+    """Three ranks (moves between any two, cycles of three full buffers)
+    and Marius's order with a buffer of 4: every edge trained once an
+    epoch, the relation copies equal, each rank ending an epoch with the
+    first round's first state, the files and buffers whole afterwards (the
+    gathered tables are the files')."""
+    options = dict(out_of_core=tmp_path / "live", split=split, capacity=capacity, order=order)
+
+    def run(group):
+        t = worker.trainer(group, tmp_path, **options)
+        seen = trained_edges(t)
+        for _ in range(2):
+            t.train_epoch()
+        model = t.gather()
+        return t, None if model is None else model.tables["Eemb"].detach().numpy(), seen
+    results = kd.ThreadGroup.run(world, run)
+    trainers = [t for t, _, _ in results]
+    seen = sum((s for _, _, s in results[1:]), results[0][2])
+    assert len(seen) == len(worker.TRAIN) and set(seen.values()) == {2}
+    for t in trainers:
+        assert sorted(t.slot_of) == sorted(t._round_plan(0)[0][0])
+        assert all(r["received"] > 0 for r in t.log)
+        for name in t.relation_tables:
+            assert torch.equal(trainers[0].model.tables[name], t.model.tables[name])
+    t = trainers[0]
+    assert np.array_equal(results[0][1][t.entity_ids], t.store.gather()["Eemb"])
+
+
 def test_partitions_swapped_in_place_in_pieces_equal_whole_ones(tmp_path, monkeypatch):
     """Two full buffers swap partitions every round (each receives into the
     slot it sends from): in pieces of a few rows (partitions of 112 and 113
