@@ -76,13 +76,13 @@ def _file_loads_at_round_starts(rounds, split, labels, states):
 
 
 @pytest.mark.parametrize("world,split,expected", [(2, 2, 0), (4, 2, 0), (2, 3, 0), (5, 3, 0),
-                                                   (3, 4, 6)])
+                                                   (4, 4, 0), (3, 4, 1)])
 def test_round_labels_start_rounds_from_what_the_gpus_hold(world, split, expected):
     """The walks are relabelled so that a round's first state holds what the
     GPUs end the round before with: with partitions cut in 2 or 3 no round
     loads its first state from files (on 2 GPUs cut in 2, 6 loads an epoch
-    with every walk labelled alike; on 4, 28); cut in 4, where only the
-    rotations of the labels are tried, 6 of 45 on 3 GPUs (30 alike)."""
+    with every walk labelled alike; on 4, 28); cut in 4, none on 4 GPUs and
+    1 of 45 on 3 (30 alike)."""
     from kge import out_of_core
     rounds = po.circle_rounds(world)
     states, _ = out_of_core.buffer_order(2 * split, 3, "legend")
