@@ -49,6 +49,7 @@ collectives over queues: the reference the tests compare processes with.
 """
 
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -385,6 +386,17 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         self.directory = None if directory is None else pathlib.Path(directory)
         self.checkpoint_every = checkpoint_every
         self.round = 0
+        if self.store is not None:
+            # The walks' labels now, not in the first epoch's time; every
+            # rank must have computed the same (one digest each, compared).
+            self._round_plan(0)
+            digest = hashlib.sha256(repr(self._labels).encode()).hexdigest()
+            digests = self.group.all_gather_object(digest)
+            if len(set(digests)) > 1:
+                raise DistributedError(
+                    f"the ranks computed different partition walks (digests "
+                    f"{sorted(set(d[:12] for d in digests))}): each host must run the same "
+                    "KGE and Python versions")
         if resume:
             self._resume()
         elif self.store is not None:
@@ -502,8 +514,9 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
     def _present(self, r):
         """Out of core: the partitions of round r's first state that this
         rank holds when the round starts (kept from the round before or
-        passed by another rank over NCCL; loaded from their files first
-        after a resume)."""
+        passed by another rank over NCCL). After a resume the buffer is
+        empty: they are loaded from their files, before the buckets among
+        them train or with the rest of the first state."""
         if self.world == 1:
             return set()
         writes, phases = self._handover((r - 1) % len(self.rounds))
@@ -594,8 +607,8 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
             receiving = incoming[name]
             row = sending[0].numel() * sending.element_size()
             rows = max(1, PIECE_BYTES // max(1, row))
-            buffer = torch.empty((rows,) + tuple(sending.shape[1:]), dtype=sending.dtype,
-                                 device=sending.device)
+            buffer = torch.empty((min(rows, max(1, len(receiving))),) + tuple(sending.shape[1:]),
+                                 dtype=sending.dtype, device=sending.device)
             for begin in range(0, max(len(sending), len(receiving)), rows):
                 piece, landing = sending[begin:begin + rows], receiving[begin:begin + rows]
                 self.group.exchange([(target, piece)] if len(piece) else [],

@@ -283,14 +283,15 @@ def round_moves(rounds, r):
                   if holder[p] != g)
 
 
-def _labelings(states, n):
+def _labelings(states, n, limit=None, rng=None):
     """The relabelings round_labels tries for `states`, an order over n
     partitions: only which partitions its first and last states hold
     matters, so one relabeling per pair of sets — the parts at the
     positions both states hold, those only the first holds, those only
     the last holds (the other positions in increasing order) — walked
-    forwards and backwards (180 for Legend's order over 6, 1,680 over 8,
-    against 720 and 40,320 permutations)."""
+    forwards and backwards (360 for Legend's order over 6, 3,360 over 8,
+    against 1,440 and 80,640 permutations and directions). Where there are
+    more than `limit` a direction, `limit` of them drawn by `rng`."""
     import itertools
     labels = []
     for backwards in (False, True):
@@ -299,22 +300,35 @@ def _labelings(states, n):
         only_first = [i for i in first if i not in last]
         only_last = [i for i in last if i not in first]
         others = [i for i in range(n) if i not in first and i not in last]
+
+        def label(shared, starting, ending):
+            perm = [0] * n
+            left = [p for p in range(n) if p not in shared and p not in starting]
+            unused = [p for p in left if p not in ending]
+            for positions, parts in ((both, shared), (only_first, starting),
+                                     (only_last, ending), (others, unused)):
+                for i, p in zip(positions, parts):
+                    perm[i] = p
+            return (tuple(perm), backwards)
+
+        count = (math.comb(n, len(both)) * math.comb(n - len(both), len(only_first))
+                 * math.comb(n - len(both) - len(only_first), len(only_last)))
+        if limit is not None and count > limit:
+            for _ in range(limit):
+                drawn = rng.sample(range(n), len(both) + len(only_first) + len(only_last))
+                a, b = len(both), len(both) + len(only_first)
+                labels.append(label(sorted(drawn[:a]), sorted(drawn[a:b]), sorted(drawn[b:])))
+            continue
         for shared in itertools.combinations(range(n), len(both)):
             rest = [p for p in range(n) if p not in shared]
             for starting in itertools.combinations(rest, len(only_first)):
                 left = [p for p in rest if p not in starting]
                 for ending in itertools.combinations(left, len(only_last)):
-                    perm = [0] * n
-                    unused = [p for p in left if p not in ending]
-                    for positions, parts in ((both, shared), (only_first, starting),
-                                             (only_last, ending), (others, unused)):
-                        for i, p in zip(positions, parts):
-                            perm[i] = p
-                    labels.append((tuple(perm), backwards))
+                    labels.append(label(shared, starting, ending))
     return labels
 
 
-def round_labels(rounds, split, states, passes=2, steps=200000, seed=0):
+def round_labels(rounds, split, states, passes=2, steps=200000, seed=0, candidates=2048):
     """Out of core on several GPUs: how each GPU walks `states` (an order's
     buffer states over 2 x `split` partitions, positions 0 .. 2 x split - 1)
     in each round of `rounds` (circle_rounds). In round r GPU g holds the
@@ -334,14 +348,19 @@ def round_labels(rounds, split, states, passes=2, steps=200000, seed=0):
     over all the labels (simulated annealing, at most `steps` steps from a
     fixed `seed`) that keeps the best seen: greedy leaves 7 first-state
     loads an epoch on 4 GPUs with partitions cut in 2, the search none.
-    Deterministic: every GPU computes every GPU's labels."""
+    Where an order has more than `candidates` labelings a direction
+    (_labelings; many partitions per round), that many drawn from `seed`
+    are weighed. Deterministic: every GPU computes every GPU's labels
+    (DistributedTrainer checks that they agree)."""
     import random
     n = 2 * split
     if sorted(set(p for state in states for p in state)) != list(range(n)):
         raise ValueError(f"the states are not an order over {n} partitions")
     m, world = len(rounds), len(rounds[0])
+    rng = random.Random(seed)
+    labelings = _labelings(states, n, candidates, rng)
     candidates = []
-    for perm, backwards in _labelings(states, n):
+    for perm, backwards in labelings:
         first, last = (states[-1], states[0]) if backwards else (states[0], states[-1])
         candidates.append(((perm, backwards), [perm[i] for i in first], [perm[i] for i in last]))
 
@@ -382,7 +401,6 @@ def round_labels(rounds, split, states, passes=2, steps=200000, seed=0):
     per_round = [loads(r) for r in range(m)]
     total = best_total = sum(per_round)
     best = [row[:] for row in chosen]
-    rng = random.Random(seed)
     temperature = 2.0
     for _ in range(steps if m > 1 else 0):
         if best_total == 0:
@@ -416,8 +434,8 @@ def handover(last, first, capacity):
     None is received into a slot free before its phase (a slot sent in a
     phase is free after it). Where every receiver of the pending moves is
     full, the moves form cycles of GPUs each sending a partition and
-    receiving one: a phase of one cycle, each move received into the slot
-    of the partition its receiver sends in it (`into`), piece by piece
+    receiving one: a phase of disjoint cycles, each move received into the
+    slot of the partition its receiver sends in it (`into`), piece by piece
     through a small buffer."""
     world = len(last)
     last = [set(s) for s in last]
@@ -452,18 +470,24 @@ def handover(last, first, capacity):
         if not phase:
             # Every receiver is full, so each sends a pending move (its
             # first state could not hold what it receives otherwise):
-            # follow receivers to their first pending send until a GPU
-            # repeats.
+            # following receivers to their first pending send reaches a
+            # GPU again. Every such cycle of GPUs not in one already joins
+            # the phase (at least the first: pending[0]'s).
             sends = {}
             for move in pending:
                 sends.setdefault(move[1], move)
-            path, g = [], pending[0][1]
-            while g not in [move[1] for move in path]:
-                path.append(sends[g])
-                g = sends[g][2]
-            cycle = path[[move[1] for move in path].index(g):]
-            sent_by = {move[1]: move[0] for move in cycle}
-            phase = [move + (sent_by[move[2]],) for move in cycle]
+            used = set()
+            for start in [move[1] for move in pending]:
+                path, g = [], start
+                while g in sends and g not in used and g not in [m[1] for m in path]:
+                    path.append(sends[g])
+                    g = sends[g][2]
+                if g in used or g not in sends:
+                    continue
+                cycle = path[[move[1] for move in path].index(g):]
+                sent_by = {move[1]: move[0] for move in cycle}
+                phase += [move + (sent_by[move[2]],) for move in cycle]
+                used |= set(sent_by)
         for p, g, q, into in phase:
             if into is None:
                 free[q] -= 1

@@ -94,6 +94,11 @@ def test_round_labels_start_rounds_from_what_the_gpus_hold(world, split, expecte
         for perm, backwards in labels[r]:
             assert sorted(perm) == list(range(2 * split)) and backwards in (False, True)
     assert po.round_labels(rounds, split, states) == labels  # every rank computes the same
+    # One labelling per (shared, first-only, last-only) choice of parts and
+    # direction: Legend's first and last states over 4 share 2 positions.
+    assert len(set(po._labelings(states, 2 * split))) == len(po._labelings(states, 2 * split))
+    if split == 2:
+        assert len(po._labelings(states, 4)) == 2 * 6 * 2
     with pytest.raises(ValueError, match=f"not an order over {2 * split + 2} partitions"):
         po.round_labels(rounds, split + 1, states)
 
@@ -106,6 +111,11 @@ def test_handover_keeps_passes_and_writes_back():
     assert writes == [[], [6]]
     # GPU 1's written slot takes 2 first; GPU 0 takes 5 once 2 has left.
     assert phases == [[(2, 0, 1, None)], [(5, 1, 0, None)]]
+    # Two disjoint swaps of full buffers go in one phase.
+    writes, phases = po.handover([(0, 1, 2), (3, 4, 5), (6, 7, 8), (9, 10, 11)],
+                                 [(0, 1, 3), (2, 4, 5), (6, 7, 9), (8, 10, 11)], 3)
+    assert writes == [[], [], [], []]
+    assert phases == [[(2, 0, 1, 3), (3, 1, 0, 2), (8, 2, 3, 9), (9, 3, 2, 8)]]
     # Two full buffers that swap partitions: each receives into the slot it
     # sends from.
     writes, phases = po.handover([(0, 1, 2), (3, 4, 5)], [(0, 1, 3), (2, 4, 5)], 3)
@@ -248,9 +258,11 @@ def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
     assert t.model.tables["Eemb"].shape == (3 * 113, 16)
     for name in t.relation_tables:
         assert torch.equal(trainers[1].model.tables[name], t.model.tables[name])
-    # The gathered tables are the files', rows mapped back to entity ids.
+    # The gathered tables are the files' (rows mapped back to entity ids),
+    # and what the buffers hold equals them.
     files = t.store.gather()
     assert np.array_equal(results[0][1]["Eemb"][t.entity_ids], files["Eemb"])
+    assert all(buffers_match_files(trainer) for trainer in trainers)
     # Rank 0's first round walks Legend's order over its pair's 4
     # partitions (of partitions 0 and 3 of the 4: 0, 1 and 6, 7), training
     # the buckets between them and a third of each one's own.
@@ -264,15 +276,29 @@ def test_out_of_core_ranks_train_every_edge_once_through_their_files(tmp_path):
                              [(a, b, 0, 3) for a in (6, 7) for b in (6, 7)])
 
 
-@pytest.mark.parametrize("world,split,capacity,order", [(3, 2, 3, "legend"),
+def buffers_match_files(t):
+    """Whether every partition in t's buffer equals its file (after a write
+    back: gather, save)."""
+    for p, slot in t.slot_of.items():
+        stored = t.store.load(p)
+        for name, view in t._slot_arrays(slot, t.sizes[p]).items():
+            if not np.array_equal(view.detach().cpu().numpy(), stored[name]):
+                return False
+    return True
+
+
+@pytest.mark.parametrize("world,split,capacity,order", [(3, 4, 3, "legend"),
+                                                        (6, 2, 3, "legend"),
                                                         (2, 3, 4, "beta")])
-def test_out_of_core_handover_on_more_ranks_and_other_orders(tmp_path, world, split, capacity,
-                                                             order):
-    """Three ranks (moves between any two, cycles of three full buffers)
-    and Marius's order with a buffer of 4: every edge trained once an
-    epoch, the relation copies equal, each rank ending an epoch with the
-    first round's first state, the files and buffers whole afterwards (the
-    gathered tables are the files')."""
+def test_out_of_core_handover_on_more_ranks_and_other_orders(tmp_path, monkeypatch, world,
+                                                             split, capacity, order):
+    """Three and six ranks (partitions written back at a round's end,
+    received into free slots, swapped in place in cycles, several cycles
+    in one phase) and Marius's order with a buffer of 4, swaps in pieces
+    of 5 rows: every edge trained once an epoch, the relation copies
+    equal, each rank ending an epoch with the first round's first state,
+    its buffer equal to the files after gather."""
+    monkeypatch.setattr(kd, "PIECE_BYTES", 5 * 16 * 4)
     options = dict(out_of_core=tmp_path / "live", split=split, capacity=capacity, order=order)
 
     def run(group):
@@ -280,19 +306,46 @@ def test_out_of_core_handover_on_more_ranks_and_other_orders(tmp_path, world, sp
         seen = trained_edges(t)
         for _ in range(2):
             t.train_epoch()
-        model = t.gather()
-        return t, None if model is None else model.tables["Eemb"].detach().numpy(), seen
+        t.gather()
+        return t, seen, buffers_match_files(t)
     results = kd.ThreadGroup.run(world, run)
     trainers = [t for t, _, _ in results]
-    seen = sum((s for _, _, s in results[1:]), results[0][2])
+    seen = sum((s for _, s, _ in results[1:]), results[0][1])
     assert len(seen) == len(worker.TRAIN) and set(seen.values()) == {2}
+    assert all(match for _, _, match in results)
     for t in trainers:
         assert sorted(t.slot_of) == sorted(t._round_plan(0)[0][0])
         assert all(r["received"] > 0 for r in t.log)
         for name in t.relation_tables:
             assert torch.equal(trainers[0].model.tables[name], t.model.tables[name])
-    t = trainers[0]
-    assert np.array_equal(results[0][1][t.entity_ids], t.store.gather()["Eemb"])
+    handovers = [trainers[0]._handover(r) for r in range(len(trainers[0].rounds))]
+    phases = [phase for _, p in handovers for phase in p]
+    assert any(into is not None for phase in phases for *_, into in phase)
+    if world > 2:
+        # The paths these settings take, besides swaps in place.
+        assert sum(len(w) for writes, _ in handovers for w in writes) > 0
+        assert any(into is None for phase in phases for *_, into in phase)
+    if world == 6:
+        assert any(len(phase) > 2 and phase[0][3] is not None for phase in phases)
+
+
+def test_ranks_that_compute_different_walks_are_refused(tmp_path, monkeypatch):
+    """Each rank computes every rank's walks itself; where they disagree
+    (hosts of different versions) the trainer stops at its start."""
+    import threading
+    real, calls, lock = po.round_labels, [], threading.Lock()
+
+    def differing(rounds, split, states, **kwargs):
+        labels = real(rounds, split, states, **kwargs)
+        with lock:
+            calls.append(None)
+            if len(calls) == 2:
+                labels[0][0] = (labels[0][0][0], not labels[0][0][1])
+        return labels
+    monkeypatch.setattr(po, "round_labels", differing)
+    with pytest.raises(kd.DistributedError, match="different partition walks"):
+        kd.ThreadGroup.run(2, lambda g: worker.trainer(g, tmp_path,
+                                                       **worker.out_of_core(tmp_path, 2)))
 
 
 def test_partitions_swapped_in_place_in_pieces_equal_whole_ones(tmp_path, monkeypatch):
