@@ -183,6 +183,10 @@ class TorchGroup:
         self._run("a barrier", lambda: self.dist.barrier())
 
 
+class _PeerFailed(DistributedError):
+    """ThreadGroup: a collective broken by another rank's failure."""
+
+
 class ThreadGroup:
     """`world` ranks as threads of one process with TorchGroup's collectives
     (queues and a barrier): `ThreadGroup.run(world, fn)` calls fn(group) on
@@ -217,9 +221,14 @@ class ThreadGroup:
             t.start()
         for t in threads:
             t.join()
-        first = [e for e in errors if e is not None and
-                 not isinstance(e, (threading.BrokenBarrierError, DistributedError))]
-        first = first or [e for e in errors if e is not None]
+        # The cause first: an error that is not a collective's, then a
+        # rank's own DistributedError, then a peer's failure seen by others.
+        raised = [e for e in errors if e is not None]
+        causes = [e for e in raised
+                  if not isinstance(e, (threading.BrokenBarrierError, DistributedError))]
+        own = [e for e in raised if isinstance(e, DistributedError)
+               and not isinstance(e, _PeerFailed)]
+        first = causes or own or raised
         if first:
             raise first[0]
         return results
@@ -228,7 +237,7 @@ class ThreadGroup:
         try:
             self.shared.barrier.wait()
         except threading.BrokenBarrierError:
-            raise DistributedError(f"rank {self.rank}: a peer failed or timed out") from None
+            raise _PeerFailed(f"rank {self.rank}: a peer failed or timed out") from None
 
     def exchange(self, sends, receives):
         for peer, t in sends:
