@@ -373,9 +373,8 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         slots = 2 if self.world == 1 else 3
         if out_of_core is not None:
             # The buffer states of a round: over the pair's 2 x split partitions.
-            out_of_core_module.buffer_order(2 * self.split, capacity, order)
+            self._order = out_of_core_module.buffer_order(2 * self.split, capacity, order)
             slots = min(capacity, 2 * self.split)
-        self.order = order
         self._setup(name, triples, num_entities=num_entities, num_relations=num_relations,
                     dim=dim, partitions=partitions, slots=slots,
                     forward=forward, gradient=gradient, eager=eager, batch_size=batch_size,
@@ -384,7 +383,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                     buffer_bytes=buffer_bytes, fingerprint={"ranks": self.world},
                     shuffle=shuffle)
         self.prefetch = prefetch
-        self._plans, self._handovers, self._labels = {}, {}, None
+        self._plans, self._handovers = {}, {}
         self._received = [0, 0]  # partitions and bytes received from other ranks
         self.store = None
         if out_of_core is not None:
@@ -396,9 +395,11 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         self.checkpoint_every = checkpoint_every
         self.round = 0
         if self.store is not None:
-            # The walks' labels now, not in the first epoch's time; every
-            # rank must have computed the same (one digest each, compared).
-            self._round_plan(0)
+            # Each rank's walk of each round (one rank: an epoch is one
+            # round, the one-GPU trainer's walk); every rank must have
+            # computed the same (one digest each, compared).
+            self._labels = ([[(tuple(range(2 * self.split)), False)]] if self.world == 1 else
+                            partition_order.round_labels(self.rounds, self.split, self._order[0]))
             digest = hashlib.sha256(repr(self._labels).encode()).hexdigest()
             digests = self.group.all_gather_object(digest)
             if len(set(digests)) > 1:
@@ -484,11 +485,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
 
     def _make_round_plan(self, r, rank):
         m = self.split
-        states, trained = out_of_core_module.buffer_order(2 * m, self.capacity, self.order)
-        if self._labels is None:
-            # One rank: an epoch is one round, the one-GPU trainer's walk.
-            self._labels = ([[(tuple(range(2 * m)), False)]] if self.world == 1 else
-                            partition_order.round_labels(self.rounds, m, states))
+        states, trained = self._order
         perm, backwards = self._labels[r][rank]
         pair = [p * m + k for p in self.rounds[r][rank] for k in range(m)]
         pair = [pair[i] for i in perm]
@@ -678,18 +675,13 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
         return record
 
     def _io_counts(self):
-        """Out of core, this rank's partition traffic so far: loads and
-        bytes from files, bytes to files, partitions and bytes received
-        from other ranks over NCCL, seconds the host waited for the I/O
-        threads (None in memory)."""
+        """Out of core, this rank's partition traffic so far (the one-GPU
+        trainer's, and the partitions and bytes received from other ranks
+        over NCCL); None in memory."""
         if self.store is None:
             return None
-        store = self.store
-        return {"loads": store.loads, "bytes_loaded": store.bytes_loaded,
-                "bytes_stored": store.bytes_stored, "received": self._received[0],
-                "bytes_received": self._received[1], "host_wait_seconds": self._io().host_wait,
-                "read_wait_seconds": self._io().waits["read"],
-                "write_wait_seconds": self._io().waits["write"]}
+        return {**super()._io_counts(), "received": self._received[0],
+                "bytes_received": self._received[1]}
 
     def describe(self, batch):
         return super().describe(batch) + f" (rank {self.rank})"

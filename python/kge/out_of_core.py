@@ -405,6 +405,16 @@ class PartitionedTrainer(training.Trainer):
         if edges is not None:
             self._train_edges(epoch, edges, bar, check_every)
 
+    def _io_counts(self):
+        """This trainer's partition traffic so far: loads and bytes from
+        files, bytes to files, and the seconds the host waited for the I/O
+        threads (for reads, for writes, in all); an epoch's record holds
+        their differences."""
+        store, io = self.store, self._io()
+        return {"loads": store.loads, "bytes_loaded": store.bytes_loaded,
+                "bytes_stored": store.bytes_stored, "host_wait_seconds": io.host_wait,
+                "read_wait_seconds": io.waits["read"], "write_wait_seconds": io.waits["write"]}
+
     def _io(self):
         """The swap engine of self.store (made once)."""
         if self._engine is None:
@@ -508,19 +518,14 @@ class OutOfCoreTrainer(PartitionedTrainer):
         buffer stays
         loaded after the epoch: flush() (or save, gather) writes it back."""
         epoch = self._begin_epoch()
-        store = self.store
-        loads, loaded_bytes, stored_bytes = store.loads, store.bytes_loaded, store.bytes_stored
+        counts = self._io_counts()
         bar = self._progress(progress, -(-len(self.edges) // self.batch_size))
         self.plan = self.plans[self.epoch % 2]
         io = self._io()
-        waited, waits = io.host_wait, dict(io.waits)
         self._walk(io, self.plan, epoch, bar, check_every)
         record = self._end_epoch(epoch)
-        record.update(loads=store.loads - loads, bytes_loaded=store.bytes_loaded - loaded_bytes,
-                      bytes_stored=store.bytes_stored - stored_bytes,
-                      stall_seconds=io.stall_seconds(), host_wait_seconds=io.host_wait - waited,
-                      read_wait_seconds=io.waits["read"] - waits["read"],
-                      write_wait_seconds=io.waits["write"] - waits["write"])
+        record.update({k: v - counts[k] for k, v in self._io_counts().items()},
+                      stall_seconds=io.stall_seconds())
         return record
 
     def flush(self):
@@ -607,8 +612,7 @@ class _SwapEngine:
 
     def __init__(self, trainer, overlap):
         self.trainer, self.overlap = trainer, overlap
-        self.host_wait = 0.0
-        self.waits = {"read": 0.0, "write": 0.0}
+        self.waits = {"read": 0.0, "write": 0.0}  # seconds the host waited for each
         self.stalls = []
         self.pending = None  # the load event the next state waits for
         if not overlap:
@@ -629,7 +633,7 @@ class _SwapEngine:
         self.written = [None] * len(self.outbound)  # file written: the buffer is free
         self.writes_started = 0
         self.reads = {}  # partition: (future, inbound index)
-        self.read_count = self.swaps = 0
+        self.read_count = 0
 
     def _views(self, buffers, p):
         return {n: b[:self.trainer.sizes[p]] for n, b in buffers.items()}
@@ -714,7 +718,6 @@ class _SwapEngine:
             self.pending = (None, loaded, slot)
             return
         import torch
-        self.swaps += 1
         out = self._outbound()
         trained = torch.cuda.Event()
         trained.record(torch.cuda.current_stream(trainer.device))
@@ -754,13 +757,16 @@ class _SwapEngine:
             self._wait(self.written[out], "write")
         return out
 
+    @property
+    def host_wait(self):
+        """Seconds the host waited for the I/O threads, reads and writes."""
+        return self.waits["read"] + self.waits["write"]
+
     def _wait(self, future, kind):
         import time
         start = time.perf_counter()
         future.result()
-        waited = time.perf_counter() - start
-        self.host_wait += waited
-        self.waits[kind] += waited
+        self.waits[kind] += time.perf_counter() - start
 
     def wait_loaded(self):
         """The compute stream waits for the last swap's load (timed)."""

@@ -291,7 +291,9 @@ def _labelings(states, n, limit=None, rng=None):
     the last holds (the other positions in increasing order) — walked
     forwards and backwards (360 for Legend's order over 6, 3,360 over 8,
     against 1,440 and 80,640 permutations and directions). Where there are
-    more than `limit` a direction, `limit` of them drawn by `rng`."""
+    more than `limit` a direction, `limit` of them drawn by `rng`. Each is
+    ((perm, backwards), the parts the walk's first state holds, those its
+    last state holds)."""
     import itertools
     labels = []
     for backwards in (False, True):
@@ -309,7 +311,7 @@ def _labelings(states, n, limit=None, rng=None):
                                      (only_last, ending), (others, unused)):
                 for i, p in zip(positions, parts):
                     perm[i] = p
-            return (tuple(perm), backwards)
+            return ((tuple(perm), backwards), [perm[i] for i in first], [perm[i] for i in last])
 
         count = (math.comb(n, len(both)) * math.comb(n - len(both), len(only_first))
                  * math.comb(n - len(both) - len(only_first), len(only_last)))
@@ -358,11 +360,7 @@ def round_labels(rounds, split, states, passes=2, steps=200000, seed=0, candidat
         raise ValueError(f"the states are not an order over {n} partitions")
     m, world = len(rounds), len(rounds[0])
     rng = random.Random(seed)
-    labelings = _labelings(states, n, candidates, rng)
-    candidates = []
-    for perm, backwards in labelings:
-        first, last = (states[-1], states[0]) if backwards else (states[0], states[-1])
-        candidates.append(((perm, backwards), [perm[i] for i in first], [perm[i] for i in last]))
+    candidates = _labelings(states, n, candidates, rng)
 
     def parts(pair):
         return [p * split + k for p in pair for k in range(split)]
