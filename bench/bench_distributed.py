@@ -148,7 +148,7 @@ class TrainJob:
         from kge import distributed, training
         args = self.args
         data = np.load(self.graph)
-        forward, gradient = training.load_bundles(args.bundles, self.name, args.dim)
+        forward, gradient, _ = training.load_bundles(args.bundles, self.name, args.dim)
         start = time.perf_counter()
         files = {}
         if self.split:
@@ -258,7 +258,7 @@ def train_one_gpu(args, name, graph, runs, epochs, out_of_core_run):
     data = np.load(graph)
     train = data["train"]
     entities, relations = int(data["entities"]), int(data["relations"])
-    forward, gradient = training.load_bundles(args.bundles, name, args.dim)
+    forward, gradient, _ = training.load_bundles(args.bundles, name, args.dim)
     model = training.Model.create(name, forward, gradient, entities, relations, args.dim,
                                   seed=1)
     trainer = training.Trainer(model, train, **settings(args, name))

@@ -138,7 +138,7 @@ def main():
     print(json.dumps(results["dataset"]), flush=True)
     fwd = grad = None
     if not args.eager:
-        fwd, grad = training.load_bundles(args.bundles, args.model, args.dim)
+        fwd, grad, _ = training.load_bundles(args.bundles, args.model, args.dim)
     states = partition_order.legend_order(args.partitions) if args.capacity == 3 else \
         partition_order.beta_order(args.partitions, args.capacity)
 

@@ -30,6 +30,9 @@ CONFIGS = {
     "distmult": ("softplus", "adagrad", 0.1, 1.0),
     "complex": ("softplus", "adagrad", 0.1, 1.0),
     "rotate": ("adversarial", "adam", 0.01, 6.0),
+    # TransR's matrices take dense gradients: adagrad (plain PyTorch's
+    # SparseAdam refuses them).
+    "transr": ("adversarial", "adagrad", 0.05, 6.0),
 }
 
 
@@ -104,7 +107,7 @@ def main():
                **({"pykeen_missing": missing} if missing else {})}
     for name in args.models:
         loss, optimizer, lr, margin = CONFIGS[name]
-        fwd, grad = training.load_bundles(args.bundles, name, args.dim)
+        fwd, grad, outer_sum = training.load_bundles(args.bundles, name, args.dim)
         row = {"model": name, "loss": loss, "optimizer": optimizer, "lr": lr, "margin": margin}
         for label in ("pykeen", "pykeen_aligned"):
             if label.replace("_", "-") not in runs and label not in runs:
@@ -120,7 +123,8 @@ def main():
                 continue
             model = training.Model.create(name, fwd, grad, entities, relations, args.dim,
                                           seed=0, eager=eager,
-                                          gradients="sparse" if eager else "rows")
+                                          gradients="sparse" if eager else "rows",
+                                          outer_sum=outer_sum)
             trainer = training.Trainer(model, train, batch_size=args.batch,
                                        negatives=args.negatives, loss=loss, optimizer=optimizer,
                                        lr=lr, margin=margin, seed=1)

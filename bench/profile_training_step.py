@@ -64,7 +64,7 @@ def main():
     data = np.load(args.data)
     entities, relations = int(data["num_entities"]), int(data["num_relations"])
     for name in args.models:
-        fwd, grad = training.load_bundles(args.bundles, name, 128)
+        fwd, grad, _ = training.load_bundles(args.bundles, name, 128)
         for eager in (False, True):
             model = training.Model.create(name, fwd, grad, entities, relations, 128, eager=eager,
                                           gradients="sparse" if eager else "rows")

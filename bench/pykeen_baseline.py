@@ -28,6 +28,9 @@ MODELS = {
     "distmult": ("DistMult", {"regularizer": None}),
     "complex": ("ComplEx", {}),
     "rotate": ("RotatE", {}),
+    # PyKEEN's TransR clamps the projected entities' norms to at most 1
+    # inside its interaction (KGE's does not): even aligned, another model.
+    "transr": ("TransR", {"scoring_fct_norm": 2}),
 }
 
 
@@ -59,6 +62,15 @@ def _aligned(name, dim):
         kwargs["entity_constrainer"] = None
     if name in ("distmult", "complex"):
         kwargs["regularizer"] = None
+    if name == "transr":
+        def identity(x):
+            with torch.no_grad():
+                flat = x.view(-1, dim * dim)
+                flat.copy_(torch.eye(dim, device=x.device, dtype=x.dtype).reshape(1, -1)
+                           .expand_as(flat))
+            return x
+        kwargs.update(entity_constrainer=None, relation_constrainer=None,
+                      relation_projection_initializer=identity)
     return kwargs
 
 
@@ -93,6 +105,8 @@ def train(name, train_triples, test, known, entities, relations, *, dim, batch, 
         raise ValueError(f"no PyKEEN model for {name!r} (known: {sorted(MODELS)})")
     model_name, model_kwargs = MODELS[name]
     model_kwargs = {**model_kwargs, **(_aligned(name, dim) if aligned else {})}
+    if name == "transr":
+        model_kwargs["relation_dim"] = dim
     device = torch.device("cuda")
 
     def mapped(triples):

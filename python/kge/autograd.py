@@ -13,10 +13,41 @@ dense (index_add_) or as sparse COO tensors for optimizers that take them
     loss = torch.nn.functional.softplus(-score(Eemb=E, Remb=R, h=h, r=r, t=t)).mean()
     loss.backward()          # E.grad, R.grad
 
+A table of matrices (TransR's, RESCAL's) is differentiated with
+`factor-matrices` (kge.compiler.gradient_module(..., factor_matrices=True)):
+the gradient kernel returns the factors u, v of each edge's outer products
+and the operator sums them per matrix, `C[key[k]] += u[k] (x) v[k]`, with
+the `tile` segment product OUTER_SUM (pass its bundle as `outer_sum`,
+kge.autograd.outer_sum_bundle()), instead of a matrix per edge.
+
 Needs torch and the runtime (kge_runtime); not the compiler.
 """
 
 import json
+import re
+
+#: The per-key sum of outer products that turns a matrix table's factored
+#: gradient (`d_<table>_<indices>_u<n>`, `_v<n>`) into the table's gradient:
+#: a segment matrix product along the edges, one matrix per key.
+OUTER_SUM = """where (i in [0, M], j in [0, N]) {
+  accum = 0;
+  reduce (k in [0, K]) { accum += U[k, i] * V[k, j]; }
+  C[key[k], i, j] += accum;
+}
+"""
+
+
+def outer_sum_query():
+    """OUTER_SUM as a kge.tile.Query (key: 64-bit indices). Needs the
+    compiler."""
+    from . import tile
+    return tile.query(OUTER_SUM, name="outer_sum", dtypes={"key": "i64"})
+
+
+def outer_sum_bundle():
+    """The GPU bundle of OUTER_SUM (compiled once, then from the bundle
+    cache). Needs the compiler."""
+    return outer_sum_query().compile()
 
 
 def current_device():
@@ -35,9 +66,13 @@ class ScoreOperator:
     function's arguments by name returns its (first) result as a tensor that
     autograd differentiates with respect to the floating-point tables that
     require gradients. `sparse=True` gives sparse COO gradients. The
-    kernels run on CUDA device `device` (default: PyTorch's current one)."""
+    kernels run on CUDA device `device` (default: PyTorch's current one).
+    `outer_sum`: the bundle of OUTER_SUM, needed when the gradient returns a
+    matrix table's factors (with the compiler installed, compiled when not
+    given)."""
 
-    def __init__(self, forward, gradient, sparse=False, rows=False, device=None):
+    def __init__(self, forward, gradient, sparse=False, rows=False, device=None,
+                 outer_sum=None):
         from . import runtime
         device = current_device() if device is None else device
         self.forward_program = runtime.Program(_text(forward), device)
@@ -60,23 +95,73 @@ class ScoreOperator:
                 f"expected {name}_grad({', '.join(self.arguments + [self.seed])})")
         tables = [p["name"] for p in fwd if p["role"] == "table"]
         self.table_names = set(tables)
-        # Each gradient result d_<table>_<indices>: where its rows go.
+        # Each gradient result d_<table>_<indices>: where its rows go; the
+        # factors d_<table>_<indices>_u<n> / _v<n> of a matrix table's
+        # outer products: which matrices they sum into.
         self.gradients = []
+        self.factors = {}
         for p in grad:
             if p["role"] != "result":
                 continue
-            pair = [(t, i) for t in tables for i in self.arguments
-                    if p["name"] == f"d_{t}_{i}"]
-            if len(pair) != 1:
-                raise ValueError(f"gradient result {p['name']!r} names no single "
+            name = p["name"]
+            factor = re.fullmatch(r"(.*)_([uv])(\d+)", name)
+            pairs = [(t, i) for t in tables for i in self.arguments
+                     if name == f"d_{t}_{i}"]
+            if not pairs and factor:
+                pairs = [(t, i) for t in tables for i in self.arguments
+                         if factor.group(1) == f"d_{t}_{i}"]
+                if len(pairs) == 1:
+                    terms = self.factors.setdefault(pairs[0], {})
+                    terms.setdefault(int(factor.group(3)), {})[factor.group(2)] = name
+                    continue
+            if len(pairs) != 1:
+                raise ValueError(f"gradient result {name!r} names no single "
                                  "(table, index array) pair")
-            self.gradients.append((p["name"],) + pair[0])
+            self.gradients.append((name,) + pairs[0])
+        for (table, indices), terms in self.factors.items():
+            if any(set(t) != {"u", "v"} for t in terms.values()):
+                raise ValueError(f"the gradient of {table}[{indices}] lacks one factor of "
+                                 "an outer product (each term needs _u<n> and _v<n>)")
+            self.factors[(table, indices)] = [(terms[n]["u"], terms[n]["v"])
+                                              for n in sorted(terms)]
+        self.outer_sum_program = None
+        if self.factors:
+            if outer_sum is None:
+                try:
+                    outer_sum = outer_sum_bundle()
+                except ImportError as error:
+                    raise ValueError(
+                        "the gradient returns the factors of a matrix table's outer "
+                        "products: pass outer_sum=, the bundle of kge.autograd.OUTER_SUM "
+                        "(outer_sum_bundle() where the compiler is)") from error
+            self.outer_sum_program = runtime.Program(_text(outer_sum), device)
         self.sparse = sparse
         # With `rows`, backward leaves the tables' .grad alone and records
         # (table, indices, rows) in `captured` for a row-sparse optimizer
         # (kge.training.RowSparseOptimizer) to apply.
         self.rows = rows
         self.captured = []
+
+    def matrix_gradients(self, named, rows, stream=None, only=None):
+        """{(table, indices): gradient}: each factored matrix table's
+        gradient (of the tables in `only`, default all), the per-key sum of
+        its edges' outer products (OUTER_SUM over the terms' factors,
+        stacked along the edges)."""
+        import torch
+        out = {}
+        for (table, indices), terms in self.factors.items():
+            if only is not None and table not in only:
+                continue
+            index = named[indices].reshape(-1).to(torch.int64)
+            U = torch.cat([rows[u] for u, _ in terms]).float().contiguous()
+            V = torch.cat([rows[v] for _, v in terms]).float().contiguous()
+            key = index.repeat(len(terms)) if len(terms) > 1 else index.contiguous()
+            C = torch.zeros(named[table].shape, dtype=torch.float32,
+                            device=named[table].device)
+            extra = {} if stream is None else {"stream": stream}
+            self.outer_sum_program(U=U, V=V, key=key, C=C, **extra)
+            out[(table, indices)] = C.to(named[table].dtype)
+        return out
 
     def torch_op(self, name):
         """The operator registered with torch.library as `kge::<name>`
@@ -92,7 +177,8 @@ class ScoreOperator:
             raise ValueError(f"operator name must be an identifier, got {name!r}")
         op = self
         args = ", ".join(self.arguments)
-        tables = [n for n in self.arguments if n in {t for _, t, _ in self.gradients}]
+        tables = [n for n in self.arguments
+                  if n in {t for _, t, _ in self.gradients} | {t for t, _ in self.factors}]
         first_index = next(n for n in self.arguments if n not in self.table_names)
         first_table = next(n for n in self.arguments if n in self.table_names)
 
@@ -115,6 +201,8 @@ class ScoreOperator:
             for result, table, indices in op.gradients:
                 dense[table].index_add_(0, named[indices].reshape(-1),
                                         rows[result].to(named[table].dtype))
+            for (table, _), grad in op.matrix_gradients(named, rows, stream()).items():
+                dense[table] += grad
             return [dense[t] for t in tables]
 
         def gradient_fake(*tensors):
@@ -207,6 +295,21 @@ def _autograd_function():
                     if grads[i] is None:
                         grads[i] = torch.zeros_like(named[table])
                     grads[i].index_add_(0, index, values)
+            needed = {t for t, _ in op.factors if wanted[position[t]]}
+            for (table, indices), grad in op.matrix_gradients(named, rows, only=needed).items():
+                i = position[table]
+                if not (op.rows or op.sparse):
+                    grads[i] = grad if grads[i] is None else grads[i] + grad
+                    continue
+                # Row-sparse: the matrices the batch reached (a sparse
+                # optimizer leaves the others' states alone).
+                present = torch.unique(named[indices])
+                if op.rows:
+                    op.captured.append((table, present, grad[present]))
+                else:
+                    part = torch.sparse_coo_tensor(present.unsqueeze(0), grad[present],
+                                                   grad.shape)
+                    grads[i] = part if grads[i] is None else grads[i] + part
             if op.sparse and not op.rows:
                 grads = [g.coalesce() if g is not None else None for g in grads]
             return (None, *grads)

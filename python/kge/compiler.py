@@ -120,7 +120,7 @@ def matrix_products_through_tile(module):
     return converted
 
 
-def differentiate(module, functions=None, wrt=None):
+def differentiate(module, functions=None, wrt=None, factor_matrices=False):
     """A copy of `module` with the gradient function `<f>_grad` of each bvec
     function `f` (all, or those named in `functions`) added by the
     `bvec-differentiate` pass: `<f>_grad` takes f's arguments and one
@@ -128,7 +128,10 @@ def differentiate(module, functions=None, wrt=None):
     gradient `d_<table>_<indices>` of every (table, index array) pair that
     f gathers through (the tables in `wrt`, or all tables of floats): row b
     is the gradient of the row table[indices[b]], to be summed into that
-    row by the caller."""
+    row by the caller. With `factor_matrices`, a table of matrices'
+    gradient is the factors of its outer products instead,
+    `d_<table>_<indices>_u<n>` and `_v<n>` (kge.autograd.OUTER_SUM sums
+    them per matrix)."""
     for name, names in (("functions", functions), ("wrt", wrt)):
         if names is None:
             continue
@@ -139,6 +142,8 @@ def differentiate(module, functions=None, wrt=None):
         options.append("functions=" + ",".join(functions))
     if wrt:
         options.append("wrt=" + ",".join(wrt))
+    if factor_matrices:
+        options.append("factor-matrices")
     ir = _ir()
     converted = module.clone()
     pm = ir.PassManager(module.context)
@@ -147,12 +152,12 @@ def differentiate(module, functions=None, wrt=None):
     return converted
 
 
-def gradient_module(module, function, wrt=None):
+def gradient_module(module, function, wrt=None, factor_matrices=False):
     """A module holding only the gradient function `<function>_grad` of the
     bvec function `function` of `module` (differentiate), ready for
     compile_bundle or compile_cpu."""
     ir = _ir()
-    differentiated = differentiate(module, [function], wrt)
+    differentiated = differentiate(module, [function], wrt, factor_matrices)
     name = function + "_grad"
     for f in differentiated.functions:
         if f.name == name:

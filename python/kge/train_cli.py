@@ -123,8 +123,8 @@ def load_data(path):
 def bundles_for(args):
     if args.bundles:
         return training.load_bundles(args.bundles, args.model, args.dim)
-    forward, gradient = training.compile_model(args.model, args.dim)
-    return forward.text, gradient.text
+    return tuple(b.text if b is not None else None
+                 for b in training.compile_model(args.model, args.dim))
 
 
 def _options(args):
@@ -139,9 +139,11 @@ def run(args):
     if args.gpus > 1:
         return launch(args)
     train, valid, test, entities, relations = load_data(args.data)
-    forward, gradient = bundles_for(args) if args.device == "cuda" else (None, None)
+    forward, gradient, outer_sum = (bundles_for(args) if args.device == "cuda"
+                                    else (None, None, None))
     model = training.Model.create(args.model, forward, gradient, entities, relations, args.dim,
-                                  seed=args.seed, eager=args.device == "cpu", device=args.device)
+                                  seed=args.seed, eager=args.device == "cpu", device=args.device,
+                                  outer_sum=outer_sum)
     trainer = training.Trainer(model, train, device=args.device, **_options(args))
     if args.resume and args.checkpoint.exists():
         trainer.load(args.checkpoint)

@@ -10,7 +10,7 @@ gradients, which a sparse optimizer (Adagrad or Adam over the touched rows)
 applies. Evaluation is the filtered ranking protocol on the GPU (MRR,
 Hits@1/3/10, ties counted half as in kge.link_prediction).
 
-    fwd, grad = compile_model("distmult", dim=128)          # needs the compiler
+    fwd, grad, _ = compile_model("distmult", dim=128)       # needs the compiler
     model = Model.create("distmult", fwd, grad, entities, relations, dim=128)
     trainer = Trainer(model, train_triples, loss="softplus", negatives=16)
     for epoch in range(10):
@@ -42,7 +42,12 @@ MODELS = {
     "complex": ("complex", False, {"Ere": "entity", "Eim": "entity", "Rre": "relation",
                                    "Rim": "relation"}),
     "rotate": ("rotate", True, {"Ere": "entity", "Eim": "entity", "Rph": "relation"}),
+    # Pm: a dim x dim matrix per relation (its gradient summed per relation
+    # by kge.autograd.OUTER_SUM).
+    "transr": ("transr", True, {"Eemb": "entity", "Remb": "relation", "Pm": "relation"}),
 }
+# Tables of matrices (one [dim, dim] matrix per row).
+MATRIX_TABLES = {"Pm"}
 LOSSES = ("margin", "softplus", "adversarial")
 OPTIMIZERS = ("adagrad", "adam")
 SAMPLERS = ("uniform", "degree")
@@ -58,12 +63,21 @@ def _spec(name):
     return MODELS[name]
 
 
+def has_matrices(name):
+    """Whether model `name` has a table of matrices (TransR), whose
+    gradient needs the OUTER_SUM bundle."""
+    return any(t in MATRIX_TABLES for t in _spec(name)[2])
+
+
 def compile_model(name, dim, source=None):
-    """The forward and gradient bundles (kge.Bundle) of model `name` for
-    embeddings of length `dim`; `source` is the bvec text of its score
-    function (default: examples/bvec/<example>.mlir, which the build copies
-    into the package as kge/models)."""
+    """The forward, gradient and outer-sum bundles (kge.Bundle) of model
+    `name` for embeddings of length `dim` (the outer-sum bundle
+    kge.autograd.OUTER_SUM only for a model with a table of matrices,
+    else None); `source` is the bvec text of its score function (default:
+    examples/bvec/<example>.mlir, which the build copies into the package
+    as kge/models)."""
     from . import ir
+    from .autograd import outer_sum_bundle
     from .compiler import compile_bundle, gradient_module
     example, _, _ = _spec(name)
     if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
@@ -78,23 +92,28 @@ def compile_model(name, dim, source=None):
     sizes = {d: dim for p in ir.signature(module, example)["params"]
              for d in p["shape"][1:] if isinstance(d, str)}
     return (compile_bundle(module, sizes=sizes),
-            compile_bundle(gradient_module(module, example), sizes=sizes))
+            compile_bundle(gradient_module(module, example, factor_matrices=True), sizes=sizes),
+            outer_sum_bundle() if has_matrices(name) else None)
 
 
 def load_bundles(directory, name, dim):
-    """The forward and gradient bundle texts of model `name` at length `dim`
-    from `directory` (<example>.fwd.D<dim>.kgebundle and
-    <example>.grad.D<dim>.kgebundle, as test/gpu/build_gradient_bundles.py
-    writes them)."""
+    """The forward, gradient and outer-sum bundle texts of model `name` at
+    length `dim` from `directory` (<example>.fwd.D<dim>.kgebundle,
+    <example>.grad.D<dim>.kgebundle and, for a model with a table of
+    matrices, outer_sum.kgebundle, else None), as
+    test/gpu/build_gradient_bundles.py writes them."""
     example = _spec(name)[0]
+    paths = [pathlib.Path(directory) / f"{example}.{kind}.D{dim}.kgebundle"
+             for kind in ("fwd", "grad")]
+    if has_matrices(name):
+        paths.append(pathlib.Path(directory) / "outer_sum.kgebundle")
     texts = []
-    for kind in ("fwd", "grad"):
-        path = pathlib.Path(directory) / f"{example}.{kind}.D{dim}.kgebundle"
+    for path in paths:
         if not path.exists():
             raise FileNotFoundError(f"no bundle {path} (build it with "
                                     f"test/gpu/build_gradient_bundles.py --lengths {dim})")
         texts.append(path.read_text())
-    return tuple(texts)
+    return tuple(texts) + (None,) * (3 - len(texts))
 
 
 def eager_score(name, gather=None):
@@ -107,6 +126,8 @@ def eager_score(name, gather=None):
     def rows(table, index):
         if gather is not None:
             return gather(table, index)
+        if table.dim() > 2:  # a matrix per row: a dense gradient
+            return table[index]
         return F.embedding(index, table, sparse=True)
 
     def transe(p):
@@ -131,9 +152,21 @@ def eager_score(name, gather=None):
         imag = hre * rim + him * rre - tim
         return torch.sqrt(real * real + imag * imag).sum(-1)
 
+    def transr(Eemb, Remb, Pm, h, r, t):
+        # Each relation's edges times its matrix, one product per relation
+        # present (the edges sorted by relation), rather than a [B, D, D]
+        # gather of a matrix per edge.
+        diff = rows(Eemb, h) - rows(Eemb, t)
+        order = torch.argsort(r)
+        present, counts = torch.unique_consecutive(r[order], return_counts=True)
+        parts = torch.split(diff[order], counts.tolist())
+        projected = torch.cat([part @ m for part, m in zip(parts, rows(Pm, present))])
+        projected = projected[torch.argsort(order)]
+        return torch.linalg.vector_norm(projected + rows(Remb, r), ord=2, dim=-1)
+
     _spec(name)
     return {"transe_l1": transe(1), "transe_l2": transe(2), "distmult": distmult,
-            "complex": complex_, "rotate": rotate}[name]
+            "complex": complex_, "rotate": rotate, "transr": transr}[name]
 
 
 class EagerRows:
@@ -170,7 +203,7 @@ class EagerRows:
         return self._score(**tensors)
 
 
-def _operator(name, forward, gradient, eager, gradients):
+def _operator(name, forward, gradient, eager, gradients, outer_sum=None):
     """A model's score callable score(tables, h, r, t) and, with `gradients`
     "rows", the operator whose `captured` rows a RowSparseOptimizer takes
     (KGE's kernels, or plain PyTorch with `eager`)."""
@@ -184,14 +217,17 @@ def _operator(name, forward, gradient, eager, gradients):
         return (lambda t, h, r, tt: fn(**t, h=h, r=r, t=tt)), None
     from .autograd import ScoreOperator
     op = ScoreOperator(forward, gradient, sparse=gradients == "sparse",
-                       rows=gradients == "rows")
+                       rows=gradients == "rows", outer_sum=outer_sum)
     return (lambda t, h, r, tt: op(**t, h=h, r=r, t=tt)), (op if gradients == "rows" else None)
 
 
 def init_rows(name, table, rows, dim, generator):
     """`rows` initial rows of table `table` of model `name`: uniform in
-    [-1/sqrt(dim), 1/sqrt(dim)] (RotatE's phases in [-pi, pi])."""
+    [-1/sqrt(dim), 1/sqrt(dim)] (RotatE's phases in [-pi, pi]); TransR's
+    matrices the identity (TransR starts as TransE)."""
     import torch
+    if table in MATRIX_TABLES:
+        return torch.eye(dim).expand(rows, dim, dim).clone()
     scale = math.pi if table == "Rph" else 1 / math.sqrt(dim)
     return (torch.rand(rows, dim, generator=generator) * 2 - 1) * scale
 
@@ -208,9 +244,10 @@ class Model:
 
     @classmethod
     def create(cls, name, forward=None, gradient=None, num_entities=None, num_relations=None,
-               dim=None, seed=0, device="cuda", eager=False, gradients="rows"):
+               dim=None, seed=0, device="cuda", eager=False, gradients="rows", outer_sum=None):
         """Tables initialized by init_rows; the score through KGE's kernels
-        (the bundles of compile_model) or, with `eager`, plain PyTorch.
+        (the bundles of compile_model, `outer_sum` its third) or, with
+        `eager`, plain PyTorch.
         Gradients go to the tables' .grad (`gradients` "dense" or "sparse")
         or, with "rows", straight to the Trainer's row-sparse optimizer."""
         import torch
@@ -219,7 +256,7 @@ class Model:
                             ("dim", dim)):
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{what} must be a positive integer, got {value!r}")
-        score, op = _operator(name, forward, gradient, eager, gradients)
+        score, op = _operator(name, forward, gradient, eager, gradients, outer_sum)
         generator = torch.Generator(device="cpu").manual_seed(seed)
         tables = {}
         for table, kind in kinds.items():
@@ -423,6 +460,9 @@ class Trainer:
         if model.operator is not None:
             self.optimizer = RowSparseOptimizer(model.tables, optimizer, lr, rows_only=rows_only)
         else:
+            if optimizer == "adam" and has_matrices(model.name):
+                raise ValueError(f"{model.name} in plain PyTorch trains with adagrad: its "
+                                 "matrices' gradients are dense, which SparseAdam refuses")
             params = list(model.tables.values())
             self.optimizer = (torch.optim.Adagrad(params, lr=lr) if optimizer == "adagrad"
                               else torch.optim.SparseAdam(params, lr=lr))

@@ -6,11 +6,13 @@ compiler is; the bundles travel to the GPU machine):
 
   <out>/<example>.grad.<variant>.kgebundle   the gradient function
   <out>/<example>.fwd.<variant>.kgebundle    the score function
+  <out>/outer_sum.kgebundle                  kge.autograd.OUTER_SUM
 
 variants: dyn (every length dynamic) and D<n> (lengths specialized to n).
-Examples whose gradient the GPU lowering does not take yet (transposed
-matrix products: TransR, RESCAL) are listed in <out>/skipped.json with the
-compiler's reason.
+Gradients are derived with factor-matrices: a table of matrices (TransR's,
+RESCAL's) gets the factors of its outer products, which OUTER_SUM sums per
+matrix. Examples whose gradient the GPU lowering refuses are listed in
+<out>/skipped.json with the compiler's reason.
 """
 
 import argparse
@@ -18,6 +20,7 @@ import json
 import pathlib
 
 from kge import ir
+from kge.autograd import outer_sum_bundle
 from kge.compiler import compile_bundle, gradient_module
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -33,7 +36,7 @@ def main():
     for path in sorted((ROOT / "examples" / "bvec").glob("*.mlir")):
         name = path.stem
         module = ir.Module.parse(ir.Context(), path.read_text())
-        grad = gradient_module(module, name)
+        grad = gradient_module(module, name, factor_matrices=True)
         symbols = sorted({d for p in ir.signature(module, name)["params"]
                           for d in p["shape"][1:] if isinstance(d, str)})
         variants = {"dyn": None}
@@ -46,6 +49,7 @@ def main():
                 break
             bundle.save(args.out / f"{name}.grad.{variant}.kgebundle")
             compile_bundle(module, sizes=sizes).save(args.out / f"{name}.fwd.{variant}.kgebundle")
+    outer_sum_bundle().save(args.out / "outer_sum.kgebundle")
     (args.out / "skipped.json").write_text(json.dumps(skipped, indent=2) + "\n")
     print(f"bundles in {args.out}; skipped: {', '.join(skipped) or 'none'}")
 

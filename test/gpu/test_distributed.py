@@ -60,7 +60,7 @@ def spawn(world, job, *args):
 
 
 def trainer(directory=None, **options):
-    fwd, grad = training.load_bundles(BUNDLES, "distmult", DIM)
+    fwd, grad, _ = training.load_bundles(BUNDLES, "distmult", DIM)
     return distributed.DistributedTrainer(
         "distmult", TRAIN, directory, num_entities=ENTITIES, num_relations=RELATIONS, dim=DIM,
         forward=fwd, gradient=grad, batch_size=1024, negatives=16, lr=0.1, **options)

@@ -12,6 +12,7 @@ all-identical index batches (duplicates are summed).
 import json
 import os
 import pathlib
+import re
 import zlib
 
 import pytest
@@ -50,14 +51,21 @@ def _inputs(signature, batch, length, kind, seed):
 
 
 def _dense(program, rows, args):
-    """The gradient rows summed into their tables."""
+    """The gradient rows summed into their tables (a matrix table's factors
+    d_<table>_<indices>_u<n>, _v<n> as the outer products they stand for)."""
     dense = {}
     for p in program.signature["params"]:
-        if p["role"] != "result":
+        factor = re.fullmatch(r"(.*)_([uv])(\d+)", p["name"])
+        if p["role"] != "result" or factor and factor.group(2) == "v":
             continue
-        (table, indices), = [(t, i) for t in args for i in args if p["name"] == f"d_{t}_{i}"]
+        name, values = p["name"], rows[p["name"]].double()
+        if factor:
+            name = factor.group(1)
+            other = rows[f"{name}_v{factor.group(3)}"].double()
+            values = values[:, :, None] * other[:, None, :]
+        (table, indices), = [(t, i) for t in args for i in args if name == f"d_{t}_{i}"]
         total = dense.setdefault(table, torch.zeros_like(args[table], dtype=torch.float64))
-        total.index_add_(0, args[indices], rows[p["name"]].double())
+        total.index_add_(0, args[indices], values)
     return dense
 
 
@@ -130,6 +138,61 @@ def test_score_operator_trains_like_autograd(rt):
         expected = train(lambda E, R, h, r, t: eager(E, R, h, r, t, sparse), sparse)
         for a, b in zip(actual, expected):
             assert torch.allclose(a, b, atol=1e-5, rtol=1e-4), (a - b).abs().max().item()
+
+
+@pytest.mark.parametrize("example", ("transr", "rescal"))
+@pytest.mark.parametrize("mode", ("dense", "sparse", "rows"))
+def test_score_operator_sums_matrix_gradients_per_relation(rt, example, mode):
+    """A table of matrices through kge.autograd.ScoreOperator: the gradient
+    kernel's factors summed per relation by the OUTER_SUM bundle give the
+    float64 autograd gradient of every table (dense .grad, sparse .grad over
+    every matrix, or the rows handed to a row-sparse optimizer), Zipf-drawn
+    relations, a relation without edges."""
+    from kge.autograd import ScoreOperator
+    fwd = (BUNDLES / f"{example}.fwd.D128.kgebundle").read_text()
+    grad = (BUNDLES / f"{example}.grad.D128.kgebundle").read_text()
+    outer = (BUNDLES / "outer_sum.kgebundle").read_text()
+    op = ScoreOperator(fwd, grad, sparse=mode == "sparse", rows=mode == "rows",
+                       outer_sum=outer)
+    assert op.factors, "the gradient bundle returns no matrix factors"
+    generator = torch.Generator(device="cuda").manual_seed(11)
+    tables = {"Eemb": torch.randn(400, 128, device="cuda", generator=generator) * 0.1,
+              "Pm": torch.randn(12, 128, 128, device="cuda", generator=generator) * 0.1}
+    if example == "transr":
+        tables["Remb"] = torch.randn(12, 128, device="cuda", generator=generator) * 0.1
+    batch = 6000
+    index = {"h": draw("uniform", batch, 400, generator), "t": draw("zipf", batch, 400, generator),
+             "r": draw("zipf", batch, 11, generator)}  # relation 11 has no edge
+    seed = torch.randn(batch, device="cuda", generator=generator)
+    params = {n: torch.nn.Parameter(v.clone()) for n, v in tables.items()}
+    (op(**params, **index) * seed).sum().backward()
+    expected = _reference(example, {**tables, **index}, seed)
+    if mode == "rows":
+        got = {n: torch.zeros_like(v, dtype=torch.float64) for n, v in tables.items()}
+        for table, rows_index, values in op.captured:
+            got[table].index_add_(0, rows_index, values.double())
+        assert all(params[n].grad is None for n in params)
+    else:
+        got = {n: (v.grad.to_dense() if mode == "sparse" else v.grad).double()
+               for n, v in params.items()}
+        assert params["Pm"].grad.is_sparse == (mode == "sparse")
+    for name, value in expected.items():
+        scale = max(1.0, value.abs().max().item())
+        error = (got[name] - value).abs().max().item() / scale
+        assert error < 1e-4, f"{name}: max error {error:.3g}"
+    assert got["Pm"][11].abs().max().item() == 0
+
+
+def test_score_operator_needs_the_outer_sum_bundle(rt, monkeypatch):
+    from kge import autograd
+    fwd = (BUNDLES / "transr.fwd.D128.kgebundle").read_text()
+    grad = (BUNDLES / "transr.grad.D128.kgebundle").read_text()
+
+    def no_compiler():
+        raise ImportError("no compiler here")
+    monkeypatch.setattr(autograd, "outer_sum_bundle", no_compiler)
+    with pytest.raises(ValueError, match="pass outer_sum="):
+        autograd.ScoreOperator(fwd, grad)
 
 
 def test_score_operator_refuses_mismatched_bundles(rt):

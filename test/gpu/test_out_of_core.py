@@ -25,7 +25,7 @@ TRAIN, TEST, ALL = clustered(0, ENTITIES, RELATIONS, clusters=60, edges=60000, h
 
 
 def make(directory, name="distmult", prefetch=True, **options):
-    fwd, grad = training.load_bundles(BUNDLES, name, DIM)
+    fwd, grad, _ = training.load_bundles(BUNDLES, name, DIM)
     settings = dict(num_entities=ENTITIES, num_relations=RELATIONS, dim=DIM, partitions=9,
                     capacity=3, forward=fwd, gradient=grad, batch_size=1024, negatives=16,
                     lr=0.1, prefetch=prefetch)

@@ -26,16 +26,18 @@ def graph(seed=0, n=3000):
 
 
 def model(name, eager=False, seed=0):
-    fwd, grad = training.load_bundles(BUNDLES, name, DIM)
+    fwd, grad, outer_sum = training.load_bundles(BUNDLES, name, DIM)
     return training.Model.create(name, fwd, grad, ENTITIES, RELATIONS, DIM, seed=seed,
-                                 eager=eager, gradients="sparse" if eager else "rows")
+                                 eager=eager, gradients="sparse" if eager else "rows",
+                                 outer_sum=outer_sum)
 
 
 @pytest.mark.parametrize("name,loss,optimizer,sampler", [
     ("transe_l2", "margin", "adagrad", "uniform"),
     ("distmult", "softplus", "adagrad", "degree"),
     ("complex", "softplus", "adam", "uniform"),
-    ("rotate", "adversarial", "adam", "degree")])
+    ("rotate", "adversarial", "adam", "degree"),
+    ("transr", "margin", "adagrad", "uniform")])
 def test_kernels_train_like_pytorch(name, loss, optimizer, sampler):
     triples = graph()
     tables = []

@@ -102,6 +102,40 @@ def test_every_example_matches_finite_differences(path):
     check_gradient(text, path.stem, seed=zlib.crc32(path.stem.encode()))
 
 
+@pytest.mark.parametrize("example", ["transr", "rescal"])
+def test_factored_matrix_gradients_sum_to_the_matrices(example):
+    """factor-matrices: each edge's outer products of the returned factors
+    equal the matrix gradient without it (the other results unchanged), and
+    kge.autograd.OUTER_SUM on the CPU sums them per matrix as np.add.at of
+    the per-edge matrices does, a matrix without edges untouched."""
+    from kge.autograd import outer_sum_query
+    text = (EXAMPLES / f"{example}.mlir").read_text()
+    plain = differentiate(_module(text))
+    factored = differentiate(_module(text), factor_matrices=True)
+    rng = np.random.default_rng(4)
+    args = {k: v.astype(np.float32) if v.dtype == np.float64 else v
+            for k, v in _inputs(ir.signature(plain, example), rng, 40, 6).items()}
+    args["r"] = args["r"] % 5  # matrix 5 gets no edge
+    seeds = {"d_score": rng.normal(size=40).astype(np.float32)}
+    dense = compile_cpu(plain, example + "_grad")({**args, **seeds})
+    parts = compile_cpu(factored, example + "_grad")({**args, **seeds})
+    results = [p["name"] for p in ir.signature(factored, example + "_grad")["params"]
+               if p["role"] == "result"]
+    assert [n for n in results if n.startswith("d_Pm")] == ["d_Pm_r_u0", "d_Pm_r_v0"]
+    for name in results:
+        if not name.startswith("d_Pm"):
+            np.testing.assert_array_equal(parts[name], dense[name])
+    U, V = parts["d_Pm_r_u0"], parts["d_Pm_r_v0"]
+    np.testing.assert_allclose(U[:, :, None] * V[:, None, :], dense["d_Pm_r"],
+                               rtol=1e-5, atol=1e-6)
+    expected = np.zeros(args["Pm"].shape)
+    np.add.at(expected, args["r"], dense["d_Pm_r"])
+    start = np.zeros(args["Pm"].shape, np.float32)
+    summed = outer_sum_query().run_cpu(U=U, V=V, key=args["r"], C=start)
+    np.testing.assert_allclose(summed, expected, rtol=1e-4, atol=1e-5)
+    assert not summed[5].any()
+
+
 def test_wrong_gradient_is_detected():
     """The check fails for a gradient off by a little: TransE's function
     with a 1e-4 relative change of one row of its gradient."""

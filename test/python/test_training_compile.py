@@ -12,9 +12,16 @@ from kge import training
 @pytest.mark.parametrize("name", sorted(training.MODELS))
 def test_models_compile_to_a_forward_and_a_gradient_bundle(name):
     example, _, tables = training.MODELS[name]
-    forward, gradient = training.compile_model(name, 32)
+    forward, gradient, outer_sum = training.compile_model(name, 32)
     fwd = forward.validate()
     grad = gradient.validate()
+    # A table of matrices comes as the factors of its outer products, with
+    # the bundle that sums them per matrix.
+    assert (outer_sum is not None) == training.has_matrices(name)
+    if outer_sum is not None:
+        assert outer_sum.validate()["name"] == "outer_sum"
+        assert {p["name"] for p in grad["params"] if p["name"].startswith("d_Pm")} == {
+            "d_Pm_r_u0", "d_Pm_r_v0"}
     assert fwd["name"] == example and grad["name"] == example + "_grad"
     arguments = [p["name"] for p in fwd["params"] if p["role"] != "result"]
     assert [p["name"] for p in grad["params"] if p["role"] != "result"] == arguments + ["d_score"]
@@ -23,7 +30,7 @@ def test_models_compile_to_a_forward_and_a_gradient_bundle(name):
     assert {r.split("_")[1] for r in results} == set(tables)
     for p in fwd["params"]:
         if p["role"] == "table":
-            assert p["shape"][1:] == [32]
+            assert p["shape"][1:] == [32] * (2 if p["name"] in training.MATRIX_TABLES else 1)
 
 
 def test_compile_model_refuses_bad_arguments():
@@ -66,9 +73,18 @@ def test_cpu_training_example_learns():
 
 
 def test_load_bundles_reads_what_compile_model_gives(tmp_path):
-    forward, gradient = training.compile_model("complex", 16)
+    forward, gradient, outer_sum = training.compile_model("complex", 16)
+    assert outer_sum is None
     forward.save(tmp_path / "complex.fwd.D16.kgebundle")
     gradient.save(tmp_path / "complex.grad.D16.kgebundle")
-    assert training.load_bundles(tmp_path, "complex", 16) == (forward.text, gradient.text)
+    assert training.load_bundles(tmp_path, "complex", 16) == (forward.text, gradient.text, None)
     with pytest.raises(FileNotFoundError, match="complex.fwd.D32.kgebundle"):
         training.load_bundles(tmp_path, "complex", 32)
+    forward, gradient, outer_sum = training.compile_model("transr", 16)
+    forward.save(tmp_path / "transr.fwd.D16.kgebundle")
+    gradient.save(tmp_path / "transr.grad.D16.kgebundle")
+    with pytest.raises(FileNotFoundError, match="outer_sum.kgebundle"):
+        training.load_bundles(tmp_path, "transr", 16)
+    outer_sum.save(tmp_path / "outer_sum.kgebundle")
+    assert training.load_bundles(tmp_path, "transr", 16) == (
+        forward.text, gradient.text, outer_sum.text)

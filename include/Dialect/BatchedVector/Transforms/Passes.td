@@ -53,6 +53,18 @@ def BatchedVectorDifferentiate : Pass<"bvec-differentiate", "ModuleOp"> {
       the extreme (as `torch.amax`);
     - `sqrt` at 0 and `log` at 0 follow IEEE arithmetic (infinite).
 
+    A table of matrices (TransR's and RESCAL's relation matrices) gets a
+    matrix per edge, the sum of outer products of vectors that its
+    `vec_mul_mat` / `mat_mul_vec` uses give. For training batches that is
+    `B x R x C` floats; with `factor-matrices` the gradient function
+    returns the factors instead, two vectors per term `n` of the sum,
+    `d_<table>_<indices>_u<n>` (length `R`) and `d_<table>_<indices>_v<n>`
+    (length `C`): row `b`'s gradient is the sum over `n` of `u<n>[b] (x)
+    v<n>[b]`, and the table's gradient their sum per row `indices[b]` — a
+    segment matrix product the caller runs (`kge.tile.per_key`). A matrix
+    whose gradient is not such a sum (an elementwise product of matrices)
+    is refused with a diagnostic.
+
     Only tables of floating-point rows are differentiated; `wrt` restricts
     the derivative to the named tables (the others are treated as
     constants, e.g. frozen embeddings; functions without any of them are
@@ -75,6 +87,9 @@ def BatchedVectorDifferentiate : Pass<"bvec-differentiate", "ModuleOp"> {
                "bvec functions to differentiate (empty: all)">,
     ListOption<"wrt", "wrt", "std::string",
                "tables to differentiate with respect to (empty: all tables of floats)">,
+    Option<"factorMatrices", "factor-matrices", "bool", /*default=*/"false",
+           "return a table of matrices' gradient as the factors of its outer "
+           "products (d_<table>_<indices>_u<n>, _v<n>) instead of a matrix per edge">,
   ];
 }
 

@@ -4,7 +4,9 @@
 // recomputes what it needs of `@f` and propagates per-edge seeds back to
 // the gathered rows, written in bvec operations so that it fuses into one
 // kernel like `@f`. The gradient of each (table, index array) pair is a
-// batch of rows (row-sparse), scattered by the caller.
+// batch of rows (row-sparse), scattered by the caller; with
+// `factor-matrices`, a matrix's is the factors of its outer products, which
+// the caller sums per row of the table (a segment matrix product).
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,8 +39,9 @@ constexpr double kNormFloor = 1e-20;
 /// Builds `@<f>_grad` for the bvec function `f`.
 class Differentiation {
 public:
-  Differentiation(FuncOp f, const llvm::StringSet<> &wrt)
-      : f(f), wrt(wrt), b(f.getContext()), loc(f.getLoc()) {}
+  Differentiation(FuncOp f, const llvm::StringSet<> &wrt, bool factorMatrices)
+      : f(f), wrt(wrt), factorMatrices(factorMatrices), b(f.getContext()),
+        loc(f.getLoc()) {}
 
   /// Creates the gradient function after `f`; fails with a diagnostic on
   /// `f`.
@@ -51,6 +54,11 @@ private:
   void accumulate(Value value, Value delta);
   /// Propagates `dy`, the gradient of `op`'s result, to its operands.
   LogicalResult backward(Operation *op, Value dy);
+  /// Appends the (lhs, rhs) factors of the outer products whose sum is the
+  /// matrix gradient `dy` (negated with `negate`) to `terms`; fails where
+  /// `dy` is not such a sum.
+  LogicalResult outerTerms(Value dy, bool negate,
+                           SmallVectorImpl<std::pair<Value, Value>> &terms);
 
   /// The value in the gradient function of `f`'s `value`.
   Value fwd(Value value) const { return mapping.lookup(value); }
@@ -86,6 +94,7 @@ private:
 
   FuncOp f;
   const llvm::StringSet<> &wrt;
+  bool factorMatrices;
   OpBuilder b;
   Location loc;
   FuncOp grad;
@@ -313,6 +322,25 @@ LogicalResult Differentiation::backward(Operation *op, Value dy) {
       });
 }
 
+LogicalResult Differentiation::outerTerms(
+    Value dy, bool negate, SmallVectorImpl<std::pair<Value, Value>> &terms) {
+  Operation *def = dy.getDefiningOp();
+  if (auto outer = dyn_cast_or_null<VecOuterVecOp>(def)) {
+    Value lhs = outer.getLhs();
+    terms.push_back({negate ? neg(lhs) : lhs, outer.getRhs()});
+    return success();
+  }
+  if (auto sum = dyn_cast_or_null<AddOp>(def))
+    return success(succeeded(outerTerms(sum.getLhs(), negate, terms)) &&
+                   succeeded(outerTerms(sum.getRhs(), negate, terms)));
+  if (auto difference = dyn_cast_or_null<SubOp>(def))
+    return success(succeeded(outerTerms(difference.getLhs(), negate, terms)) &&
+                   succeeded(outerTerms(difference.getRhs(), !negate, terms)));
+  if (auto negation = dyn_cast_or_null<NegOp>(def))
+    return outerTerms(negation.getInput(), !negate, terms);
+  return failure();
+}
+
 LogicalResult Differentiation::run() {
   std::string name = (f.getSymName() + "_grad").str();
   if (SymbolTable::lookupNearestSymbolFrom(f, b.getStringAttr(name)))
@@ -407,10 +435,43 @@ LogicalResult Differentiation::run() {
       return f.emitOpError()
              << "cannot be differentiated: the gradient name '" << resultName
              << "' is taken by another parameter";
-    storage.push_back(resultName);
-    // Rows that reach no result have a zero gradient.
-    results.push_back(pair.gradient ? pair.gradient
-                                    : constant(pair.type, 0.0));
+    auto matrix = dyn_cast<MatType>(pair.type);
+    if (!factorMatrices || !matrix) {
+      storage.push_back(resultName);
+      // Rows that reach no result have a zero gradient.
+      results.push_back(pair.gradient ? pair.gradient
+                                      : constant(pair.type, 0.0));
+      continue;
+    }
+    // A matrix's gradient as the factors of its outer products: results
+    // `<name>_u<n>` and `<name>_v<n>`, row b's gradient the sum over n of
+    // u<n>[b] (x) v<n>[b]. Rows that reach no result: one term of zeros.
+    SmallVector<std::pair<Value, Value>> terms;
+    if (!pair.gradient) {
+      Type element = matrix.getElementType();
+      terms.push_back(
+          {constant(batchedType(matrix, {matrix.getRows()}, element), 0.0),
+           constant(batchedType(matrix, {matrix.getCols()}, element), 0.0)});
+    } else if (failed(outerTerms(pair.gradient, /*negate=*/false, terms))) {
+      return f.emitOpError()
+             << "cannot be differentiated with factor-matrices: the gradient "
+                "of the rows of '"
+             << f.getArgName(table.getArgNumber()) << "' gathered through '"
+             << f.getArgName(indices.getArgNumber())
+             << "' is not a sum of outer products of vectors";
+    }
+    for (auto [n, term] : llvm::enumerate(terms)) {
+      for (auto [side, factor] : {std::pair{"_u", term.first},
+                                  std::pair{"_v", term.second}}) {
+        std::string factorName = resultName + side + std::to_string(n);
+        if (!names.insert(factorName).second)
+          return f.emitOpError()
+                 << "cannot be differentiated: the gradient name '"
+                 << factorName << "' is taken by another parameter";
+        storage.push_back(factorName);
+        results.push_back(factor);
+      }
+    }
   }
   for (const std::string &s : storage)
     resultNames.push_back(s);
@@ -463,7 +524,8 @@ struct BatchedVectorDifferentiatePass
           relevant = true;
         }
       }
-      if (relevant && failed(Differentiation(f, tables).run()))
+      if (relevant &&
+          failed(Differentiation(f, tables, factorMatrices).run()))
         return signalPassFailure();
     }
     for (const auto &table : tables)
