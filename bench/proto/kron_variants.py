@@ -45,6 +45,21 @@ VARIANTS = {
     # variants-dense-partial-sums.json, no faster than one chain).
     "h_dense1024": dict(dense_threshold=1024),
     "h_dense2048": dict(dense_threshold=2048),
+    # The register-blocked dense primitive: every octile pair dense, and
+    # dense from a product of non-zero counts of 256, 512.
+    "i_dense1": dict(dense_threshold=1),
+    "i_dense128": dict(dense_threshold=128),
+    # The default (dense from 128) at 6 and 4 blocks per SM (85 and 128
+    # registers: the solver spills at 64).
+    "j_b6": dict(blocks_per_sm=6),
+    "j_b4": dict(blocks_per_sm=4),
+    "j_b4_tiles32": dict(blocks_per_sm=4, cached_tiles=32),
+    "i_dense256": dict(dense_threshold=256),
+    "i_dense512": dict(dense_threshold=512),
+    # Before/after runs: the previous compiler's f_rows and h_dense1024
+    # bundles copied here (--build makes them with the current one).
+    "before_f_rows": dict(),
+    "before_h_dense1024": dict(dense_threshold=1024),
 }
 SETS = {"nws160": "unlabeled", "ba160": "unlabeled", "geometric160": "unlabeled",
         "molecules": "molecules", "proteins": "proteins", "dense64": "delta_sqexp"}
@@ -90,6 +105,8 @@ def main():
         sys.path.insert(0, str(ROOT / "build" / "python_packages"))
         from kge import kron
         for variant, options in VARIANTS.items():
+            if args.variants and variant not in args.variants.split(","):
+                continue
             options = dict(options)
             order = options.pop("order", "auto")
             for config in set(SETS.values()):

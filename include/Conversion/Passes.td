@@ -200,8 +200,15 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     64 product rows, the edge base kernel times the weights times the
     direction: over the non-zeros of the two rows (the bitmaps' set bits),
     or over all 64 entries where the two octiles' non-zero counts multiply
-    to `dense-threshold` or more. A second kernel normalizes the Gram
-    matrix where asked.
+    to `dense-threshold` or more. The dense product is register blocked: a
+    lane takes two product rows that share graph 2's octile row, holds
+    that row's weights and labels, reads each row of the octile pair's 8 x
+    8 block of p once for both (immediate offsets from one address; the
+    solve keeps zeros after p for the reads past its end), and sums each
+    row over j2 of ke * w2 p before multiplying by w1; square-exponential
+    labels are scaled once so that each pair's kernel is ex2(-(x - y)^2),
+    one `ex2.approx.ftz`. A second kernel normalizes the Gram matrix where
+    asked.
 
     Where both graphs have at most 1,024 nodes and their octiles are
     sparse (the product of their mean non-zero counts per octile below
@@ -229,10 +236,10 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
     below a density product of 200 (1.3-1.6x faster than octile pairs on
     the synthetic and molecule sets, 1.2x slower on the protein segments,
     whose octiles hold 18 non-zeros on average), 16 cached octiles per
-    graph, 8 blocks per SM, and no dense primitive (a threshold of 256 or
-    1024 was no faster on the dense protein graphs and 1.4-1.9x slower
-    elsewhere: its unrolled loop costs registers, and the solver is bound
-    by the latency its resident warps hide).
+    graph, 8 blocks per SM, and the dense product from a non-zero product
+    of 128 (on an H200, bench/results/2026-11-29-h200-kron-dense: the
+    protein segments 2.08x faster than with sparse octile pairs only, the
+    others within 2 %).
 
     The dense octile product stays in this kernel rather than in a `tile`
     task (docs/RationaleKron.md says why).
@@ -242,7 +249,7 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
            "Blocks resident at once (each solves one pair at a time)">,
     Option<"cachedTiles", "cached-tiles", "int64_t", /*default=*/"16",
            "Octiles of each graph a block keeps expanded in shared memory">,
-    Option<"denseThreshold", "dense-threshold", "int64_t", /*default=*/"5000",
+    Option<"denseThreshold", "dense-threshold", "int64_t", /*default=*/"128",
            "Product of two octiles' non-zero counts from which their product "
            "runs over all 64 entries (dense) rather than over the non-zeros "
            "(above 4096: never)">,

@@ -64,6 +64,14 @@ CONFIGS["nodal_factored_xy"] = {**CONFIGS["unlabeled"], "symmetric": False, "nod
 CONFIGS["nodal_pairs"] = {**CONFIGS["delta_sqexp"], "normalize": False, "nodal": True,
                           "product_rows": False}
 
+# Every octile pair by the dense (register-blocked) primitive: all 64 x 64
+# entries, zeros included; with one feature and with products and sums of
+# two.
+CONFIGS["dense_octiles"] = {**CONFIGS["delta_sqexp"], "product_rows": False,
+                            "dense_threshold": 1}
+CONFIGS["dense_octiles_xy"] = {**CONFIGS["product_sum_xy"], "product_rows": False,
+                               "dense_threshold": 1}
+
 # GraphDot's degrees (sum / (1 - q)): the same values as GraphDot's
 # MarginalizedGraphKernel up to its scaling (normalized: equal).
 CONFIGS.update({f"{name}_scaled": {**CONFIGS[name], "degrees": "scaled"}

@@ -68,7 +68,7 @@ def run(config, X, Y=None, order="auto"):
 
 @pytest.mark.parametrize("order", ["auto", "natural", "rcm", "pbr", "refined"])
 @pytest.mark.parametrize("config", ["delta_sqexp", "unlabeled", "delta_sqexp_scaled",
-                                    "unlabeled_scaled"])
+                                    "unlabeled_scaled", "dense_octiles"])
 def test_gram_matches_the_reference(config, order):
     if order == "pbr":
         # (The partition-based order is made on the host by METIS.)
@@ -84,6 +84,19 @@ def test_gram_matches_the_reference(config, order):
         np.testing.assert_allclose(np.diag(k), 1.0, rtol=1e-6)
 
 
+def test_dense_octiles_on_nearly_complete_graphs():
+    """The register-blocked octile product on full octiles and on the
+    partial last tile row and column (9-30 nodes), against the
+    reference."""
+    rng = np.random.default_rng(23)
+    features = (CONFIGS["dense_octiles"]["node_features"],
+                CONFIGS["dense_octiles"]["edge_features"])
+    X = [random_graph(rng, n, 0.9, features) for n in (9, 16, 21, 30)]
+    k, iterations = run("dense_octiles", X)
+    assert (iterations > 0).all()
+    np.testing.assert_allclose(k, reference("dense_octiles", X), rtol=2e-4, atol=1e-7)
+
+
 def test_single_pairs_against_the_dense_solve():
     rng = np.random.default_rng(3)
     X = dataset(rng, "unlabeled", [5, 8, 13])
@@ -95,7 +108,7 @@ def test_single_pairs_against_the_dense_solve():
             assert k[a, b] == pytest.approx(exact, rel=2e-4)
 
 
-@pytest.mark.parametrize("config", ["delta_sqexp_xy", "product_sum_xy"])
+@pytest.mark.parametrize("config", ["delta_sqexp_xy", "product_sum_xy", "dense_octiles_xy"])
 def test_x_against_y(config):
     rng = np.random.default_rng(5)
     X = dataset(rng, config, [3, 10, 17, 33])

@@ -535,9 +535,12 @@ int main(int argc, char **argv) {
                   // lowered on the CPU path.
                   {"linalg raised to bvec", "bvec-raise-linalg,kge-lower-to-cpu"},
                   // Gradient functions (bvec-differentiate) of score
-                  // functions, on the CPU path and the GPU one.
+                  // functions, on the CPU path and the GPU one (there with
+                  // matrix gradients as factors, as kge.training derives
+                  // them).
                   {"bvec backward to cpu", "bvec-differentiate,kge-lower-to-cpu"},
-                  {"bvec backward to gpu", "bvec-differentiate,kge-lower-to-gpu"},
+                  {"bvec backward to gpu",
+                   "bvec-differentiate{factor-matrices},kge-lower-to-gpu"},
                   // Graph functions: their layers as tile tasks, on the CPU
                   // path and the GPU one.
                   {"graph to cpu", "convert-graph-to-tile,kge-lower-to-cpu"},

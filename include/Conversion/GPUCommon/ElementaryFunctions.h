@@ -59,6 +59,13 @@ std::pair<Value, Value> emitQuadrantReduction(OpBuilder &b, Location loc,
 /// approximate libdevice default. Scalars only.
 Value emitSqrtRN(OpBuilder &b, Location loc, Value x);
 
+/// f32 `2^x` by one `ex2.approx.ftz` (relative error 2^-22, subnormal
+/// results flushed to zero): the NVVM intrinsic, since `math.exp2` becomes
+/// libdevice's `ex2.approx` without ftz, which adds a scaling around it for
+/// subnormals. For kernels whose values need no subnormals (a base
+/// kernel's weight). Scalars only.
+Value emitExp2Approx(OpBuilder &b, Location loc, Value x);
+
 } // namespace kge
 } // namespace mlir
 

@@ -299,3 +299,10 @@ Value mlir::kge::emitSqrtRN(OpBuilder &b, Location loc, Value x) {
                                        ValueRange{x})
       .getResult(0);
 }
+
+Value mlir::kge::emitExp2Approx(OpBuilder &b, Location loc, Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, loc, b.getF32Type(),
+             b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"), ValueRange{x})
+      .getResult(0);
+}

@@ -12,6 +12,7 @@
 #include "Conversion/KronToGPU/KronToGPU.h"
 
 #include "Conversion/GPUCommon/BundleAttributes.h"
+#include "Conversion/GPUCommon/ElementaryFunctions.h"
 #include "Dialect/Common/DerivedParameters.h"
 #include "Dialect/Common/RuntimeTypes.h"
 #include "Dialect/Kron/IR/KronDialect.h"
@@ -300,7 +301,12 @@ private:
   SmallVector<Value> blockSum(ArrayRef<Value> values);
 
   /// The base kernel `kernel` of labels `x` and `y` (one per feature).
-  Value baseKernel(Attribute kernel, ArrayRef<Value> x, ArrayRef<Value> y);
+  Value baseKernel(Attribute kernel, ArrayRef<Value> x, ArrayRef<Value> y,
+                   bool prescaled = false);
+  /// Labels `x` with each square-exponential feature's multiplied by
+  /// sqrt(log2(e) / 2) / l, for baseKernel's `prescaled` form: its
+  /// exponential is then ex2(-(x - y)^2), two operations fewer per pair.
+  SmallVector<Value> prescale(Attribute kernel, ArrayRef<Value> x);
 
   /// The kernel argument of dataset array `array` of the left (`right`
   /// false) or right graph of a pair: X's or Y's by `fromY`.
@@ -407,15 +413,14 @@ private:
   /// of cached tiles by chunk unless `resident` (both graphs' tiles stay
   /// in the caches for the whole solve).
   void offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1, Value nt1,
-                   Value t2, Value nt2, Value n2, Value size, Value vecP,
+                   Value t2, Value nt2, Value n1, Value n2, Value vecP,
                    Value vecAP, Value resident);
 
   /// The product of cached tiles u (of graph 1) and v (of graph 2) into
   /// AP, lanes taking the 64 product rows two by two: over the rows'
   /// non-zeros (sparse) or over all 64 entries (dense, where the tiles'
   /// non-zero counts multiply to `denseThreshold` or more).
-  void tilePair(Value u, Value v, Value n2, Value size, Value vecP,
-                Value vecAP);
+  void tilePair(Value u, Value v, Value n1, Value n2, Value vecP, Value vecAP);
 
   OpBuilder &b;
   Location loc;
@@ -518,8 +523,19 @@ SmallVector<Value> SolverEmitter::blockSum(ArrayRef<Value> values) {
   return sums;
 }
 
+SmallVector<Value> SolverEmitter::prescale(Attribute kernelAttr,
+                                          ArrayRef<Value> x) {
+  SmallVector<Value> out(x);
+  FeatureKernels features = getFeatureKernels(kernelAttr);
+  for (auto [f, attr] : llvm::enumerate(features.perFeature))
+    if (auto sqexp = dyn_cast<SquareExponentialAttr>(attr))
+      out[f] = mul(x[f], cf(std::sqrt(0.5 * M_LOG2E) /
+                            sqexp.getLengthScale().convertToDouble()));
+  return out;
+}
+
 Value SolverEmitter::baseKernel(Attribute kernelAttr, ArrayRef<Value> x,
-                                ArrayRef<Value> y) {
+                                ArrayRef<Value> y, bool prescaled) {
   FeatureKernels features = getFeatureKernels(kernelAttr);
   if (features.perFeature.empty())
     return cf(features.constant);
@@ -533,7 +549,11 @@ Value SolverEmitter::baseKernel(Attribute kernelAttr, ArrayRef<Value> x,
     } else if (auto sqexp = dyn_cast<SquareExponentialAttr>(attr)) {
       Value d = sub(x[f], y[f]);
       double l = sqexp.getLengthScale().convertToDouble();
-      value = math::ExpOp::create(b, loc, mul(mul(d, d), cf(-0.5 / (l * l))));
+      // exp(-d^2 / (2 l^2)) as one ex2.approx.ftz.
+      Value exponent = prescaled
+                           ? mul(arith::NegFOp::create(b, loc, d), d)
+                           : mul(mul(d, d), cf(-0.5 * M_LOG2E / (l * l)));
+      value = kge::emitExp2Approx(b, loc, exponent);
     } else {
       value = cf(cast<ConstantAttr>(attr).getValue().convertToDouble());
     }
@@ -597,7 +617,7 @@ void SolverEmitter::stageTiles(ArrayRef<Value> g, Value first, Value count,
     store(values[1 + f], cache.labels, {add(mul(e, idx(edgeFeatures)), idx(f))});
 }
 
-void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
+void SolverEmitter::tilePair(Value u, Value v, Value n1, Value n2,
                              Value vecP, Value vecAP) {
   auto coordinates = [&](const TileCache &cache, Value t) {
     Value c = load(cache.coords, {t});
@@ -619,13 +639,12 @@ void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
           load(cache.labels, {add(mul(slot, idx(edgeFeatures)), idx(f))}));
     return labels;
   };
-  // The element of P at product column (c1 8 + j, c2 8 + j2), clamped into
-  // the pair's vector (past a graph's last node the weights are zero).
-  Value last = sub(size, idx(1));
+  // The element of P at product column (c1 8 + j, c2 8 + j2) of two
+  // nodes (set bits: inside the pair's vector).
   auto direction = [&](Value j, Value j2) {
     Value column = add(mul(add(mul(col1, idx(kOctile)), j), n2),
                        add(mul(col2, idx(kOctile)), j2));
-    return vload(vecP, arith::MinUIOp::create(b, loc, column, last));
+    return vload(vecP, column);
   };
   Value nonzeros = arith::MulIOp::create(
       b, loc, LLVM::CtPopOp::create(b, loc, i64, bitmap1),
@@ -635,59 +654,120 @@ void SolverEmitter::tilePair(Value u, Value v, Value n2, Value size,
   Value dense = withDense ? cmpi(arith::CmpIPredicate::sge, nonzeros,
                                  ci64(denseThreshold))
                           : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  // Lane l takes product rows (i, i2) = (l / 8, l % 8) and (l / 8 + 4,
+  // l % 8): both halves share tile 2's row i2 and the elements of P.
+  Value i2 = rem(lane, idx(kOctile));
+  SmallVector<Value, 2> rowsOf1, bits1, active;
+  Value row2Base = add(base2, mul(i2, idx(kOctile)));
+  auto rowBits = [&](Value bitmap, Value r) {
+    Value shift =
+        arith::IndexCastOp::create(b, loc, i64, mul(r, idx(kOctile)));
+    return arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, bitmap, shift), ci64(0xff));
+  };
+  Value bits2 = rowBits(bitmap2, i2);
+  Value any2 = cmpi(arith::CmpIPredicate::ne, bits2, ci64(0));
   for (int64_t half = 0; half < 2; ++half) {
     Value i = add(div(lane, idx(kOctile)), idx(4 * half));
-    Value i2 = rem(lane, idx(kOctile));
-    auto rowBits = [&](Value bitmap, Value r) {
-      Value shift =
-          arith::IndexCastOp::create(b, loc, i64, mul(r, idx(kOctile)));
-      return arith::AndIOp::create(
-          b, loc, arith::ShRUIOp::create(b, loc, bitmap, shift), ci64(0xff));
-    };
-    Value bits1 = rowBits(bitmap1, i);
-    Value bits2 = rowBits(bitmap2, i2);
-    Value any = arith::AndIOp::create(
-        b, loc, cmpi(arith::CmpIPredicate::ne, bits1, ci64(0)),
-        cmpi(arith::CmpIPredicate::ne, bits2, ci64(0)));
-    auto active = scf::IfOp::create(b, loc, any, false);
-    OpBuilder::InsertionGuard activeGuard(b);
-    b.setInsertionPointToStart(active.thenBlock());
-    Value row1Base = add(base1, mul(i, idx(kOctile)));
-    Value row2Base = add(base2, mul(i2, idx(kOctile)));
-    auto term = [&](Value j, Value j2, Value acc) {
-      Value slot1 = add(row1Base, j), slot2 = add(row2Base, j2);
-      Value w = mul(load(cache1.weights, {slot1}), load(cache2.weights, {slot2}));
-      Value ke = baseKernel(gram.edgeKernel, labelsAt(cache1, slot1),
-                            labelsAt(cache2, slot2));
-      return add(acc, mul(mul(w, ke), direction(j, j2)));
-    };
-    auto pick = scf::IfOp::create(b, loc, TypeRange{f32}, dense, true);
-    {
-      // Dense: all 64 entries of the two rows, unrolled.
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(pick.thenBlock());
-      Value acc = cf(0.0);
-      for (int64_t j = 0; withDense && j < kOctile; ++j)
+    rowsOf1.push_back(i);
+    bits1.push_back(rowBits(bitmap1, i));
+    active.push_back(arith::AndIOp::create(
+        b, loc, cmpi(arith::CmpIPredicate::ne, bits1.back(), ci64(0)), any2));
+  }
+  auto term = [&](Value slot1, Value slot2, Value j, Value j2, Value acc) {
+    Value w = mul(load(cache1.weights, {slot1}), load(cache2.weights, {slot2}));
+    Value ke = baseKernel(gram.edgeKernel, labelsAt(cache1, slot1),
+                          labelsAt(cache2, slot2));
+    return add(acc, mul(mul(w, ke), direction(j, j2)));
+  };
+  auto pick = scf::IfOp::create(b, loc, TypeRange{f32, f32}, dense, true);
+  {
+    // Dense (register blocked): for each column j of tile 1, the eight
+    // elements of P's row j times tile 2's row weights (shared by the two
+    // product rows), each row's sum over j2 of ke * w2 P, then times w1.
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(pick.thenBlock());
+    SmallVector<Value, 2> acc(2, cf(0.0));
+    if (withDense) {
+      // Tile 2's row i2, read once; tile 1's rows column by column (fewer
+      // live registers: the solver runs at 8 blocks of 128 threads per
+      // multiprocessor, 64 registers each).
+      SmallVector<Value, kOctile> w2;
+      SmallVector<SmallVector<Value>, kOctile> l2;
+      for (int64_t j2 = 0; j2 < kOctile; ++j2) {
+        Value slot2 = add(row2Base, idx(j2));
+        w2.push_back(load(cache2.weights, {slot2}));
+        l2.push_back(labelsAt(cache2, slot2));
+      }
+      for (SmallVector<Value> &labels : l2)
+        labels = prescale(gram.edgeKernel, labels);
+      Value columns2 = add(vecP, mul(col2, idx(kOctile)));
+      Value lastRow = sub(n1, idx(1));
+      for (int64_t j = 0; j < kOctile; ++j) {
+        // P's row c1 8 + j (the last node's past graph 1's: zero weights
+        // there) at columns c2 8 + j2: past graph 2's last node the next
+        // row's elements or, past the vector's end, the zeros the solve
+        // keeps after P (at most 7 elements: see solvePair). Immediate
+        // offsets from one address per row, no clamp per element.
+        Value row = arith::MinUIOp::create(
+            b, loc, add(mul(col1, idx(kOctile)), idx(j)), lastRow);
+        Value rowP = add(mul(row, n2), columns2);
+        SmallVector<Value, kOctile> w2p;
         for (int64_t j2 = 0; j2 < kOctile; ++j2)
-          acc = term(idx(j), idx(j2), acc);
-      scf::YieldOp::create(b, loc, acc);
+          w2p.push_back(mul(
+              w2[j2],
+              load(workspace, {arith::AddIOp::create(
+                                  b, loc, rowP, idx(j2),
+                                  arith::IntegerOverflowFlags::nsw |
+                                      arith::IntegerOverflowFlags::nuw)})));
+        for (int64_t half = 0; half < 2; ++half) {
+          Value slot1 = add(add(base1, mul(rowsOf1[half], idx(kOctile))), idx(j));
+          SmallVector<Value> l1 = prescale(gram.edgeKernel, labelsAt(cache1, slot1));
+          Value sum = cf(0.0);
+          for (int64_t j2 = 0; j2 < kOctile; ++j2) {
+            Value ke = baseKernel(gram.edgeKernel, l1, l2[j2], /*prescaled=*/true);
+            sum = math::FmaOp::create(b, loc, ke, w2p[j2], sum);
+          }
+          acc[half] = math::FmaOp::create(b, loc, load(cache1.weights, {slot1}),
+                                          sum, acc[half]);
+        }
+      }
     }
-    {
-      // Sparse: the set bits j of row i (tile 1) and j2 of row i2 (tile 2).
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(pick.elseBlock());
+    scf::YieldOp::create(b, loc, acc);
+  }
+  {
+    // Sparse: the set bits j of row i (tile 1) and j2 of row i2 (tile 2),
+    // where both rows have any.
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(pick.elseBlock());
+    SmallVector<Value, 2> sums;
+    for (int64_t half = 0; half < 2; ++half) {
+      auto rows = scf::IfOp::create(b, loc, TypeRange{f32}, active[half], true);
+      OpBuilder::InsertionGuard rowsGuard(b);
+      b.setInsertionPointToStart(rows.thenBlock());
+      Value row1Base = add(base1, mul(rowsOf1[half], idx(kOctile)));
       Value sum = forEachSetBit(
-          bits1, idx(0), cf(0.0), [&](Value j, Value, Value acc) {
-            return forEachSetBit(
-                bits2, idx(0), acc,
-                [&](Value j2, Value, Value inner) { return term(j, j2, inner); });
+          bits1[half], idx(0), cf(0.0), [&](Value j, Value, Value acc) {
+            return forEachSetBit(bits2, idx(0), acc, [&](Value j2, Value,
+                                                         Value inner) {
+              return term(add(row1Base, j), add(row2Base, j2), j, j2, inner);
+            });
           });
       scf::YieldOp::create(b, loc, sum);
+      b.setInsertionPointToStart(rows.elseBlock());
+      scf::YieldOp::create(b, loc, cf(0.0));
+      sums.push_back(rows.getResult(0));
     }
-    Value row = add(mul(add(mul(row1, idx(kOctile)), i), n2),
+    scf::YieldOp::create(b, loc, sums);
+  }
+  for (int64_t half = 0; half < 2; ++half) {
+    auto add_ = scf::IfOp::create(b, loc, active[half], false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(add_.thenBlock());
+    Value row = add(mul(add(mul(row1, idx(kOctile)), rowsOf1[half]), n2),
                     add(mul(row2, idx(kOctile)), i2));
     memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf,
-                                arith::NegFOp::create(b, loc, pick.getResult(0)),
+                                arith::NegFOp::create(b, loc, pick.getResult(half)),
                                 workspace, ValueRange{add(vecAP, row)});
   }
 }
@@ -858,7 +938,7 @@ SolverEmitter::factoredXMV(ArrayRef<Value> g1, ArrayRef<Value> g2, Value t1,
 
 void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
                                 Value t1, Value nt1, Value t2, Value nt2,
-                                Value n2, Value size, Value vecP, Value vecAP,
+                                Value n1, Value n2, Value vecP, Value vecAP,
                                 Value resident) {
   Value chunk = idx(cachedTiles);
   auto chunks = [&](Value n) { return div(add(n, sub(chunk, idx(1))), chunk); };
@@ -884,7 +964,7 @@ void SolverEmitter::offDiagonal(ArrayRef<Value> g1, ArrayRef<Value> g2,
                                   idx(kWarps));
   b.setInsertionPointToStart(pairs.getBody());
   Value k = pairs.getInductionVar();
-  tilePair(div(k, count2), rem(k, count2), n2, size, vecP, vecAP);
+  tilePair(div(k, count2), rem(k, count2), n1, n2, vecP, vecAP);
 }
 
 void SolverEmitter::solvePair(Value p) {
@@ -984,6 +1064,17 @@ void SolverEmitter::solvePair(Value p) {
           b, loc,
           ValueRange{add(init.getRegionIterArg(0), mul(rhs, z)),
                      add(init.getRegionIterArg(1), mul(rhs, rhs))});
+    }
+    // Zeros after P, as far as this pair's share of the workspace goes (the
+    // dense octile product reads up to 7 elements past P's end; past the
+    // share it reads A p's first ones, finite too).
+    {
+      Value tail = arith::MinUIOp::create(b, loc, add(size, idx(kOctile - 1)),
+                                          share);
+      auto zeros = scf::ForOp::create(b, loc, add(size, tid), tail, idx(kThreads));
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(zeros.getBody());
+      vstore(cf(0.0), vp, zeros.getInductionVar());
     }
     // The product-row primitive where both graphs' tile rows fit the
     // shared index.
@@ -1126,7 +1217,7 @@ void SolverEmitter::solvePair(Value p) {
           scf::YieldOp::create(b, loc, ValueRange{cf(0.0), cf(0.0)});
         }
         b.setInsertionPointToStart(primitive.elseBlock());
-        offDiagonal(g1, g2, t1, nt1, t2, nt2, n2, size, vp, vap, resident);
+        offDiagonal(g1, g2, t1, nt1, t2, nt2, n1, n2, vp, vap, resident);
         barrier();
         scf::YieldOp::create(
             b, loc,
