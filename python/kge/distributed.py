@@ -351,7 +351,8 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                  negatives=16, loss="softplus", margin=1.0, temperature=1.0,
                  optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device=None,
                  buffer_bytes=None, checkpoint_every=0, shuffle=True, resume=False,
-                 out_of_core=None, split=1, capacity=3, order="legend", prefetch=True):
+                 out_of_core=None, split=1, capacity=3, order="legend", prefetch=True,
+                 outer_sum=None):
         import torch
         self.group = _default_group(group)
         self.rank, self.world = self.group.rank, self.group.world
@@ -381,7 +382,7 @@ class DistributedTrainer(out_of_core_module.PartitionedTrainer):
                     negatives=negatives, loss=loss, margin=margin, temperature=temperature,
                     optimizer=optimizer, lr=lr, sampler=sampler, seed=seed, device=device,
                     buffer_bytes=buffer_bytes, fingerprint={"ranks": self.world},
-                    shuffle=shuffle)
+                    shuffle=shuffle, outer_sum=outer_sum)
         self.prefetch = prefetch
         self._plans, self._handovers = {}, {}
         self._received = [0, 0]  # partitions and bytes received from other ranks

@@ -237,7 +237,8 @@ class PartitionedTrainer(training.Trainer):
 
     def _setup(self, name, triples, *, num_entities, num_relations, dim, partitions, slots,
                forward, gradient, eager, batch_size, negatives, loss, margin, temperature,
-               optimizer, lr, sampler, seed, device, buffer_bytes, fingerprint, shuffle=False):
+               optimizer, lr, sampler, seed, device, buffer_bytes, fingerprint, shuffle=False,
+               outer_sum=None):
         """`shuffle`: the entities are numbered in a random order (from
         `seed`) before the partitions are cut, so that partitions of a graph
         whose ids follow popularity are about equally busy; `entity_rows`
@@ -269,7 +270,7 @@ class PartitionedTrainer(training.Trainer):
             else:
                 values = training.init_rows(name, table, num_relations, dim, generator)
                 tables[table] = torch.nn.Parameter(values.to(device))
-        score, op = training._operator(name, forward, gradient, eager, "rows")
+        score, op = training._operator(name, forward, gradient, eager, "rows", outer_sum)
         model = training.Model(name, tables, score, distance, op)
         # The optimizer's states of the entity tables are buffer-sized too.
         self._configure(model, batch_size=batch_size, negatives=negatives, loss=loss,
@@ -485,7 +486,7 @@ class OutOfCoreTrainer(PartitionedTrainer):
                  capacity=3, order="legend", forward=None, gradient=None, eager=False,
                  batch_size=1024, negatives=16, loss="softplus", margin=1.0, temperature=1.0,
                  optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device="cuda",
-                 prefetch=True, buffer_bytes=None, resume=False):
+                 prefetch=True, buffer_bytes=None, resume=False, outer_sum=None):
         _check_counts(num_entities=num_entities, partitions=partitions)
         partition_ranges(partitions, num_entities)  # refused before an order is sought
         self.states, self.buckets = buffer_order(partitions, capacity, order)
@@ -500,7 +501,7 @@ class OutOfCoreTrainer(PartitionedTrainer):
                     gradient=gradient, eager=eager, batch_size=batch_size, negatives=negatives,
                     loss=loss, margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,
                     sampler=sampler, seed=seed, device=device, buffer_bytes=buffer_bytes,
-                    fingerprint={})
+                    fingerprint={}, outer_sum=outer_sum)
         self.prefetch = prefetch
         if resume is False:
             self.store = PartitionStore.initialize(

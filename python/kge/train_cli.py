@@ -235,11 +235,13 @@ def run_rank(args):
                                        timeout=args.timeout)
     try:
         train, valid, test, entities, relations = load_data(args.data)
-        forward, gradient = bundles_for(args) if args.device == "cuda" else (None, None)
+        forward, gradient, outer_sum = (bundles_for(args) if args.device == "cuda"
+                                        else (None, None, None))
         resume = bool(args.resume and (args.checkpoint / "latest.json").exists())
         trainer = distributed.DistributedTrainer(
             args.model, train, args.checkpoint, num_entities=entities,
             num_relations=relations, dim=args.dim, forward=forward, gradient=gradient,
+            outer_sum=outer_sum,
             eager=args.device == "cpu", device=device, checkpoint_every=args.checkpoint_every,
             resume=resume, **_options(args), **({"out_of_core": args.out_of_core,
                                                   "split": args.split,

@@ -25,16 +25,16 @@ TRAIN, TEST, ALL = clustered(0, ENTITIES, RELATIONS, clusters=60, edges=60000, h
 
 
 def make(directory, name="distmult", prefetch=True, **options):
-    fwd, grad, _ = training.load_bundles(BUNDLES, name, DIM)
+    fwd, grad, outer_sum = training.load_bundles(BUNDLES, name, DIM)
     settings = dict(num_entities=ENTITIES, num_relations=RELATIONS, dim=DIM, partitions=9,
                     capacity=3, forward=fwd, gradient=grad, batch_size=1024, negatives=16,
-                    lr=0.1, prefetch=prefetch)
+                    lr=0.1, prefetch=prefetch, outer_sum=outer_sum)
     settings.update(options)
     return out_of_core.OutOfCoreTrainer(name, TRAIN, directory, **settings)
 
 
 @pytest.mark.parametrize("name,optimizer", [("distmult", "adagrad"), ("complex", "adam"),
-                                            ("transe_l2", "adagrad")])
+                                            ("transe_l2", "adagrad"), ("transr", "adagrad")])
 def test_overlapped_swaps_train_like_synchronous_swaps(tmp_path, name, optimizer):
     overlapped = make(tmp_path / "a", name, True, optimizer=optimizer)
     synchronous = make(tmp_path / "b", name, False, optimizer=optimizer)

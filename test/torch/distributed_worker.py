@@ -26,13 +26,13 @@ TRAIN, TEST, ALL = clustered()
 ENTITIES, RELATIONS = 900, 6
 
 
-def trainer(group, directory, resume=False, **options):
+def trainer(group, directory, resume=False, name="distmult", **options):
     from kge import distributed
     settings = dict(num_entities=ENTITIES, num_relations=RELATIONS, dim=16, group=group,
                     eager=True, device="cpu", batch_size=512, negatives=8, lr=0.05,
                     checkpoint_every=1, resume=resume)
     settings.update(options)
-    return distributed.DistributedTrainer("distmult", TRAIN, directory, **settings)
+    return distributed.DistributedTrainer(name, TRAIN, directory, **settings)
 
 
 def out_of_core(directory, split):

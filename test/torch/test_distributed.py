@@ -192,6 +192,23 @@ def test_an_epoch_trains_every_edge_once_and_keeps_relation_copies_equal(tmp_pat
         assert np.array_equal(tables["Eemb"][ids], rows.detach().numpy())
 
 
+def test_transr_matrices_train_on_several_ranks_and_out_of_core(tmp_path):
+    """TransR's relation matrices (a [relations, dim, dim] table) are
+    relation tables like the others: replicated and combined over the ranks,
+    out of core too; two epochs lower the loss and keep every copy equal."""
+    for label, options in (("memory", {}), ("files", worker.out_of_core(tmp_path / "f", 1))):
+        results = threads(2, tmp_path / label, epochs=2, name="transr", loss="margin",
+                          margin=2.0, **options)
+        trainers = [t for t, _ in results]
+        assert trainers[0].model.tables["Pm"].shape == (worker.RELATIONS, 16, 16)
+        assert "Pm" in trainers[0].relation_tables
+        assert torch.equal(trainers[0].model.tables["Pm"], trainers[1].model.tables["Pm"])
+        identity = torch.eye(16).expand(worker.RELATIONS, 16, 16)
+        assert not torch.equal(trainers[0].model.tables["Pm"].detach(), identity)
+        log = trainers[0].log
+        assert log[1]["loss"] < log[0]["loss"], (label, log)
+
+
 def test_distributed_training_learns(tmp_path):
     results = threads(2, tmp_path, epochs=6)
     t = results[0][0]

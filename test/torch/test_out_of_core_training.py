@@ -78,6 +78,20 @@ def test_out_of_core_training_learns_like_training_in_memory(tmp_path):
     assert mrr[3] > 0.4 * in_memory["mrr"]
 
 
+def test_transr_trains_out_of_core(tmp_path):
+    """TransR out of core: its matrices stay on the device with the relation
+    vectors, the entity rows move by partition; the loss falls and the
+    gathered model is TransR's."""
+    t = make(tmp_path, "transr", loss="margin", margin=2.0)
+    losses = [t.train_epoch()["loss"] for _ in range(3)]
+    assert losses[-1] < 0.9 * losses[0], losses
+    model = t.gather()
+    assert model.tables["Pm"].shape == (RELATIONS, 16, 16)
+    assert model.tables["Eemb"].shape == (ENTITIES, 16)
+    metrics, _ = training.evaluate(model, TEST, ALL)
+    assert metrics["mrr"] > 0
+
+
 @pytest.mark.parametrize("sampler", training.SAMPLERS)
 def test_negatives_come_from_the_partitions_in_the_buffer(tmp_path, sampler):
     t = make(tmp_path, sampler=sampler)
