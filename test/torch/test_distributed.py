@@ -635,6 +635,19 @@ def test_kge_train_out_of_core_on_several_processes(tmp_path):
     assert refused.returncode != 0 and "Legend's order is for a buffer of 3" in refused.stderr
 
 
+def test_kge_train_trains_transr_on_one_and_two_processes(tmp_path):
+    """kge-train --model transr: its matrices through the command, on one
+    process and on two ranks (the ranks' bundles come as three)."""
+    run = kge_train(tmp_path)
+    for extra in ((), ("--gpus", "2")):
+        done = run("--model", "transr", "--loss", "margin", "--margin", "2", "--epochs", 1,
+                   *extra)
+        assert done.returncode == 0, done.stderr
+        records = [json.loads(line) for line in done.stdout.splitlines()
+                   if line.startswith("{")]
+        assert "test" in records[-1] and records[-1]["test"]["mrr"] > 0
+
+
 @pytest.mark.parametrize("world", [1, 2, 3, 5, 9])
 def test_blocks_of_graphs_shared_by_the_ranks_equal_the_whole(world):
     """kge.distributed.blocks: each rank packs and tiles its block of
