@@ -148,7 +148,7 @@ class TrainJob:
         from kge import distributed, training
         args = self.args
         data = np.load(self.graph)
-        forward, gradient, _ = training.load_bundles(args.bundles, self.name, args.dim)
+        forward, gradient, outer_sum = training.load_bundles(args.bundles, self.name, args.dim)
         start = time.perf_counter()
         files = {}
         if self.split:
@@ -157,7 +157,7 @@ class TrainJob:
         t = distributed.DistributedTrainer(
             self.name, data["train"], num_entities=int(data["entities"]),
             num_relations=int(data["relations"]), dim=args.dim, forward=forward,
-            gradient=gradient, **settings(args, self.name), **files)
+            gradient=gradient, outer_sum=outer_sum, **settings(args, self.name), **files)
         setup = time.perf_counter() - start
         records = []
         for _ in range(self.epochs):
@@ -258,9 +258,9 @@ def train_one_gpu(args, name, graph, runs, epochs, out_of_core_run):
     data = np.load(graph)
     train = data["train"]
     entities, relations = int(data["entities"]), int(data["relations"])
-    forward, gradient, _ = training.load_bundles(args.bundles, name, args.dim)
+    forward, gradient, outer_sum = training.load_bundles(args.bundles, name, args.dim)
     model = training.Model.create(name, forward, gradient, entities, relations, args.dim,
-                                  seed=1)
+                                  seed=1, outer_sum=outer_sum)
     trainer = training.Trainer(model, train, **settings(args, name))
     records = [trainer.train_epoch() for _ in range(epochs)]
     runs["1 GPU in memory"] = {"epochs": records, "table_bytes": sum(
@@ -275,7 +275,7 @@ def train_one_gpu(args, name, graph, runs, epochs, out_of_core_run):
         trainer = out_of_core.OutOfCoreTrainer(
             name, train, directory, num_entities=entities, num_relations=relations,
             dim=args.dim, partitions=8, capacity=3, forward=forward, gradient=gradient,
-            **settings(args, name))
+            outer_sum=outer_sum, **settings(args, name))
         records = [trainer.train_epoch() for _ in range(epochs)]
         runs["1 GPU out of core (3 of 8 partitions)"] = {
             "epochs": records, "buffer_bytes": trainer.capacity * trainer.partition_bytes,

@@ -136,9 +136,9 @@ def main():
                           "skew": datasets.skew_summary(triples, entities),
                           "seconds_to_generate": time.perf_counter() - start}
     print(json.dumps(results["dataset"]), flush=True)
-    fwd = grad = None
+    fwd = grad = outer_sum = None
     if not args.eager:
-        fwd, grad, _ = training.load_bundles(args.bundles, args.model, args.dim)
+        fwd, grad, outer_sum = training.load_bundles(args.bundles, args.model, args.dim)
     states = partition_order.legend_order(args.partitions) if args.capacity == 3 else \
         partition_order.beta_order(args.partitions, args.capacity)
 
@@ -146,8 +146,9 @@ def main():
         return out_of_core.OutOfCoreTrainer(
             args.model, train, directory, num_entities=entities, num_relations=relations,
             dim=args.dim, partitions=args.partitions, capacity=args.capacity, forward=fwd,
-            gradient=grad, eager=args.eager, device=args.device, batch_size=args.batch,
-            negatives=args.negatives, lr=args.lr, seed=1, prefetch=prefetch, resume=resume)
+            gradient=grad, outer_sum=outer_sum, eager=args.eager, device=args.device,
+            batch_size=args.batch, negatives=args.negatives, lr=args.lr, seed=1,
+            prefetch=prefetch, resume=resume)
 
     # The initial partitions, shared by every run (copied per run).
     initial = args.workdir / "initial"

@@ -64,10 +64,11 @@ def main():
     data = np.load(args.data)
     entities, relations = int(data["num_entities"]), int(data["num_relations"])
     for name in args.models:
-        fwd, grad, _ = training.load_bundles(args.bundles, name, 128)
+        fwd, grad, outer_sum = training.load_bundles(args.bundles, name, 128)
         for eager in (False, True):
             model = training.Model.create(name, fwd, grad, entities, relations, 128, eager=eager,
-                                          gradients="sparse" if eager else "rows")
+                                          gradients="sparse" if eager else "rows",
+                                          outer_sum=outer_sum)
             trainer = training.Trainer(model, data["train"], batch_size=1024, negatives=64,
                                        loss="softplus", optimizer="adagrad")
             totals = profile(trainer)

@@ -181,10 +181,12 @@ def ConvertKronToGPU : Pass<"convert-kron-to-gpu", "ModuleOp"> {
       times octile pairs), so that the longest solves start first;
     - `workspace` (`[W]` f32, `kge.derived = {function =
       "solver_workspace", blocks, vectors}`): the solver's vectors, `vectors`
-      of `n n'` floats for each of the `blocks` resident blocks (r, p, A p
-      and the diagonal; T where XMV is factored; the solution x only for
-      `kron.nodewise` — K = p_x . x is the sum over the iterations of
-      alpha times the sum of p).
+      of `n n' + 8` floats for each of the `blocks` resident blocks (r, p,
+      A p and the diagonal; T where XMV is factored; the solution x only
+      for `kron.nodewise` — K = p_x . x is the sum over the iterations of
+      alpha times the sum of p). The 8 floats after p hold zeros that the
+      dense octile product reads; a pair whose share of a tighter workspace
+      lacks them takes sparse octile pairs only.
 
     The kernel runs `min(P, blocks)` blocks of 128 threads; each block
     takes the next pair of the schedule from a counter (dynamic load

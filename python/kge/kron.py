@@ -1211,6 +1211,12 @@ def pair_schedule_tensor(x_nodes, x_tiles, y_nodes=None, y_tiles=None, normalize
     return torch.stack([kind[order], a[order], b[order]], 1).to(torch.int32)
 
 
+#: Floats after each of a block's solver vectors: the dense octile product
+#: reads up to 7 elements past p (zeros the solver writes), and takes
+#: sparse octile pairs only where a pair's share of the workspace lacks them.
+SOLVER_VECTOR_PAD = 8
+
+
 def workspace_size_tensor(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
     """workspace_size of a schedule held as a PyTorch tensor."""
     import torch
@@ -1223,7 +1229,8 @@ def workspace_size_tensor(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
     kind, a, b = pairs[:, 0], pairs[:, 1].long(), pairs[:, 2].long()
     left = torch.where(kind == 2, yn[b], xn[a])
     right = torch.where(kind == 1, xn[a], yn[b])
-    return int(min(len(pairs), blocks) * vectors * int((left * right).max()))
+    return int(min(len(pairs), blocks) * vectors
+               * (int((left * right).max()) + SOLVER_VECTOR_PAD))
 
 
 def descending(cost):
@@ -1241,7 +1248,8 @@ def descending(cost):
 
 def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
     """The solver workspace's length (floats): `vectors` of the largest
-    product n n' of the schedule for each of the min(P, blocks) blocks."""
+    product n n' of the schedule, each padded by SOLVER_VECTOR_PAD, for each
+    of the min(P, blocks) blocks."""
     x_nodes = np.asarray(x_nodes, np.int64)
     y_nodes = x_nodes if y_nodes is None else np.asarray(y_nodes, np.int64)
     pairs = np.asarray(pairs, np.int64)
@@ -1250,7 +1258,8 @@ def workspace_size(pairs, x_nodes, y_nodes=None, blocks=1024, vectors=4):
     kind, a, b = pairs[:, 0], pairs[:, 1], pairs[:, 2]
     left = np.where(kind == 2, y_nodes[b, 1], x_nodes[a, 1])
     right = np.where(kind == 1, x_nodes[a, 1], y_nodes[b, 1])
-    return int(min(len(pairs), blocks) * vectors * int((left * right).max()))
+    return int(min(len(pairs), blocks) * vectors
+               * (int((left * right).max()) + SOLVER_VECTOR_PAD))
 
 
 def _tile_dense(parts, tile, features):

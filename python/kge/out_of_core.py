@@ -271,7 +271,7 @@ class PartitionedTrainer(training.Trainer):
                 values = training.init_rows(name, table, num_relations, dim, generator)
                 tables[table] = torch.nn.Parameter(values.to(device))
         score, op = training._operator(name, forward, gradient, eager, "rows", outer_sum)
-        model = training.Model(name, tables, score, distance, op)
+        model = training.Model(name, tables, score, distance, op, eager)
         # The optimizer's states of the entity tables are buffer-sized too.
         self._configure(model, batch_size=batch_size, negatives=negatives, loss=loss,
                         margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,

@@ -237,8 +237,10 @@ class Model:
     `score(tables, h, r, t)` gives one score per edge; `distance` says
     that lower scores are more plausible."""
 
-    def __init__(self, name, tables, score, distance, operator=None):
+    def __init__(self, name, tables, score, distance, operator=None, eager=False):
         self.name, self.tables, self.score, self.distance = name, tables, score, distance
+        # Plain PyTorch scores (a matrix table's gradient is then dense).
+        self.eager = eager
         # KGE's operator when it hands row gradients to a RowSparseOptimizer.
         self.operator = operator
 
@@ -263,7 +265,7 @@ class Model:
             rows = num_entities if kind == "entity" else num_relations
             values = init_rows(name, table, rows, dim, generator)
             tables[table] = torch.nn.Parameter(values.to(device))
-        return cls(name, tables, score, distance, op)
+        return cls(name, tables, score, distance, op, eager)
 
     def rows_of(self, kind):
         """The rows of the model's tables of `kind` ("entity" or
@@ -460,7 +462,7 @@ class Trainer:
         if model.operator is not None:
             self.optimizer = RowSparseOptimizer(model.tables, optimizer, lr, rows_only=rows_only)
         else:
-            if optimizer == "adam" and has_matrices(model.name):
+            if optimizer == "adam" and model.eager and has_matrices(model.name):
                 raise ValueError(f"{model.name} in plain PyTorch trains with adagrad: its "
                                  "matrices' gradients are dense, which SparseAdam refuses")
             params = list(model.tables.values())

@@ -97,6 +97,29 @@ def test_dense_octiles_on_nearly_complete_graphs():
     np.testing.assert_allclose(k, reference("dense_octiles", X), rtol=2e-4, atol=1e-7)
 
 
+def test_a_workspace_without_padding_or_zeros_gives_the_same_values():
+    """The workspace filled with NaN, and as long as the pairs' vectors
+    without the 8 floats each that the dense octile product reads past p
+    (the largest pairs then take sparse octile pairs): the same values."""
+    rng = np.random.default_rng(29)
+    features = (CONFIGS["dense_octiles"]["node_features"],
+                CONFIGS["dense_octiles"]["edge_features"])
+    X = [random_graph(rng, n, 0.9, features) for n in (9, 16, 21, 30)]
+    c = CONFIGS["dense_octiles"]
+    bundle, program = solver("dense_octiles")
+    tensors = kron.gram_arguments(bundle, kron.pack(X, c["node_features"], c["edge_features"]))
+    expected = reference("dense_octiles", X)
+    padded = tensors["workspace"].numel()
+    blocks, vectors = min(len(tensors["pairs"]), kron.RESIDENT_BLOCKS), padded // (
+        min(len(tensors["pairs"]), kron.RESIDENT_BLOCKS) * (30 * 30 + kron.SOLVER_VECTOR_PAD))
+    for length in (padded, blocks * vectors * 30 * 30):
+        tensors["workspace"] = torch.full((length,), float("nan"), device="cuda")
+        results = program(**tensors)
+        k = results["gram"].cpu().numpy()
+        assert (results["iterations"].cpu().numpy() > 0).all()
+        np.testing.assert_allclose(k, expected, rtol=2e-4, atol=1e-7)
+
+
 def test_single_pairs_against_the_dense_solve():
     rng = np.random.default_rng(3)
     X = dataset(rng, "unlabeled", [5, 8, 13])

@@ -301,8 +301,10 @@ private:
   SmallVector<Value> blockSum(ArrayRef<Value> values);
 
   /// The base kernel `kernel` of labels `x` and `y` (one per feature).
+  /// `exact`: exp through libdevice (subnormal values kept), for the node
+  /// kernel, which the diagonal divides by; otherwise one ex2.approx.ftz.
   Value baseKernel(Attribute kernel, ArrayRef<Value> x, ArrayRef<Value> y,
-                   bool prescaled = false);
+                   bool prescaled = false, bool exact = false);
   /// Labels `x` with each square-exponential feature's multiplied by
   /// sqrt(log2(e) / 2) / l, for baseKernel's `prescaled` form: its
   /// exponential is then ex2(-(x - y)^2), two operations fewer per pair.
@@ -434,6 +436,11 @@ private:
   int64_t rowsDensity, vectors;
   Value smem, tid, lane, warp, reduceSlots, pairSlot, workspace, tileRows1,
       tileRows2;
+  /// Whether the pair's share of the workspace holds the 7 zeros after p
+  /// that the dense octile product reads (kge.kron.workspace_size pads
+  /// every vector by 8; a caller's tighter workspace takes sparse octile
+  /// pairs only).
+  Value roomAfterP;
   TileCache cache1, cache2;
   CompactTiles compact1, compact2;
   int64_t stagedTiles = 0, stagedNonzeros = 0;
@@ -535,7 +542,7 @@ SmallVector<Value> SolverEmitter::prescale(Attribute kernelAttr,
 }
 
 Value SolverEmitter::baseKernel(Attribute kernelAttr, ArrayRef<Value> x,
-                                ArrayRef<Value> y, bool prescaled) {
+                                ArrayRef<Value> y, bool prescaled, bool exact) {
   FeatureKernels features = getFeatureKernels(kernelAttr);
   if (features.perFeature.empty())
     return cf(features.constant);
@@ -549,11 +556,15 @@ Value SolverEmitter::baseKernel(Attribute kernelAttr, ArrayRef<Value> x,
     } else if (auto sqexp = dyn_cast<SquareExponentialAttr>(attr)) {
       Value d = sub(x[f], y[f]);
       double l = sqexp.getLengthScale().convertToDouble();
-      // exp(-d^2 / (2 l^2)) as one ex2.approx.ftz.
-      Value exponent = prescaled
-                           ? mul(arith::NegFOp::create(b, loc, d), d)
-                           : mul(mul(d, d), cf(-0.5 * M_LOG2E / (l * l)));
-      value = kge::emitExp2Approx(b, loc, exponent);
+      // exp(-d^2 / (2 l^2)), as one ex2.approx.ftz unless `exact`.
+      if (exact) {
+        value = math::ExpOp::create(b, loc, mul(mul(d, d), cf(-0.5 / (l * l))));
+      } else {
+        Value exponent = prescaled
+                             ? mul(arith::NegFOp::create(b, loc, d), d)
+                             : mul(mul(d, d), cf(-0.5 * M_LOG2E / (l * l)));
+        value = kge::emitExp2Approx(b, loc, exponent);
+      }
     } else {
       value = cf(cast<ConstantAttr>(attr).getValue().convertToDouble());
     }
@@ -651,9 +662,12 @@ void SolverEmitter::tilePair(Value u, Value v, Value n1, Value n2,
       LLVM::CtPopOp::create(b, loc, i64, bitmap2));
   // (A threshold above 64 x 64 emits no dense path.)
   bool withDense = denseThreshold <= kOctile * kOctile * kOctile * kOctile;
-  Value dense = withDense ? cmpi(arith::CmpIPredicate::sge, nonzeros,
-                                 ci64(denseThreshold))
-                          : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  Value dense = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+  if (withDense)
+    dense = arith::AndIOp::create(
+        b, loc,
+        cmpi(arith::CmpIPredicate::sge, nonzeros, ci64(denseThreshold)),
+        roomAfterP);
   // Lane l takes product rows (i, i2) = (l / 8, l % 8) and (l / 8 + 4,
   // l % 8): both halves share tile 2's row i2 and the elements of P.
   Value i2 = rem(lane, idx(kOctile));
@@ -1050,7 +1064,8 @@ void SolverEmitter::solvePair(Value p) {
         x.push_back(load(g1[kNodeLabels], {v1, idx(f)}));
         y.push_back(load(g2[kNodeLabels], {v2, idx(f)}));
       }
-      Value dv = div(d, baseKernel(gram.nodeKernel, x, y));
+      Value dv = div(d, baseKernel(gram.nodeKernel, x, y, /*prescaled=*/false,
+                                   /*exact=*/true));
       Value rhs = mul(d, cf(q * q));
       Value z = div(rhs, dv);
       vstore(dv, vdv, t);
@@ -1066,8 +1081,10 @@ void SolverEmitter::solvePair(Value p) {
                      add(init.getRegionIterArg(1), mul(rhs, rhs))});
     }
     // Zeros after P, as far as this pair's share of the workspace goes (the
-    // dense octile product reads up to 7 elements past P's end; past the
-    // share it reads A p's first ones, finite too).
+    // dense octile product reads up to 7 elements past P's end, and runs
+    // only where the share holds them: roomAfterP).
+    roomAfterP =
+        cmpi(arith::CmpIPredicate::ule, add(size, idx(kOctile - 1)), share);
     {
       Value tail = arith::MinUIOp::create(b, loc, add(size, idx(kOctile - 1)),
                                           share);
