@@ -210,7 +210,7 @@ def test_bundle_names_the_derived_parameters(compiled):
     packed = kron.pack(dataset(rng, [3, 8]), ["label"], ["length"])
     arrays = kron.derived_arrays(compiled, dict(packed))
     assert arrays["pairs"].shape == (3, 3)
-    assert arrays["workspace"] == 3 * 4 * 64
+    assert arrays["workspace"] == 3 * 4 * (64 + kron.SOLVER_VECTOR_PAD)
 
 
 def test_solver_options_reach_the_pass():
