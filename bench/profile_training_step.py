@@ -28,8 +28,8 @@ def profile(trainer, steps=60):
         events[0].record()
         h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
         b, n = len(h), trainer.negatives
-        negative = trainer.sample(b * n).view(b, n)
         corrupt = torch.rand(b, 1, device="cuda") < 0.5
+        negative = trainer.corruptions(h, t, corrupt, n)
         heads = torch.cat([h[:, None], torch.where(corrupt, negative, h[:, None])], 1)
         tails = torch.cat([t[:, None], torch.where(corrupt, t[:, None], negative)], 1)
         relations = r.repeat_interleave(n + 1)
@@ -60,6 +60,9 @@ def main():
     parser.add_argument("--data", type=pathlib.Path, required=True)
     parser.add_argument("--bundles", type=pathlib.Path, required=True)
     parser.add_argument("--models", nargs="*", default=["distmult", "transe_l2"])
+    parser.add_argument("--loss", default="softplus")
+    parser.add_argument("--optimizer", default="adagrad")
+    parser.add_argument("--margin", type=float, default=1.0)
     args = parser.parse_args()
     data = np.load(args.data)
     entities, relations = int(data["num_entities"]), int(data["num_relations"])
@@ -70,9 +73,11 @@ def main():
                                           gradients="sparse" if eager else "rows",
                                           outer_sum=outer_sum)
             trainer = training.Trainer(model, data["train"], batch_size=1024, negatives=64,
-                                       loss="softplus", optimizer="adagrad")
+                                       loss=args.loss, optimizer=args.optimizer,
+                                       margin=args.margin)
             totals = profile(trainer)
-            print(json.dumps({"model": name, "eager": eager,
+            print(json.dumps({"model": name, "eager": eager, "loss": args.loss,
+                              "method": args.optimizer,
                               **{k: round(v, 3) for k, v in totals.items()},
                               "total_ms": round(sum(totals.values()), 3)}), flush=True)
 
