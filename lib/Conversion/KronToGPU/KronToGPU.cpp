@@ -1083,11 +1083,10 @@ void SolverEmitter::solvePair(Value p) {
     // Zeros after P, as far as this pair's share of the workspace goes (the
     // dense octile product reads up to 7 elements past P's end, and runs
     // only where the share holds them: roomAfterP).
-    roomAfterP =
-        cmpi(arith::CmpIPredicate::ule, add(size, idx(kOctile - 1)), share);
+    Value pastP = add(size, idx(kOctile - 1));
+    roomAfterP = cmpi(arith::CmpIPredicate::ule, pastP, share);
     {
-      Value tail = arith::MinUIOp::create(b, loc, add(size, idx(kOctile - 1)),
-                                          share);
+      Value tail = arith::MinUIOp::create(b, loc, pastP, share);
       auto zeros = scf::ForOp::create(b, loc, add(size, tid), tail, idx(kThreads));
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(zeros.getBody());
