@@ -76,7 +76,8 @@ def main():
     parser.add_argument("--batch", type=int, default=1024)
     parser.add_argument("--negatives", type=int, default=64)
     parser.add_argument("--runs", nargs="*", default=["kge", "pytorch", "pykeen"],
-                        help="kge, pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
+                        help="kge, kge-eager-step (KGE's kernels, the step not captured in "
+                        "a CUDA graph), pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
                         "sLCWA loop with its models' defaults, bench/pykeen_baseline.py), "
                         "pykeen-aligned (with KGE's initialization, no constraint or "
                         "regularizer); PyKEEN is skipped where it is not installed")
@@ -118,8 +119,9 @@ def main():
                 lr=lr, margin=margin, aligned=label == "pykeen_aligned")
             print(name, label, json.dumps(row[label]), flush=True)
             torch.cuda.empty_cache()
-        for label, eager in (("kge", False), ("pytorch", True)):
-            if label not in runs:
+        for label, eager, graph in (("kge", False, "auto"), ("kge_eager_step", False, False),
+                                    ("pytorch", True, False)):
+            if label.replace("_", "-") not in runs and label not in runs:
                 continue
             model = training.Model.create(name, fwd, grad, entities, relations, args.dim,
                                           seed=0, eager=eager,
@@ -127,15 +129,17 @@ def main():
                                           outer_sum=outer_sum)
             trainer = training.Trainer(model, train, batch_size=args.batch,
                                        negatives=args.negatives, loss=loss, optimizer=optimizer,
-                                       lr=lr, margin=margin, seed=1)
+                                       lr=lr, margin=margin, seed=1, graph=graph)
             times = [trainer.train_epoch()["seconds"] for _ in range(args.epochs)]
             metrics, _ = training.evaluate(model, test, known)
+            graphed = trainer.graphed is not None and trainer.graphed.graph is not None
             row[label] = {"epoch_seconds": times, "median_epoch_seconds": statistics.median(times),
-                          "final_loss": trainer.log[-1]["loss"], **metrics}
+                          "final_loss": trainer.log[-1]["loss"], "graphed_step": graphed,
+                          **metrics}
             print(name, label, json.dumps(row[label]), flush=True)
             del model, trainer
             torch.cuda.empty_cache()
-        for label in ("pytorch", "pykeen", "pykeen_aligned"):
+        for label in ("pytorch", "kge_eager_step", "pykeen", "pykeen_aligned"):
             if label in row and "kge" in row:
                 suffix = "" if label == "pytorch" else "_over_" + label
                 row["speedup" + suffix] = (row[label]["median_epoch_seconds"]

@@ -55,6 +55,24 @@ def profile(trainer, steps=60):
     return totals
 
 
+def graphed(trainer, steps=60):
+    """Milliseconds a step as the Trainer runs it in a CUDA graph (warm-up
+    and capture first; the batch copy into the graph's input counted)."""
+    torch.manual_seed(0)
+    batches = [trainer.triples[torch.randint(0, len(trainer.triples), (trainer.batch_size,),
+                                             device="cuda")] for _ in range(steps + 4)]
+    for batch in batches[:4]:
+        trainer.graphed(batch)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for batch in batches[4:]:
+        trainer.graphed(batch)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / steps
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=pathlib.Path, required=True)
@@ -80,6 +98,9 @@ def main():
                               "method": args.optimizer,
                               **{k: round(v, 3) for k, v in totals.items()},
                               "total_ms": round(sum(totals.values()), 3)}), flush=True)
+            if trainer.graphed is not None:
+                print(json.dumps({"model": name, "graphed_step_ms": round(graphed(trainer), 3),
+                                  "captured": trainer.graphed.graph is not None}), flush=True)
 
 
 if __name__ == "__main__":

@@ -258,6 +258,17 @@ def _text(bundle):
     return bundle.text
 
 
+def _on_stream(tensors):
+    """{"stream": handle} of PyTorch's current stream on the tensors' CUDA
+    device: the kernels then run in order with PyTorch's work, also while a
+    CUDA graph captures that stream (kge.training's graphed step)."""
+    import torch
+    first = next((t for t in tensors if isinstance(t, torch.Tensor)), None)
+    if first is None or not first.is_cuda:
+        return {}
+    return {"stream": torch.cuda.current_stream(first.device).cuda_stream}
+
+
 def _autograd_function():
     import torch
 
@@ -268,7 +279,7 @@ def _autograd_function():
             ctx.op = op
             ctx.save_for_backward(*tensors)
             with torch.no_grad():
-                return op.forward_program(**named)[op.results[0]]
+                return op.forward_program(**named, **_on_stream(tensors))[op.results[0]]
 
         @staticmethod
         def backward(ctx, seed):
@@ -278,7 +289,9 @@ def _autograd_function():
             position = {n: i for i, n in enumerate(op.arguments)}
             wanted = ctx.needs_input_grad[1:]
             grads = [None] * len(tensors)
-            rows = op.gradient_program(**named, **{op.seed: seed.contiguous().float()})
+            on_stream = _on_stream(tensors)
+            rows = op.gradient_program(**named, **{op.seed: seed.contiguous().float()},
+                                       **on_stream)
             for result, table, indices in op.gradients:
                 i = position[table]
                 if not wanted[i]:
@@ -296,7 +309,8 @@ def _autograd_function():
                         grads[i] = torch.zeros_like(named[table])
                     grads[i].index_add_(0, index, values)
             needed = {t for t, _ in op.factors if wanted[position[t]]}
-            for (table, indices), grad in op.matrix_gradients(named, rows, only=needed).items():
+            for (table, indices), grad in op.matrix_gradients(
+                    named, rows, on_stream.get("stream"), only=needed).items():
                 i = position[table]
                 if not (op.rows or op.sparse):
                     grads[i] = grad if grads[i] is None else grads[i] + grad

@@ -307,7 +307,15 @@ class RowSparseOptimizer:
         self.steps = 0
         self.state = {n: [torch.zeros_like(t) for _ in range(self.state_count(method))]
                       for n, t in tables.items()}
+        # Adam's step count on the device too: its bias correction is then
+        # computed there, so that a step captured in a CUDA graph (the
+        # Trainer's graphed step) corrects by the count of each replay.
+        device = next(iter(tables.values())).device
+        self.count = torch.zeros((), dtype=torch.float64, device=device)
         self.workspace = {}
+        # Whether the last step updated every table through its dense path
+        # (no sort, no wait for the GPU: a step that may be captured).
+        self.dense_only = True
         # Tables whose untouched rows must not be written (another stream
         # copies into them: the out-of-core buffer) take the sorted path.
         self.rows_only = set(rows_only)
@@ -335,6 +343,7 @@ class RowSparseOptimizer:
                     for i, s in enumerate(states):
                         s.copy_(torch.as_tensor(arrays[f"{n}.state{i}"], device=s.device))
         self.steps = int(steps)
+        self.count.fill_(self.steps)
 
     def step(self, captured):
         import torch
@@ -342,17 +351,26 @@ class RowSparseOptimizer:
         by_table = {}
         for table, index, rows in captured:
             by_table.setdefault(table, []).append((index, rows))
+        self.dense_only = True
         with torch.no_grad():
+            size = None
+            if self.method == "adam":
+                self.count.add_(1)
+                b1, b2 = self.betas
+                # lr sqrt(1 - b2^t) / (1 - b1^t), t the step count.
+                size = (1 - torch.pow(b2, self.count)).sqrt_().div_(
+                    1 - torch.pow(b1, self.count)).mul_(self.lr).float()
             for table, parts in by_table.items():
                 param = self.tables[table]
                 gathered = sum(len(i) for i, _ in parts)
                 if param.shape[0] <= gathered and table not in self.rows_only:
-                    self._dense_step(table, param, parts)
+                    self._dense_step(table, param, parts, size)
                 else:
-                    self._sorted_step(table, param, parts)
+                    self.dense_only = False
+                    self._sorted_step(table, param, parts, size)
         captured.clear()
 
-    def _dense_step(self, table, param, parts):
+    def _dense_step(self, table, param, parts, size):
         import torch
         grad = self.workspace.get(table)
         if grad is None:
@@ -375,10 +393,9 @@ class RowSparseOptimizer:
         b1, b2 = self.betas
         m.lerp_(grad, w * (1 - b1))
         v.lerp_(grad * grad, w * (1 - b2))
-        size = self.lr * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
-        param.addcdiv_(m * w, v.sqrt().add_(self.eps), value=-size)
+        param.sub_((m * w).div_(v.sqrt().add_(self.eps)).mul_(size))
 
-    def _sorted_step(self, table, param, parts):
+    def _sorted_step(self, table, param, parts, size):
         import torch
         index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
         unique, inverse = torch.unique(index, return_inverse=True)
@@ -399,7 +416,6 @@ class RowSparseOptimizer:
         mu = m[unique].mul_(b1).add_(grad, alpha=1 - b1)
         nu = v[unique].mul_(b2).addcmul_(grad, grad, value=1 - b2)
         m[unique], v[unique] = mu, nu
-        size = self.lr * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
         param[unique] -= size * mu / (nu.sqrt() + self.eps)
 
 
@@ -418,20 +434,112 @@ def _loss(name, positive, negative, margin, temperature):
             - (weights * F.logsigmoid(-margin - negative)).sum(1).mean())
 
 
+class GraphedStep:
+    """The Trainer's step (sampling, scoring, loss, backward, update) as one
+    CUDA graph: captured once on a batch of the full size and replayed for
+    each next one, so that a step costs one graph launch of host time
+    instead of some forty kernel launches and the Python between them (the
+    kernels of a batch of 1,024 positives take microseconds each, the host
+    work around each more). Replays draw the same random numbers as eager
+    steps would (the trainer's generator is registered with the graph).
+
+    Steps run eagerly until the capture: the first WARMUP full batches on
+    the capture stream (they allocate what the step keeps, the kernels'
+    scratch for that stream among it), and every batch of another size (an
+    epoch's last). A step that synchronizes cannot be captured: when a
+    warm-up step updated a table through the sorted path (a table with more
+    rows than a batch gathers), the steps stay eager and `reason` says
+    why."""
+
+    WARMUP = 2
+
+    @staticmethod
+    def refusal(trainer):
+        """Why `trainer`'s step cannot be captured, or None."""
+        import torch
+        operator = trainer.model.operator
+        if trainer.device.type != "cuda":
+            return "the trainer is not on a CUDA device"
+        if operator is None or not hasattr(operator, "gradient_program"):
+            return ("the model does not run KGE's kernels with row gradients (gradients "
+                    "'rows', not eager)")
+        if operator.factors:
+            return ("the gradients of its matrix tables go to the relations a batch reaches, "
+                    "which a sort finds (a size the GPU decides)")
+        if not hasattr(torch.cuda.CUDAGraph, "register_generator_state"):
+            return "this PyTorch cannot capture a generator of the trainer's own"
+        return None
+
+    def __init__(self, trainer):
+        import torch
+        self.trainer = trainer
+        self.stream = torch.cuda.Stream(trainer.device)
+        self.warm = 0
+        self.graph = self.batch = self.loss = None
+        self.reason = None
+
+    def __call__(self, batch):
+        import torch
+        trainer = self.trainer
+        if self.graph is not None and batch.shape == self.batch.shape:
+            self.batch.copy_(batch)
+            self.graph.replay()
+            trainer.optimizer.steps += 1
+            return self.loss.clone()
+        if self.reason is not None or len(batch) != trainer.batch_size or self.graph is not None:
+            return trainer.step(batch)
+        current = torch.cuda.current_stream(trainer.device)
+        self.stream.wait_stream(current)
+        batch.record_stream(self.stream)
+        with torch.cuda.stream(self.stream):
+            if self.warm < self.WARMUP:
+                loss = trainer.step(batch)
+                self.warm += 1
+                if not trainer.optimizer.dense_only:
+                    self.reason = ("a table has more rows than a batch gathers: its update "
+                                   "sorts the batch's rows")
+            else:
+                loss = self._capture(batch)
+        current.wait_stream(self.stream)
+        loss.record_stream(current)
+        return loss
+
+    def _capture(self, batch):
+        import torch
+        trainer = self.trainer
+        self.batch = batch.clone()
+        graph = torch.cuda.CUDAGraph()
+        graph.register_generator_state(trainer.generator)
+        steps = trainer.optimizer.steps
+        with torch.cuda.graph(graph, stream=self.stream):
+            self.loss = trainer.step(self.batch).detach()
+        # Capturing ran nothing: the replay is the step.
+        trainer.optimizer.steps = steps
+        self.graph = graph
+        graph.replay()
+        trainer.optimizer.steps += 1
+        return self.loss.clone()
+
+
 class Trainer:
     """Mini-batch training of `model` on `triples` ([N, 3] head, relation,
     tail): `negatives` corruptions per positive (head or tail, half each),
     drawn uniformly or by entity degree (`sampler`), `loss` one of
     margin / softplus / adversarial, `optimizer` adagrad or adam (sparse
-    updates of the touched rows)."""
+    updates of the touched rows). `graph`: run the step as a CUDA graph
+    (GraphedStep) — "auto" where the step can be captured (KGE's kernels
+    with row gradients on a CUDA device, no matrix tables, every table
+    updated without a sort), True to insist (refused with the reason
+    otherwise), False for eager steps. `graphed.reason` says why an "auto"
+    trainer stayed eager after its warm-up."""
 
     def __init__(self, model, triples, *, batch_size=1024, negatives=16, loss="softplus",
                  margin=1.0, temperature=1.0, optimizer="adagrad", lr=0.1, sampler="uniform",
-                 seed=0, device="cuda"):
+                 seed=0, device="cuda", graph="auto"):
         import torch
         self._configure(model, batch_size=batch_size, negatives=negatives, loss=loss,
                         margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,
-                        sampler=sampler, seed=seed, device=device)
+                        sampler=sampler, seed=seed, device=device, graph=graph)
         self.num_entities = model.rows_of("entity")
         triples = check_triples(triples, self.num_entities, model.rows_of("relation"))
         self.triples = torch.as_tensor(triples, dtype=torch.int64, device=device)
@@ -439,19 +547,23 @@ class Trainer:
         if sampler == "degree":
             counts = torch.bincount(self.triples[:, [0, 2]].reshape(-1),
                                     minlength=self.num_entities).double()
-            self.degree = (counts + 1) / (counts + 1).sum()
+            # The degree distribution's cumulative sum: draws by inverse
+            # transform (a search per draw, no wait for the GPU).
+            self.degree = torch.cumsum((counts + 1) / (counts + 1).sum(), 0)
 
     def _configure(self, model, *, batch_size, negatives, loss, margin, temperature, optimizer,
-                   lr, sampler, seed, device, rows_only=()):
+                   lr, sampler, seed, device, rows_only=(), graph=False):
         """What every trainer checks and holds: the step's settings, the
         generator, the optimizer (`rows_only`: tables it updates row by
-        row), the epoch and its log."""
+        row), the graphed step (`graph`), the epoch and its log."""
         import torch
         for what, value, allowed in (("loss", loss, LOSSES), ("optimizer", optimizer, OPTIMIZERS),
                                      ("sampler", sampler, SAMPLERS)):
             if value not in allowed:
                 raise ValueError(f"unknown {what} {value!r} (expected one of "
                                  f"{', '.join(allowed)})")
+        if graph not in ("auto", True, False):
+            raise ValueError(f"graph must be 'auto', True or False, got {graph!r}")
         for what, value in (("batch_size", batch_size), ("negatives", negatives)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{what} must be a positive integer, got {value!r}")
@@ -470,6 +582,13 @@ class Trainer:
                               else torch.optim.SparseAdam(params, lr=lr))
         self.epoch = 0
         self.log = []
+        self.graphed = None
+        if graph is not False:
+            refusal = GraphedStep.refusal(self)
+            if refusal is None:
+                self.graphed = GraphedStep(self)
+            elif graph is True:
+                raise ValueError(f"the step cannot be captured in a CUDA graph: {refusal}")
 
     def corruptions(self, h, t, corrupt_head, k):
         """[b, k] entities that replace the head (where `corrupt_head`) or
@@ -480,8 +599,10 @@ class Trainer:
             drawn = torch.randint(0, self.num_entities, (count,), device=self.device,
                                   generator=self.generator)
         else:
-            drawn = torch.multinomial(self.degree, count, replacement=True,
-                                      generator=self.generator)
+            u = torch.rand(count, dtype=torch.float64, device=self.device,
+                           generator=self.generator)
+            drawn = torch.searchsorted(self.degree, u, right=True).clamp_(
+                max=self.num_entities - 1)
         return drawn.view(len(h), k)
 
     def step(self, batch):
@@ -546,9 +667,10 @@ class Trainer:
         import torch
         order = torch.randperm(len(edges), device=self.device, generator=self.generator)
         pending = []
+        step = self.step if self.graphed is None else self.graphed
         for first in range(0, len(order), self.batch_size):
             batch = edges[order[first:first + self.batch_size]]
-            loss = self.step(batch).detach()
+            loss = step(batch).detach()
             epoch["total"] += loss
             pending.append((epoch["batches"], batch[:4], loss))
             epoch["batches"] += 1
@@ -607,6 +729,9 @@ class Trainer:
         self.generator.set_state(torch.as_tensor(arrays["generator"]))
         self.epoch = meta["epoch"]
         self.log = list(meta.get("log", []))
+        if self.graphed is not None:
+            # Captured again from the restored generator.
+            self.graphed = GraphedStep(self)
 
     def _optimizer_state(self, tables=None):
         """The optimizer's per-row states of `tables` (default: all) as

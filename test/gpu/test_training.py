@@ -54,6 +54,85 @@ def test_kernels_train_like_pytorch(name, loss, optimizer, sampler):
         assert difference < 1e-4, f"{name}: table {n} differs by {difference}"
 
 
+@pytest.mark.parametrize("name,loss,optimizer,sampler", [
+    ("transe_l2", "adversarial", "adam", "uniform"),
+    ("distmult", "softplus", "adagrad", "degree"),
+    ("complex", "margin", "adam", "degree")])
+def test_graphed_step_trains_like_eager_steps(name, loss, optimizer, sampler):
+    """The step captured in a CUDA graph (after its warm-up steps, with an
+    epoch's short last batch run eagerly) trains like eager steps: the
+    same random draws, the same tables, Adam's bias correction counted per
+    replay; the optimizer's step count is the batches'."""
+    triples = graph()
+    tables, logs = [], []
+    for mode in (True, False):
+        m = model(name)
+        trainer = training.Trainer(m, triples, batch_size=256, negatives=8, loss=loss,
+                                   optimizer=optimizer, lr=0.05, margin=2.0, seed=3,
+                                   sampler=sampler, graph=mode)
+        for _ in range(2):
+            trainer.train_epoch()
+        if mode:
+            assert trainer.graphed.graph is not None and trainer.graphed.reason is None
+        else:
+            assert trainer.graphed is None
+        assert trainer.optimizer.steps == 2 * -(-len(triples) // 256)
+        tables.append({n: t.detach().clone() for n, t in m.tables.items()})
+        logs.append([r["loss"] for r in trainer.log])
+    np.testing.assert_allclose(logs[0], logs[1], rtol=1e-5)
+    for n in tables[0]:
+        difference = (tables[0][n] - tables[1][n]).abs().max().item()
+        assert difference < 1e-4, f"{name}: table {n} differs by {difference}"
+
+
+def test_graphed_step_is_refused_or_stays_eager_where_it_cannot_capture():
+    """TransR's matrix gradients (a sort per batch) and plain PyTorch steps
+    are refused with graph=True and run eagerly with "auto"; a table larger
+    than a batch gathers (its update sorts) keeps the steps eager after the
+    warm-up, with the reason, and trains like graph=False."""
+    triples = graph()
+    with pytest.raises(ValueError, match="matrix tables"):
+        training.Trainer(model("transr"), triples, graph=True)
+    assert training.Trainer(model("transr"), triples).graphed is None
+    with pytest.raises(ValueError, match="KGE's kernels"):
+        training.Trainer(model("distmult", eager=True), triples, graph=True)
+    with pytest.raises(ValueError, match="graph must be"):
+        training.Trainer(model("distmult"), triples, graph="yes")
+    tables = []
+    for mode in ("auto", False):
+        m = model("distmult")
+        trainer = training.Trainer(m, triples[:200], batch_size=8, negatives=2, lr=0.05,
+                                   graph=mode)
+        trainer.train_epoch()
+        if mode == "auto":
+            assert trainer.graphed.graph is None
+            assert "more rows than a batch gathers" in trainer.graphed.reason
+        tables.append(m.tables["Eemb"].detach().clone())
+    difference = (tables[0] - tables[1]).abs().max().item()
+    assert difference < 1e-4, difference
+
+
+def test_graphed_step_resumes_from_a_checkpoint(tmp_path):
+    """Loading a checkpoint into a trainer whose step was captured captures
+    it again from the restored generator: the resumed epoch equals the
+    epoch that followed the save."""
+    triples = graph()
+    m = model("complex")
+    trainer = training.Trainer(m, triples, batch_size=256, negatives=8, optimizer="adam",
+                               lr=0.05, graph=True)
+    trainer.train_epoch()
+    path = tmp_path / "model.ckpt"
+    trainer.save(path)
+    trainer.train_epoch()
+    after = {n: t.detach().clone() for n, t in m.tables.items()}
+    trainer.load(path)
+    assert trainer.graphed.graph is None
+    trainer.train_epoch()
+    assert trainer.graphed.graph is not None
+    for n, t in m.tables.items():
+        assert (t.detach() - after[n]).abs().max().item() < 1e-5, n
+
+
 def test_training_lowers_the_loss():
     triples = graph()
     trainer = training.Trainer(model("distmult"), triples, batch_size=256, negatives=8,
