@@ -73,6 +73,28 @@ def graphed(trainer, steps=60):
     return start.elapsed_time(end) / steps
 
 
+def kernels(trainer, steps=20, top=25):
+    """GPU time per step by kernel (torch.profiler over `steps` eager steps):
+    [(kernel, microseconds a step, launches a step)], the largest first."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    batches = [trainer.triples[torch.randint(0, len(trainer.triples), (trainer.batch_size,),
+                                             device="cuda")] for _ in range(steps + 3)]
+    for batch in batches[:3]:
+        trainer.step(batch)
+    torch.cuda.synchronize()
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for batch in batches[3:]:
+            trainer.step(batch)
+        torch.cuda.synchronize()
+    rows = []
+    for event in prof.key_averages():
+        time = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        if time > 0 and event.count >= steps:
+            rows.append((event.key[:90], round(time / steps, 2), event.count / steps))
+    rows.sort(key=lambda r: -r[1])
+    return rows[:top]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", type=pathlib.Path, required=True)
@@ -81,6 +103,8 @@ def main():
     parser.add_argument("--loss", default="softplus")
     parser.add_argument("--optimizer", default="adagrad")
     parser.add_argument("--margin", type=float, default=1.0)
+    parser.add_argument("--kernels", action="store_true",
+                        help="also the GPU time of each kernel a step launches (torch.profiler)")
     args = parser.parse_args()
     data = np.load(args.data)
     entities, relations = int(data["num_entities"]), int(data["num_relations"])
@@ -98,6 +122,11 @@ def main():
                               "method": args.optimizer,
                               **{k: round(v, 3) for k, v in totals.items()},
                               "total_ms": round(sum(totals.values()), 3)}), flush=True)
+            if args.kernels:
+                table = kernels(trainer)
+                print(json.dumps({"model": name, "eager": eager,
+                                  "kernel_us_total": round(sum(r[1] for r in table), 1),
+                                  "kernels": table}), flush=True)
             if trainer.graphed is not None:
                 print(json.dumps({"model": name, "graphed_step_ms": round(graphed(trainer), 3),
                                   "captured": trainer.graphed.graph is not None}), flush=True)

@@ -20,12 +20,18 @@ tensors, read the scores from the same result tensor.
     captured.replay()
     scores = captured.results["score"]
 
+The row-sparse optimizer's kernels (kge.training.RowSparseOptimizer) are
+here too: `rows_add` sums gathered rows' gradients into a buffer,
+`adagrad_rows` and `adam_rows` update the rows they reached, each in one
+kernel launched on a stream without waiting.
+
 Import errors say how to build the module; the compiler is not needed.
 """
 
 try:
     from kge_runtime import (ArgumentError, BundleError, CapturedCall, CudaError,
-                             DeviceBuffer, Error, IndexRangeError, Program, validate_bundle)
+                             DeviceBuffer, Error, IndexRangeError, Program, adagrad_rows,
+                             adam_rows, rows_add, validate_bundle)
 except ImportError as error:  # pragma: no cover - depends on the machine
     raise ImportError(
         "the KGE runtime module (kge_runtime) is not available: build runtime/ with "
@@ -33,4 +39,5 @@ except ImportError as error:  # pragma: no cover - depends on the machine
         f"python_packages directory on PYTHONPATH ({error})") from error
 
 __all__ = ["ArgumentError", "BundleError", "CapturedCall", "CudaError", "DeviceBuffer",
-           "Error", "IndexRangeError", "Program", "validate_bundle"]
+           "Error", "IndexRangeError", "Program", "adagrad_rows", "adam_rows", "rows_add",
+           "validate_bundle"]

@@ -63,6 +63,9 @@ def parse_args(argv=None):
     parser.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     parser.add_argument("--log", type=pathlib.Path)
     parser.add_argument("--progress", action="store_true", help="a progress bar (tqdm)")
+    parser.add_argument("--eager-step", action="store_true",
+                        help="launch each step's kernels one by one instead of replaying the "
+                        "step captured in a CUDA graph (one GPU, where it can be captured)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                         help="cpu: PyTorch's scores on the CPU (a trial without a GPU)")
     parser.add_argument("--gpus", type=int, default=1,
@@ -144,7 +147,8 @@ def run(args):
     model = training.Model.create(args.model, forward, gradient, entities, relations, args.dim,
                                   seed=args.seed, eager=args.device == "cpu", device=args.device,
                                   outer_sum=outer_sum)
-    trainer = training.Trainer(model, train, device=args.device, **_options(args))
+    trainer = training.Trainer(model, train, device=args.device,
+                               graph=False if args.eager_step else "auto", **_options(args))
     if args.resume and args.checkpoint.exists():
         trainer.load(args.checkpoint)
         print(f"resumed {args.checkpoint} at epoch {trainer.epoch}", flush=True)

@@ -294,10 +294,19 @@ class RowSparseOptimizer:
       buffer of the table's size and every row updated, untouched ones
       unchanged (a zero gradient, or masked for Adam) — no sort and no wait
       for the GPU, so the host runs ahead (not for the tables named in
-      `rows_only`, whose untouched rows another stream may be writing)."""
+      `rows_only`, whose untouched rows another stream may be writing).
+
+    On the GPU (float32 tables, with the runtime) the sums and the updates
+    are the device library's kernels (kge.runtime.rows_add, adagrad_rows,
+    adam_rows: `fused`): vector atomics into the buffer, then one pass over
+    the rows reached, which also clears the buffer for the next step.
+    Elsewhere, or with fused=False, PyTorch's operations do the same. A
+    gradient row whose index is beyond its table is skipped by the kernels
+    and reported by check() (which the Trainer calls with its loss
+    checks)."""
 
     def __init__(self, tables, method="adagrad", lr=0.1, eps=None, betas=(0.9, 0.999),
-                 rows_only=()):
+                 rows_only=(), fused="auto"):
         import torch
         if method not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {method!r} (expected one of "
@@ -319,6 +328,21 @@ class RowSparseOptimizer:
         # Tables whose untouched rows must not be written (another stream
         # copies into them: the out-of-core buffer) take the sorted path.
         self.rows_only = set(rows_only)
+        if fused not in ("auto", True, False):
+            raise ValueError(f"fused must be 'auto', True or False, got {fused!r}")
+        self.kernels = None
+        if fused is not False and device.type == "cuda":
+            try:
+                from . import runtime
+                self.kernels = runtime
+            except ImportError:
+                if fused is True:
+                    raise
+        elif fused is True:
+            raise ValueError("fused updates run on a CUDA device")
+        # Per table: the flags of the rows a step reached (Adam's dense
+        # path) and the first position of an index beyond the table.
+        self.touched, self.first_bad = {}, {}
 
     @staticmethod
     def state_count(method):
@@ -363,12 +387,74 @@ class RowSparseOptimizer:
             for table, parts in by_table.items():
                 param = self.tables[table]
                 gathered = sum(len(i) for i, _ in parts)
-                if param.shape[0] <= gathered and table not in self.rows_only:
+                dense = param.shape[0] <= gathered and table not in self.rows_only
+                self.dense_only &= dense
+                if self._fused(param):
+                    self._fused_step(table, param, parts, size, dense)
+                elif dense:
                     self._dense_step(table, param, parts, size)
                 else:
-                    self.dense_only = False
                     self._sorted_step(table, param, parts, size)
         captured.clear()
+
+    def _fused(self, param):
+        import torch
+        return (self.kernels is not None and param.is_cuda and param.dtype == torch.float32
+                and param.is_contiguous())
+
+    def _fused_step(self, table, param, parts, size, dense):
+        """The step of one table through the device library's kernels."""
+        import torch
+        k = self.kernels
+        stream = torch.cuda.current_stream(param.device).cuda_stream
+        bad = self.first_bad.get(table)
+        if bad is None:
+            bad = self.first_bad[table] = torch.full((1,), 2 ** 63 - 1, dtype=torch.int64,
+                                                     device=param.device)
+        touched, index = None, None
+        if dense:
+            grad = self.workspace.get(table)
+            if grad is None:
+                # Zero now; the update kernels clear what they used.
+                grad = self.workspace[table] = torch.zeros_like(param)
+            if self.method == "adam":
+                touched = self.touched.get(table)
+                if touched is None:
+                    touched = self.touched[table] = torch.zeros(
+                        param.shape[0], dtype=torch.int32, device=param.device)
+            for i, rows in parts:
+                k.rows_add(i.long(), rows.float().contiguous(), grad, bad, touched,
+                           stream=stream)
+        else:
+            whole = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
+            index, inverse = torch.unique(whole.long(), return_inverse=True)
+            grad = torch.zeros((len(index),) + tuple(param.shape[1:]), device=param.device,
+                               dtype=param.dtype)
+            offset = 0
+            for i, rows in parts:
+                k.rows_add(inverse[offset:offset + len(i)], rows.float().contiguous(), grad,
+                           bad, stream=stream)
+                offset += len(i)
+        if self.method == "adagrad":
+            (total,) = self.state[table]
+            k.adagrad_rows(param, total, grad, self.lr, self.eps, index=index, first_bad=bad,
+                           stream=stream)
+        else:
+            m, v = self.state[table]
+            b1, b2 = self.betas
+            k.adam_rows(param, m, v, grad, size, b1, b2, self.eps, index=index,
+                        touched=touched, first_bad=bad, stream=stream)
+
+    def check(self):
+        """Raises IndexError naming the table when a fused step met a
+        gradient row whose index is beyond its table (reads the device:
+        synchronizes)."""
+        for table, bad in self.first_bad.items():
+            position = int(bad.item())
+            if position != 2 ** 63 - 1:
+                raise IndexError(f"a gradient row of table {table!r} had an index beyond its "
+                                 f"{self.tables[table].shape[0]} rows; the rows with it were "
+                                 "not applied")
 
     def _dense_step(self, table, param, parts, size):
         import torch
@@ -692,6 +778,11 @@ class Trainer:
         import torch
         if not pending:
             return
+        if isinstance(self.optimizer, RowSparseOptimizer):
+            try:
+                self.optimizer.check()
+            except IndexError as error:
+                raise TrainingError(f"epoch {self.epoch}: {error}") from error
         finite = torch.isfinite(torch.stack([loss for _, _, loss in pending]))
         if not bool(finite.all()):
             k, first, _ = pending[int((~finite).nonzero()[0])]

@@ -668,3 +668,144 @@ extern "C" __global__ void kge_transpose_32(const unsigned *src, unsigned *dst,
     }
   }
 }
+
+//===----------------------------------------------------------------------===//
+// Row-sparse optimizer updates
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// grad[row] += x for four consecutive floats: one vector reduction on
+/// sm_90 and newer, four scalar ones before.
+__device__ __forceinline__ void addFloat4(float *grad, float4 x) {
+#if __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float4 *>(grad), x);
+#else
+  atomicAdd(grad, x.x);
+  atomicAdd(grad + 1, x.y);
+  atomicAdd(grad + 2, x.z);
+  atomicAdd(grad + 3, x.w);
+#endif
+}
+
+/// The warp of this thread and the number of warps of the grid.
+__device__ __forceinline__ long long globalWarp() {
+  return (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) >> 5;
+}
+__device__ __forceinline__ long long warpCount() {
+  return (static_cast<long long>(gridDim.x) * blockDim.x) >> 5;
+}
+
+} // namespace
+
+extern "C" __global__ void kge_rows_add(const long long *index, long long n,
+                                        const float *rows, int dim,
+                                        int vectors, float *grad,
+                                        long long numRows, int *touched,
+                                        long long *firstBad) {
+  const int lane = threadIdx.x & 31;
+  for (long long k = globalWarp(); k < n; k += warpCount()) {
+    long long row = index[k];
+    if (row < 0 || row >= numRows) {
+      if (lane == 0)
+        atomicMin(reinterpret_cast<unsigned long long *>(firstBad),
+                  static_cast<unsigned long long>(k));
+      continue;
+    }
+    if (touched && lane == 0)
+      touched[row] = 1;
+    const float *from = rows + k * dim;
+    float *to = grad + row * dim;
+    if (vectors) {
+      for (int c = 4 * lane; c < dim; c += 128)
+        addFloat4(to + c, *reinterpret_cast<const float4 *>(from + c));
+    } else {
+      for (int c = lane; c < dim; c += 32)
+        atomicAdd(to + c, from[c]);
+    }
+  }
+}
+
+namespace {
+
+/// The table row of update row u: index[u], or u for the dense buffer. An
+/// index beyond the table gives -1 and its position goes to *firstBad.
+__device__ __forceinline__ long long updatedRow(const long long *index,
+                                                long long u,
+                                                long long tableRows,
+                                                long long *firstBad) {
+  if (!index)
+    return u;
+  long long row = index[u];
+  if (row >= 0 && row < tableRows)
+    return row;
+  if ((threadIdx.x & 31) == 0)
+    atomicMin(reinterpret_cast<unsigned long long *>(firstBad),
+              static_cast<unsigned long long>(u));
+  return -1;
+}
+
+} // namespace
+
+extern "C" __global__ void kge_adagrad_rows(float *param, float *sumSquares,
+                                            float *grad,
+                                            const long long *index,
+                                            long long numRows, int dim,
+                                            long long tableRows,
+                                            long long *firstBad, float lr,
+                                            float eps) {
+  const int lane = threadIdx.x & 31;
+  for (long long u = globalWarp(); u < numRows; u += warpCount()) {
+    long long row = updatedRow(index, u, tableRows, firstBad);
+    if (row < 0)
+      continue;
+    float *g = grad + u * dim;
+    float *p = param + row * dim, *s = sumSquares + row * dim;
+    for (int c = lane; c < dim; c += 32) {
+      float gc = g[c];
+      // A zero gradient leaves both unchanged (as Adagrad's formula does):
+      // untouched rows of the dense buffer cost one read.
+      if (gc == 0.0f)
+        continue;
+      float sc = __fadd_rn(s[c], __fmul_rn(gc, gc));
+      s[c] = sc;
+      p[c] = __fadd_rn(p[c], __fmul_rn(-lr, gc / (sqrtf(sc) + eps)));
+      if (!index)
+        g[c] = 0.0f;
+    }
+  }
+}
+
+extern "C" __global__ void kge_adam_rows(float *param, float *m, float *v,
+                                         float *grad, const long long *index,
+                                         int *touched, long long numRows,
+                                         int dim, long long tableRows,
+                                         long long *firstBad, float rate1,
+                                         float rate2, const float *stepSize,
+                                         float eps) {
+  const int lane = threadIdx.x & 31;
+  const float size = *stepSize;
+  for (long long u = globalWarp(); u < numRows; u += warpCount()) {
+    long long row = updatedRow(index, u, tableRows, firstBad);
+    if (row < 0 || (touched && !touched[row]))
+      continue;
+    float *g = grad + u * dim;
+    float *p = param + row * dim, *mr = m + row * dim, *vr = v + row * dim;
+    for (int c = lane; c < dim; c += 32) {
+      float gc = g[c], mc = mr[c], vc = vr[c];
+      // Separate roundings, as PyTorch's separate operations round.
+      mc = __fadd_rn(mc, __fmul_rn(rate1, __fsub_rn(gc, mc)));
+      vc = __fadd_rn(vc, __fmul_rn(rate2, __fsub_rn(__fmul_rn(gc, gc), vc)));
+      mr[c] = mc;
+      vr[c] = vc;
+      p[c] = __fsub_rn(p[c], __fmul_rn(size, mc / (sqrtf(vc) + eps)));
+      if (!index)
+        g[c] = 0.0f;
+    }
+    if (touched) {
+      __syncwarp();
+      if (lane == 0)
+        touched[row] = 0;
+    }
+  }
+}

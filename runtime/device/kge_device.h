@@ -131,6 +131,49 @@ __global__ void kge_check_indices(const void *keys, int key_bits,
                                   long long n, long long bound,
                                   long long *first_bad);
 
+/// Row-sparse optimizer updates of float32 tables (kge.training's
+/// RowSparseOptimizer through kge_runtime.rows_add / adagrad_rows /
+/// adam_rows). One warp per row; any grid (the runtime launches blocks of
+/// 256 threads); no synchronization, so a CUDA graph may capture them.
+///
+/// grad[index[k]] += rows[k] for k < n (rows n x dim, grad num_rows x dim):
+/// atomically, four floats at a time when `vectors` (dim a multiple of 4,
+/// both pointers 16-byte aligned); touched[index[k]] = 1 where `touched`
+/// is not null. An index outside [0, num_rows) is skipped and its position
+/// recorded in *first_bad (the smallest; *first_bad must start >= n).
+__global__ void kge_rows_add(const long long *index, long long n,
+                             const float *rows, int dim, int vectors,
+                             float *grad, long long num_rows, int *touched,
+                             long long *first_bad);
+
+/// Adagrad on rows: for u < num_rows, the table row index[u] (u when index
+/// is null: the dense buffer, grad num_rows x dim like the table) takes
+/// sum += g * g; param += -lr * (g / (sqrt(sum) + eps)) for each element
+/// whose gradient g = grad[u] is not zero (a zero leaves both unchanged, as
+/// the formula does), each operation rounded on its own as PyTorch's are.
+/// Without an index the buffer's elements are zeroed after use, ready for
+/// the next step. With one, an index outside [0, table_rows) is skipped
+/// and its position u recorded in *first_bad (the smallest).
+__global__ void kge_adagrad_rows(float *param, float *sum_squares,
+                                 float *grad, const long long *index,
+                                 long long num_rows, int dim,
+                                 long long table_rows, long long *first_bad,
+                                 float lr, float eps);
+
+/// Lazy Adam on rows (torch.optim.SparseAdam's update): m += rate1 (g - m);
+/// v += rate2 (g * g - v); param -= step_size * m / (sqrt(v) + eps), with
+/// rate1 = 1 - beta1, rate2 = 1 - beta2 (computed by the caller in double
+/// precision, as PyTorch does) and *step_size = lr sqrt(1 - beta2^t) /
+/// (1 - beta1^t) read on the device. Rows and indices as for
+/// kge_adagrad_rows; with `touched` (dense buffer only) rows whose flag is
+/// 0 are skipped, and flags and gradient rows are cleared after use.
+__global__ void kge_adam_rows(float *param, float *m, float *v, float *grad,
+                              const long long *index, int *touched,
+                              long long num_rows, int dim,
+                              long long table_rows, long long *first_bad,
+                              float rate1, float rate2,
+                              const float *step_size, float eps);
+
 #ifdef __cplusplus
 }
 #endif

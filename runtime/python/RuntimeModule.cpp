@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kge/runtime/Cuda.h"
+#include "kge/runtime/RowUpdate.h"
 #include "kge/runtime/Runtime.h"
 
 #include <pybind11/pybind11.h>
@@ -629,6 +630,87 @@ PyCapturedCall capture(PyProgram &self, const py::kwargs &kwargs) {
   return result;
 }
 
+/// An optional array argument (None: absent).
+std::optional<DeviceArray> readOptional(py::handle object,
+                                        const std::string &name) {
+  if (object.is_none())
+    return std::nullopt;
+  return readArray(object, name);
+}
+
+const DeviceArray *pointer(const std::optional<DeviceArray> &array) {
+  return array ? &*array : nullptr;
+}
+
+/// The row-sparse optimizer's kernels (kge/runtime/RowUpdate.h).
+void defineRowUpdates(py::module_ &m) {
+  m.def(
+      "rows_add",
+      [](py::handle index, py::handle values, py::handle grad,
+         py::handle firstBad, py::handle touched, uint64_t stream) {
+        DeviceArray i = readArray(index, "index"),
+                    v = readArray(values, "values"),
+                    g = readArray(grad, "grad"),
+                    bad = readArray(firstBad, "first_bad");
+        std::optional<DeviceArray> t = readOptional(touched, "touched");
+        py::gil_scoped_release release;
+        rows::add(i, v, g, pointer(t), bad, stream);
+      },
+      py::arg("index"), py::arg("values"), py::arg("grad"),
+      py::arg("first_bad"), py::arg("touched") = py::none(),
+      py::arg("stream") = 0,
+      "grad[index[k]] += values[k] (float32, atomically); touched[index[k]] "
+      "= 1 (int32) when given; an index beyond grad's rows is skipped and "
+      "its smallest position written to first_bad (one int64 the caller "
+      "set >= len(index)). Launches on `stream` without waiting.");
+  m.def(
+      "adagrad_rows",
+      [](py::handle param, py::handle sumSquares, py::handle grad, float lr,
+         float eps, py::handle index, py::handle firstBad, uint64_t stream) {
+        DeviceArray p = readArray(param, "param"),
+                    s = readArray(sumSquares, "sum_squares"),
+                    g = readArray(grad, "grad");
+        std::optional<DeviceArray> i = readOptional(index, "index"),
+                                   bad = readOptional(firstBad, "first_bad");
+        py::gil_scoped_release release;
+        rows::adagrad(p, s, g, pointer(i), pointer(bad), lr, eps, stream);
+      },
+      py::arg("param"), py::arg("sum_squares"), py::arg("grad"),
+      py::arg("lr"), py::arg("eps"), py::arg("index") = py::none(),
+      py::arg("first_bad") = py::none(), py::arg("stream") = 0,
+      "Adagrad on the rows `grad` names: table row index[u] takes grad[u] "
+      "(an index beyond the table skipped, its position written to "
+      "first_bad, which an index needs); without index, grad is a buffer "
+      "shaped like param, zero where no row was reached, cleared after "
+      "use.");
+  m.def(
+      "adam_rows",
+      [](py::handle param, py::handle m1, py::handle m2, py::handle grad,
+         py::handle stepSize, double beta1, double beta2, float eps,
+         py::handle index, py::handle touched, py::handle firstBad,
+         uint64_t stream) {
+        DeviceArray p = readArray(param, "param"), a = readArray(m1, "m"),
+                    b = readArray(m2, "v"), g = readArray(grad, "grad"),
+                    size = readArray(stepSize, "step_size");
+        std::optional<DeviceArray> i = readOptional(index, "index"),
+                                   t = readOptional(touched, "touched"),
+                                   bad = readOptional(firstBad, "first_bad");
+        py::gil_scoped_release release;
+        rows::adam(p, a, b, g, pointer(i), pointer(t), pointer(bad), size,
+                   beta1, beta2, eps, stream);
+      },
+      py::arg("param"), py::arg("m"), py::arg("v"), py::arg("grad"),
+      py::arg("step_size"), py::arg("beta1"), py::arg("beta2"),
+      py::arg("eps"), py::arg("index") = py::none(),
+      py::arg("touched") = py::none(), py::arg("first_bad") = py::none(),
+      py::arg("stream") = 0,
+      "Lazy Adam (SparseAdam's update) on the rows `grad` names, with the "
+      "bias-corrected step read from step_size (one float32 on the device); "
+      "index and first_bad as for adagrad_rows; without index, the rows "
+      "whose touched flag (int32) is set, flags and buffer cleared after "
+      "use.");
+}
+
 } // namespace
 
 PYBIND11_MODULE(kge_runtime, m) {
@@ -642,6 +724,7 @@ PYBIND11_MODULE(kge_runtime, m) {
   py::register_exception<CudaError>(m, "CudaError", error.ptr());
 
   m.def("device_count", &deviceCount, "Number of CUDA devices");
+  defineRowUpdates(m);
   m.def(
       "validate_bundle",
       [](const std::string &text) {

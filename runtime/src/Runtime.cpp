@@ -3,6 +3,7 @@
 #include "kge/runtime/Runtime.h"
 
 #include "DeviceLibrary.h"
+#include "Internal.h"
 #include "kge/runtime/Cuda.h"
 
 #include <algorithm>
@@ -26,8 +27,6 @@ int deviceCount() {
     return 0;
   }
 }
-
-namespace {
 
 /// Makes the primary context of `device` current on this thread. The
 /// context of each device is retained once per process.
@@ -62,6 +61,8 @@ CUcontext useDevice(int device) {
   return context;
 }
 
+namespace {
+
 int deviceAttribute(int device, int attribute) {
   CUdevice handle;
   check(driver().cuDeviceGet(&handle, device), "cuDeviceGet");
@@ -71,67 +72,116 @@ int deviceAttribute(int device, int attribute) {
   return value;
 }
 
+/// A JIT link with its error log.
+struct Link {
+  char log[8192] = {0};
+  CUlinkState state = nullptr;
+
+  Link() {
+    int options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
+    check(driver().cuLinkCreate(2, options, values, &state), "cuLinkCreate");
+  }
+  ~Link() {
+    if (state)
+      driver().cuLinkDestroy(state);
+  }
+  /// Throws CudaError for a failed step, with the linker's log.
+  void check(CUresult result, const std::string &what) {
+    if (result == CUDA_SUCCESS)
+      return;
+    cuda::check(result, log[0] ? what + " (" + log + ")" : what);
+  }
+  /// Adds the device library, completes the link and loads the module
+  /// (`name` for messages).
+  CUmodule finishWithLibrary(const std::string &ownChip,
+                             const std::string &name) {
+    const Driver &d = driver();
+    if (!device_library::available())
+      throw BundleError("this runtime was built without the device library "
+                        "(nvcc was not found at build time)");
+    if (device_library::objectChip() == ownChip)
+      check(d.cuLinkAddData(
+                state, CU_JIT_INPUT_CUBIN,
+                const_cast<unsigned char *>(device_library::object()),
+                device_library::objectSize(), "kge_device", 0, nullptr,
+                nullptr),
+            "linking the device library into module '" + name + "'");
+    else
+      check(d.cuLinkAddData(state, CU_JIT_INPUT_PTX,
+                            const_cast<char *>(device_library::ptx()),
+                            std::strlen(device_library::ptx()) + 1,
+                            "kge_device", 0, nullptr, nullptr),
+            "linking the device library into module '" + name + "'");
+    void *cubin = nullptr;
+    size_t size = 0;
+    check(d.cuLinkComplete(state, &cubin, &size),
+          "completing the link of module '" + name + "'");
+    CUmodule module;
+    cuda::check(d.cuModuleLoadData(&module, cubin),
+                "loading module '" + name + "'");
+    return module;
+  }
+};
+
+std::string chipOf(int computeCapability) {
+  return "sm_" + std::to_string(computeCapability);
+}
+
 /// Links one bundle module with the device library into a loaded module.
 CUmodule linkModule(const ModuleImage &image, const std::string &chip,
                     int computeCapability) {
-  const Driver &d = driver();
-  char log[8192] = {0};
-  int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-  void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
-  CUlinkState link;
-  check(d.cuLinkCreate(2, options, values, &link), "cuLinkCreate");
-  auto fail = [&](CUresult result, const std::string &what) {
-    std::string message = what;
-    if (log[0])
-      message += " (" + std::string(log) + ")";
-    d.cuLinkDestroy(link);
-    check(result, message);
-  };
-  std::string ownChip = "sm_" + std::to_string(computeCapability);
+  Link link;
+  std::string ownChip = chipOf(computeCapability);
   // An architecture-specific object (sm_90a) runs on that architecture
   // only, which is this device's.
   bool useObject = !image.cubin.empty() &&
                    (chip == ownChip || chip == ownChip + "a");
-  CUresult r;
   if (useObject)
-    r = d.cuLinkAddData(link, CU_JIT_INPUT_CUBIN,
-                        const_cast<char *>(image.cubin.data()),
-                        image.cubin.size(), image.name.c_str(), 0, nullptr,
-                        nullptr);
+    link.check(driver().cuLinkAddData(
+                   link.state, CU_JIT_INPUT_CUBIN,
+                   const_cast<char *>(image.cubin.data()), image.cubin.size(),
+                   image.name.c_str(), 0, nullptr, nullptr),
+               "linking module '" + image.name + "'");
   else
-    r = d.cuLinkAddData(link, CU_JIT_INPUT_PTX,
-                        const_cast<char *>(image.ptx.c_str()),
-                        image.ptx.size() + 1, image.name.c_str(), 0, nullptr,
-                        nullptr);
-  if (r != CUDA_SUCCESS)
-    fail(r, "linking module '" + image.name + "'");
-  if (!device_library::available())
-    throw BundleError("this runtime was built without the device library "
-                      "(nvcc was not found at build time)");
-  bool libraryObject = device_library::objectChip() == ownChip;
-  if (libraryObject)
-    r = d.cuLinkAddData(link, CU_JIT_INPUT_CUBIN,
-                        const_cast<unsigned char *>(device_library::object()),
-                        device_library::objectSize(), "kge_device", 0,
-                        nullptr, nullptr);
-  else
-    r = d.cuLinkAddData(link, CU_JIT_INPUT_PTX,
-                        const_cast<char *>(device_library::ptx()),
-                        std::strlen(device_library::ptx()) + 1, "kge_device",
-                        0, nullptr, nullptr);
-  if (r != CUDA_SUCCESS)
-    fail(r, "linking the device library into module '" + image.name + "'");
-  void *cubin = nullptr;
-  size_t size = 0;
-  r = d.cuLinkComplete(link, &cubin, &size);
-  if (r != CUDA_SUCCESS)
-    fail(r, "completing the link of module '" + image.name + "'");
-  CUmodule module;
-  r = d.cuModuleLoadData(&module, cubin);
-  d.cuLinkDestroy(link);
-  check(r, "loading module '" + image.name + "'");
-  return module;
+    link.check(driver().cuLinkAddData(
+                   link.state, CU_JIT_INPUT_PTX,
+                   const_cast<char *>(image.ptx.c_str()),
+                   image.ptx.size() + 1, image.name.c_str(), 0, nullptr,
+                   nullptr),
+               "linking module '" + image.name + "'");
+  return link.finishWithLibrary(ownChip, image.name);
 }
+
+} // namespace
+
+CUfunction libraryKernel(int device, const char *name) {
+  static std::mutex mutex;
+  static std::map<int, CUmodule> modules;
+  static std::map<std::pair<int, std::string>, CUfunction> kernels;
+  useDevice(device);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto known = kernels.find({device, name});
+  if (known != kernels.end())
+    return known->second;
+  CUmodule &module = modules[device];
+  if (!module) {
+    int cc = deviceAttribute(device,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) *
+                 10 +
+             deviceAttribute(device,
+                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    module = Link().finishWithLibrary(chipOf(cc), "kge_device");
+  }
+  CUfunction function = nullptr;
+  check(driver().cuModuleGetFunction(&function, module, name),
+        std::string("finding ") + name + " in the device library");
+  kernels[{device, name}] = function;
+  return function;
+}
+
+namespace {
 
 size_t elementCount(const std::vector<int64_t> &shape) {
   size_t n = 1;

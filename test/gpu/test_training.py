@@ -196,22 +196,28 @@ def test_bad_arguments_are_refused():
         training.Trainer(m, np.zeros((0, 3), np.int64))
 
 
+@pytest.mark.parametrize("fused", (True, False))
 @pytest.mark.parametrize("method", training.OPTIMIZERS)
-@pytest.mark.parametrize("rows", (100, 5000))  # summed densely / sorted
-def test_row_sparse_optimizer_equals_torch(method, rows):
+@pytest.mark.parametrize("rows,row", [(100, (16,)), (5000, (16,)),  # summed densely / sorted
+                                      (100, (6,)), (5000, (3, 5))])  # scalar atomics, matrices
+def test_row_sparse_optimizer_equals_torch(method, rows, row, fused):
     """Both ways of summing duplicates (a buffer of the table's size when
     the table has at most as many rows as a step gathers, sorted unique
-    rows otherwise) update like torch.optim.Adagrad / SparseAdam."""
+    rows otherwise), through the device library's kernels or PyTorch's
+    operations, update like torch.optim.Adagrad / SparseAdam: rows of 16
+    floats (vector atomics), of 6 (scalar ones) and matrices."""
     generator = torch.Generator(device="cuda").manual_seed(rows)
-    start = torch.randn(rows, 16, device="cuda", generator=generator)
+    start = torch.randn(rows, *row, device="cuda", generator=generator)
     ours = {"T": start.clone()}
     theirs = torch.nn.Parameter(start.clone())
-    optimizer = training.RowSparseOptimizer(ours, method, lr=0.05)
+    optimizer = training.RowSparseOptimizer(ours, method, lr=0.05, fused=fused)
+    assert (optimizer.kernels is not None) == fused
     reference = (torch.optim.Adagrad([theirs], lr=0.05) if method == "adagrad"
                  else torch.optim.SparseAdam([theirs], lr=0.05))
     for _ in range(4):
         parts = [(torch.randint(0, rows // 4, (300,), device="cuda", generator=generator),
-                  torch.randn(300, 16, device="cuda", generator=generator)) for _ in range(2)]
+                  torch.randn(300, *row, device="cuda", generator=generator))
+                 for _ in range(2)]
         optimizer.step([("T", i, g) for i, g in parts])
         index = torch.cat([i for i, _ in parts])
         values = torch.cat([g for _, g in parts])
@@ -219,3 +225,60 @@ def test_row_sparse_optimizer_equals_torch(method, rows):
         reference.step()
     assert torch.allclose(ours["T"], theirs.detach(), atol=1e-6, rtol=1e-5), \
         (ours["T"] - theirs.detach()).abs().max().item()
+
+
+def test_fused_updates_report_an_index_beyond_the_table():
+    """An index beyond its table is skipped by the sum (the other rows are
+    applied) and reported by check(), which the trainer's loss checks call."""
+    table = torch.zeros(50, 8, device="cuda")
+    optimizer = training.RowSparseOptimizer({"Eemb": table}, "adagrad", lr=0.5, fused=True)
+    index = torch.tensor([3, 7, 50, 7], device="cuda")
+    optimizer.step([("Eemb", index, torch.ones(4, 8, device="cuda"))])
+    with pytest.raises(IndexError, match="table 'Eemb' had an index beyond its 50 rows; "
+                                         "the rows with it were not applied"):
+        optimizer.check()
+    assert (table[3] < 0).all() and (table[7] < 0).all()
+    assert (table[torch.arange(50, device="cuda") != 3][:, 0] != 0).sum() == 1
+    # The dense path (a table no larger than the step's rows) skips it too.
+    small = torch.zeros(3, 8, device="cuda")
+    optimizer = training.RowSparseOptimizer({"Remb": small}, "adam", lr=0.5, fused=True)
+    optimizer.step([("Remb", torch.tensor([0, 3, 2, 0], device="cuda"),
+                     torch.ones(4, 8, device="cuda"))])
+    with pytest.raises(IndexError, match="table 'Remb' had an index beyond its 3 rows"):
+        optimizer.check()
+    assert (small[0] < 0).all() and (small[1] == 0).all() and (small[2] < 0).all()
+
+
+def test_row_update_kernels_refuse_bad_arrays():
+    """kge.runtime's row kernels name the array that does not fit, before
+    launching."""
+    from kge import runtime
+    p = torch.zeros(10, 4, device="cuda")
+    s = torch.zeros_like(p)
+    g = torch.zeros_like(p)
+    bad = torch.zeros(1, dtype=torch.int64, device="cuda")
+    index = torch.arange(3, device="cuda")
+    cases = [
+        (lambda: runtime.rows_add(index.int(), g[:3], g, bad), "'index' must be i64, got i32"),
+        (lambda: runtime.rows_add(index, g[:2], g, bad), "'values' has shape \\[2, 4\\]"),
+        (lambda: runtime.rows_add(index, g[:3].cpu(), g, bad), "'values' is in host memory"),
+        (lambda: runtime.rows_add(index, g[:3], g.t(), bad), "'grad' must be C-contiguous"),
+        (lambda: runtime.rows_add(index, g[:3], g, bad,
+                                  torch.zeros(9, dtype=torch.int32, device="cuda")),
+         "'touched' has shape \\[9\\], expected \\[10\\]"),
+        (lambda: runtime.adagrad_rows(p, s[:5], g, 0.1, 1e-10), "'sum_squares' has shape"),
+        (lambda: runtime.adagrad_rows(p, s, g[:3], 0.1, 1e-10), "'grad' has shape \\[3, 4\\]"),
+        (lambda: runtime.adagrad_rows(p[0], s[0], g[0], 0.1, 1e-10),
+         "'param' must be \\[rows, ...\\]"),
+        (lambda: runtime.adam_rows(p, s, s.clone(), g[:3], torch.ones(1, device="cuda"), 0.9,
+                                   0.999, 1e-8, index=index, first_bad=bad,
+                                   touched=torch.zeros(10, dtype=torch.int32, device="cuda")),
+         "'touched' goes with the dense buffer"),
+        (lambda: runtime.adam_rows(p, s, s.clone(), g, torch.ones(2, device="cuda"), 0.9,
+                                   0.999, 1e-8), "'step_size' must hold one element"),
+        (lambda: runtime.adagrad_rows(p, s, g[:3], 0.1, 1e-10, index=index),
+         "an index needs 'first_bad'")]
+    for call, message in cases:
+        with pytest.raises(runtime.ArgumentError, match=message):
+            call()
+    assert (p == 0).all()

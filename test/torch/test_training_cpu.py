@@ -107,6 +107,19 @@ def test_bad_settings_and_triples_are_refused():
         trainer("distmult", loss="hinge")
     with pytest.raises(ValueError, match="batch_size must be a positive integer"):
         training.Trainer(trainer("distmult").model, TRAIN, batch_size=0, device="cpu")
+    # The graphed step and the fused updates run on CUDA devices only.
+    with pytest.raises(ValueError, match="cannot be captured in a CUDA graph: the trainer "
+                                         "is not on a CUDA device"):
+        trainer("distmult", graph=True)
+    with pytest.raises(ValueError, match="graph must be 'auto', True or False"):
+        trainer("distmult", graph="always")
+    assert trainer("distmult").graphed is None
+    tables = {"E": torch.zeros(4, 2)}
+    with pytest.raises(ValueError, match="fused updates run on a CUDA device"):
+        training.RowSparseOptimizer(tables, fused=True)
+    with pytest.raises(ValueError, match="fused must be 'auto', True or False"):
+        training.RowSparseOptimizer(tables, fused="yes")
+    assert training.RowSparseOptimizer(tables).kernels is None
 
 
 def test_sampled_evaluation_ranks_among_drawn_candidates():
