@@ -37,6 +37,22 @@ OUTER_SUM = """where (i in [0, M], j in [0, N]) {
 """
 
 
+class WholeTable:
+    """A table's gradient handed whole to a row-sparse optimizer: in the
+    operator's `captured` entries (table, index, rows), `rows` may be a
+    WholeTable whose `grad` is shaped like the table, zero in the rows no
+    edge reached, `index` then listing the rows the edges reached (with
+    repeats). A matrix table's gradient comes this way: OUTER_SUM writes it
+    for every matrix at once, and taking the rows reached out of it would
+    need their unique list, a sort whose size only the GPU knows (which no
+    CUDA graph can capture)."""
+
+    __slots__ = ("grad",)
+
+    def __init__(self, grad):
+        self.grad = grad
+
+
 def outer_sum_query():
     """OUTER_SUM as a kge.tile.Query (key: 64-bit indices). Needs the
     compiler."""
@@ -317,10 +333,10 @@ def _autograd_function():
                     continue
                 # Row-sparse: the matrices the batch reached (a sparse
                 # optimizer leaves the others' states alone).
-                present = torch.unique(named[indices])
                 if op.rows:
-                    op.captured.append((table, present, grad[present]))
+                    op.captured.append((table, named[indices].reshape(-1), WholeTable(grad)))
                 else:
+                    present = torch.unique(named[indices])
                     part = torch.sparse_coo_tensor(present.unsqueeze(0), grad[present],
                                                    grad.shape)
                     grads[i] = part if grads[i] is None else grads[i] + part

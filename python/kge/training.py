@@ -29,6 +29,8 @@ import time
 
 import numpy as np
 
+from .autograd import WholeTable
+
 # Where the models' score functions are: the package's copy (the build
 # puts examples/bvec's there) or the source tree's examples.
 _MODEL_DIRS = (pathlib.Path(__file__).resolve().parent / "models",
@@ -278,6 +280,16 @@ class Model:
         return -s if self.distance else s
 
 
+def _reached_rows(index, rows):
+    """(unique rows reached, their gradients) for a WholeTable part; other
+    parts as they are."""
+    import torch
+    if not isinstance(rows, WholeTable):
+        return index, rows
+    reached = torch.unique(index)
+    return reached, rows.grad[reached]
+
+
 class RowSparseOptimizer:
     """Adagrad or Adam applied to the rows a step touched, from the gathered
     rows' gradients (table, indices, rows) that KGE's gradient kernel gives,
@@ -389,6 +401,8 @@ class RowSparseOptimizer:
                 gathered = sum(len(i) for i, _ in parts)
                 dense = param.shape[0] <= gathered and table not in self.rows_only
                 self.dense_only &= dense
+                if not dense:
+                    parts = [_reached_rows(i, rows) for i, rows in parts]
                 if self._fused(param):
                     self._fused_step(table, param, parts, size, dense)
                 elif dense:
@@ -423,8 +437,13 @@ class RowSparseOptimizer:
                     touched = self.touched[table] = torch.zeros(
                         param.shape[0], dtype=torch.int32, device=param.device)
             for i, rows in parts:
-                k.rows_add(i.long(), rows.float().contiguous(), grad, bad, touched,
-                           stream=stream)
+                if isinstance(rows, WholeTable):
+                    grad.add_(rows.grad)
+                    if touched is not None:
+                        touched.index_fill_(0, i, 1)
+                else:
+                    k.rows_add(i.long(), rows.float().contiguous(), grad, bad, touched,
+                               stream=stream)
         else:
             whole = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
             index, inverse = torch.unique(whole.long(), return_inverse=True)
@@ -463,7 +482,10 @@ class RowSparseOptimizer:
             grad = self.workspace[table] = torch.empty_like(param)
         grad.zero_()
         for index, rows in parts:
-            grad.index_add_(0, index, rows)
+            if isinstance(rows, WholeTable):
+                grad.add_(rows.grad)
+            else:
+                grad.index_add_(0, index, rows)
         if self.method == "adagrad":
             (total,) = self.state[table]
             total.addcmul_(grad, grad)
@@ -549,9 +571,6 @@ class GraphedStep:
         if operator is None or not hasattr(operator, "gradient_program"):
             return ("the model does not run KGE's kernels with row gradients (gradients "
                     "'rows', not eager)")
-        if operator.factors:
-            return ("the gradients of its matrix tables go to the relations a batch reaches, "
-                    "which a sort finds (a size the GPU decides)")
         if not hasattr(torch.cuda.CUDAGraph, "register_generator_state"):
             return "this PyTorch cannot capture a generator of the trainer's own"
         return None

@@ -57,7 +57,9 @@ def test_kernels_train_like_pytorch(name, loss, optimizer, sampler):
 @pytest.mark.parametrize("name,loss,optimizer,sampler", [
     ("transe_l2", "adversarial", "adam", "uniform"),
     ("distmult", "softplus", "adagrad", "degree"),
-    ("complex", "margin", "adam", "degree")])
+    ("complex", "margin", "adam", "degree"),
+    ("transr", "adversarial", "adam", "uniform"),
+    ("transr", "softplus", "adagrad", "degree")])
 def test_graphed_step_trains_like_eager_steps(name, loss, optimizer, sampler):
     """The step captured in a CUDA graph (after its warm-up steps, with an
     epoch's short last batch run eagerly) trains like eager steps: the
@@ -86,14 +88,12 @@ def test_graphed_step_trains_like_eager_steps(name, loss, optimizer, sampler):
 
 
 def test_graphed_step_is_refused_or_stays_eager_where_it_cannot_capture():
-    """TransR's matrix gradients (a sort per batch) and plain PyTorch steps
-    are refused with graph=True and run eagerly with "auto"; a table larger
-    than a batch gathers (its update sorts) keeps the steps eager after the
-    warm-up, with the reason, and trains like graph=False."""
+    """Plain PyTorch steps are refused with graph=True and run eagerly with
+    "auto"; a table larger than a batch gathers (its update sorts) keeps
+    the steps eager after the warm-up, with the reason, and trains like
+    graph=False."""
     triples = graph()
-    with pytest.raises(ValueError, match="matrix tables"):
-        training.Trainer(model("transr"), triples, graph=True)
-    assert training.Trainer(model("transr"), triples).graphed is None
+    assert training.Trainer(model("distmult", eager=True), triples).graphed is None
     with pytest.raises(ValueError, match="KGE's kernels"):
         training.Trainer(model("distmult", eager=True), triples, graph=True)
     with pytest.raises(ValueError, match="graph must be"):

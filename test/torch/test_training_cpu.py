@@ -135,3 +135,31 @@ def test_sampled_evaluation_ranks_among_drawn_candidates():
     assert again == sampled
     with pytest.raises(ValueError, match="candidates must be a positive integer"):
         training.evaluate(t.model, TEST, ALL, candidates=0)
+
+
+@pytest.mark.parametrize("method", training.OPTIMIZERS)
+@pytest.mark.parametrize("edges", [40, 3])  # dense buffer / sorted rows
+def test_a_whole_table_gradient_updates_like_its_rows(method, edges):
+    """A matrix table's gradient handed whole (kge.autograd.WholeTable, with
+    the edges' rows as its index) updates like the same gradient given as
+    the rows the edges reached: only those rows, with lazy Adam's states of
+    the others untouched."""
+    from kge.autograd import WholeTable
+    generator = torch.Generator().manual_seed(edges)
+    start = torch.randn(6, 3, 3, generator=generator)
+    index = torch.randint(0, 6, (edges,), generator=generator)
+    index[0] = 4  # at least one row reached
+    reached = torch.unique(index)
+    whole = torch.zeros(6, 3, 3)
+    whole[reached] = torch.randn(len(reached), 3, 3, generator=generator)
+    tables = [{"Pm": start.clone()}, {"Pm": start.clone()}]
+    optimizers = [training.RowSparseOptimizer(t, method, lr=0.1) for t in tables]
+    for _ in range(3):
+        optimizers[0].step([("Pm", index, WholeTable(whole))])
+        optimizers[1].step([("Pm", reached, whole[reached])])
+    torch.testing.assert_close(tables[0]["Pm"], tables[1]["Pm"], rtol=1e-6, atol=1e-6)
+    untouched = torch.ones(6, dtype=torch.bool)
+    untouched[reached] = False
+    assert torch.equal(tables[0]["Pm"][untouched], start[untouched])
+    for a, b in zip(optimizers[0].state["Pm"], optimizers[1].state["Pm"]):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
