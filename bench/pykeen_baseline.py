@@ -118,6 +118,8 @@ def train(name, train_triples, test, known, entities, relations, *, dim, batch, 
         loss_instance = losses.SoftplusLoss()
     elif loss == "adversarial":
         loss_instance = losses.NSSALoss(margin=margin, adversarial_temperature=1.0)
+    elif loss == "softmax":
+        loss_instance = losses.CrossEntropyLoss()
     else:
         raise ValueError(f"no PyKEEN loss for {loss!r}")
     model = getattr(models, model_name)(triples_factory=factory, embedding_dim=dim,

@@ -50,7 +50,7 @@ MODELS = {
 }
 # Tables of matrices (one [dim, dim] matrix per row).
 MATRIX_TABLES = {"Pm"}
-LOSSES = ("margin", "softplus", "adversarial")
+LOSSES = ("margin", "softplus", "adversarial", "softmax")
 OPTIMIZERS = ("adagrad", "adam")
 SAMPLERS = ("uniform", "degree")
 
@@ -528,8 +528,15 @@ class RowSparseOptimizer:
 
 
 def _loss(name, positive, negative, margin, temperature):
-    """positive [b], negative [b, K] plausibilities (higher is better)."""
+    """positive [b], negative [b, K] plausibilities (higher is better):
+    margin ranking, softplus (logistic), self-adversarial (RotatE's), or
+    softmax cross-entropy of each positive among itself and its negatives
+    (PyKEEN's CrossEntropyLoss, the 1-vs-K softmax)."""
+    import torch
     import torch.nn.functional as F
+    if name == "softmax":
+        scores = torch.cat([positive[:, None], negative], 1)
+        return (torch.logsumexp(scores, 1) - positive).mean()
     if name == "margin":
         return F.relu(margin - positive[:, None] + negative).mean()
     if name == "softplus":
@@ -630,7 +637,7 @@ class Trainer:
     """Mini-batch training of `model` on `triples` ([N, 3] head, relation,
     tail): `negatives` corruptions per positive (head or tail, half each),
     drawn uniformly or by entity degree (`sampler`), `loss` one of
-    margin / softplus / adversarial, `optimizer` adagrad or adam (sparse
+    margin / softplus / adversarial / softmax, `optimizer` adagrad or adam (sparse
     updates of the touched rows). `graph`: run the step as a CUDA graph
     (GraphedStep) — "auto" where the step can be captured (KGE's kernels
     with row gradients on a CUDA device, no matrix tables, every table

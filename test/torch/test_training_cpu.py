@@ -163,3 +163,27 @@ def test_a_whole_table_gradient_updates_like_its_rows(method, edges):
     assert torch.equal(tables[0]["Pm"][untouched], start[untouched])
     for a, b in zip(optimizers[0].state["Pm"], optimizers[1].state["Pm"]):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_losses_equal_their_formulas():
+    """Each loss of the engine on hand-made scores: margin ranking,
+    softplus, self-adversarial, and softmax cross-entropy (against
+    PyTorch's cross_entropy with the positive as the class), which also
+    trains."""
+    F = torch.nn.functional
+    generator = torch.Generator().manual_seed(5)
+    positive = torch.randn(7, generator=generator)
+    negative = torch.randn(7, 4, generator=generator)
+    scores = torch.cat([positive[:, None], negative], 1)
+    expected = {
+        "margin": F.relu(2.0 - positive[:, None] + negative).mean(),
+        "softplus": F.softplus(torch.cat([-positive, negative.reshape(-1)])).mean(),
+        "adversarial": (-F.logsigmoid(2.0 + positive).mean()
+                        - (F.softmax(negative, 1) * F.logsigmoid(-2.0 - negative)).sum(1).mean()),
+        "softmax": F.cross_entropy(scores, torch.zeros(7, dtype=torch.int64))}
+    assert set(expected) == set(training.LOSSES)
+    for name, value in expected.items():
+        torch.testing.assert_close(training._loss(name, positive, negative, 2.0, 1.0), value)
+    t = trainer("distmult", loss="softmax")
+    losses = [t.train_epoch()["loss"] for _ in range(3)]
+    assert losses[-1] < losses[0], losses
