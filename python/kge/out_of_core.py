@@ -238,11 +238,12 @@ class PartitionedTrainer(training.Trainer):
     def _setup(self, name, triples, *, num_entities, num_relations, dim, partitions, slots,
                forward, gradient, eager, batch_size, negatives, loss, margin, temperature,
                optimizer, lr, sampler, seed, device, buffer_bytes, fingerprint, shuffle=False,
-               outer_sum=None):
+               outer_sum=None, numbering_seed=None):
         """`shuffle`: the entities are numbered in a random order (from
-        `seed`) before the partitions are cut, so that partitions of a graph
-        whose ids follow popularity are about equally busy; `entity_rows`
-        maps an entity id to its row in that order."""
+        `numbering_seed`, default `seed`) before the partitions are cut, so
+        that partitions of a graph whose ids follow popularity are about
+        equally busy; `entity_rows` maps an entity id to its row in that
+        order."""
         import torch
         _, distance, kinds = training._spec(name)
         _check_counts(num_entities=num_entities, num_relations=num_relations, dim=dim,
@@ -279,8 +280,9 @@ class PartitionedTrainer(training.Trainer):
         self.num_entities, self.dim = num_entities, dim
         triples = training.check_triples(triples, num_entities, num_relations)
         self.entity_rows = self.entity_ids = None
+        numbering_seed = seed if numbering_seed is None else numbering_seed
         if shuffle:
-            self.entity_ids = np.random.default_rng(seed).permutation(num_entities)
+            self.entity_ids = np.random.default_rng(numbering_seed).permutation(num_entities)
             self.entity_rows = np.argsort(self.entity_ids)
             triples = triples.copy()
             triples[:, [0, 2]] = self.entity_rows[triples[:, [0, 2]]]
@@ -302,7 +304,7 @@ class PartitionedTrainer(training.Trainer):
                                    "relations": num_relations, "partitions": partitions,
                                    "optimizer": optimizer, **fingerprint}
         if shuffle:
-            self.fingerprint_config["shuffled"] = seed
+            self.fingerprint_config["shuffled"] = numbering_seed
         self.slot_of = {}
         self._engine = None  # the swap engine (_io), where partitions live in files
 
@@ -475,7 +477,15 @@ class OutOfCoreTrainer(PartitionedTrainer):
     is not done (`stall_seconds`). With `prefetch=False` the swap is done
     synchronously (the ablation). Negatives are drawn, uniformly or by
     degree, from the entities in the buffer (Legend's and Marius's
-    sampling). Loads per epoch are the order's I/O count.
+    sampling). Loads per epoch are the order's I/O count. With `shuffle`
+    (the default) the entities are numbered in a random order from `seed`
+    before the partitions are cut, as PyTorch-BigGraph assigns them: a
+    graph numbered by its own structure (WordNet's synsets in file order)
+    would otherwise give partitions of related entities, whose negatives,
+    drawn from the buffer, are then related too (WN18-like, DistMult, D =
+    32, 10 epochs on the CPU: filtered MRR 0.281 shuffled against 0.232 by
+    the graph's numbering, 0.347 in memory). `gather` returns the tables
+    in the graph's numbering either way.
 
     Partition files are written atomically (never half); `save` flushes
     them and writes the relation tables, their optimizer state and the
@@ -486,7 +496,7 @@ class OutOfCoreTrainer(PartitionedTrainer):
                  capacity=3, order="legend", forward=None, gradient=None, eager=False,
                  batch_size=1024, negatives=16, loss="softplus", margin=1.0, temperature=1.0,
                  optimizer="adagrad", lr=0.1, sampler="uniform", seed=0, device="cuda",
-                 prefetch=True, buffer_bytes=None, resume=False, outer_sum=None):
+                 prefetch=True, buffer_bytes=None, resume=False, outer_sum=None, shuffle=True):
         _check_counts(num_entities=num_entities, partitions=partitions)
         partition_ranges(partitions, num_entities)  # refused before an order is sought
         self.states, self.buckets = buffer_order(partitions, capacity, order)
@@ -501,7 +511,10 @@ class OutOfCoreTrainer(PartitionedTrainer):
                     gradient=gradient, eager=eager, batch_size=batch_size, negatives=negatives,
                     loss=loss, margin=margin, temperature=temperature, optimizer=optimizer, lr=lr,
                     sampler=sampler, seed=seed, device=device, buffer_bytes=buffer_bytes,
-                    fingerprint={}, outer_sum=outer_sum)
+                    fingerprint={}, outer_sum=outer_sum, shuffle=shuffle,
+                    # One numbering whatever the seed: a run resumed with
+                    # another seed reads the same partition files.
+                    numbering_seed=0)
         self.prefetch = prefetch
         if resume is False:
             self.store = PartitionStore.initialize(
@@ -592,6 +605,8 @@ class OutOfCoreTrainer(PartitionedTrainer):
         tables = {}
         for name, table in self.model.tables.items():
             values = arrays[name] if name in self.entity_tables else table.detach().cpu()
+            if name in self.entity_tables and self.entity_rows is not None:
+                values = values[self.entity_rows]  # rows back in the graph's numbering
             tables[name] = torch.nn.Parameter(torch.as_tensor(values).to(device))
         return training.Model(self.model.name, tables, self.model.score, self.model.distance,
                               self.model.operator)
