@@ -483,9 +483,9 @@ class OutOfCoreTrainer(PartitionedTrainer):
     graph numbered by its own structure (WordNet's synsets in file order)
     would otherwise give partitions of related entities, whose negatives,
     drawn from the buffer, are then related too (WN18-like, DistMult, D =
-    32, 10 epochs on the CPU: filtered MRR 0.281 shuffled against 0.232 by
-    the graph's numbering, 0.347 in memory). `gather` returns the tables
-    in the graph's numbering either way.
+    128, 20 epochs on an H200: filtered MRR 0.8386 numbered at random,
+    0.8332 by the graph's numbering, 0.8425 in memory). `gather` returns
+    the tables in the graph's numbering either way.
 
     Partition files are written atomically (never half); `save` flushes
     them and writes the relation tables, their optimizer state and the
