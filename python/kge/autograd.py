@@ -185,9 +185,9 @@ class ScoreOperator:
         arguments in order, it returns the scores; autograd gives dense
         gradients of the floating-point tables. As custom ops, both are
         opaque to torch.compile (which traces around them: `fullgraph=True`
-        holds) and launch on the current stream. (Capturing a whole PyTorch
-        step in a CUDA graph does not work yet: a runtime call outside
-        Program.capture is not capturable.)"""
+        holds) and launch on the current stream, so a CUDA graph that
+        captures that stream captures them (after a warm-up call on it,
+        which allocates the kernels' scratch for the stream)."""
         import torch
         if not name.isidentifier():
             raise ValueError(f"operator name must be an identifier, got {name!r}")
