@@ -32,6 +32,12 @@ def model(name, eager=False, seed=0):
                                  outer_sum=outer_sum)
 
 
+def assert_tables_close(name, first, second, tolerance=1e-4):
+    for n in first:
+        difference = (first[n] - second[n]).abs().max().item()
+        assert difference < tolerance, f"{name}: table {n} differs by {difference}"
+
+
 @pytest.mark.parametrize("name,loss,optimizer,sampler", [
     ("transe_l2", "margin", "adagrad", "uniform"),
     ("distmult", "softplus", "adagrad", "degree"),
@@ -49,9 +55,7 @@ def test_kernels_train_like_pytorch(name, loss, optimizer, sampler):
         record = trainer.train_epoch()
         assert np.isfinite(record["loss"])
         tables.append({n: t.detach().clone() for n, t in m.tables.items()})
-    for n in tables[0]:
-        difference = (tables[0][n] - tables[1][n]).abs().max().item()
-        assert difference < 1e-4, f"{name}: table {n} differs by {difference}"
+    assert_tables_close(name, *tables)
 
 
 @pytest.mark.parametrize("name,loss,optimizer,sampler", [
@@ -82,9 +86,7 @@ def test_graphed_step_trains_like_eager_steps(name, loss, optimizer, sampler):
         tables.append({n: t.detach().clone() for n, t in m.tables.items()})
         logs.append([r["loss"] for r in trainer.log])
     np.testing.assert_allclose(logs[0], logs[1], rtol=1e-5)
-    for n in tables[0]:
-        difference = (tables[0][n] - tables[1][n]).abs().max().item()
-        assert difference < 1e-4, f"{name}: table {n} differs by {difference}"
+    assert_tables_close(name, *tables)
 
 
 def test_graphed_step_is_refused_or_stays_eager_where_it_cannot_capture():
