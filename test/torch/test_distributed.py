@@ -407,7 +407,7 @@ def test_one_rank_out_of_core_is_the_one_gpu_out_of_core_trainer(tmp_path):
     common = dict(num_entities=worker.ENTITIES, num_relations=worker.RELATIONS, dim=16,
                   eager=True, device="cpu", batch_size=512, negatives=8, lr=0.05, seed=3)
     single = out_of_core.OutOfCoreTrainer("distmult", worker.TRAIN, tmp_path / "one",
-                                          partitions=4, capacity=3, **common)
+                                          partitions=4, capacity=3, shuffle=False, **common)
     single.train_epoch()
 
     def run(group):
