@@ -280,6 +280,17 @@ class Model:
         return -s if self.distance else s
 
 
+def _probe_row_kernels(runtime, device):
+    """`runtime` once its row kernels ran on `device` (one row added): the
+    device library loads and links there. Raises otherwise."""
+    import torch
+    one = torch.zeros(1, 1, device=device)
+    bad = torch.full((1,), 2 ** 63 - 1, dtype=torch.int64, device=device)
+    runtime.rows_add(torch.zeros(1, dtype=torch.int64, device=device), one, one.clone(), bad,
+                     stream=torch.cuda.current_stream(device).cuda_stream)
+    return runtime
+
+
 def _reached_rows(index, rows):
     """(unique rows reached, their gradients) for a WholeTable part; other
     parts as they are."""
@@ -346,8 +357,11 @@ class RowSparseOptimizer:
         if fused is not False and device.type == "cuda":
             try:
                 from . import runtime
-                self.kernels = runtime
-            except ImportError:
+                self.kernels = _probe_row_kernels(runtime, device)
+            except (ImportError, RuntimeError):
+                # No runtime, or one built without the device library (or
+                # whose library does not link for this GPU): PyTorch's
+                # operations, unless the kernels were asked for.
                 if fused is True:
                     raise
         elif fused is True:
@@ -393,9 +407,10 @@ class RowSparseOptimizer:
             if self.method == "adam":
                 self.count.add_(1)
                 b1, b2 = self.betas
-                # lr sqrt(1 - b2^t) / (1 - b1^t), t the step count.
-                size = (1 - torch.pow(b2, self.count)).sqrt_().div_(
-                    1 - torch.pow(b1, self.count)).mul_(self.lr).float()
+                # lr sqrt(1 - b2^t) / (1 - b1^t), t the step count, in
+                # PyTorch's order (in double precision).
+                size = (1 - torch.pow(b2, self.count)).sqrt_().mul_(self.lr).div_(
+                    1 - torch.pow(b1, self.count))
             for table, parts in by_table.items():
                 param = self.tables[table]
                 gathered = sum(len(i) for i, _ in parts)
@@ -414,7 +429,7 @@ class RowSparseOptimizer:
     def _fused(self, param):
         import torch
         return (self.kernels is not None and param.is_cuda and param.dtype == torch.float32
-                and param.is_contiguous())
+                and param.dim() >= 2 and param.is_contiguous())
 
     def _fused_step(self, table, param, parts, size, dense):
         """The step of one table through the device library's kernels."""
@@ -461,7 +476,7 @@ class RowSparseOptimizer:
         else:
             m, v = self.state[table]
             b1, b2 = self.betas
-            k.adam_rows(param, m, v, grad, size, b1, b2, self.eps, index=index,
+            k.adam_rows(param, m, v, grad, size.float(), b1, b2, self.eps, index=index,
                         touched=touched, first_bad=bad, stream=stream)
 
     def check(self):
@@ -563,8 +578,10 @@ class GraphedStep:
     scratch for that stream among it), and every batch of another size (an
     epoch's last). A step that synchronizes cannot be captured: when a
     warm-up step updated a table through the sorted path (a table with more
-    rows than a batch gathers), the steps stay eager and `reason` says
-    why."""
+    rows than a batch gathers), or the capture itself failed, the steps
+    stay eager and `reason` says why (with graph=True a failed capture
+    raises). The step's settings (learning rate, loss, margin, negatives)
+    are those of the capture: replays do not see later changes."""
 
     WARMUP = 2
 
@@ -582,9 +599,9 @@ class GraphedStep:
             return "this PyTorch cannot capture a generator of the trainer's own"
         return None
 
-    def __init__(self, trainer):
+    def __init__(self, trainer, required=False):
         import torch
-        self.trainer = trainer
+        self.trainer, self.required = trainer, required
         self.stream = torch.cuda.Stream(trainer.device)
         self.warm = 0
         self.graph = self.batch = self.loss = None
@@ -622,11 +639,26 @@ class GraphedStep:
         self.batch = batch.clone()
         graph = torch.cuda.CUDAGraph()
         graph.register_generator_state(trainer.generator)
-        steps = trainer.optimizer.steps
-        with torch.cuda.graph(graph, stream=self.stream):
-            self.loss = trainer.step(self.batch).detach()
+        optimizer = trainer.optimizer
+        steps = optimizer.steps
+        buffers = [dict(d) for d in (optimizer.workspace, optimizer.touched,
+                                     optimizer.first_bad)]
+        try:
+            with torch.cuda.graph(graph, stream=self.stream):
+                self.loss = trainer.step(self.batch).detach()
+        except RuntimeError as error:
+            if self.required:
+                raise
+            # Nothing captured ran: forget what the capture recorded and
+            # allocated, and step eagerly from now on.
+            optimizer.steps = steps
+            optimizer.workspace, optimizer.touched, optimizer.first_bad = buffers
+            trainer.model.operator.captured.clear()
+            self.batch = self.loss = None
+            self.reason = f"capturing the step failed: {error}"
+            return trainer.step(batch)
         # Capturing ran nothing: the replay is the step.
-        trainer.optimizer.steps = steps
+        optimizer.steps = steps
         self.graph = graph
         graph.replay()
         trainer.optimizer.steps += 1
@@ -640,8 +672,8 @@ class Trainer:
     margin / softplus / adversarial / softmax, `optimizer` adagrad or adam (sparse
     updates of the touched rows). `graph`: run the step as a CUDA graph
     (GraphedStep) — "auto" where the step can be captured (KGE's kernels
-    with row gradients on a CUDA device, no matrix tables, every table
-    updated without a sort), True to insist (refused with the reason
+    with row gradients on a CUDA device, every table updated without a
+    sort), True to insist (refused with the reason
     otherwise), False for eager steps. `graphed.reason` says why an "auto"
     trainer stayed eager after its warm-up."""
 
@@ -698,7 +730,7 @@ class Trainer:
         if graph is not False:
             refusal = GraphedStep.refusal(self)
             if refusal is None:
-                self.graphed = GraphedStep(self)
+                self.graphed = GraphedStep(self, required=graph is True)
             elif graph is True:
                 raise ValueError(f"the step cannot be captured in a CUDA graph: {refusal}")
 
@@ -848,7 +880,7 @@ class Trainer:
         self.log = list(meta.get("log", []))
         if self.graphed is not None:
             # Captured again from the restored generator.
-            self.graphed = GraphedStep(self)
+            self.graphed = GraphedStep(self, self.graphed.required)
 
     def _optimizer_state(self, tables=None):
         """The optimizer's per-row states of `tables` (default: all) as

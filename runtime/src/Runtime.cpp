@@ -87,6 +87,8 @@ struct Link {
     if (state)
       driver().cuLinkDestroy(state);
   }
+  Link(const Link &) = delete;
+  Link &operator=(const Link &) = delete;
   /// Throws CudaError for a failed step, with the linker's log.
   void check(CUresult result, const std::string &what) {
     if (result == CUDA_SUCCESS)
