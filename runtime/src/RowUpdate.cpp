@@ -19,29 +19,16 @@ class Arrays {
 public:
   explicit Arrays(const char *call) : call(call) {}
 
-  /// Checks `a` (`name` in messages): its dtype, C-contiguity and device.
+  /// Checks `a` (`name` in messages): its dtype, contiguity and device.
   const DeviceArray &add(const DeviceArray &a, const char *name, DType dtype) {
     auto what = [&] { return std::string(call) + ": '" + name + "'"; };
     if (a.dtype != dtype)
       throw ArgumentError(what() + " must be " + dtypeName(dtype) + ", got " +
                           dtypeName(a.dtype));
-    if (!a.strides.empty()) {
-      int64_t expected = 1;
-      for (size_t i = a.shape.size(); i-- > 0;) {
-        if (a.shape[i] != 1 && a.strides[i] != expected)
-          throw ArgumentError(what() + " must be C-contiguous");
-        expected *= a.shape[i];
-      }
-    }
-    int ordinal = a.device;
+    checkContiguous(a, what);
+    int ordinal = deviceOf(a, what);
     if (ordinal == -2)
       throw ArgumentError(what() + " is in host memory");
-    if (ordinal == -1) {
-      if (driver().cuPointerGetAttribute(&ordinal,
-                                         CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                         a.data) != CUDA_SUCCESS)
-        throw ArgumentError(what() + " is not in CUDA device memory");
-    }
     if (device == -1)
       device = ordinal;
     else if (ordinal != device)

@@ -355,41 +355,23 @@ Bindings Program::bind(const std::vector<DeviceArray> &arguments,
 static void checkPlacement(const Signature &signature,
                            const std::vector<DeviceArray> &arrays,
                            size_t firstParam, int device) {
-  const Driver &d = driver();
   for (size_t i = 0; i < arrays.size(); ++i) {
     const DeviceArray &a = arrays[i];
     const Parameter &p = signature.params[firstParam + i];
     auto what = [&] { return p.describe(); };
-    int ordinal = a.device;
     size_t elements = elementCount(a.shape);
     if (elements == 0)
       continue;
+    int ordinal = deviceOf(a, what);
     if (ordinal == -2)
       throw ArgumentError(what() + " is in host memory; the bundle runs on "
                                  "CUDA device " +
                           std::to_string(device));
-    if (ordinal == -1) {
-      unsigned type = 0;
-      if (d.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                  a.data) != CUDA_SUCCESS ||
-          (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED))
-        throw ArgumentError(what() + " is not in CUDA device memory");
-      if (d.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                  a.data) != CUDA_SUCCESS)
-        throw ArgumentError(what() + " has no CUDA device");
-    }
     if (ordinal != device)
       throw ArgumentError(what() + " is on CUDA device " +
                           std::to_string(ordinal) + "; the bundle runs on " +
                           std::to_string(device));
-    if (!a.strides.empty()) {
-      int64_t expected = 1;
-      for (int dim = static_cast<int>(a.shape.size()) - 1; dim >= 0; --dim) {
-        if (a.shape[dim] != 1 && a.strides[dim] != expected)
-          throw ArgumentError(what() + " must be contiguous (row-major)");
-        expected *= a.shape[dim];
-      }
-    }
+    checkContiguous(a, what);
     // Kernels load floats 16 bytes at a time; indices one at a time.
     size_t alignment = p.role == ParamRole::Indices ? dtypeSize(p.dtype) : 16;
     if (a.data % alignment != 0)

@@ -204,7 +204,7 @@ def test_bundle_run_without_gpu_reports_the_driver(transe_bundle, tmp_path):
 
 def test_row_update_kernels_check_arrays_before_the_gpu():
     """The row-sparse optimizer's kernels (rt.rows_add, adagrad_rows,
-    adam_rows) refuse arrays of the wrong dtype or in host memory with a
+    adam_rows) refuse arrays of the wrong dtype, strided or in host memory with a
     message naming the array, before any CUDA call (no GPU here)."""
     import numpy as np
     grad = np.zeros((4, 4), np.float32)
@@ -213,6 +213,9 @@ def test_row_update_kernels_check_arrays_before_the_gpu():
         rt.rows_add(np.arange(2, dtype=np.int32), grad[:2], grad, bad)
     with pytest.raises(rt.ArgumentError, match="rows_add: 'index' is in host memory"):
         rt.rows_add(np.arange(2, dtype=np.int64), grad[:2], grad, bad)
+    with pytest.raises(rt.ArgumentError,
+                       match=r"rows_add: 'index' must be contiguous \(row-major\)"):
+        rt.rows_add(np.arange(4, dtype=np.int64)[::2], grad[:2], grad, bad)
     with pytest.raises(rt.ArgumentError, match="adagrad_rows: 'param' must be f32, got f64"):
         rt.adagrad_rows(grad.astype(np.float64), grad, grad, 0.1, 1e-10)
     with pytest.raises(rt.ArgumentError, match="adam_rows: 'param' is in host memory"):
