@@ -280,15 +280,35 @@ class Model:
         return -s if self.distance else s
 
 
+# A table's "first bad index" slot when no index was out of range.
+_NO_BAD_INDEX = 2 ** 63 - 1
+
+
 def _probe_row_kernels(runtime, device):
     """`runtime` once its row kernels ran on `device` (one row added): the
     device library loads and links there. Raises otherwise."""
     import torch
     one = torch.zeros(1, 1, device=device)
-    bad = torch.full((1,), 2 ** 63 - 1, dtype=torch.int64, device=device)
+    bad = torch.full((1,), _NO_BAD_INDEX, dtype=torch.int64, device=device)
     runtime.rows_add(torch.zeros(1, dtype=torch.int64, device=device), one, one.clone(), bad,
                      stream=torch.cuda.current_stream(device).cuda_stream)
     return runtime
+
+
+def _sum_by_unique(param, parts, add):
+    """(unique, grad): the table rows that `parts` ((index, rows) pairs)
+    reach, sorted, and their gradients summed into a [unique, ...] buffer
+    by `add(positions, rows, grad)` (positions: rows' places in unique)."""
+    import torch
+    index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
+    unique, inverse = torch.unique(index.long(), return_inverse=True)
+    grad = torch.zeros((len(unique),) + tuple(param.shape[1:]), device=param.device,
+                       dtype=param.dtype)
+    offset = 0
+    for i, rows in parts:
+        add(inverse[offset:offset + len(i)], rows, grad)
+        offset += len(i)
+    return unique, grad
 
 
 def _reached_rows(index, rows):
@@ -438,7 +458,7 @@ class RowSparseOptimizer:
         stream = torch.cuda.current_stream(param.device).cuda_stream
         bad = self.first_bad.get(table)
         if bad is None:
-            bad = self.first_bad[table] = torch.full((1,), 2 ** 63 - 1, dtype=torch.int64,
+            bad = self.first_bad[table] = torch.full((1,), _NO_BAD_INDEX, dtype=torch.int64,
                                                      device=param.device)
         touched, index = None, None
         if dense:
@@ -460,15 +480,9 @@ class RowSparseOptimizer:
                     k.rows_add(i.long(), rows.float().contiguous(), grad, bad, touched,
                                stream=stream)
         else:
-            whole = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
-            index, inverse = torch.unique(whole.long(), return_inverse=True)
-            grad = torch.zeros((len(index),) + tuple(param.shape[1:]), device=param.device,
-                               dtype=param.dtype)
-            offset = 0
-            for i, rows in parts:
-                k.rows_add(inverse[offset:offset + len(i)], rows.float().contiguous(), grad,
-                           bad, stream=stream)
-                offset += len(i)
+            index, grad = _sum_by_unique(
+                param, parts, lambda positions, rows, grad: k.rows_add(
+                    positions, rows.float().contiguous(), grad, bad, stream=stream))
         if self.method == "adagrad":
             (total,) = self.state[table]
             k.adagrad_rows(param, total, grad, self.lr, self.eps, index=index, first_bad=bad,
@@ -485,7 +499,7 @@ class RowSparseOptimizer:
         synchronizes)."""
         for table, bad in self.first_bad.items():
             position = int(bad.item())
-            if position != 2 ** 63 - 1:
+            if position != _NO_BAD_INDEX:
                 raise IndexError(f"a gradient row of table {table!r} had an index beyond its "
                                  f"{self.tables[table].shape[0]} rows; the rows with it were "
                                  "not applied")
@@ -519,15 +533,8 @@ class RowSparseOptimizer:
         param.sub_((m * w).div_(v.sqrt().add_(self.eps)).mul_(size))
 
     def _sorted_step(self, table, param, parts, size):
-        import torch
-        index = torch.cat([i for i, _ in parts]) if len(parts) > 1 else parts[0][0]
-        unique, inverse = torch.unique(index, return_inverse=True)
-        grad = torch.zeros((len(unique),) + tuple(param.shape[1:]), device=param.device,
-                           dtype=param.dtype)
-        offset = 0
-        for i, rows in parts:
-            grad.index_add_(0, inverse[offset:offset + len(i)], rows)
-            offset += len(i)
+        unique, grad = _sum_by_unique(
+            param, parts, lambda positions, rows, grad: grad.index_add_(0, positions, rows))
         if self.method == "adagrad":
             (total,) = self.state[table]
             acc = total[unique].addcmul_(grad, grad)
