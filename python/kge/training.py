@@ -715,9 +715,18 @@ class Trainer:
                                  f"{', '.join(allowed)})")
         if graph not in ("auto", True, False):
             raise ValueError(f"graph must be 'auto', True or False, got {graph!r}")
-        for what, value in (("batch_size", batch_size), ("negatives", negatives)):
+        from .shared_negatives import SharedNegatives
+        checked = [("batch_size", batch_size)]
+        if not isinstance(negatives, SharedNegatives):
+            checked.append(("negatives", negatives))
+        for what, value in checked:
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"{what} must be a positive integer, got {value!r}")
+                raise ValueError(f"{what} must be a positive integer or, for negatives, "
+                                 f"kge.shared_negatives.SharedNegatives, got {value!r}"
+                                 if what == "negatives" else
+                                 f"{what} must be a positive integer, got {value!r}")
+        if isinstance(negatives, SharedNegatives):
+            negatives.bind(model, device)
         self.model, self.device = model, torch.device(device)
         self.batch_size, self.negatives = batch_size, negatives
         self.loss, self.margin, self.temperature = loss, margin, temperature
@@ -761,6 +770,8 @@ class Trainer:
         the loss (a tensor: reading it synchronizes)."""
         import torch
         h, r, t = batch[:, 0], batch[:, 1], batch[:, 2]
+        if not isinstance(self.negatives, int):
+            return self._shared_step(h, r, t)
         b, k = len(h), self.negatives
         corrupt_head = torch.rand(b, 1, device=self.device, generator=self.generator) < 0.5
         negative = self.corruptions(h, t, corrupt_head, k)
@@ -770,8 +781,25 @@ class Trainer:
         scores = self.model.plausibility(heads.reshape(-1), relations,
                                          tails.reshape(-1)).view(b, k + 1)
         loss = _loss(self.loss, scores[:, 0], scores[:, 1:], self.margin, self.temperature)
+        return self._backward(loss)
+
+    def _shared_step(self, h, r, t):
+        """A step against chunked shared negatives (self.negatives, a
+        kge.shared_negatives.SharedNegatives): the positives through the
+        model's kernels, each chunk's negatives as products."""
+        shared = self.negatives
+        positive = self.model.plausibility(h, r, t)
+        negative = shared.plausibility(self, h, r, t)
+        loss = _loss(self.loss, positive, negative, self.margin, self.temperature)
+        return self._backward(loss, shared.collect)
+
+    def _backward(self, loss, collect=None):
+        """Backward from `loss` and the optimizer's step (`collect` hands
+        further gathered rows' gradients to the row-sparse optimizer)."""
         if self.model.operator is not None:
             loss.backward()
+            if collect is not None:
+                collect(self.model.operator.captured)
             self.optimizer.step(self.model.operator.captured)
         else:
             self.optimizer.zero_grad(set_to_none=True)
