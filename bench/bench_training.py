@@ -14,6 +14,17 @@ The data file comes from `bench/bench_training.py --prepare FILE` on a
 machine with WordNet (Debian's wordnet-base): kge.link_prediction.wn18_like;
 `--prepare FILE --dataset fb15k_like` writes the FB15k-like graph.
 Bundles from test/gpu/build_gradient_bundles.py --lengths 128.
+
+With `--shared N` the negatives are chunked shared negatives
+(kge.shared_negatives: chunks of `--chunk` positives, N entities per chunk
+and side, 2N negatives per positive; DistMult, ComplEx, TransE-L2): `kge`
+runs the products on tile (the bundles of
+kge.shared_negatives.save_products in `--products`), `kge_cublas` the
+same step with torch.matmul's products instead (cuBLAS), and `pytorch`
+PyTorch-BigGraph's computation in plain PyTorch (sparse lookups,
+torch.matmul products, autograd, an eager step); matrix products at TF32
+in all three (torch.set_float32_matmul_precision("high"), Legend's
+precision).
 """
 
 import argparse
@@ -77,10 +88,17 @@ def main():
     parser.add_argument("--negatives", type=int, default=64)
     parser.add_argument("--runs", nargs="*", default=["kge", "pytorch", "pykeen"],
                         help="kge, kge-eager-step (KGE's kernels, the step not captured in "
-                        "a CUDA graph), pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
+                        "a CUDA graph), kge-cublas (with --shared: the products by "
+                        "torch.matmul), pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
                         "sLCWA loop with its models' defaults, bench/pykeen_baseline.py), "
                         "pykeen-aligned (with KGE's initialization, no constraint or "
                         "regularizer); PyKEEN is skipped where it is not installed")
+    parser.add_argument("--shared", type=int, default=0,
+                        help="chunked shared negatives: N per chunk and side")
+    parser.add_argument("--chunk", type=int, default=1024)
+    parser.add_argument("--loss", help="every model's loss (default: CONFIGS')")
+    parser.add_argument("--products", type=pathlib.Path,
+                        help="the shared-negative products' bundles (save_products)")
     args = parser.parse_args()
     if args.prepare:
         return prepare(args.prepare, args.dataset)
@@ -105,9 +123,11 @@ def main():
                            "train": len(train), "test": len(test)},
                "epochs": args.epochs, "dim": args.dim, "batch": args.batch,
                "negatives": args.negatives, "rows": [],
+               **({"shared": args.shared, "chunk": args.chunk} if args.shared else {}),
                **({"pykeen_missing": missing} if missing else {})}
     for name in args.models:
         loss, optimizer, lr, margin = CONFIGS[name]
+        loss = args.loss or loss
         fwd, grad, outer_sum = training.load_bundles(args.bundles, name, args.dim)
         row = {"model": name, "loss": loss, "optimizer": optimizer, "lr": lr, "margin": margin}
         for label in ("pykeen", "pykeen_aligned"):
@@ -120,17 +140,29 @@ def main():
             print(name, label, json.dumps(row[label]), flush=True)
             torch.cuda.empty_cache()
         for label, eager, graph in (("kge", False, "auto"), ("kge_eager_step", False, False),
-                                    ("pytorch", True, False)):
+                                    ("kge_cublas", False, "auto"), ("pytorch", True, False)):
             if label.replace("_", "-") not in runs and label not in runs:
                 continue
             model = training.Model.create(name, fwd, grad, entities, relations, args.dim,
                                           seed=0, eager=eager,
                                           gradients="sparse" if eager else "rows",
                                           outer_sum=outer_sum)
+            negatives = args.negatives
+            if args.shared:
+                from kge import shared_negatives
+                products = (shared_negatives.load_products(args.products)
+                            if label.startswith("kge") and label != "kge_cublas" else None)
+                negatives = shared_negatives.SharedNegatives(args.shared, args.chunk, products)
             trainer = training.Trainer(model, train, batch_size=args.batch,
-                                       negatives=args.negatives, loss=loss, optimizer=optimizer,
+                                       negatives=negatives, loss=loss, optimizer=optimizer,
                                        lr=lr, margin=margin, seed=1, graph=graph)
-            times = [trainer.train_epoch()["seconds"] for _ in range(args.epochs)]
+            precision = torch.get_float32_matmul_precision()
+            if args.shared:
+                torch.set_float32_matmul_precision("high")
+            try:
+                times = [trainer.train_epoch()["seconds"] for _ in range(args.epochs)]
+            finally:
+                torch.set_float32_matmul_precision(precision)
             metrics, _ = training.evaluate(model, test, known)
             graphed = trainer.graphed is not None and trainer.graphed.graph is not None
             row[label] = {"epoch_seconds": times, "median_epoch_seconds": statistics.median(times),
@@ -139,7 +171,7 @@ def main():
             print(name, label, json.dumps(row[label]), flush=True)
             del model, trainer
             torch.cuda.empty_cache()
-        for label in ("pytorch", "kge_eager_step", "pykeen", "pykeen_aligned"):
+        for label in ("pytorch", "kge_eager_step", "kge_cublas", "pykeen", "pykeen_aligned"):
             if label in row and "kge" in row:
                 suffix = "" if label == "pytorch" else "_over_" + label
                 row["speedup" + suffix] = (row[label]["median_epoch_seconds"]

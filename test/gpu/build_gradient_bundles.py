@@ -7,6 +7,8 @@ compiler is; the bundles travel to the GPU machine):
   <out>/<example>.grad.<variant>.kgebundle   the gradient function
   <out>/<example>.fwd.<variant>.kgebundle    the score function
   <out>/outer_sum.kgebundle                  kge.autograd.OUTER_SUM
+  <out>/shared.<math>/<product>.kgebundle    kge.shared_negatives.PRODUCTS at
+                                             matrix math tf32 and tf32x3
 
 variants: dyn (every length dynamic) and D<n> (lengths specialized to n).
 Gradients are derived with factor-matrices: a table of matrices (TransR's,
@@ -22,6 +24,7 @@ import pathlib
 from kge import ir
 from kge.autograd import outer_sum_bundle
 from kge.compiler import compile_bundle, gradient_module
+from kge.shared_negatives import compile_products, save_products
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -54,6 +57,8 @@ def main():
             bundle.save(args.out / f"{name}.grad.{variant}.kgebundle")
             compile_bundle(module, sizes=sizes).save(args.out / f"{name}.fwd.{variant}.kgebundle")
     outer_sum_bundle().save(args.out / "outer_sum.kgebundle")
+    for matrix_math in ("tf32", "tf32x3"):
+        save_products(compile_products(matrix_math), args.out / f"shared.{matrix_math}")
     (args.out / "skipped.json").write_text(json.dumps(skipped, indent=2) + "\n")
     print(f"bundles in {args.out}; skipped: {', '.join(skipped) or 'none'}")
 

@@ -108,7 +108,7 @@ def test_graphed_step_is_refused_or_stays_eager_where_it_cannot_capture():
         trainer.train_epoch()
         if mode == "auto":
             assert trainer.graphed.graph is None
-            assert "more rows than a batch gathers" in trainer.graphed.reason
+            assert "more rows than DENSE_RATIO times a batch's" in trainer.graphed.reason
         tables.append(m.tables["Eemb"].detach().clone())
     difference = (tables[0] - tables[1]).abs().max().item()
     assert difference < 1e-4, difference
@@ -204,7 +204,7 @@ def test_bad_arguments_are_refused():
                                       (100, (6,)), (5000, (3, 5))])  # scalar atomics, matrices
 def test_row_sparse_optimizer_equals_torch(method, rows, row, fused):
     """Both ways of summing duplicates (a buffer of the table's size when
-    the table has at most as many rows as a step gathers, sorted unique
+    the table has at most DENSE_RATIO times the rows a step gathers, sorted unique
     rows otherwise), through the device library's kernels or PyTorch's
     operations, update like torch.optim.Adagrad / SparseAdam: rows of 16
     floats (vector atomics), of 6 (scalar ones) and matrices."""
