@@ -24,6 +24,14 @@ torchrun (several hosts) each process it starts runs one rank. --checkpoint
 is then a directory, written after every epoch (and every
 --checkpoint-every rounds); a rank that dies stops the job with its error,
 and --resume continues from the last complete state, mid-epoch.
+
+    kge-train --model complex --data wn18like.npz --shared 512 --chunk 1024 \
+        --batch-size 4096 --loss softmax
+
+trains against chunked shared negatives (kge.shared_negatives): chunks of
+--chunk positives, --shared entities per chunk and side, the products on
+tile at TF32 (from --bundles' shared.tf32/ directory, or compiled);
+DistMult, ComplEx and TransE-L2.
 --device cpu trains with PyTorch's scores on the CPU (gloo between the
 processes): a trial without a GPU.
 """
@@ -36,7 +44,7 @@ import sys
 
 import numpy as np
 
-from . import training
+from . import shared_negatives, training
 from .checkpoint import CheckpointError
 
 
@@ -56,6 +64,11 @@ def parse_args(argv=None):
     parser.add_argument("--optimizer", choices=training.OPTIMIZERS, default="adagrad")
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--sampler", choices=training.SAMPLERS, default="uniform")
+    parser.add_argument("--shared", type=int, default=0, metavar="N",
+                        help="chunked shared negatives: N entities per chunk and side "
+                        "(instead of --negatives per positive)")
+    parser.add_argument("--chunk", type=int, default=1024,
+                        help="positives per chunk of --shared negatives")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-every", type=int, default=0,
                         help="validation MRR every this many epochs (0: only the test at the end)")
@@ -87,9 +100,15 @@ def parse_args(argv=None):
     if args.out_of_core and args.gpus == 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:
         parser.error("--out-of-core trains on several ranks: give --gpus N (or start the ranks "
                      "with torchrun)")
-    for name in ("dim", "epochs", "batch_size", "negatives", "gpus", "split", "capacity"):
+    for name in ("dim", "epochs", "batch_size", "negatives", "gpus", "split", "capacity",
+                 "chunk"):
         if getattr(args, name) <= 0:
             parser.error(f"--{name.replace('_', '-')} must be positive")
+    if args.shared < 0:
+        parser.error("--shared must be positive (0: negatives per positive)")
+    if args.shared and args.model not in shared_negatives.MODELS:
+        parser.error(f"--shared: {args.model} has no shared-negative form (models with one: "
+                     f"{', '.join(shared_negatives.MODELS)})")
     if args.resume and not args.checkpoint:
         parser.error("--resume needs --checkpoint")
     return args
@@ -130,8 +149,20 @@ def bundles_for(args):
                  for b in training.compile_model(args.model, args.dim))
 
 
+def _negatives(args):
+    """--negatives, or the chunked shared negatives of --shared (their
+    products on tile on the GPU: from --bundles/shared.tf32 or compiled)."""
+    if not args.shared:
+        return args.negatives
+    products = None
+    if args.device == "cuda":
+        products = (shared_negatives.load_products(args.bundles / "shared.tf32") if args.bundles
+                    else shared_negatives.compile_products())
+    return shared_negatives.SharedNegatives(args.shared, args.chunk, products)
+
+
 def _options(args):
-    return dict(batch_size=args.batch_size, negatives=args.negatives, loss=args.loss,
+    return dict(batch_size=args.batch_size, negatives=_negatives(args), loss=args.loss,
                 margin=args.margin, temperature=args.temperature, optimizer=args.optimizer,
                 lr=args.lr, sampler=args.sampler, seed=args.seed)
 

@@ -68,6 +68,11 @@ def test_command_refuses_bad_arguments(tmp_path):
     data = data_file(tmp_path)
     for argv, message in ((["--model", "transx"], "invalid choice"),
                           (["--model", "distmult", "--epochs", "0"], "--epochs must be positive"),
-                          (["--model", "distmult", "--resume"], "--resume needs --checkpoint")):
+                          (["--model", "distmult", "--resume"], "--resume needs --checkpoint"),
+                          (["--model", "distmult", "--shared", "8", "--chunk", "0"],
+                           "--chunk must be positive"),
+                          (["--model", "distmult", "--shared", "-1"], "--shared must be positive"),
+                          (["--model", "rotate", "--shared", "8"],
+                           "rotate has no shared-negative form")):
         result = run(*argv, "--data", data)
         assert result.returncode == 2 and message in result.stderr, result.stderr
