@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """The products of training against shared negatives
-(kge.shared_negatives.PRODUCTS: S = Q E^T, dQ = G E, dE = G^T Q) on tile
-against torch.matmul (cuBLAS, TF32: torch.set_float32_matmul_precision
-"high"), at the shapes of a chunk (C positives, N negatives, D), for each
-compile variant of the products (kge.tile.tuning_variants at TF32: the
-heuristic's warpgroup kernel, clusters of 1 and 4, mma.sync), on the GPU
-machine.
+(kge.shared_negatives.PRODUCTS: the scores of every chunk and side
+S = Q E^T and, in backward, dQ = G E and dE = G^T Q, one segment product
+each) on tile against cuBLAS (TF32: torch.set_float32_matmul_precision
+"high") as PyTorch-BigGraph computes them — one torch.bmm per product
+over [keys, C, ...] batches — and as one torch.matmul per chunk and side,
+at the shapes of a step (keys = 2 x chunks, C positives per chunk, N
+negatives, D), on the GPU machine.
 
     python3 bench/bench_shared_products.py --prepare DIR     # here (compiler)
     python3 bench/bench_shared_products.py --bundles DIR --out products.json
 
-Times per call: median of interleaved rounds (CUDA events), once as
-called from Python (`us`: with the host's launch work, which is most of a
-call at these sizes) and once replayed from a CUDA graph of CALLS calls
-(`graph_us`: the GPU's time, as in the trainer's graphed step).
+Times per step's three products: median of interleaved rounds (CUDA
+events) of replays of a CUDA graph of CALLS calls (the GPU's time, as in
+the trainer's graphed step), per product and in total; and the largest
+error of each product against float64, relative to its largest value.
 """
 
 import argparse
@@ -21,19 +22,14 @@ import json
 import pathlib
 import sys
 
-CALLS = 50
-SHAPES = [(1024, 512, 128), (1024, 1024, 128), (4096, 512, 128), (8192, 512, 128),
-          (1024, 512, 256)]
+CALLS = 20
+SHAPES = [(8, 1024, 512, 128), (16, 1024, 512, 128), (8, 1024, 512, 256),
+          (8, 512, 256, 128), (2, 4096, 1024, 128)]
 
 
 def prepare(directory):
-    from kge import shared_negatives, tile
-    for name, text in shared_negatives.PRODUCTS.items():
-        query = tile.query(text, name=name)
-        for variant, options in tile.tuning_variants(query, "tf32").items():
-            out = pathlib.Path(directory) / variant
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"{name}.kgebundle").write_text(query.compile(**options).text)
+    from kge import shared_negatives
+    shared_negatives.save_products(shared_negatives.compile_products("tf32"), directory)
 
 
 def captured(fn):
@@ -67,33 +63,48 @@ def main():
     from bench_score_functions import interleaved_per_call
     from kge.shared_negatives import TileProducts, load_products
     torch.set_float32_matmul_precision("high")
-    variants = {d.name: TileProducts(load_products(d)) for d in sorted(args.bundles.iterdir())}
+    tile = TileProducts(load_products(args.bundles))
     rows = []
-    for c, n, d in SHAPES:
-        g = torch.Generator(device="cuda").manual_seed(0)
-        Q = torch.randn(c, d, device="cuda", generator=g)
-        E = torch.randn(n, d, device="cuda", generator=g)
-        G = torch.randn(c, n, device="cuda", generator=g)
-        fns = {"cublas.scores": lambda: Q @ E.T, "cublas.query_gradient": lambda: G @ E,
-               "cublas.negative_gradient": lambda: G.T @ Q}
-        for variant, p in variants.items():
-            fns[f"{variant}.scores"] = (lambda p=p: p.run("scores", (c, n), Q, Q=Q, E=E))
-            fns[f"{variant}.query_gradient"] = (
-                lambda p=p: p.run("query_gradient", (c, d), Q, G=G, E=E))
-            fns[f"{variant}.negative_gradient"] = (
-                lambda p=p: p.run("negative_gradient", (n, d), Q, G=G, Q=Q))
-        times = interleaved_per_call(fns)
+    for keys, c, n, d in SHAPES:
+        g = torch.Generator(device="cuda").manual_seed(keys * c + n + d)
+        m = keys * c
+        Q = torch.randn(m, d, device="cuda", generator=g)
+        E = torch.randn(keys, n, d, device="cuda", generator=g)
+        G = torch.randn(m, n, device="cuda", generator=g)
+        key = torch.arange(keys, device="cuda").repeat_interleave(c)
+        S, dQ, dE = Q.new_empty(m, n), torch.empty_like(Q), torch.zeros_like(E)
+        q3, g3 = Q.view(keys, c, d), G.view(keys, c, n)
+        fns = {
+            "tile.scores": lambda: tile.run("scores", S, Q=Q, E=E, key=key),
+            "tile.query_gradient": lambda: tile.run("query_gradient", dQ, G=G, E=E, key=key),
+            "tile.negative_gradient": lambda: tile.run("negative_gradient", dE.zero_(), G=G,
+                                                       Q=Q, key=key),
+            "bmm.scores": lambda: torch.bmm(q3, E.transpose(1, 2)),
+            "bmm.query_gradient": lambda: torch.bmm(g3, E),
+            "bmm.negative_gradient": lambda: torch.bmm(g3.transpose(1, 2), q3),
+            "matmul.scores": lambda: [q3[k] @ E[k].T for k in range(keys)],
+            "matmul.query_gradient": lambda: [g3[k] @ E[k] for k in range(keys)],
+            "matmul.negative_gradient": lambda: [g3[k].T @ q3[k] for k in range(keys)],
+        }
+        for name in ("scores", "query_gradient", "negative_gradient"):
+            fns["tile." + name]()
+        qd, ed, gd = q3.double(), E.double(), g3.double()
+        wanted = {"scores": (S.view(keys, c, n), torch.bmm(qd, ed.transpose(1, 2))),
+                  "query_gradient": (dQ.view(keys, c, d), torch.bmm(gd, ed)),
+                  "negative_gradient": (dE, torch.bmm(gd.transpose(1, 2), qd))}
+        errors = {k: ((got.double() - want).abs().max() / want.abs().max()).item()
+                  for k, (got, want) in wanted.items()}
         graphs = {name: captured(fn) for name, fn in fns.items()}
-        replayed = interleaved_per_call({name: g.replay for name, g in graphs.items()}, calls=4)
-        row = {"C": c, "N": n, "D": d, "us": {k: v[0] for k, v in times.items()},
-               "graph_us": {k: v[0] / CALLS for k, v in replayed.items()}}
-        for key in ("us", "graph_us"):
-            for variant in ["cublas"] + list(variants):
-                row[key][f"{variant}.total"] = sum(row[key][f"{variant}.{p}"] for p in (
-                    "scores", "query_gradient", "negative_gradient"))
+        times = interleaved_per_call({name: gr.replay for name, gr in graphs.items()}, calls=4)
+        us = {name: t[0] / CALLS for name, t in times.items()}
+        for way in ("tile", "bmm", "matmul"):
+            us[way + ".total"] = sum(us[f"{way}.{p}"] for p in wanted)
+        row = {"keys": keys, "C": c, "N": n, "D": d, "graph_us": us, "tile_errors": errors,
+               "bmm_over_tile": us["bmm.total"] / us["tile.total"],
+               "matmul_over_tile": us["matmul.total"] / us["tile.total"]}
         rows.append(row)
-        print(c, n, d, json.dumps({k: round(v, 1) for k, v in row["graph_us"].items()}),
-              flush=True)
+        print(keys, c, n, d, json.dumps({k: round(v, 1) for k, v in us.items()}),
+              json.dumps(errors), flush=True)
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -20,9 +20,9 @@ With `--shared N` the negatives are chunked shared negatives
 and side, 2N negatives per positive; DistMult, ComplEx, TransE-L2): `kge`
 runs the products on tile (the bundles of
 kge.shared_negatives.save_products in `--products`), `kge_cublas` the
-same step with torch.matmul's products instead (cuBLAS), and `pytorch`
-PyTorch-BigGraph's computation in plain PyTorch (sparse lookups,
-torch.matmul products, autograd, an eager step); matrix products at TF32
+same step with cuBLAS's products instead (torch.bmm over the chunks), and
+`pytorch` PyTorch-BigGraph's computation in plain PyTorch (sparse
+lookups, torch.bmm products, autograd, an eager step); matrix products at TF32
 in all three (torch.set_float32_matmul_precision("high"), Legend's
 precision).
 """
@@ -89,7 +89,7 @@ def main():
     parser.add_argument("--runs", nargs="*", default=["kge", "pytorch", "pykeen"],
                         help="kge, kge-eager-step (KGE's kernels, the step not captured in "
                         "a CUDA graph), kge-cublas (with --shared: the products by "
-                        "torch.matmul), pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
+                        "torch.bmm), pytorch (the same loop in plain PyTorch), pykeen (PyKEEN's "
                         "sLCWA loop with its models' defaults, bench/pykeen_baseline.py), "
                         "pykeen-aligned (with KGE's initialization, no constraint or "
                         "regularizer); PyKEEN is skipped where it is not installed")

@@ -16,12 +16,14 @@ negative's rows turns each chunk's scores into one matrix product:
 (`transe_l2`'s distance is sqrt(|q|^2 + |e|^2 - 2 q . e), PyTorch-BigGraph's
 form, clamped at 1e-30 before the root: its subgradient at zero distance is
 zero). The query side is elementwise in PyTorch on the gathered rows; the
-products — the [C, N] scores `S = Q E^T` and, in backward, `dQ = G E` and
-`dE = G^T Q` — are three `tile` tasks (PRODUCTS) compiled once for every
-model, on tensor cores at TF32 by default as Legend computes them
-(`compile_products`; `products=None` takes torch.matmul instead, the
-reference and the CPU path). The gathered rows' gradients go to the
-trainer's row-sparse optimizer like those of the positives' kernels.
+products — the scores of every chunk and side, `S = Q E^T` per chunk, and,
+in backward, `dQ = G E` and `dE = G^T Q` — are three `tile` tasks
+(PRODUCTS: segment products, a matrix of negatives per chunk and side, one
+launch each per step) compiled once for every model, on tensor cores at
+TF32 by default as Legend computes them (`compile_products`;
+`products=None` takes cuBLAS through torch.bmm instead, as
+PyTorch-BigGraph does: the reference and the CPU path). The gathered rows' gradients go to the trainer's row-sparse
+optimizer like those of the positives' kernels.
 
     shared = SharedNegatives(256, chunk_size=512, products=compile_products())
     trainer = Trainer(model, triples, negatives=shared, batch_size=4096)
@@ -31,30 +33,38 @@ Needs torch; the products need the runtime, compile_products the compiler.
 
 import pathlib
 
-#: The three products as `tile` queries (GAMUT's syntax): the scores of a
-#: chunk (Q [C, D] against the negatives' rows E [N, D]) and their two
-#: gradients. Their sizes are symbols: one bundle each serves every chunk,
-#: count and length.
+#: The three products as `tile` queries (GAMUT's syntax), over the rows
+#: of every chunk and side at once: row i of Q [R, D] (a positive's query
+#: vector on one side) is scored against the N rows of its key's matrix
+#: E[key[i]] ([keys, N, D]: the negatives' rows of its chunk and side) —
+#: tile's segment iterators, a matrix per row's key, as Pigeon's typed
+#: linear layers — and the scores' gradient G [R, N] goes back as
+#: dQ = G E[key] (segments again) and dE[key] += G^T Q (a matrix per key of
+#: the reduction's steps). One launch per product and step, whatever the
+#: number of chunks. Their sizes are symbols: one bundle each serves every
+#: batch, chunk, count and length.
 PRODUCTS = {
     "scores": """where (i in [0, M], j in [0, N]) {
   accum = 0;
-  reduce (k in [0, K]) { accum += Q[i, k] * E[j, k]; }
+  reduce (k in [0, K]) { accum += Q[i, k] * E[key[i], j, k]; }
   S[i, j] = accum;
 }
 """,
     "query_gradient": """where (i in [0, M], j in [0, N]) {
   accum = 0;
-  reduce (k in [0, K]) { accum += G[i, k] * E[k, j]; }
+  reduce (k in [0, K]) { accum += G[i, k] * E[key[i], k, j]; }
   dQ[i, j] = accum;
 }
 """,
     "negative_gradient": """where (i in [0, M], j in [0, N]) {
   accum = 0;
   reduce (k in [0, K]) { accum += G[k, i] * Q[k, j]; }
-  dE[i, j] = accum;
+  dE[key[k], i, j] += accum;
 }
 """,
 }
+# The keys are 64-bit (PyTorch's indices).
+_DTYPES = {"key": "i64"}
 
 
 def _distmult(rows, h, r, t, head):
@@ -89,11 +99,14 @@ MODELS = {
 
 def compile_products(matrix_math="tf32"):
     """{name: kge.Bundle} of PRODUCTS for the GPU (from the bundle cache
-    after the first compile): `matrix_math` "tf32" (Legend's), "tf32x3"
-    (FP32 accuracy on tensor cores) or "fma" (CUDA cores). Needs the
-    compiler."""
+    after the first compile): the segment products on tensor cores
+    (mma.sync) at `matrix_math` "tf32" (Legend's precision) or "tf32x3"
+    (FP32 accuracy), or on CUDA cores with "fma"; dE's sums per key on
+    CUDA cores (tile has no tensor-core kernel for a matrix per key of the
+    reduction yet). Needs the compiler."""
     from . import tile
-    return {name: tile.query(text, name=name).compile(matrix_math=matrix_math)
+    return {name: tile.query(text, name=name, dtypes=_DTYPES).compile(
+                matrix_math=None if name == "negative_gradient" else matrix_math)
             for name, text in PRODUCTS.items()}
 
 
@@ -126,8 +139,8 @@ def _text(bundle):
 class TileProducts:
     """The products of PRODUCTS as runtime programs on CUDA device
     `device` (each launched on PyTorch's current stream, so that a CUDA
-    graph capturing it captures them); `product(Q, E)` is Q E^T with
-    autograd."""
+    graph capturing it captures them); `product(Q, E, key)` is
+    S[i] = E[key[i]] Q[i] with autograd."""
 
     def __init__(self, bundles, device=None):
         from . import runtime
@@ -146,17 +159,18 @@ class TileProducts:
             self.programs[name] = program
         self._function = _product_function(self)
 
-    def run(self, name, out_shape, like, **operands):
+    def run(self, name, out, **operands):
+        """Runs product `name` into `out` (dE accumulates: pass it
+        cleared)."""
         import torch
-        out = like.new_empty(out_shape)
-        stream = torch.cuda.current_stream(like.device).cuda_stream
+        stream = torch.cuda.current_stream(out.device).cuda_stream
         output = {"scores": "S", "query_gradient": "dQ", "negative_gradient": "dE"}[name]
         self.programs[name](**{k: v.contiguous() for k, v in operands.items()},
                             **{output: out}, stream=stream)
         return out
 
-    def product(self, Q, E):
-        return self._function.apply(Q, E)
+    def product(self, Q, E, key):
+        return self._function.apply(Q, E, key)
 
 
 def _product_function(products):
@@ -164,19 +178,37 @@ def _product_function(products):
 
     class Product(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, Q, E):
-            ctx.save_for_backward(Q, E)
-            return products.run("scores", (Q.shape[0], E.shape[0]), Q, Q=Q, E=E)
+        def forward(ctx, Q, E, key):
+            ctx.save_for_backward(Q, E, key)
+            return products.run("scores", Q.new_empty(Q.shape[0], E.shape[1]), Q=Q, E=E,
+                                key=key)
 
         @staticmethod
         def backward(ctx, G):
-            Q, E = ctx.saved_tensors
+            Q, E, key = ctx.saved_tensors
             G = G.contiguous()
-            dQ = products.run("query_gradient", Q.shape, Q, G=G, E=E)
-            dE = products.run("negative_gradient", E.shape, E, G=G, Q=Q)
-            return dQ, dE
+            dQ = products.run("query_gradient", torch.empty_like(Q), G=G, E=E, key=key)
+            dE = products.run("negative_gradient", torch.zeros_like(E), G=G, Q=Q, key=key)
+            return dQ, dE, None
 
     return Product
+
+
+def _matmul_product(Q, E, b, chunk):
+    """product() in cuBLAS through PyTorch, as PyTorch-BigGraph computes it:
+    one torch.bmm over the chunks and sides when the chunks are equal, else
+    one torch.matmul per chunk and side (Q's rows: the b tails' then the b
+    heads' query vectors; E's matrices by key 2 chunk + side)."""
+    import torch
+    keys, n, d = E.shape
+    chunks = keys // 2
+    # E's matrices in Q's order: side, then chunk.
+    E = E.view(chunks, 2, n, d).transpose(0, 1).reshape(keys, n, d)
+    if b % chunk == 0:
+        return torch.bmm(Q.view(keys, chunk, d), E.transpose(1, 2)).view(2 * b, n)
+    spans = [(s * chunks + c, s * b + c * chunk, s * b + min(b, (c + 1) * chunk))
+             for s in (0, 1) for c in range(chunks)]
+    return torch.cat([Q[first:end] @ E[k].T for k, first, end in spans], 0)
 
 
 class SharedNegatives:
@@ -184,7 +216,9 @@ class SharedNegatives:
     entities drawn per chunk and side (uniformly or by degree, as the
     trainer samples), chunks of `chunk_size` positives (default: the
     whole batch), the products on `tile` (`products`: compile_products'
-    or load_products' bundles) or, with products=None, torch.matmul."""
+    or load_products' bundles) or, with products=None, torch.bmm (or a
+    torch.matmul per chunk and side when the batch's last chunk is
+    shorter)."""
 
     def __init__(self, count, chunk_size=None, products=None):
         for what, value in (("count", count), ("chunk_size", chunk_size)):
@@ -198,7 +232,7 @@ class SharedNegatives:
         self.products = None
 
     def __repr__(self):
-        where = "tile" if self.bundles is not None else "torch.matmul"
+        where = "tile" if self.bundles is not None else "torch.bmm"
         return (f"SharedNegatives(count={self.count}, chunk_size={self.chunk_size}, "
                 f"products on {where})")
 
@@ -213,7 +247,7 @@ class SharedNegatives:
             device = torch.device(device)
             if device.type != "cuda":
                 raise ValueError("the shared-negative products on tile run on a CUDA device "
-                                 "(products=None takes torch.matmul)")
+                                 "(products=None takes torch.bmm)")
             self.products = TileProducts(self.bundles, device.index or 0)
 
     def negatives_per_positive(self):
@@ -243,24 +277,21 @@ class SharedNegatives:
             leaves.append((table, index, leaf))
             return leaf
 
-        out = []
-        for c in range(chunks):
-            span = slice(c * chunk, min(b, (c + 1) * chunk))
-            sides = []
-            for head in (False, True):
-                negative = drawn[2 * c + head]
-                q = side(rows, h[span], r[span], t[span], head)
-                e = torch.cat([rows(n, negative) for n in entity_tables], 1)
-                product = (self.products.product(q, e) if self.products is not None
-                           else q @ e.T)
-                if distance:
-                    squared = ((q * q).sum(1)[:, None] + (e * e).sum(1)[None, :]
-                               - 2 * product)
-                    sides.append(-squared.clamp_min(1e-30).sqrt())
-                else:
-                    sides.append(product)
-            out.append(torch.cat(sides, 1))
-        return torch.cat(out, 0) if chunks > 1 else out[0]
+        # Every chunk's rows on both sides at once: the query vectors of
+        # the corrupted tails (rows 0..b-1) then of the corrupted heads
+        # (b..2b-1); row i's key is 2 chunk + side, whose matrix holds
+        # that chunk's negatives on that side.
+        q = torch.cat([side(rows, h, r, t, False), side(rows, h, r, t, True)], 0)
+        e = torch.cat([rows(n, drawn.reshape(-1)) for n in entity_tables], 1).view(
+            2 * chunks, self.count, -1)
+        chunk_of = torch.arange(b, device=h.device) // chunk
+        key = torch.cat([2 * chunk_of, 2 * chunk_of + 1])
+        product = (self.products.product(q, e, key) if self.products is not None
+                   else _matmul_product(q, e, b, chunk))
+        if distance:
+            squared = ((q * q).sum(1)[:, None] + (e * e).sum(2)[key] - 2 * product)
+            product = -squared.clamp_min(1e-30).sqrt()
+        return torch.cat([product[:b], product[b:]], 1)
 
     def collect(self, captured):
         """Hands the gathered rows' gradients of the last plausibility()

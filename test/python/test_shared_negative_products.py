@@ -1,7 +1,9 @@
 """The products of training against shared negatives
-(kge.shared_negatives.PRODUCTS) as tile queries: on the CPU they compute
-S = Q E^T, dQ = G E and dE = G^T Q; each compiles for the GPU on tensor
-cores (TF32 and 3xTF32) and the bundles round-trip through a directory."""
+(kge.shared_negatives.PRODUCTS) as tile queries: on the CPU, with rows of
+several keys in any order, they compute S[i] = E[key[i]] Q[i],
+dQ[i] = G[i] E[key[i]] and dE[key] += G^T Q over each key's rows; each
+compiles for the GPU (the segment products on tensor cores at TF32 and
+3xTF32) and the bundles round-trip through a directory."""
 
 import numpy as np
 import pytest
@@ -9,30 +11,49 @@ import pytest
 from kge import shared_negatives, tile
 
 
-@pytest.mark.parametrize("m,n,k", [(7, 5, 3), (64, 96, 32), (33, 17, 40)])
-def test_products_compute_the_scores_and_their_gradients(m, n, k):
-    rng = np.random.default_rng(m + n + k)
-    Q = rng.standard_normal((m, k)).astype(np.float32)
-    E = rng.standard_normal((n, k)).astype(np.float32)
-    G = rng.standard_normal((m, n)).astype(np.float32)
-    q = {name: tile.query(text, name=name) for name, text in shared_negatives.PRODUCTS.items()}
-    np.testing.assert_allclose(q["scores"].run_cpu(Q=Q, E=E), Q @ E.T, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(q["query_gradient"].run_cpu(G=G, E=E), G @ E, rtol=1e-5,
-                               atol=1e-5)
-    np.testing.assert_allclose(q["negative_gradient"].run_cpu(G=G, Q=Q), G.T @ Q, rtol=1e-5,
-                               atol=1e-5)
+def queries():
+    return {name: tile.query(text, name=name, dtypes={"key": "i64"})
+            for name, text in shared_negatives.PRODUCTS.items()}
+
+
+@pytest.mark.parametrize("keys,rows,n,d", [(1, 7, 5, 3), (4, 64, 96, 32), (6, 33, 17, 40)])
+def test_products_compute_the_scores_and_their_gradients(keys, rows, n, d):
+    rng = np.random.default_rng(keys + rows + n + d)
+    Q = rng.standard_normal((rows, d)).astype(np.float32)
+    E = rng.standard_normal((keys, n, d)).astype(np.float32)
+    G = rng.standard_normal((rows, n)).astype(np.float32)
+    key = rng.integers(0, keys, rows)
+    q = queries()
+    np.testing.assert_allclose(q["scores"].run_cpu(Q=Q, E=E, key=key),
+                               np.einsum("id,ijd->ij", Q, E[key]), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(q["query_gradient"].run_cpu(G=G, E=E, key=key),
+                               np.einsum("ij,ijd->id", G, E[key]), rtol=1e-5, atol=1e-5)
+    want = np.zeros((keys, n, d))
+    np.add.at(want, key, G[:, :, None] * Q[:, None, :])
+    got = q["negative_gradient"].run_cpu(G=G, Q=Q, key=key, dE=np.zeros((keys, n, d),
+                                                                        np.float32))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_products_refuse_bad_keys_and_shapes():
+    q = queries()
+    Q, E = np.ones((4, 3), np.float32), np.ones((2, 5, 3), np.float32)
+    with pytest.raises(IndexError, match="index 2 at position 2 of 'key' is out of range for "
+                                         "table 'E' with 2 rows"):
+        q["scores"].run_cpu(Q=Q, E=E, key=np.array([0, 1, 2, 0]))
     with pytest.raises(ValueError, match="'Q' expects rank 2"):
-        q["scores"].run_cpu(Q=Q[0], E=E)
+        q["scores"].run_cpu(Q=Q[0], E=E, key=np.zeros(4, np.int64))
 
 
 @pytest.mark.parametrize("matrix_math", ["tf32", "tf32x3"])
 def test_products_compile_on_tensor_cores_and_round_trip(tmp_path, matrix_math):
     products = shared_negatives.compile_products(matrix_math)
     assert set(products) == set(shared_negatives.PRODUCTS)
-    # TF32 on warpgroup MMA (sm_90a); 3xTF32 as three mma.sync products.
-    instruction = "wgmma.mma_async" if matrix_math == "tf32" else "mma.sync"
-    for name, bundle in products.items():
-        assert instruction in bundle.text and ".tf32" in bundle.text, name
+    # The segment products on mma.sync at TF32 (3xTF32: three products of
+    # split operands); dE's sums per key on CUDA cores.
+    for name in ("scores", "query_gradient"):
+        assert "mma.sync" in products[name].text and ".tf32" in products[name].text, name
+    assert "mma.sync" not in products["negative_gradient"].text
     shared_negatives.save_products(products, tmp_path)
     loaded = shared_negatives.load_products(tmp_path)
     assert loaded == {name: b.text for name, b in products.items()}
