@@ -99,14 +99,13 @@ MODELS = {
 
 def compile_products(matrix_math="tf32"):
     """{name: kge.Bundle} of PRODUCTS for the GPU (from the bundle cache
-    after the first compile): the segment products on tensor cores
-    (mma.sync) at `matrix_math` "tf32" (Legend's precision) or "tf32x3"
-    (FP32 accuracy), or on CUDA cores with "fma"; dE's sums per key on
-    CUDA cores (tile has no tensor-core kernel for a matrix per key of the
-    reduction yet). Needs the compiler."""
+    after the first compile): on tensor cores (mma.sync) at `matrix_math`
+    "tf32" (Legend's precision) or "tf32x3" (FP32 accuracy), or on CUDA
+    cores with "fma" (rows that are not whole 16-byte chunks, a length
+    or count not a multiple of 4, take CUDA cores too). Needs the
+    compiler."""
     from . import tile
-    return {name: tile.query(text, name=name, dtypes=_DTYPES).compile(
-                matrix_math=None if name == "negative_gradient" else matrix_math)
+    return {name: tile.query(text, name=name, dtypes=_DTYPES).compile(matrix_math=matrix_math)
             for name, text in PRODUCTS.items()}
 
 

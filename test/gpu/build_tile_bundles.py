@@ -35,7 +35,9 @@ and tf32x3, bf16 inputs.
 
 The reduce and per-key outputs of the query syntax (examples/tile/gathered's
 transr_score and typed_linear_gradient) go to
-<out>/query_outputs/<query>.<precision>.kgebundle (fma and tf32x3).
+<out>/query_outputs/<query>.<precision>.kgebundle (fma and tf32x3), and
+kge.autograd.OUTER_SUM (a plain product per key) to
+<out>/query_outputs/outer_sum.<precision>.kgebundle (fma, tf32, tf32x3).
 """
 
 import argparse
@@ -251,6 +253,16 @@ def build_query_outputs(bin_dir, out):
             to_bundle(bin_dir, tile_ir, f"matrix-math={precision}",
                       out / f"{name}.{precision}.kgebundle")
             count += 1
+    # A plain product per key (kge.autograd.OUTER_SUM's form, key i32):
+    # mma.sync at tf32 and tf32x3 where the rows are whole chunks.
+    from kge.autograd import OUTER_SUM
+    path = out / "outer_sum.gamut"
+    path.write_text(OUTER_SUM)
+    tile_ir = run(bin_dir / "kge-translate", "--import-gamut", "--gamut-name=outer_sum", path)
+    for precision in ("fma", "tf32", "tf32x3"):
+        to_bundle(bin_dir, tile_ir, f"matrix-math={precision}",
+                  out / f"outer_sum.{precision}.kgebundle")
+        count += 1
     return count
 
 

@@ -526,6 +526,10 @@ Value KernelEmitter::issueTensorCoreStage(Value kTile, Value stage) {
   Type element = getMmaElementType(ctx, *shape.mma);
   int64_t chunk = 128 / element.getIntOrFloatBitWidth();
   Value k0 = arith::MulIOp::create(b, loc, kTile, idx(shape.bk));
+  // Segments of the reduction: the block's steps start at its tile's first
+  // position in the key order.
+  if (kBegin)
+    k0 = arith::AddIOp::create(b, loc, kBegin, k0);
   Value stageBase =
       arith::MulIOp::create(b, loc, stage, idx(shape.stageElements()));
   Value extentK = extents[TaskOp::K];
@@ -611,8 +615,13 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
   Value zeroAcc = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
 
-  Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
-                                            idx(shape.bk));
+  // (Segments of the reduction: the steps of the block's tile, from
+  // kBegin; none for a block past the tiles, whose range is empty.)
+  Value kExtent = kBegin ? arith::SubIOp::create(b, loc, extents[TaskOp::K],
+                                                 kBegin)
+                               .getResult()
+                         : extents[TaskOp::K];
+  Value kTiles = arith::CeilDivUIOp::create(b, loc, kExtent, idx(shape.bk));
   resolveTensorCoreRows();
   // The prologue: the first stages - 1 tiles in flight. Every tile is one
   // group of copies, zero-filled past K, so that counting groups is exact:
@@ -686,6 +695,8 @@ SmallVector<Value> KernelEmitter::emitTensorCoreReduction() {
       Value kStep, stepPastK;
       if (!product.isPlain()) {
         kStep = add(mulc(kt, shape.bk), kBase);
+        if (kBegin)
+          kStep = add(kBegin, kStep);
         stepPastK = less(extents[TaskOp::K], add(kStep, idx(mmaK)));
       }
       // A: one 16 x mmaK fragment per 16 rows (four 8 x 8 matrices of

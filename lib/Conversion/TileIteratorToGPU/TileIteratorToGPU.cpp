@@ -2879,7 +2879,8 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
         : kernelShape.reductionSegments
             ? bb.launch(kernelNames[n], module.getName(),
                         {segmentTiles, columnBlocks, rowTiles},
-                        kernelShape.blockThreads(), "0", args)
+                        kernelShape.blockThreads(),
+                        std::to_string(sharedBytes), args)
         : kernelShape.segments
             ? bb.launch(kernelNames[n], module.getName(),
                         {kernelShape.longRuns ? longGrid : segmentTiles,
@@ -3252,11 +3253,24 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     return kept;
   };
   if (task.getOutput() == OutputKind::per_key) {
-    // Segments of the reduction, on CUDA cores: a block's tile of its key's
-    // matrix (64 x 64 pairs, or the given shape) over one tile of its
-    // key's steps.
+    // Segments of the reduction: a block's tile of its key's matrix (64 x
+    // 64 pairs, or the given shape) over one tile of its key's steps — on
+    // mma.sync for a plain product whose operands are stored
+    // spatial-contiguous (each step's row is read through the sorted
+    // order: 16-byte chunks along k would mix steps), where the rows are
+    // whole chunks, and on CUDA cores otherwise.
     TileShape shape = o.automatic ? kSmallShape : o.shape;
     shape.reductionSegments = true;
+    bool stepRows = precision && getProductForm(task)->isPlain();
+    if (stepRows)
+      for (unsigned n = 0; n < task.getInputs().size(); ++n)
+        if (task.inputUses(n, TaskOp::K) && isKContiguous(task, n))
+          stepRows = false;
+    if (o.automatic && stepRows) {
+      TileShape tensorCores = mma(false);
+      tensorCores.reductionSegments = true;
+      return fitting({{tensorCores, "_mma"}, {shape, "_small"}});
+    }
     return {{shape, ""}};
   }
   if (task.getPerKeyInput()) {

@@ -1366,9 +1366,36 @@ func.func @per_key_on_tensor_cores(%x: memref<?x?xf32>, %g: memref<?x?xf32>, %t:
         tile.kernel "_mma" block [64, 64, 16] thread [4, 4] stages 4 {
           %a = tile.load input 0 dense sorted via async : !tile.tile<64x16xf32>
           %b = tile.load input 1 dense sorted via async : !tile.tile<16x64xf32>
-          // expected-error @below {{cannot feed output per_key: the segments of the reduction run on CUDA cores (tile.compute)}}
+          // expected-error @below {{feeds output per_key, whose steps are read through the sorted order, but input 0 is stored k-contiguous (the tensor cores' 16-byte copies would mix steps): on tensor cores its operands are stored along i or j}}
           %acc = tile.mma %a x %b tf32 : !tile.tile<64x16xf32> x !tile.tile<16x64xf32> -> !tile.tile<64x64xf32>
           tile.store %acc per_key : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+func.func @per_key_on_warpgroup_mma(%x: memref<?x?xf16>, %g: memref<?x?xf16>, %t: memref<?xi32>,
+                                    %dW: memref<?x?x?xf32>) {
+  tile.task ins(%x, %g : memref<?x?xf16>, memref<?x?xf16>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>)
+      maps [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output per_key
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %wa = arith.extf %a : f16 to f32
+        %wb = arith.extf %b : f16 to f32
+        %p = arith.mulf %wa, %wb : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
+          %a = tile.load input 0 dense sorted via tma : !tile.tile<128x64xf16>
+          %b = tile.load input 1 dense sorted via tma : !tile.tile<64x256xf16>
+          // expected-error @below {{on warpgroup MMA cannot feed output per_key: the segments of the reduction read each step's row through the sorted order (mma.sync does)}}
+          %acc = tile.mma %a x %b f16 warpgroup
+              : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
+          tile.store %acc per_key : !tile.tile<128x256xf32>
         }
       }
   return

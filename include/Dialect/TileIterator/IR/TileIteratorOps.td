@@ -454,7 +454,9 @@ def TileIterator_KernelOp : TileIterator_Op<"kernel", [
     A kernel whose store is `per_key` (a task with `output per_key`) runs
     over *segments of the reduction*: each block takes one tile of at most
     512 steps of `k` of one key (the steps sorted by the key) and one
-    `block-m x block-n` tile of that key's matrix.
+    `block-m x block-n` tile of that key's matrix; on tensor cores
+    (mma.sync, not warpgroup MMA) its operands must be stored along `i`
+    or `j`, since each step's row is read through the sorted order.
 
     A segment kernel marked `long_runs` takes the tiles of `block-m` rows
     cut from the runs of at least that many rows of one key (each key's

@@ -542,10 +542,25 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
     if (kernel.getSplitK())
       return kernel.emitOpError() << "splits the reduction on CUDA cores "
                                      "only (tile.compute)";
-    if (task.getOutput() == OutputKind::per_key)
+    if (warpgroup && task.getOutput() == OutputKind::per_key)
       return mma.emitOpError()
-             << "cannot feed output per_key: the segments of the reduction "
-                "run on CUDA cores (tile.compute)";
+             << "on warpgroup MMA cannot feed output per_key: the segments "
+                "of the reduction read each step's row through the sorted "
+                "order (mma.sync does)";
+    if (task.getOutput() == OutputKind::per_key)
+      for (unsigned n : llvm::concat<const unsigned>(operands.rows,
+                                                     operands.cols)) {
+        AffineMap map =
+            cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
+        if (map.getDimPosition(map.getNumResults() - 1) == TaskOp::K)
+          return mma.emitOpError()
+                 << "feeds output per_key, whose steps are read through the "
+                    "sorted order, but input "
+                 << n
+                 << " is stored k-contiguous (the tensor cores' 16-byte "
+                    "copies would mix steps): on tensor cores its operands "
+                    "are stored along i or j";
+      }
   } else {
     auto compute = cast<ComputeOp>(step);
     if (compute.getOperands() != ValueRange(loads))
