@@ -247,10 +247,8 @@ class SharedNegatives:
             if device.type != "cuda":
                 raise ValueError("the shared-negative products on tile run on a CUDA device "
                                  "(products=None takes torch.bmm)")
-            self.products = TileProducts(self.bundles, device.index or 0)
-
-    def negatives_per_positive(self):
-        return 2 * self.count
+            self.products = TileProducts(self.bundles, device.index if device.index is not None
+                                         else torch.cuda.current_device())
 
     def plausibility(self, trainer, h, r, t):
         """[b, 2N] plausibilities of the positives (h, r, t) against their

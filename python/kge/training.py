@@ -685,7 +685,9 @@ class GraphedStep:
 class Trainer:
     """Mini-batch training of `model` on `triples` ([N, 3] head, relation,
     tail): `negatives` corruptions per positive (head or tail, half each),
-    drawn uniformly or by entity degree (`sampler`), `loss` one of
+    drawn uniformly or by entity degree (`sampler`) — or a
+    kge.shared_negatives.SharedNegatives, negatives shared by chunks of
+    positives on both sides (Legend's and PyTorch-BigGraph's) — `loss` one of
     margin / softplus / adversarial / softmax, `optimizer` adagrad or adam (sparse
     updates of the touched rows). `graph`: run the step as a CUDA graph
     (GraphedStep) — "auto" where the step can be captured (KGE's kernels
