@@ -40,8 +40,8 @@ import pathlib
 #: tile's segment iterators, a matrix per row's key, as Pigeon's typed
 #: linear layers — and the scores' gradient G [R, N] goes back as
 #: dQ = G E[key] (segments again) and dE[key] += G^T Q (a matrix per key of
-#: the reduction's steps). One launch per product and step, whatever the
-#: number of chunks. Their sizes are symbols: one bundle each serves every
+#: the reduction's steps). One kernel per product and step, whatever the
+#: number of chunks (after a counting sort of the keys). Their sizes are symbols: one bundle each serves every
 #: batch, chunk, count and length.
 PRODUCTS = {
     "scores": """where (i in [0, M], j in [0, N]) {

@@ -78,12 +78,13 @@ OUTER_SUM_TOLERANCE = {"fma": 1e-6, "tf32": 2e-3, "tf32x3": 1e-5}
 
 @pytest.mark.parametrize("precision", list(OUTER_SUM_TOLERANCE))
 @pytest.mark.parametrize("steps,m,n,keys", [
-    (1, 4, 8, 2), (20000, 64, 128, 12), (8192, 512, 128, 8), (50000, 130, 64, 40),
-    (3000, 36, 20, 5)])
+    (0, 8, 8, 3), (1, 4, 8, 2), (20000, 64, 128, 12), (8192, 512, 128, 8),
+    (50000, 130, 64, 40), (3000, 36, 20, 5)])
 def test_outer_sum_per_key_matches_numpy(rt, precision, steps, m, n, keys):
     """C[key[k]] += U[k] (x) V[k]: keys of Zipf frequencies (runs of one
     key longer than a tile of 512 steps, and empty keys), rows whole
-    chunks or not (m = 130: the CUDA-core kernel runs)."""
+    chunks or not (m = 130: the CUDA-core kernel runs), no steps at all
+    (C unchanged)."""
     path = OUTPUTS / f"outer_sum.{precision}.kgebundle"
     if precision != "fma":
         assert "mma.sync" in path.read_text()

@@ -1737,6 +1737,21 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   auto emitReduction = [&]() -> SmallVector<Value> {
     if (shape.warpgroup)
       return emitWarpgroupReduction();
+    if (shape.mma && hasKTile) {
+      // Segments of the reduction: a block without a tile (K = 0, or past
+      // the count) copies nothing. (Its copies would name rows through
+      // the sorted order, which holds no position when K = 0.) The
+      // condition is the block's: its barriers stay uniform.
+      SmallVector<Type> types(inits.size(), accType);
+      auto ifTile = scf::IfOp::create(b, loc, types, hasKTile,
+                                      /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifTile.thenBlock());
+      scf::YieldOp::create(b, loc, emitTensorCoreReduction());
+      b.setInsertionPointToStart(ifTile.elseBlock());
+      scf::YieldOp::create(b, loc, inits);
+      return SmallVector<Value>(ifTile.getResults());
+    }
     if (shape.mma)
       return emitTensorCoreReduction();
     // The first step's elements, loaded before the loop (when K > 0).
@@ -3261,7 +3276,10 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
     // whole chunks, and on CUDA cores otherwise.
     TileShape shape = o.automatic ? kSmallShape : o.shape;
     shape.reductionSegments = true;
-    bool stepRows = precision && getProductForm(task)->isPlain();
+    // (32-bit operands: the 16-bit fragments' transposing loads are not
+    // built with the tile's step offset.)
+    bool stepRows = precision && getMmaElementBits(*precision) == 32 &&
+                    getProductForm(task)->isPlain();
     if (stepRows)
       for (unsigned n = 0; n < task.getInputs().size(); ++n)
         if (task.inputUses(n, TaskOp::K) && isKContiguous(task, n))

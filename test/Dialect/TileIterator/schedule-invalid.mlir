@@ -1403,6 +1403,32 @@ func.func @per_key_on_warpgroup_mma(%x: memref<?x?xf16>, %g: memref<?x?xf16>, %t
 
 // -----
 
+func.func @per_key_on_tensor_cores_f16(%x: memref<?x?xf16>, %g: memref<?x?xf16>,
+                                       %t: memref<?xi32>, %dW: memref<?x?x?xf32>) {
+  tile.task ins(%x, %g : memref<?x?xf16>, memref<?x?xf16>) keys(%t : memref<?xi32>)
+      outs(%dW : memref<?x?x?xf32>)
+      maps [affine_map<(i, j, k) -> (k, i)>, affine_map<(i, j, k) -> (k, j)>]
+      accumulate add output per_key
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %wa = arith.extf %a : f16 to f32
+        %wb = arith.extf %b : f16 to f32
+        %p = arith.mulf %wa, %wb : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_mma" block [64, 64, 32] thread [4, 8] stages 4 {
+          %a = tile.load input 0 dense sorted via async : !tile.tile<32x64xf16>
+          %b = tile.load input 1 dense sorted via async : !tile.tile<32x64xf16>
+          // expected-error @below {{feeds output per_key on tensor cores at f16: the segments of the reduction take tf32 or tf32x3 (16-bit operands run on CUDA cores)}}
+          %acc = tile.mma %a x %b f16 : !tile.tile<32x64xf16> x !tile.tile<32x64xf16> -> !tile.tile<64x64xf32>
+          tile.store %acc per_key : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}
+
+// -----
+
 func.func @split_k_segments(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %r: memref<?xi32>,
                             %Y: memref<?x?xf32>) {
   tile.task ins(%E, %W : memref<?x?xf32>, memref<?x?x?xf32>) outs(%Y : memref<?x?xf32>)

@@ -547,6 +547,13 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << "on warpgroup MMA cannot feed output per_key: the segments "
                 "of the reduction read each step's row through the sorted "
                 "order (mma.sync does)";
+    if (task.getOutput() == OutputKind::per_key &&
+        precision != Precision::tf32 && precision != Precision::tf32x3)
+      return mma.emitOpError()
+             << "feeds output per_key on tensor cores at "
+             << stringifyPrecision(*precision)
+             << ": the segments of the reduction take tf32 or tf32x3 (16-bit "
+                "operands run on CUDA cores)";
     if (task.getOutput() == OutputKind::per_key)
       for (unsigned n : llvm::concat<const unsigned>(operands.rows,
                                                      operands.cols)) {
