@@ -19,7 +19,7 @@ zero). The query side is elementwise in PyTorch on the gathered rows; the
 products — the scores of every chunk and side, `S = Q E^T` per chunk, and,
 in backward, `dQ = G E` and `dE = G^T Q` — are three `tile` tasks
 (PRODUCTS: segment products, a matrix of negatives per chunk and side, one
-launch each per step) compiled once for every model, on tensor cores at
+kernel each per step after a sort of the keys) compiled once for every model, on tensor cores at
 TF32 by default as Legend computes them (`compile_products`;
 `products=None` takes cuBLAS through torch.bmm instead, as
 PyTorch-BigGraph does: the reference and the CPU path). The gathered rows' gradients go to the trainer's row-sparse
