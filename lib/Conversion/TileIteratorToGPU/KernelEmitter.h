@@ -180,12 +180,7 @@ constexpr int64_t kReduceFinalizeThreads = 256;
 /// entries in all, at most 32 shards).
 int64_t getTopKShards(int64_t k);
 
-/// Input `n` is stored with the reduction axis contiguous (its map's last
-/// result is k).
-inline bool isKContiguous(TaskOp task, unsigned n) {
-  AffineMap map = cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-  return map.getDimPosition(map.getNumResults() - 1) == TaskOp::K;
-}
+using tile::isKContiguous;
 
 class KernelEmitter {
 public:

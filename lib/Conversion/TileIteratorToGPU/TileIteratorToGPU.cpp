@@ -1734,24 +1734,31 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   Value identity = arith::ConstantOp::create(b, loc, identityAttr);
   SmallVector<Value> inits(shape.tm * shape.tn, identity);
 
+  // The accumulators of `reduce` where the block's `condition` holds (it is
+  // the same for all the block's threads: barriers inside stay uniform),
+  // their identities elsewhere.
+  auto reduceWhere = [&](Value condition,
+                         llvm::function_ref<SmallVector<Value>()> reduce) {
+    SmallVector<Type> types(inits.size(), accType);
+    auto ifOp = scf::IfOp::create(b, loc, types, condition,
+                                  /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loc, reduce());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, loc, inits);
+    return SmallVector<Value>(ifOp.getResults());
+  };
+
   auto emitReduction = [&]() -> SmallVector<Value> {
     if (shape.warpgroup)
       return emitWarpgroupReduction();
-    if (shape.mma && hasKTile) {
-      // Segments of the reduction: a block without a tile (K = 0, or past
-      // the count) copies nothing. (Its copies would name rows through
-      // the sorted order, which holds no position when K = 0.) The
-      // condition is the block's: its barriers stay uniform.
-      SmallVector<Type> types(inits.size(), accType);
-      auto ifTile = scf::IfOp::create(b, loc, types, hasKTile,
-                                      /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifTile.thenBlock());
-      scf::YieldOp::create(b, loc, emitTensorCoreReduction());
-      b.setInsertionPointToStart(ifTile.elseBlock());
-      scf::YieldOp::create(b, loc, inits);
-      return SmallVector<Value>(ifTile.getResults());
-    }
+    // Segments of the reduction: a block without a tile (K = 0, or past
+    // the count) copies nothing. (Its copies would name rows through the
+    // sorted order, which holds no position when K = 0.)
+    if (shape.mma && hasKTile)
+      return reduceWhere(hasKTile,
+                         [&] { return emitTensorCoreReduction(); });
     if (shape.mma)
       return emitTensorCoreReduction();
     // The first step's elements, loaded before the loop (when K > 0).
@@ -1905,17 +1912,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     Value flag = memref::LoadOp::create(b, loc, joinFlag, ValueRange{idx(0)});
     Value blockJoins =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, flag, zero);
-    SmallVector<Type> types(inits.size(), accType);
-    auto ifJoins = scf::IfOp::create(b, loc, types, blockJoins,
-                                     /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifJoins.thenBlock());
-      scf::YieldOp::create(b, loc, emitReduction());
-      b.setInsertionPointToStart(ifJoins.elseBlock());
-      scf::YieldOp::create(b, loc, inits);
-    }
-    accs = SmallVector<Value>(ifJoins.getResults());
+    accs = reduceWhere(blockJoins, emitReduction);
   } else {
     accs = emitReduction();
   }

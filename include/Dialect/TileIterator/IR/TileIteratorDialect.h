@@ -92,6 +92,9 @@ struct KernelTiling {
   bool splitK = false;
 };
 
+/// Whether input `n` is stored with the reduction axis contiguous (its
+/// map's last result is k).
+bool isKContiguous(TaskOp task, unsigned n);
 /// Which elements the load of input `n` reads.
 LoadKind getLoadKind(TaskOp task, unsigned n);
 /// Whether the load of input `n` reads rows through the sorted order of

@@ -123,6 +123,11 @@ LoadPath mlir::tile::getLoadPath(TaskOp task, unsigned n, bool tensorCores,
   return warpgroup ? LoadPath::tma : LoadPath::async;
 }
 
+bool mlir::tile::isKContiguous(TaskOp task, unsigned n) {
+  AffineMap map = mapOf(task, n);
+  return map.getDimPosition(map.getNumResults() - 1) == TaskOp::K;
+}
+
 bool mlir::tile::isLoadTransposed(TaskOp task, unsigned n,
                                   std::optional<Precision> precision,
                                   bool warpgroup) {
@@ -132,8 +137,7 @@ bool mlir::tile::isLoadTransposed(TaskOp task, unsigned n,
   if (!llvm::is_contained(operands.rows, n) &&
       !llvm::is_contained(operands.cols, n))
     return false;
-  AffineMap map = mapOf(task, n);
-  return map.getDimPosition(map.getNumResults() - 1) != TaskOp::K;
+  return !isKContiguous(task, n);
 }
 
 TileType mlir::tile::getLoadTileType(TaskOp task, unsigned n,
@@ -557,9 +561,7 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
     if (task.getOutput() == OutputKind::per_key)
       for (unsigned n : llvm::concat<const unsigned>(operands.rows,
                                                      operands.cols)) {
-        AffineMap map =
-            cast<AffineMapAttr>(task.getIndexingMaps()[n]).getValue();
-        if (map.getDimPosition(map.getNumResults() - 1) == TaskOp::K)
+        if (isKContiguous(task, n))
           return mma.emitOpError()
                  << "feeds output per_key, whose steps are read through the "
                     "sorted order, but input "
