@@ -33,6 +33,8 @@ Needs torch; the products need the runtime, compile_products the compiler.
 
 import pathlib
 
+from .autograd import _text
+
 #: The three products as `tile` queries (GAMUT's syntax), over the rows
 #: of every chunk and side at once: row i of Q [R, D] (a positive's query
 #: vector on one side) is scored against the N rows of its key's matrix
@@ -129,10 +131,6 @@ def load_products(directory):
                                     "kge.shared_negatives.save_products)")
         texts[name] = path.read_text()
     return texts
-
-
-def _text(bundle):
-    return bundle if isinstance(bundle, str) else bundle.text
 
 
 class TileProducts:

@@ -11,6 +11,7 @@ import torch
 from kge import shared_negatives, training
 from kge.shared_negatives import SharedNegatives
 from graphs import clustered
+from test_training_cpu import assert_train_alike
 
 TRAIN, TEST, ALL = clustered()
 ENTITIES, RELATIONS, DIM = 900, 6, 16
@@ -99,13 +100,7 @@ def test_row_gradients_equal_autograd_through_pairwise_scores(name, chunk):
 def test_row_sparse_path_trains_like_pytorchs_sparse_optimizers(name, optimizer):
     rows = make(name, SharedNegatives(32, chunk_size=128), "rows", optimizer)
     sparse = make(name, SharedNegatives(32, chunk_size=128), "sparse", optimizer)
-    for _ in range(2):
-        a, b = rows.train_epoch(), sparse.train_epoch()
-        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
-    tolerance = 1e-4 if optimizer == "adagrad" else 1e-3
-    for table in rows.model.tables:
-        torch.testing.assert_close(rows.model.tables[table], sparse.model.tables[table],
-                                   rtol=tolerance, atol=tolerance)
+    assert_train_alike(rows, sparse, optimizer)
 
 
 @pytest.mark.parametrize("name,loss", [("distmult", "softplus"), ("complex", "softmax"),

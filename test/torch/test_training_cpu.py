@@ -33,6 +33,12 @@ def test_row_sparse_updates_equal_pytorchs_sparse_optimizers(name, optimizer):
     rows, sparse = trainer(name, "rows", optimizer), trainer(name, "sparse", optimizer)
     assert isinstance(rows.optimizer, training.RowSparseOptimizer)
     assert not isinstance(sparse.optimizer, training.RowSparseOptimizer)
+    assert_train_alike(rows, sparse, optimizer)
+
+
+def assert_train_alike(rows, sparse, optimizer):
+    """Two epochs of `rows` (the row-sparse optimizer) and `sparse`
+    (PyTorch's sparse optimizer) give the same losses and tables."""
     for _ in range(2):
         a, b = rows.train_epoch(), sparse.train_epoch()
         assert a["loss"] == pytest.approx(b["loss"], rel=1e-5)
