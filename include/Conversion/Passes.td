@@ -468,7 +468,14 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     of at least 1024; its blocks run in clusters of `cluster-m` along M
     (tasks without a join), each loading its share of the B tile multicast
     to the cluster, a stage released by the consumers of every block of it
-    (whole clusters in the grid). The accumulators reach the same store
+    (whole clusters in the grid). Gathered rows and product forms of
+    computed factors (at most three terms) whose operands are all stored
+    k-contiguous take warpgroup MMA too, for reductions of at least 128:
+    a producer warpgroup's threads read 16-byte chunks of the rows (through
+    the index arrays, resolved once), compute each term's factors and write
+    them into a stage of their own in the same 128-byte swizzled layout,
+    then `fence.proxy.async` and an arrival on the stage's full barrier
+    (no clusters, no tensor maps). The accumulators reach the same store
     iterators; a dense f32 output goes through the freed stages in shared
     memory and leaves in 16-byte row vectors. The
     launch plan runs the largest tensor-core kernel whose grid fills the
@@ -487,9 +494,10 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     exact.
 
     Gathered dimensions (`gathers`) are read through their index arrays
-    by the load iterators: CUDA cores, or mma.sync copying each 16-byte
-    chunk from its gathered row (not warpgroup MMA; a gathered dimension
-    that is an operand's contiguous one keeps CUDA cores). An input with
+    by the load iterators: CUDA cores, mma.sync copying each 16-byte
+    chunk from its gathered row, or warpgroup MMA's producer threads (rows
+    stored k-contiguous; a gathered dimension that is an operand's
+    contiguous one keeps CUDA cores). An input with
     one matrix per row's key (`W[r[i], k, j]`) takes the segment
     iterators: the launch plan sorts the rows by the key (the device
     library's counting sort, whose scan keeps the run lengths) and cuts

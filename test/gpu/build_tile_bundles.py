@@ -29,6 +29,13 @@ GATHERED_GEMM and PROJECTION, a matrix per row's key: segment iterators)
 go to <out>/gather/<name>.<shape>.kgebundle (t64, t32, auto; t16 for the
 projection).
 
+The product forms whose operands are all stored k-contiguous (THREAD_STAGES:
+gathered rows, computed factors, up to three terms) go to
+<out>/thread_stages/<task>.<precision>.kgebundle with their schedule cut to
+the warpgroup kernel on stages the producer threads write (`_wgmma`) and the
+CUDA-core one, so that the former runs at every size where rows are 16-byte
+chunks (f16, bf16, tf32).
+
 Reduce outputs (test/python/reduce_tasks.py's TASKS) go to
 <out>/reduce/<task>.<precision>.kgebundle: f32 inputs at matrix-math=fma
 and tf32x3, bf16 inputs.
@@ -42,6 +49,7 @@ kge.autograd.OUTER_SUM (a plain product per key) to
 
 import argparse
 import pathlib
+import re
 
 from build_bundles import ROOT, run
 SHAPES = {"t64": "block-m=64 block-n=64 block-k=16 thread-m=4 thread-n=4",
@@ -221,6 +229,57 @@ def build_products(bin_dir, out):
     return count
 
 
+# Product forms (test/python/product_forms.py) that warpgroup MMA takes on
+# stages the producer threads write, and the precisions it runs.
+THREAD_STAGES = ("distmult", "factors", "transe", "affine")
+THREAD_STAGE_PRECISIONS = ("f16", "bf16", "tf32")
+
+
+def only_kernels(scheduled, suffixes):
+    """The tile IR `scheduled` with every task's schedule cut to its kernels
+    named by `suffixes` (a tensor-core kernel alone of its kind runs at
+    every size where rows are 16-byte chunks, the CUDA-core one elsewhere)."""
+    pieces, at = [], 0
+    for match in re.finditer(r'tile\.kernel "([^"]*)"', scheduled):
+        if match.start() < at:
+            continue
+        open_brace = scheduled.index("{", match.end())
+        depth, end = 0, open_brace
+        while True:
+            depth += {"{": 1, "}": -1}.get(scheduled[end], 0)
+            if depth == 0:
+                break
+            end += 1
+        line = scheduled.rfind("\n", 0, match.start()) + 1
+        pieces.append(scheduled[at:line])
+        if match.group(1) in suffixes:
+            pieces.append(scheduled[line:end + 1])
+        at = end + 1
+    pieces.append(scheduled[at:])
+    return "".join(pieces)
+
+
+def build_thread_stages(bin_dir, out):
+    """The warpgroup kernels on stages the threads write; their count."""
+    import sys
+    sys.path.insert(0, str(ROOT / "test" / "python"))
+    from product_forms import TASKS, typed
+    out.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for name in THREAD_STAGES:
+        for precision in THREAD_STAGE_PRECISIONS:
+            element = precision if precision in ("f16", "bf16") else "f32"
+            option = "" if element != "f32" else f"matrix-math={precision}"
+            scheduled = run(bin_dir / "kge-opt", "--tile-schedule" + (f"={option}" if option else ""),
+                            stdin=typed(TASKS[name], element))
+            if '"_wgmma"' not in scheduled or "via threads" not in scheduled:
+                raise SystemExit(f"{name} at {precision}: no warpgroup kernel on thread stages")
+            to_bundle(bin_dir, only_kernels(scheduled, ("_wgmma", "_small")), "",
+                      out / f"{name}.{precision}.kgebundle")
+            count += 1
+    return count
+
+
 def build_reduce(bin_dir, out):
     """The reduce outputs' bundles; their count."""
     import sys
@@ -281,9 +340,9 @@ def main():
     parser.add_argument("--bin", type=pathlib.Path, default=ROOT / "build" / "bin")
     parser.add_argument("--out", type=pathlib.Path, required=True)
     parser.add_argument("--parts", default="queries,mma,distinct,autotune,gather,products,reduce,"
-                                           "query_outputs",
+                                           "query_outputs,thread_stages",
                         help="comma-separated subset of queries, mma, distinct, autotune, "
-                             "gather, products, reduce, query_outputs")
+                             "gather, products, reduce, query_outputs, thread_stages")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     parts = set(args.parts.split(","))
@@ -294,6 +353,8 @@ def main():
         count += build_gather(args.bin, args.out / "gather")
     if "products" in parts:
         count += build_products(args.bin, args.out / "products")
+    if "thread_stages" in parts:
+        count += build_thread_stages(args.bin, args.out / "thread_stages")
     if "reduce" in parts:
         count += build_reduce(args.bin, args.out / "reduce")
     if "query_outputs" in parts:

@@ -217,7 +217,9 @@ def test_runtime_refuses_a_scratch_view_larger_than_its_buffer(rt):
     # Where the warpgroup kernel does not run, the copy is not viewed.
     small = torch.zeros(256, 256, device="cuda")
     program(A=A[:256, :64].contiguous(), B=B[:64, :256].contiguous(), C=small)
-    torch.testing.assert_close(small, A[:256, :64] @ B[:64, :256], rtol=1e-2, atol=1e-2)
+    # (TF32 operands truncated, 64 products of randn values a sum: errors
+    # of about 1e-2 at the largest sums.)
+    torch.testing.assert_close(small, A[:256, :64] @ B[:64, :256], rtol=1e-2, atol=5e-2)
 
 
 @pytest.mark.parametrize("K", (512, 4096))

@@ -55,3 +55,44 @@ def test_product_form_matches_numpy(rt, name, precision, M, N, K):
     assert any(k.endswith("_mma") or k.endswith("_mma_small") for k in names) == aligned, names
     check(name, {n: t.cpu().numpy() for n, t in out.items()}, reference(name, stored),
           TOLERANCES[precision])
+
+
+# Warpgroup MMA on stages the producer threads write (build_tile_bundles.py
+# --parts thread_stages: the schedule cut to that kernel, so it runs at
+# every size): gathered rows, factors computed by the threads, up to three
+# terms (a stage each), partial last steps (K = 48 and 520 at tf32, whose
+# steps are 32; every K at 16 bits below 64), rows and columns past the
+# extents, K = 0.
+THREAD_STAGES = TILE_BUNDLES / "thread_stages"
+THREAD_STAGE_TASKS = ("distmult", "factors", "transe", "affine")
+THREAD_STAGE_PRECISIONS = ("f16", "bf16", "tf32")
+THREAD_STAGE_SIZES = [(130, 72, 48), (64, 64, 16), (300, 200, 520), (257, 264, 640),
+                      (1536, 1536, 64), (40, 24, 0)]
+
+
+def test_thread_stage_bundles_were_built():
+    assert len(list(THREAD_STAGES.glob("*.kgebundle"))) == \
+        len(THREAD_STAGE_TASKS) * len(THREAD_STAGE_PRECISIONS), \
+        f"run test/gpu/build_tile_bundles.py --parts thread_stages --out {TILE_BUNDLES}"
+
+
+@pytest.mark.parametrize("name", THREAD_STAGE_TASKS)
+@pytest.mark.parametrize("precision", THREAD_STAGE_PRECISIONS)
+@pytest.mark.parametrize("M,N,K", THREAD_STAGE_SIZES,
+                         ids=[f"{m}x{n}x{k}" for m, n, k in THREAD_STAGE_SIZES])
+def test_thread_stages_match_numpy(rt, name, precision, M, N, K):
+    program = load(rt, THREAD_STAGES / f"{name}.{precision}.kgebundle")
+    rng = np.random.default_rng(M * 5 + N * 11 + K + len(name))
+    x = inputs(name, rng, M, N, K, rows=2000, keys=40)
+    args, stored = {}, {}
+    for n, a in x.items():
+        t = torch.from_numpy(a).cuda()
+        if a.dtype == np.float32 and precision in DTYPES:
+            t = t.to(DTYPES[precision])
+        args[n] = t
+        stored[n] = t.cpu().to(torch.float64).numpy() if a.dtype == np.float32 else a
+    out = {n: torch.from_numpy(a).cuda() for n, a in outputs(name, M, N).items()}
+    names = kernels_run(lambda: program(**args, **out))
+    assert any(k.endswith("_wgmma") for k in names), names
+    check(name, {n: t.cpu().numpy() for n, t in out.items()}, reference(name, stored),
+          TOLERANCES[precision])

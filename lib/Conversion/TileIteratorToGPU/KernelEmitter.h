@@ -48,6 +48,12 @@ struct TileShape {
   /// Warpgroup MMA: blocks of a cluster along M (1: no cluster); they share
   /// the B tile, each loading its part multicast to all (TMA).
   int64_t clusterM = 1;
+  /// Warpgroup MMA: a producer warpgroup's threads write the stages instead
+  /// of TMA: they read 16-byte chunks along k of rows gathered through
+  /// index arrays, compute the product form's factors, and write each
+  /// term's into a stage of its own (kThreadStageTerms at most).
+  bool threadStages = false;
+  static constexpr int64_t kThreadStageTerms = 3;
   /// Segment iterators (CUDA cores): the rows sorted by the key of the
   /// input that holds one matrix per key (`W[r[i], k, j]`), one block per
   /// key and column tile, walking its key's rows bm at a time; the key's
@@ -73,8 +79,11 @@ struct TileShape {
   int64_t warpsM() const { return bm / (8 * tm); }
   int64_t warpsN() const { return bn / (4 * tn); }
   /// Threads of a block: threads() computing pairs, and for warpgroup MMA
-  /// one more warp that loads (the producer).
-  int64_t blockThreads() const { return threads() + (warpgroup ? 32 : 0); }
+  /// the producer: one more warp (TMA) or warpgroup (threadStages).
+  int64_t producerThreads() const {
+    return warpgroup ? (threadStages ? 128 : 32) : 0;
+  }
+  int64_t blockThreads() const { return threads() + producerThreads(); }
   /// Tensor cores: the operand tiles a stage holds along the rows (bm x bk
   /// each) and along the columns (bn x bk each); one each for a plain
   /// product, more for a product form of several operands.
@@ -418,9 +427,18 @@ private:
   /// `p` as stored (rows of k when `kContiguous`, else rows of k-steps).
   Value storageIndex(int p, bool kContiguous, Value row, Value col);
   /// The reduction on warpgroup MMA, its operands loaded by TMA through
-  /// `tensorMaps` (a thread issues them, mbarriers order the stages);
+  /// `tensorMaps` (a thread issues them) or written by the producer
+  /// warpgroup's threads (threadStages), mbarriers ordering the stages;
   /// accumulators as emitTensorCoreReduction's.
   SmallVector<Value> emitWarpgroupReduction();
+  /// The producer warpgroup of threadStages: for each step of k, each
+  /// term's factors into a stage of their own, waiting for the stages'
+  /// `barriers` (full s, then empty s, of `stages`) as the consumers
+  /// release them.
+  void emitThreadStageProducer(Value barriers, Value kTiles);
+  /// `value` (a vector of f32) rounded to TF32, to nearest (ties away from
+  /// zero), NaNs kept: cvt.rna.tf32.f32 element by element.
+  Value roundToTF32(Value value);
   /// The operands on the tensor cores: the (i, k) inputs, then the (j, k)
   /// ones, in the order of their tiles in a stage; the product form they
   /// compute.

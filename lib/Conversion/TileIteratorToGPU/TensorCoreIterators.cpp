@@ -370,9 +370,14 @@ Value KernelEmitter::evaluateFactor(
         arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
     Value result = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
     Value scalar;
-    for (int64_t r = 0; r < type.getDimSize(0); ++r) {
-      for (int64_t e = 0; e < type.getDimSize(1); ++e) {
+    // Fragments (r, e), or the elements e of a 1-D vector (r = 0).
+    bool flat = type.getRank() == 1;
+    int64_t rows = flat ? 1 : type.getDimSize(0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t e = 0; e < type.getDimSize(flat ? 0 : 1); ++e) {
         SmallVector<int64_t, 2> at = {r, e};
+        if (flat)
+          at = {e};
         Value value;
         if (!factor)
           value =
@@ -868,8 +873,9 @@ Value mlir::kge::tilegpu::inlinePTX(OpBuilder &b, Location loc, Type result,
 SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   MLIRContext *ctx = b.getContext();
   MmaPrecision precision = *shape.mma;
-  assert(product.isPlain() && mmaInputs.size() == 2 &&
-         "warpgroup MMA multiplies one operand a side");
+  assert((shape.threadStages ||
+          (product.isPlain() && mmaInputs.size() == 2)) &&
+         "warpgroup MMA on TMA loads multiplies one operand a side");
   int64_t stages = shape.stages;
   int64_t stageElements = shape.stageElements();
   int64_t n = shape.bn;
@@ -883,6 +889,10 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   Value zero = LLVM::ZeroOp::create(b, loc, accType);
   Value kTiles = arith::CeilDivUIOp::create(b, loc, extents[TaskOp::K],
                                             idx(shape.bk));
+  // Stages the threads write hold one term's factors each: a step of k is
+  // as many stages as the product form has terms.
+  int64_t terms = shape.threadStages ? product.terms.size() : 1;
+  Value steps = arith::MulIOp::create(b, loc, kTiles, idx(terms));
   Value warpgroup = arith::DivUIOp::create(b, loc, tid, idx(128));
   auto eq = [&](Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
@@ -894,8 +904,10 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         arith::RemUIOp::create(b, loc, count, idx(2)));
   };
 
-  bool kContiguous[2] = {isKContiguous(task, mmaInputs[0]),
-                         isKContiguous(task, mmaInputs[1])};
+  // (The producer threads write every stage k-major.)
+  bool kContiguous[2] = {
+      shape.threadStages || isKContiguous(task, mmaInputs[0]),
+      shape.threadStages || isKContiguous(task, mmaInputs[1])};
   // 128-byte rows of the swizzled tiles, and the k of one product (32
   // bytes: 16 of 16-bit operands, 8 of tf32 ones).
   int64_t boxColumns = 128 / elementBytes;
@@ -911,7 +923,8 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
     rank = gpu::ClusterBlockIdOp::create(b, loc, gpu::Dimension::y);
 
   // Barriers: full[s] (the stage's tile has landed: the leader's arrival
-  // and the copies' bytes, the cluster's multicasts included) and empty[s]
+  // and the copies' bytes, the cluster's multicasts included; or every
+  // producer thread's arrival after its writes) and empty[s]
   // (both warpgroups' products of the stage are done, in every block of
   // the cluster: a block's multicast writes into all of them).
   auto barriersType = nvgpu::MBarrierGroupType::get(ctx, workgroup, 2 * stages);
@@ -919,7 +932,10 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   Value leader = eq(tid, idx(0));
   inThen(leader, [&] {
     for (int64_t s = 0; s < stages; ++s) {
-      nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(1), idx(s), Value());
+      nvgpu::MBarrierInitOp::create(
+          b, loc, barriers,
+          idx(shape.threadStages ? shape.producerThreads() : 1), idx(s),
+          Value());
       nvgpu::MBarrierInitOp::create(b, loc, barriers, idx(2 * cluster),
                                     idx(stages + s), Value());
     }
@@ -1036,7 +1052,10 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(split.elseBlock());
-    inThen(eq(tid, idx(shape.threads())), [&] {
+    if (shape.threadStages)
+      emitThreadStageProducer(barriers, kTiles);
+    else
+      inThen(eq(tid, idx(shape.threads())), [&] {
       auto produce = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1));
       OpBuilder::InsertionGuard loopGuard(b);
       b.setInsertionPointToStart(produce.getBody());
@@ -1063,7 +1082,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
       arith::MulIOp::create(b, loc, warpgroup,
                             idx(kContiguous[0] ? 64 * 128 : shape.bk * 128)));
 
-  auto loop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1),
+  auto loop = scf::ForOp::create(b, loc, idx(0), steps, idx(1),
                                  ValueRange{zero});
   {
     OpBuilder::InsertionGuard guard(b);
@@ -1164,4 +1183,281 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         result[h * shape.tn + 2 * j + c] = LLVM::ExtractValueOp::create(
             b, loc, split.getResult(0), 4 * j + 2 * h + c);
   return result;
+}
+
+Value KernelEmitter::roundToTF32(Value value) {
+  auto type = cast<VectorType>(value.getType());
+  Type f32 = b.getF32Type();
+  Value result = value;
+  for (int64_t e = 0; e < type.getNumElements(); ++e) {
+      SmallVector<int64_t, 1> at = {e};
+      Value x = vector::ExtractOp::create(b, loc, value, at);
+      Value bits = NVVM::ConvertFloatToTF32Op::create(
+          b, loc, b.getI32Type(), x, NVVM::FPRoundingMode::RNA,
+          NVVM::SaturationMode::NONE, /*relu=*/false);
+      result = vector::InsertOp::create(
+          b, loc, arith::BitcastOp::create(b, loc, f32, bits), result, at);
+    }
+  return result;
+}
+
+void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
+  MLIRContext *ctx = b.getContext();
+  MmaPrecision precision = *shape.mma;
+  Type element = getMmaElementType(ctx, precision);
+  int64_t elementBytes = getMmaElementBits(precision) / 8;
+  int64_t stages = shape.stages;
+  int64_t terms = product.terms.size();
+  // A thread writes 16-byte chunks of 128-byte rows (block-k elements): a
+  // pass of the warpgroup covers rowsPerPass rows of a tile.
+  int64_t chunk = 16 / elementBytes;
+  int64_t chunksPerRow = shape.bk / chunk;
+  int64_t rowsPerPass = shape.producerThreads() / chunksPerRow;
+  Value producer = arith::SubIOp::create(b, loc, tid, idx(shape.threads()));
+  Value col = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, producer, idx(chunksPerRow)),
+      idx(chunk));
+  Value firstRow = arith::DivUIOp::create(b, loc, producer, idx(chunksPerRow));
+  Value extentK = extents[TaskOp::K];
+
+  // Each side's operands (the leaves of its factors), its first row and
+  // extent: rows are read through index arrays where gathered; a row past
+  // the extent reads row 0 (its products are never stored).
+  struct Side {
+    int64_t span, passes;
+    SmallVector<unsigned, 4> leaves;
+    Value base, extent;
+  };
+  Side sides[2];
+  for (int p = 0; p < 2; ++p) {
+    Side &side = sides[p];
+    side.span = p == 0 ? shape.bm : shape.bn;
+    side.passes = side.span / rowsPerPass;
+    // (The operands its factors read: a row operand the inner computation
+    // ignores is not read.)
+    std::function<void(const Factor &)> collect = [&](const Factor &f) {
+      if (!f)
+        return;
+      if (f->isInput()) {
+        if (!llvm::is_contained(side.leaves, f->input))
+          side.leaves.push_back(f->input);
+        return;
+      }
+      for (const Factor &operand : f->operands)
+        collect(operand);
+    };
+    for (const ProductTerm &term : product.terms)
+      collect(p == 0 ? term.row : term.col);
+    side.base = p == 0 ? rowBase : colBase;
+    side.extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
+  }
+  auto parityOf = [&](Value count) {
+    return arith::IndexCastOp::create(
+        b, loc, b.getI1Type(), arith::RemUIOp::create(b, loc, count, idx(2)));
+  };
+  // A leaf's row at a pass: resolved at every step (an index read that
+  // hits L1), not once before them: rows held across the steps, with their
+  // addresses, take the producer past its registers.
+  auto rowOf = [&](Side &side, size_t leaf, int64_t pass) -> Value {
+    unsigned n = side.leaves[leaf];
+    Value s = arith::AddIOp::create(
+        b, loc, side.base,
+        arith::AddIOp::create(b, loc, firstRow, idx(pass * rowsPerPass)));
+    Value safe =
+        arith::SelectOp::create(b, loc, less(s, side.extent), s, idx(0));
+    return readsResolvedRows(n) ? resolveSpatial(n, safe) : safe;
+  };
+
+  auto loop = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value kt = loop.getInductionVar();
+  // The step's stages (one per term), once the consumers have released
+  // them (past the first round).
+  SmallVector<Value> stageOf;
+  for (int64_t t = 0; t < terms; ++t) {
+    Value step =
+        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, kt, idx(terms)),
+                              idx(t));
+    Value stage = arith::RemUIOp::create(b, loc, step, idx(stages));
+    stageOf.push_back(stage);
+    inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, step,
+                                 idx(stages)),
+           [&] {
+             nvgpu::MBarrierTryWaitParityOp::create(
+                 b, loc, barriers,
+                 parityOf(arith::SubIOp::create(
+                     b, loc, arith::DivUIOp::create(b, loc, step, idx(stages)),
+                     idx(1))),
+                 idx(10000000), arith::AddIOp::create(b, loc, stage, idx(stages)));
+           });
+  }
+  Value k = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, kt, idx(shape.bk)), col);
+  // Whether the step lies within K (every step but a last partial one; the
+  // same in every thread): its chunks are read whole.
+  Value whole = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ule,
+      arith::MulIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, kt, idx(1)), idx(shape.bk)),
+      extentK);
+  // A side whose factors are its operands as stored (DistMult's and
+  // ComplEx's tails; a plain product's rows) is copied by cp.async: no
+  // registers, so its copies are in flight while the other side's loads
+  // and factors take theirs. Computed factors go through registers.
+  auto copied = [&](int p) {
+    for (const ProductTerm &term : product.terms) {
+      const Factor &factor = p == 0 ? term.row : term.col;
+      if (!factor || !factor->isInput() ||
+          cast<MemRefType>(task.getInputs()[factor->input].getType())
+                  .getElementType() != element)
+        return false;
+    }
+    return true;
+  };
+  auto stageIndex = [&](int p, int64_t t, Value row) {
+    return arith::AddIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc, mmaBase,
+            arith::MulIOp::create(b, loc, stageOf[t],
+                                  idx(shape.stageElements()))),
+        arith::AddIOp::create(b, loc, idx(p == 0 ? 0 : shape.bm * shape.bk),
+                              swizzle(shape.bk, row, col)));
+  };
+  SmallVector<Value> copies;
+  auto copyStages = [&](int p) {
+    Side &side = sides[p];
+    // Elements of the chunk within K (zero-filled past it).
+    Value count = minIndex(
+        arith::SubIOp::create(b, loc, arith::MaxSIOp::create(b, loc, extentK, k),
+                              k),
+        idx(chunk));
+    for (int64_t pass = 0; pass < side.passes; ++pass) {
+      Value row =
+          arith::AddIOp::create(b, loc, firstRow, idx(pass * rowsPerPass));
+      for (int64_t t = 0; t < terms; ++t) {
+        const Factor &factor =
+            p == 0 ? product.terms[t].row : product.terms[t].col;
+        size_t leaf =
+            llvm::find(side.leaves, factor->input) - side.leaves.begin();
+        // A chunk that reads nothing names the row's first element.
+        Value safeK = arith::SelectOp::create(b, loc, less(k, extentK), k,
+                                              idx(0));
+        copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), mmaTiles,
+            ValueRange{stageIndex(p, t, row)},
+            arg(task.getInputs()[factor->input]),
+            inputIndices(factor->input, rowOf(side, leaf, pass), safeK,
+                         /*resolved=*/true),
+            b.getIndexAttr(chunk), count, b.getUnitAttr()));
+      }
+    }
+  };
+  auto writeStages = [&](bool partial) {
+    for (int p = 0; p < 2; ++p) {
+      if (copied(p))
+        continue;
+      Side &side = sides[p];
+      // Loads of several passes in flight before their factors are
+      // written (at most 16 chunks of operands a thread).
+      int64_t group =
+          std::max<int64_t>(1, 16 / static_cast<int64_t>(side.leaves.size()));
+      for (int64_t first = 0; first < side.passes; first += group) {
+        int64_t last = std::min(side.passes, first + group);
+        // chunks[pass - first][leaf]
+        SmallVector<SmallVector<Value>> chunks;
+        for (int64_t pass = first; pass < last; ++pass) {
+          SmallVector<Value> loaded;
+          for (auto [l, n] : llvm::enumerate(side.leaves)) {
+            Value input = arg(task.getInputs()[n]);
+            Type type = cast<MemRefType>(input.getType()).getElementType();
+            auto vectorType = VectorType::get({chunk}, type);
+            Value value;
+            if (!partial) {
+              value = vector::LoadOp::create(
+                  b, loc, vectorType, input,
+                  inputIndices(n, rowOf(side, l, pass), k, /*resolved=*/true),
+                  /*nontemporal=*/false, llvm::MaybeAlign(16));
+            } else {
+              // The last step: elements past K read as zero.
+              value = arith::ConstantOp::create(b, loc,
+                                                b.getZeroAttr(vectorType));
+              Value zero =
+                  arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+              for (int64_t e = 0; e < chunk; ++e) {
+                Value ke = arith::AddIOp::create(b, loc, k, idx(e));
+                Value inK = less(ke, extentK);
+                Value safeK = arith::SelectOp::create(b, loc, inK, ke, idx(0));
+                Value x = memref::LoadOp::create(
+                    b, loc, input,
+                    inputIndices(n, rowOf(side, l, pass), safeK,
+                                 /*resolved=*/true));
+                value = vector::InsertOp::create(
+                    b, loc, arith::SelectOp::create(b, loc, inK, x, zero),
+                    value, e);
+              }
+            }
+            loaded.push_back(value);
+          }
+          chunks.push_back(loaded);
+        }
+        for (int64_t pass = first; pass < last; ++pass) {
+          Value row = arith::AddIOp::create(b, loc, firstRow,
+                                            idx(pass * rowsPerPass));
+          for (int64_t t = 0; t < terms; ++t) {
+            const Factor &factor =
+                p == 0 ? product.terms[t].row : product.terms[t].col;
+            auto leaf = [&](unsigned n) {
+              return chunks[pass - first][llvm::find(side.leaves, n) -
+                                          side.leaves.begin()];
+            };
+            // Past K, a factor that is not zero where its operands are
+            // (1, or 1 + x) is made zero.
+            auto inK = [&](int64_t, int64_t e) -> Value {
+              return less(arith::AddIOp::create(b, loc, k, idx(e)), extentK);
+            };
+            Value value = evaluateFactor(
+                factor, VectorType::get({chunk}, element), leaf, inK,
+                arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1),
+                /*masked=*/partial && !vanishesAtZero(factor));
+            // TF32 rounded to nearest here (cvt.rna: NaNs stay NaN), where
+            // the other tensor-core paths' operands reach the tensor cores
+            // as stored and lose their low bits.
+            if (precision == MmaPrecision::tf32)
+              value = roundToTF32(value);
+            vector::StoreOp::create(b, loc, value, mmaTiles,
+                                    ValueRange{stageIndex(p, t, row)},
+                                    /*nontemporal=*/false,
+                                    llvm::MaybeAlign(16));
+          }
+        }
+      }
+    }
+  };
+  for (int p = 0; p < 2; ++p)
+    if (copied(p))
+      copyStages(p);
+  auto ifWhole = scf::IfOp::create(b, loc, whole, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard branch(b);
+    b.setInsertionPointToStart(ifWhole.thenBlock());
+    writeStages(/*partial=*/false);
+    b.setInsertionPointToStart(ifWhole.elseBlock());
+    writeStages(/*partial=*/true);
+  }
+  // The copies landed (while the registers' side was read and written),
+  // every write made visible to wgmma's (asynchronous-proxy) reads, then
+  // the stages marked full.
+  if (!copies.empty()) {
+    Value token = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), copies);
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, token, b.getI32IntegerAttr(0));
+  }
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  for (Value stage : stageOf)
+    nvgpu::MBarrierArriveOp::create(b, loc, nvgpu::MBarrierTokenType::get(ctx),
+                                    barriers, stage);
 }

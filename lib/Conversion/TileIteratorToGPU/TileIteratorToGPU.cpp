@@ -1512,8 +1512,10 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
     if (shape.warpgroup) {
       // The tensor maps follow every other argument.
       unsigned count = kernel.getNumArguments();
-      tensorMaps[0] = kernel.getArgument(count - 2);
-      tensorMaps[1] = kernel.getArgument(count - 1);
+      if (!shape.threadStages) {
+        tensorMaps[0] = kernel.getArgument(count - 2);
+        tensorMaps[1] = kernel.getArgument(count - 1);
+      }
       mmaAddress = arith::IndexCastOp::create(
           b, loc, b.getI64Type(),
           memref::ExtractAlignedPointerAsIndexOp::create(b, loc, mmaTiles));
@@ -1701,7 +1703,7 @@ LogicalResult KernelEmitter::emit(gpu::GPUFuncOp kernel, func::FuncOp func) {
   // reduction.
   SmallVector<Value> stored(shape.tm * shape.tn);
   Value anyJoined;
-  // The producer warp of the warpgroup kernel holds no pair.
+  // The producer (warp or warpgroup) of the warpgroup kernel holds no pair.
   Value consumer;
   if (shape.warpgroup)
     consumer = less(tid, idx(shape.threads()));
@@ -2130,14 +2132,17 @@ static TileShape mmaShape(MmaPrecision precision, bool large,
 /// sm_90a): 128 x 256 pairs per block, two warpgroups of 64 rows, block-k
 /// of 128-byte rows, four stages; blocks
 /// in clusters of `clusterM` along M sharing the B tile (TMA multicast)
-/// unless a join may let one block of a cluster skip its reduction.
+/// unless a join may let one block of a cluster skip its reduction. With
+/// `threadStages`, a producer warpgroup's threads write the stages (no
+/// clusters: multicast is TMA's).
 static TileShape warpgroupShape(MmaPrecision precision, bool joined,
-                                int64_t clusterM) {
+                                int64_t clusterM, bool threadStages = false) {
   TileShape shape{128, 256, 1024 / getMmaElementBits(precision), 2, 64};
   shape.mma = precision;
   shape.stages = 4;
   shape.warpgroup = true;
-  shape.clusterM = joined ? 1 : clusterM;
+  shape.threadStages = threadStages;
+  shape.clusterM = joined || threadStages ? 1 : clusterM;
   return shape;
 }
 
@@ -2154,6 +2159,25 @@ struct KernelVariant {
 /// Warpgroup MMA runs reductions of at least this length (shorter ones take
 /// mma.sync, whose blocks share a multiprocessor).
 static constexpr int64_t kWarpgroupMinK = 1024;
+/// On stages the threads write, from this length: the gathered scoring of
+/// a batch against negatives reduces over an embedding (a few hundred).
+static constexpr int64_t kThreadStagesMinK = 128;
+
+/// Whether warpgroup MMA on stages the producer threads write takes `task`:
+/// its operands stored k-contiguous (the threads read 16-byte chunks along
+/// k; rows may be gathered), a product form of at most kThreadStageTerms
+/// terms, no matrix per key.
+static bool threadStagesFit(TaskOp task) {
+  std::optional<ProductForm> form = getProductForm(task);
+  if (!form || task.getPerKeyInput() ||
+      task.getOutput() == OutputKind::per_key ||
+      static_cast<int64_t>(form->terms.size()) > TileShape::kThreadStageTerms)
+    return false;
+  for (unsigned n : llvm::concat<const unsigned>(form->rows, form->cols))
+    if (!isKContiguous(task, n))
+      return false;
+  return true;
+}
 
 /// Tensor cores on segments: runs are short (a relation's edges in a batch:
 /// ~12), so 16 rows of a segment by 128 columns, four warps of 16 x 32.
@@ -2318,6 +2342,7 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
       shape.stages = tiling.stages;
       shape.warpgroup = tiling.warpgroup;
       shape.clusterM = tiling.clusterM;
+      shape.threadStages = tiling.threadStages;
       StageBudget budget = getStageBudget(task);
       shape.rowTiles = shape.warpgroup ? 1 : budget.rowTiles;
       shape.colTiles = shape.warpgroup ? 1 : budget.colTiles;
@@ -2325,12 +2350,21 @@ static FailureOr<SmallVector<KernelVariant>> getScheduledVariants(TaskOp task) {
         return kernel.getComputeStep()->emitOpError()
                << "at tf32x3 on warpgroup MMA is not built: tf32x3 runs on "
                   "mma.sync";
-      if (shape.warpgroup && !getProductForm(task)->isPlain())
+      int64_t terms = getProductForm(task)->terms.size();
+      if (shape.warpgroup && !shape.threadStages &&
+          !getProductForm(task)->isPlain())
         return kernel.getComputeStep()->emitOpError()
-               << "on warpgroup MMA: the task's product form has "
-               << getProductForm(task)->terms.size()
+               << "on warpgroup MMA: the task's product form has " << terms
                << " term(s) of computed factors; warpgroup MMA multiplies "
-                  "its operands as loaded (mma.sync computes factors)";
+                  "its operands as loaded by TMA (load them via threads, "
+                  "which compute factors, or run on mma.sync)";
+      if (shape.threadStages &&
+          (terms > TileShape::kThreadStageTerms || terms >= shape.stages))
+        return kernel.getComputeStep()->emitOpError()
+               << "on warpgroup MMA loads via threads a product form of "
+               << terms << " terms: its producer writes a stage per term, "
+               << "at most " << TileShape::kThreadStageTerms
+               << " (and fewer than the pipeline's stages)";
       if (!isBuiltTensorCoreShape(shape, budget))
         return kernel.emitOpError()
                << "has a tensor-core tiling the emitter does not build "
@@ -2458,11 +2492,12 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
     // The warpgroup kernel also takes its operands' tensor maps (128-byte
     // grid constants: kge-lower-to-gpu marks them after conversion).
     SmallVector<Type> types(kernelTypes);
-    if (kernelShape.warpgroup)
+    bool tma = kernelShape.warpgroup && !kernelShape.threadStages;
+    if (tma)
       types.append(2, LLVM::LLVMPointerType::get(b.getContext()));
     auto kernel = gpu::GPUFuncOp::create(b, loc, kernelName,
                                          b.getFunctionType(types, {}));
-    if (kernelShape.warpgroup)
+    if (tma)
       kernel->setAttr(kGridConstantsAttrName, b.getI32IntegerAttr(2));
     // mma.sync kernels: two blocks per multiprocessor, one's loads hiding
     // under the other's products (their registers capped to fit), where
@@ -2794,7 +2829,12 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
   }
   // Products and quotients evaluate left to right: A * blocks / 132 is
   // A * (blocks / 132) for A in {0, 1}.
+  // The warpgroup kernel on thread stages (one block a multiprocessor, 128
+  // x 256 pairs) counts as filling from 15/16 of them: a batch of 16,384
+  // edges against 256 negatives is 128 blocks on 132.
   auto fills = [&](const TileShape &s) {
+    if (s.threadStages)
+      return blocksOf(s) + " * 16 / " + std::to_string(kMultiprocessors * 15);
     return blocksOf(s) + " / " + std::to_string(kMultiprocessors);
   };
   for (auto [n, variant] : llvm::enumerate(variants)) {
@@ -2835,7 +2875,7 @@ static LogicalResult lowerTask(func::FuncOp func, TaskOp task,
           {bb.pointer("param:" + p.name), bb.pointer("scratch:" + copy),
            bb.scalar("i64", bb.str(rows)), bb.scalar("i64", bb.str(cols))}));
     }
-    if (kernelShape.warpgroup) {
+    if (kernelShape.warpgroup && !kernelShape.threadStages) {
       // Boxes of 128-byte rows: span x block-k of a k-contiguous operand,
       // block-k x 64 of a spatial-contiguous one.
       tile::ProductOperands product = tile::getProductOperands(task);
@@ -3329,6 +3369,17 @@ static SmallVector<KernelVariant> chooseVariants(TaskOp task,
                     {mma(true), "_mma"},
                     {mma(false), "_mma_small"},
                     {kSmallShape, "_small"}});
+  // Gathered rows and product forms of computed factors: warpgroup MMA on
+  // stages the producer threads write, when every operand is stored
+  // k-contiguous (they read 16-byte chunks along k) and the terms fit.
+  if ((sixteenBit || warpgroupTF32) && o.warpgroup && !topK && !reduceRows &&
+      threadStagesFit(task))
+    return fitting({{warpgroupShape(*precision, joined, 1,
+                                    /*threadStages=*/true),
+                     "_wgmma", kThreadStagesMinK},
+                    {mma(true), "_mma"},
+                    {mma(false), "_mma_small"},
+                    {kSmallShape, "_small"}});
   if (precision && !topK)
     return fitting({{mma(true), "_mma"},
                     {mma(false), "_mma_small"},
@@ -3378,6 +3429,7 @@ static LogicalResult scheduleTask(TaskOp task, const ScheduleOptions &o) {
     tiling.stages = shape.stages;
     tiling.warpgroup = shape.warpgroup;
     tiling.clusterM = shape.clusterM;
+    tiling.threadStages = shape.threadStages;
     tiling.minK = variant.minK;
     tiling.longRuns = shape.longRuns;
     tiling.splitK = shape.splitK;

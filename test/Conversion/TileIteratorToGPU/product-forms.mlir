@@ -14,15 +14,17 @@
 #kj = affine_map<(i, j, k) -> (k, j)>
 
 // DistMult's (h * r) . t: two row operands, one column operand; one term.
-// Stages of three tiles (128 x 128 x 32 f16: 3 x 8 KB, four stages), two
-// blocks a multiprocessor; no warpgroup kernel (its operands are loaded as
-// they are multiplied).
+// Warpgroup MMA on stages the producer threads write (h * r computed by
+// them) from K = 128; on mma.sync, stages of three tiles (128 x 128 x 32
+// f16: 3 x 8 KB, four stages), two blocks a multiprocessor.
 // SCHED-LABEL: func.func @distmult_f16
+// SCHED: tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 min_k 128 {
+// SCHED-COUNT-3: via threads
+// SCHED: tile.mma %0, %1 x %2 f16 warpgroup
 // SCHED: tile.kernel "_mma" block [128, 128, 32] thread [8, 8] stages 4 {
 // SCHED: tile.mma %0, %1 x %2 f16 : !tile.tile<128x32xf16>, !tile.tile<128x32xf16> x !tile.tile<128x32xf16> -> !tile.tile<128x128xf32>
 // SCHED: tile.kernel "_mma_small" block [64, 64, 32] thread [4, 8] stages 4 {
 // SCHED: tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
-// SCHED-NOT: _wgmma
 // CHECK-LABEL: gpu.module @distmult_f16_kernels
 // CHECK-SAME: function = "distmult_f16_mma", {{[^}]*}} shared_bytes = "98304"
 // CHECK-SAME: function = "distmult_f16_mma_small", {{[^}]*}} shared_bytes = "49152"
@@ -310,11 +312,16 @@ func.func @many(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf16>, %
 #ik = affine_map<(i, j, k) -> (i, k)>
 #jk = affine_map<(i, j, k) -> (j, k)>
 
-// A row operand the inner computation does not read: its tile is staged
-// all the same, and the product is no plain one, so no warpgroup kernel
-// (which multiplies one operand a side).
+// A row operand the inner computation does not read: mma.sync stages its
+// tile all the same; the warpgroup kernel's producer threads read only the
+// operands the factors read (A and B, each a factor as stored: copied).
 // CHECK-LABEL: gpu.module @unused_row_kernels
-// CHECK-NOT: _wgmma
+// CHECK: gpu.func @unused_row_wgmma(%[[A:.*]]: memref<?x?xbf16>, %[[U:.*]]: memref<?x?xbf16>, %[[B:.*]]: memref<?x?xbf16>,
+// CHECK-NOT: %[[U]][
+// CHECK: nvgpu.device_async_copy %[[A]][
+// CHECK-NOT: %[[U]][
+// CHECK: nvgpu.device_async_copy %[[B]][
+// CHECK-NOT: %[[U]][
 // CHECK: gpu.func @unused_row_mma(
 func.func @unused_row(%A: memref<?x?xbf16>, %U: memref<?x?xbf16>, %B: memref<?x?xbf16>, %S: memref<?x?xf32>) {
   tile.task ins(%A, %U, %B : memref<?x?xbf16>, memref<?x?xbf16>, memref<?x?xbf16>) outs(%S : memref<?x?xf32>)

@@ -166,8 +166,9 @@ func.func @top_k_block(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %v: memref<8xf3
 #ik = affine_map<(i, j, k) -> (i, k)>
 #jk = affine_map<(i, j, k) -> (j, k)>
 
-// A product form's factors are computed from fragments on mma.sync;
-// warpgroup MMA multiplies its operands as loaded.
+// A product form's factors are computed from fragments on mma.sync, or by
+// the producer threads of warpgroup MMA; on TMA loads, warpgroup MMA
+// multiplies its operands as loaded.
 func.func @warpgroup_factors(%H: memref<?x?xf16>, %R: memref<?x?xf16>, %T: memref<?x?xf16>, %C: memref<?x?xf32>) {
   tile.task ins(%H, %R, %T : memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
       maps [#ik, #ik, #jk] accumulate add output dense
@@ -182,7 +183,7 @@ func.func @warpgroup_factors(%H: memref<?x?xf16>, %R: memref<?x?xf16>, %T: memre
           %h = tile.load input 0 dense via tma : !tile.tile<128x64xf16>
           %r = tile.load input 1 dense via tma : !tile.tile<128x64xf16>
           %t = tile.load input 2 dense via tma : !tile.tile<256x64xf16>
-          // expected-error @below {{'tile.mma' op warpgroup MMA multiplies one operand a side (the product form of several runs on mma.sync)}}
+          // expected-error @below {{'tile.mma' op warpgroup MMA on loads via tma multiplies one operand a side (the product form of several loads via threads, or runs on mma.sync)}}
           %acc = tile.mma %h, %r x %t f16 warpgroup
               : !tile.tile<128x64xf16>, !tile.tile<128x64xf16> x !tile.tile<256x64xf16> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
@@ -311,3 +312,64 @@ tile.kernel "_mma" block [16, 128, 16] thread [2, 8] stages 4 {
   }
 }
 
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// The producer threads write a stage per term: four terms are more than
+// they take (and the pipeline's four stages could not hold a step).
+func.func @threads_four_terms(%A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf16>, %D: memref<?x?xf16>,
+                              %X: memref<?x?xf16>, %Y: memref<?x?xf16>, %Z: memref<?x?xf16>, %W: memref<?x?xf16>,
+                              %S: memref<?x?xf32>) {
+  tile.task ins(%A, %B, %C, %D, %X, %Y, %Z, %W : memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>,
+                memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>, memref<?x?xf16>)
+      outs(%S : memref<?x?xf32>)
+      maps [#ik, #ik, #ik, #ik, #jk, #jk, #jk, #jk] accumulate add output dense
+      inner {
+      ^bb0(%a: f16, %b: f16, %c: f16, %d: f16, %x: f16, %y: f16, %z: f16, %w: f16):
+        %ax = arith.mulf %a, %x : f16
+        %by = arith.mulf %b, %y : f16
+        %cz = arith.mulf %c, %z : f16
+        %dw = arith.mulf %d, %w : f16
+        %s1 = arith.addf %ax, %by : f16
+        %s2 = arith.addf %cz, %dw : f16
+        %s = arith.addf %s1, %s2 : f16
+        %e = arith.extf %s : f16 to f32
+        tile.yield %e : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
+          %a = tile.load input 0 dense via threads : !tile.tile<128x64xf16>
+          %b = tile.load input 1 dense via threads : !tile.tile<128x64xf16>
+          %c = tile.load input 2 dense via threads : !tile.tile<128x64xf16>
+          %d = tile.load input 3 dense via threads : !tile.tile<128x64xf16>
+          %x = tile.load input 4 dense via threads : !tile.tile<256x64xf16>
+          %y = tile.load input 5 dense via threads : !tile.tile<256x64xf16>
+          %z = tile.load input 6 dense via threads : !tile.tile<256x64xf16>
+          %w = tile.load input 7 dense via threads : !tile.tile<256x64xf16>
+          // expected-error @below {{on warpgroup MMA loads via threads a product form of 4 terms: its producer writes a stage per term, at most 3 (and fewer than the pipeline's stages)}}
+          %acc = tile.mma %a, %b, %c, %d x %x, %y, %z, %w f16 warpgroup
+              : !tile.tile<128x64xf16>, !tile.tile<128x64xf16>, !tile.tile<128x64xf16>, !tile.tile<128x64xf16>
+                x !tile.tile<256x64xf16>, !tile.tile<256x64xf16>, !tile.tile<256x64xf16>, !tile.tile<256x64xf16>
+                -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+        tile.kernel "_small" block [64, 64, 16] thread [4, 4] {
+          %a = tile.load input 0 dense via shared : !tile.tile<64x16xf16>
+          %b = tile.load input 1 dense via shared : !tile.tile<64x16xf16>
+          %c = tile.load input 2 dense via shared : !tile.tile<64x16xf16>
+          %d = tile.load input 3 dense via shared : !tile.tile<64x16xf16>
+          %x = tile.load input 4 dense via shared : !tile.tile<64x16xf16>
+          %y = tile.load input 5 dense via shared : !tile.tile<64x16xf16>
+          %z = tile.load input 6 dense via shared : !tile.tile<64x16xf16>
+          %w = tile.load input 7 dense via shared : !tile.tile<64x16xf16>
+          %acc = tile.compute %a, %b, %c, %d, %x, %y, %z, %w
+              : !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>,
+                !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>, !tile.tile<64x16xf16>
+                -> !tile.tile<64x64xf32>
+          tile.store %acc dense : !tile.tile<64x64xf32>
+        }
+      }
+  return
+}

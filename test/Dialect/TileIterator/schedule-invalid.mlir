@@ -1069,7 +1069,7 @@ func.func @mma_third(%A: memref<?x?xf32>, %B: memref<?x?xf32>, %w: memref<?xf32>
 #ik = affine_map<(i, j, k) -> (i, k)>
 #kj = affine_map<(i, j, k) -> (k, j)>
 
-// Warpgroup MMA loads whole tiles by TMA: no gathered rows.
+// Warpgroup MMA on TMA loads: no gathered rows (they load via threads).
 func.func @warpgroup_gather(%h: memref<?xi32>, %A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf32>) {
   tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
       gathers(%h : memref<?xi32>) maps [#ik, #kj] accumulate add output dense
@@ -1084,7 +1084,7 @@ func.func @warpgroup_gather(%h: memref<?xi32>, %A: memref<?x?xf16>, %B: memref<?
         tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
           %a = tile.load input 0 gathered via tma : !tile.tile<128x64xf16>
           %b = tile.load input 1 dense via tma : !tile.tile<64x256xf16>
-          // expected-error @below {{warpgroup MMA loads whole tiles by TMA: it takes neither gathered rows nor segments (mma.sync does)}}
+          // expected-error @below {{warpgroup MMA loads whole tiles by TMA, which gathers no rows: gathered operands load via threads}}
           %acc = tile.mma %a x %b f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
           tile.store %acc staged : !tile.tile<128x256xf32>
         }
@@ -1446,6 +1446,91 @@ func.func @split_k_segments(%E: memref<?x?xf32>, %W: memref<?x?x?xf32>, %r: memr
           %w = tile.load input 1 per_key via shared : !tile.tile<8x128xf32>
           %acc = tile.compute %e, %w : !tile.tile<16x8xf32>, !tile.tile<8x128xf32> -> !tile.tile<16x128xf32>
           tile.store %acc update : !tile.tile<16x128xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#kj = affine_map<(i, j, k) -> (k, j)>
+
+// Loads via threads read 16-byte chunks along k: B stored k-outermost.
+func.func @threads_not_k_contiguous(%h: memref<?xi32>, %A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      gathers(%h : memref<?xi32>) maps [#ik, #kj] accumulate add output dense
+      {gathered = [[0, 0]]}
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %x = arith.extf %a : f16 to f32
+        %y = arith.extf %b : f16 to f32
+        %p = arith.mulf %x, %y : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
+          %a = tile.load input 0 gathered via threads : !tile.tile<128x64xf16>
+          %b = tile.load input 1 dense via threads : !tile.tile<64x256xf16>
+          // expected-error @below {{on warpgroup MMA loads via threads, which read 16-byte chunks along k, but input 1 is not stored k-contiguous}}
+          %acc = tile.mma %a x %b f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<64x256xf16> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// One load via threads makes the kernel's stages the threads': every
+// operand loads so.
+func.func @threads_and_tma(%h: memref<?xi32>, %A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      gathers(%h : memref<?xi32>) maps [#ik, #jk] accumulate add output dense
+      {gathered = [[0, 0]]}
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %x = arith.extf %a : f16 to f32
+        %y = arith.extf %b : f16 to f32
+        %p = arith.mulf %x, %y : f32
+        tile.yield %p : f32
+      } schedule {
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 {
+          %a = tile.load input 0 gathered via threads : !tile.tile<128x64xf16>
+          // expected-error @below {{of input 1 must go via threads in a kernel on warpgroup MMA whose stages threads write, got tma}}
+          %b = tile.load input 1 dense via tma : !tile.tile<256x64xf16>
+          %acc = tile.mma %a x %b f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<256x64xf16> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
+        }
+      }
+  return
+}
+
+// -----
+
+#ik = affine_map<(i, j, k) -> (i, k)>
+#jk = affine_map<(i, j, k) -> (j, k)>
+
+// Clusters share the B tile by TMA multicast; threads write their own.
+func.func @threads_cluster(%h: memref<?xi32>, %A: memref<?x?xf16>, %B: memref<?x?xf16>, %C: memref<?x?xf32>) {
+  tile.task ins(%A, %B : memref<?x?xf16>, memref<?x?xf16>) outs(%C : memref<?x?xf32>)
+      gathers(%h : memref<?xi32>) maps [#ik, #jk] accumulate add output dense
+      {gathered = [[0, 0]]}
+      inner {
+      ^bb0(%a: f16, %b: f16):
+        %x = arith.extf %a : f16 to f32
+        %y = arith.extf %b : f16 to f32
+        %p = arith.mulf %x, %y : f32
+        tile.yield %p : f32
+      } schedule {
+        // expected-error @below {{runs clusters of 2 blocks, which share the B tile by TMA multicast; its stages are written by threads: cluster_m 1}}
+        tile.kernel "_wgmma" block [128, 256, 64] thread [2, 64] stages 4 cluster_m 2 {
+          %a = tile.load input 0 gathered via threads : !tile.tile<128x64xf16>
+          %b = tile.load input 1 dense via threads : !tile.tile<256x64xf16>
+          %acc = tile.mma %a x %b f16 warpgroup : !tile.tile<128x64xf16> x !tile.tile<256x64xf16> -> !tile.tile<128x256xf32>
+          tile.store %acc staged : !tile.tile<128x256xf32>
         }
       }
   return

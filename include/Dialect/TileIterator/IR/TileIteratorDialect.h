@@ -83,6 +83,9 @@ struct KernelTiling {
   int64_t stages = 0;
   bool warpgroup = false;
   int64_t clusterM = 1;
+  /// Warpgroup MMA: a producer warpgroup's threads write the stages
+  /// (gathered rows, computed factors) instead of TMA.
+  bool threadStages = false;
   /// The reduction length from which the kernel runs (0: any).
   int64_t minK = 0;
   /// Segments: the kernel takes the tiles of block-m rows cut from long
@@ -101,9 +104,10 @@ LoadKind getLoadKind(TaskOp task, unsigned n);
 /// segments (tasks with a matrix per row's key; inputs indexed by i).
 bool isLoadSorted(TaskOp task, unsigned n);
 /// The path of the load of input `n` in a kernel on CUDA cores (no
-/// precision), mma.sync or warpgroup MMA.
+/// precision), mma.sync or warpgroup MMA (by TMA, or by the producer
+/// threads with `threadStages`).
 LoadPath getLoadPath(TaskOp task, unsigned n, bool tensorCores,
-                     bool warpgroup);
+                     bool warpgroup, bool threadStages = false);
 /// Whether the load of input `n` reads a transposed (k-major) copy: the
 /// operands of warpgroup MMA at tf32 whose innermost dimension is not k.
 bool isLoadTransposed(TaskOp task, unsigned n,

@@ -64,6 +64,7 @@ def TileIterator_LoadPath : I32EnumAttr<"LoadPath",
       I32EnumAttrCase<"shared", 1>,
       I32EnumAttrCase<"async", 2>,
       I32EnumAttrCase<"tma", 3>,
+      I32EnumAttrCase<"threads", 4>,
     ]> {
   let cppNamespace = "::mlir::tile";
 }
@@ -563,7 +564,11 @@ def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
     cores: the block's threads stage the tile in shared memory, each then
     reads its runs as vectors), `async` (mma.sync: cp.async copies of
     16-byte chunks into swizzled pipeline stages, read by ldmatrix), `tma`
-    (warpgroup MMA: a producer warp's TMA copies under mbarriers).
+    (warpgroup MMA: a producer warp's TMA copies under mbarriers),
+    `threads` (warpgroup MMA: a producer warpgroup's threads read 16-byte
+    chunks along `k` — rows gathered through index arrays — compute the
+    product form's factors and write them into the swizzled stages that
+    `wgmma` reads, under mbarriers; every operand stored k-contiguous).
 
     The result's dimensions follow the input's indexing map (a `per_key`
     input's key dimension dropped), each the block's extent along its axis.
@@ -574,6 +579,7 @@ def TileIterator_LoadOp : TileIterator_IteratorOp<"load", [Pure]> {
     %e = tile.load input 0 gathered sorted via async : !tile.tile<16x16xf32>
     %w = tile.load input 1 per_key via async : !tile.tile<16x128xf32>
     %b = tile.load input 1 dense transposed via tma : !tile.tile<32x256xf32>
+    %t = tile.load input 2 gathered via threads : !tile.tile<256x32xf32>
     ```
   }];
   let arguments = (ins
@@ -612,8 +618,11 @@ def TileIterator_MmaOp : TileIterator_IteratorOp<"mma", [Pure, AttrSizedOperandS
     warps compute its factors from their fragments of the loaded tiles
     before the product (DistMult's `(h * r) . t`: `lhs` holds the tiles of
     `h` and `r`; ComplEx's four products of real and imaginary parts make
-    two terms, one per part of the tail). Warpgroup MMA takes plain
-    products only.
+    two terms, one per part of the tail). Warpgroup MMA whose operands are
+    loaded `via tma` takes plain products only; loaded `via threads`, the
+    producer threads compute each term's factors into a stage of their
+    own (a term a stage, at most three terms), so that `wgmma` multiplies
+    them as loaded.
 
     Example:
 
@@ -623,6 +632,9 @@ def TileIterator_MmaOp : TileIterator_IteratorOp<"mma", [Pure, AttrSizedOperandS
     %hrt = tile.mma %h, %r x %t tf32
         : !tile.tile<128x16xf32>, !tile.tile<128x16xf32> x !tile.tile<128x16xf32>
           -> !tile.tile<128x128xf32>
+    %hrt2 = tile.mma %h2, %r2 x %t2 tf32 warpgroup
+        : !tile.tile<128x32xf32>, !tile.tile<128x32xf32> x !tile.tile<256x32xf32>
+          -> !tile.tile<128x256xf32>
     ```
   }];
   let arguments = (ins

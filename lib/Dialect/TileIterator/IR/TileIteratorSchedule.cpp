@@ -115,12 +115,14 @@ bool mlir::tile::isLoadSorted(TaskOp task, unsigned n) {
 }
 
 LoadPath mlir::tile::getLoadPath(TaskOp task, unsigned n, bool tensorCores,
-                                 bool warpgroup) {
+                                 bool warpgroup, bool threadStages) {
   if (!task.inputUses(n, TaskOp::K))
     return LoadPath::registers;
   if (!tensorCores)
     return LoadPath::shared;
-  return warpgroup ? LoadPath::tma : LoadPath::async;
+  if (!warpgroup)
+    return LoadPath::async;
+  return threadStages ? LoadPath::threads : LoadPath::tma;
 }
 
 bool mlir::tile::isKContiguous(TaskOp task, unsigned n) {
@@ -213,7 +215,8 @@ KernelOp mlir::tile::buildKernel(OpBuilder &b, TaskOp task, StringRef suffix,
         b, loc, getLoadTileType(task, n, block), n, getLoadKind(task, n),
         isLoadSorted(task, n),
         isLoadTransposed(task, n, tiling.precision, tiling.warpgroup),
-        getLoadPath(task, n, tensorCores, tiling.warpgroup)));
+        getLoadPath(task, n, tensorCores, tiling.warpgroup,
+                    tiling.threadStages)));
   Type accType = TileType::get(
       b.getContext(), {tiling.bm, tiling.bn},
       tensorCores ? b.getF32Type() : task.getAccumulatorType());
@@ -247,6 +250,9 @@ KernelTiling mlir::tile::getKernelTiling(KernelOp kernel) {
     tiling.precision = mma.getPrecision();
     tiling.warpgroup = mma.getWarpgroup();
   }
+  for (LoadOp load : kernel.getBody().front().getOps<LoadOp>())
+    if (load.getVia() == LoadPath::threads)
+      tiling.threadStages = true;
   auto valueOr = [](IntegerAttr attr, int64_t absent) {
     return attr ? attr.getInt() : absent;
   };
@@ -396,6 +402,9 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
   auto mma = dyn_cast<MmaOp>(step);
   bool tensorCores = static_cast<bool>(mma);
   bool warpgroup = mma && mma.getWarpgroup();
+  // Warpgroup MMA's stages written by the producer threads (any load via
+  // threads says so; then every load of an operand must).
+  bool threadStages = warpgroup && getKernelTiling(kernel).threadStages;
   std::optional<Precision> precision;
   if (mma)
     precision = mma.getPrecision();
@@ -442,12 +451,14 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                      : " must not be 'transposed': only operands of "
                        "warpgroup MMA at tf32 whose innermost dimension is "
                        "not k are read from a transposed copy");
-    LoadPath path = getLoadPath(task, n, tensorCores, warpgroup);
+    LoadPath path =
+        getLoadPath(task, n, tensorCores, warpgroup, threadStages);
     if (load.getVia() != path)
       return load.emitOpError()
              << "of input " << n << " must go via " << stringifyLoadPath(path)
              << " in a kernel "
-             << (warpgroup ? "on warpgroup MMA"
+             << (threadStages ? "on warpgroup MMA whose stages threads write"
+                 : warpgroup  ? "on warpgroup MMA"
                  : tensorCores ? "on mma.sync"
                                : "on CUDA cores")
              << ", got " << stringifyLoadPath(load.getVia());
@@ -508,10 +519,20 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << "must multiply the loads of input(s) " << list(operands.rows)
              << " (i, k) by those of input(s) " << list(operands.cols)
              << " (k, j), in order";
-    if (warpgroup && (operands.rows.size() > 1 || operands.cols.size() > 1))
+    if (warpgroup && !threadStages &&
+        (operands.rows.size() > 1 || operands.cols.size() > 1))
       return mma.emitOpError()
-             << "warpgroup MMA multiplies one operand a side (the product "
-                "form of several runs on mma.sync)";
+             << "warpgroup MMA on loads via tma multiplies one operand a "
+                "side (the product form of several loads via threads, or "
+                "runs on mma.sync)";
+    if (threadStages)
+      for (unsigned n : llvm::concat<const unsigned>(operands.rows,
+                                                     operands.cols))
+        if (!isKContiguous(task, n))
+          return mma.emitOpError()
+                 << "on warpgroup MMA loads via threads, which read 16-byte "
+                    "chunks along k, but input "
+                 << n << " is not stored k-contiguous";
     for (unsigned n : llvm::concat<const unsigned>(operands.rows,
                                                    operands.cols)) {
       Type element =
@@ -539,10 +560,19 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
              << "on warpgroup MMA cannot feed output reduce: its store "
                 "iterator combines the rows of mma.sync fragments or of "
                 "CUDA-core threads";
-    if (warpgroup && (task.getPerKeyInput() || !task.getGathers().empty()))
+    if (warpgroup && task.getPerKeyInput())
       return mma.emitOpError()
-             << "warpgroup MMA loads whole tiles by TMA: it takes neither "
-                "gathered rows nor segments (mma.sync does)";
+             << "on warpgroup MMA takes no segments (a matrix per key: "
+                "mma.sync does)";
+    if (warpgroup && !threadStages && !task.getGathers().empty())
+      return mma.emitOpError()
+             << "warpgroup MMA loads whole tiles by TMA, which gathers no "
+                "rows: gathered operands load via threads";
+    if (threadStages && kernel.getClusterM().value_or(1) > 1)
+      return kernel.emitOpError()
+             << "runs clusters of " << *kernel.getClusterM()
+             << " blocks, which share the B tile by TMA multicast; its "
+                "stages are written by threads: cluster_m 1";
     if (kernel.getSplitK())
       return kernel.emitOpError() << "splits the reduction on CUDA cores "
                                      "only (tile.compute)";
