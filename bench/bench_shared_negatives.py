@@ -86,6 +86,10 @@ def main():
     parser.add_argument("--negatives", default="256,512,1024")
     parser.add_argument("--models", default="distmult,complex,transe_l2")
     parser.add_argument("--precisions", default="f32,tf32,bf16")
+    parser.add_argument("--compare", default="",
+                        help="a bundle suffix (build_bundles.py --suffix) whose bundles "
+                             "also run, as kge<suffix>: e.g. .mma built with "
+                             "--layout warpgroup=0")
     args = parser.parse_args()
     import kge_runtime as rt
     torch.set_float32_matmul_precision("highest")
@@ -102,6 +106,10 @@ def main():
             prefix = "" if precision in ("f32",) else f"{precision}."
             bundle = args.bundles / f"{name}.shared.{prefix}D{D}.kgebundle"
             program = rt.Program(bundle.read_text())
+            other = None
+            if args.compare:
+                other = rt.Program(bundle.with_name(
+                    bundle.name.replace(".kgebundle", f"{args.compare}.kgebundle")).read_text())
             params = json.loads(bundle.read_text())["function"]["params"]
             dtype = torch.bfloat16 if precision == "bf16" else torch.float32
             tables = {p["name"]: (torch.randn(RELATIONS if p["name"].startswith("R")
@@ -125,6 +133,9 @@ def main():
                 fns = {"kge": lambda: program(**tables, h=h, r=r, t=t, score=scores),
                        "torch_bmm": lambda: scorer(**tables, h=h, r=r, t=t),
                        "torch_compile": lambda: compiled(**tables, h=h, r=r, t=t)}
+                if other is not None:
+                    fns["kge" + args.compare] = \
+                        lambda: other(**tables, h=h, r=r, t=t, score=scores)
                 if precision == "tf32":
                     fns["torch_bmm_tf32"] = bmm_tf32
                     fns["torch_compile_tf32"] = compile_tf32
