@@ -229,9 +229,8 @@ def build_products(bin_dir, out):
     return count
 
 
-# Product forms (test/python/product_forms.py) that warpgroup MMA takes on
-# stages the producer threads write, and the precisions it runs.
-THREAD_STAGES = ("distmult", "factors", "transe", "affine")
+# The precisions of the product forms that warpgroup MMA takes on stages
+# the producer threads write (test/python/product_forms.py's THREAD_STAGES).
 THREAD_STAGE_PRECISIONS = ("f16", "bf16", "tf32")
 
 
@@ -263,7 +262,7 @@ def build_thread_stages(bin_dir, out):
     """The warpgroup kernels on stages the threads write; their count."""
     import sys
     sys.path.insert(0, str(ROOT / "test" / "python"))
-    from product_forms import TASKS, typed
+    from product_forms import THREAD_STAGES, TASKS, typed
     out.mkdir(parents=True, exist_ok=True)
     count = 0
     for name in THREAD_STAGES:

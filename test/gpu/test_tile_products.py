@@ -16,7 +16,7 @@ from test_tile import ROOT, TILE_BUNDLES, load
 from test_tile_mma import kernels_run
 
 sys.path.insert(0, str(ROOT / "test" / "python"))
-from product_forms import TASKS, check, inputs, outputs, reference  # noqa: E402
+from product_forms import THREAD_STAGES, TASKS, check, inputs, outputs, reference  # noqa: E402
 
 PRODUCTS = TILE_BUNDLES / "products"
 PRECISIONS = ("f16", "bf16", "tf32", "tf32x3")
@@ -63,25 +63,24 @@ def test_product_form_matches_numpy(rt, name, precision, M, N, K):
 # terms (a stage each), partial last steps (K = 48 and 520 at tf32, whose
 # steps are 32; every K at 16 bits below 64), rows and columns past the
 # extents, K = 0.
-THREAD_STAGES = TILE_BUNDLES / "thread_stages"
-THREAD_STAGE_TASKS = ("distmult", "factors", "transe", "affine")
+THREAD_STAGE_BUNDLES = TILE_BUNDLES / "thread_stages"
 THREAD_STAGE_PRECISIONS = ("f16", "bf16", "tf32")
 THREAD_STAGE_SIZES = [(130, 72, 48), (64, 64, 16), (300, 200, 520), (257, 264, 640),
                       (1536, 1536, 64), (40, 24, 0)]
 
 
 def test_thread_stage_bundles_were_built():
-    assert len(list(THREAD_STAGES.glob("*.kgebundle"))) == \
-        len(THREAD_STAGE_TASKS) * len(THREAD_STAGE_PRECISIONS), \
+    assert len(list(THREAD_STAGE_BUNDLES.glob("*.kgebundle"))) == \
+        len(THREAD_STAGES) * len(THREAD_STAGE_PRECISIONS), \
         f"run test/gpu/build_tile_bundles.py --parts thread_stages --out {TILE_BUNDLES}"
 
 
-@pytest.mark.parametrize("name", THREAD_STAGE_TASKS)
+@pytest.mark.parametrize("name", THREAD_STAGES)
 @pytest.mark.parametrize("precision", THREAD_STAGE_PRECISIONS)
 @pytest.mark.parametrize("M,N,K", THREAD_STAGE_SIZES,
                          ids=[f"{m}x{n}x{k}" for m, n, k in THREAD_STAGE_SIZES])
 def test_thread_stages_match_numpy(rt, name, precision, M, N, K):
-    program = load(rt, THREAD_STAGES / f"{name}.{precision}.kgebundle")
+    program = load(rt, THREAD_STAGE_BUNDLES / f"{name}.{precision}.kgebundle")
     rng = np.random.default_rng(M * 5 + N * 11 + K + len(name))
     x = inputs(name, rng, M, N, K, rows=2000, keys=40)
     args, stored = {}, {}

@@ -248,6 +248,9 @@ TASKS = {"distmult": DISTMULT, "complex": COMPLEX, "factors": FACTORS, "segments
          "transe": TRANSE, "distmult_topk": edge_task("distmult_topk", DISTMULT_INNER, k=64),
          "distmult_top8": edge_task("distmult_top8", DISTMULT_INNER, k=8),
          "complex_select": COMPLEX_SELECT, "affine": AFFINE}
+# The tasks warpgroup MMA takes on stages the threads write (every operand
+# stored k-contiguous, no top-k, no matrix per key, at most three terms).
+THREAD_STAGES = ("affine", "distmult", "factors", "transe")
 # Top-k tasks and their k.
 TOP_K = {"distmult_topk": 64, "distmult_top8": 8}
 

@@ -2,9 +2,10 @@
 row(i, k) * col(j, k), each factor computed from one side's operands
 (DistMult's (h * r) . t, ComplEx's four products, factors of any
 elementwise operations), on the CPU path against NumPy, and the GPU
-lowering's choice of tensor cores for them (mma.sync; warpgroup MMA only
-for plain products). The tasks are also the GPU suite's
-(build_tile_bundles.py --parts products, test/gpu/test_tile_products.py).
+lowering's choice of tensor cores for them (mma.sync, and warpgroup MMA
+on stages the threads write where every operand is stored k-contiguous).
+The tasks are also the GPU suite's (build_tile_bundles.py --parts
+products,thread_stages, test/gpu/test_tile_products.py).
 """
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 from kge import compiler, ir
 
-from product_forms import TASKS, check, inputs, outputs, reference, typed
+from product_forms import THREAD_STAGES, TASKS, check, inputs, outputs, reference, typed
 
 
 @pytest.mark.parametrize("name", sorted(TASKS))
@@ -43,8 +44,16 @@ def test_product_forms_take_mma_sync(name, element, options):
     gpu = lowered(name, element, options)
     # (Top-k sorts a block's pairs: only the 64 x 64 kernel.)
     assert (f"@{name}_mma(" in gpu or f"@{name}_mma_small(" in gpu) and "mma.sync" in gpu
-    # Warpgroup MMA multiplies operands as loaded: no factors.
-    assert "_wgmma" not in gpu
+    # Warpgroup MMA on stages the threads write: operands all stored
+    # k-contiguous (ComplEx's tail part is not), no top-k, no matrix per
+    # key; not at tf32x3. Its producer warpgroup computes the factors.
+    threads = name in THREAD_STAGES and "tf32x3" not in options
+    assert (f"@{name}_wgmma(" in gpu) == threads
+    if threads:
+        kernel = gpu[gpu.index(f"gpu.func @{name}_wgmma("):]
+        kernel = kernel[:kernel.index("gpu.return")]
+        assert "known_block_size = array<i32: 384, 1, 1>" in kernel
+        assert "nvvm.fence.proxy" in kernel and "nvvm.wgmma.mma_async" in kernel
     # The CUDA-core kernel stays for rows that are not 16-byte chunks.
     assert f"@{name}_small(" in gpu or name == "segments"
 
