@@ -475,7 +475,8 @@ def ConvertTileIteratorToGPU : Pass<"convert-tile-to-gpu", "ModuleOp"> {
     the index arrays, resolved once), compute each term's factors and write
     them into a stage of their own in the same 128-byte swizzled layout,
     then `fence.proxy.async` and an arrival on the stage's full barrier
-    (no clusters, no tensor maps). The accumulators reach the same store
+    (no clusters, no tensor maps); the launch plan counts its grid as
+    filling the GPU from 15/16 of the multiprocessors. The accumulators reach the same store
     iterators; a dense f32 output goes through the freed stages in shared
     memory and leaves in 16-byte row vectors. The
     launch plan runs the largest tensor-core kernel whose grid fills the
