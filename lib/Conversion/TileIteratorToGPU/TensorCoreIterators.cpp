@@ -873,8 +873,7 @@ Value mlir::kge::tilegpu::inlinePTX(OpBuilder &b, Location loc, Type result,
 SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   MLIRContext *ctx = b.getContext();
   MmaPrecision precision = *shape.mma;
-  assert((shape.threadStages ||
-          (product.isPlain() && mmaInputs.size() == 2)) &&
+  assert((shape.threadStages || (product.isPlain() && mmaInputs.size() == 2)) &&
          "warpgroup MMA on TMA loads multiplies one operand a side");
   int64_t stages = shape.stages;
   int64_t stageElements = shape.stageElements();
@@ -1056,24 +1055,25 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
       emitThreadStageProducer(barriers, kTiles);
     else
       inThen(eq(tid, idx(shape.threads())), [&] {
-      auto produce = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1));
-      OpBuilder::InsertionGuard loopGuard(b);
-      b.setInsertionPointToStart(produce.getBody());
-      Value t = produce.getInductionVar();
-      Value stage = arith::RemUIOp::create(b, loc, t, idx(stages));
-      // Past the first round, the stage's previous tile must be released.
-      inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t,
-                                   idx(stages)),
-             [&] {
-               nvgpu::MBarrierTryWaitParityOp::create(
-                   b, loc, barriers,
-                   parityOf(arith::SubIOp::create(
-                       b, loc, arith::DivUIOp::create(b, loc, t, idx(stages)),
-                       idx(1))),
-                   idx(10000000), arith::AddIOp::create(b, loc, stage, idx(stages)));
-             });
-      issue(t, stage);
-    });
+        auto produce = scf::ForOp::create(b, loc, idx(0), kTiles, idx(1));
+        OpBuilder::InsertionGuard loopGuard(b);
+        b.setInsertionPointToStart(produce.getBody());
+        Value t = produce.getInductionVar();
+        Value stage = arith::RemUIOp::create(b, loc, t, idx(stages));
+        // Past the first round, the stage's previous tile must be released.
+        inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t,
+                                     idx(stages)),
+               [&] {
+                 nvgpu::MBarrierTryWaitParityOp::create(
+                     b, loc, barriers,
+                     parityOf(arith::SubIOp::create(
+                         b, loc, arith::DivUIOp::create(b, loc, t, idx(stages)),
+                         idx(1))),
+                     idx(10000000),
+                     arith::AddIOp::create(b, loc, stage, idx(stages)));
+               });
+        issue(t, stage);
+      });
     scf::YieldOp::create(b, loc, zero);
   }
   b.setInsertionPointToStart(split.thenBlock());
@@ -1082,8 +1082,8 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
       arith::MulIOp::create(b, loc, warpgroup,
                             idx(kContiguous[0] ? 64 * 128 : shape.bk * 128)));
 
-  auto loop = scf::ForOp::create(b, loc, idx(0), steps, idx(1),
-                                 ValueRange{zero});
+  auto loop =
+      scf::ForOp::create(b, loc, idx(0), steps, idx(1), ValueRange{zero});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -1190,14 +1190,14 @@ Value KernelEmitter::roundToTF32(Value value) {
   Type f32 = b.getF32Type();
   Value result = value;
   for (int64_t e = 0; e < type.getNumElements(); ++e) {
-      SmallVector<int64_t, 1> at = {e};
-      Value x = vector::ExtractOp::create(b, loc, value, at);
-      Value bits = NVVM::ConvertFloatToTF32Op::create(
-          b, loc, b.getI32Type(), x, NVVM::FPRoundingMode::RNA,
-          NVVM::SaturationMode::NONE, /*relu=*/false);
-      result = vector::InsertOp::create(
-          b, loc, arith::BitcastOp::create(b, loc, f32, bits), result, at);
-    }
+    SmallVector<int64_t, 1> at = {e};
+    Value x = vector::ExtractOp::create(b, loc, value, at);
+    Value bits = NVVM::ConvertFloatToTF32Op::create(
+        b, loc, b.getI32Type(), x, NVVM::FPRoundingMode::RNA,
+        NVVM::SaturationMode::NONE, /*relu=*/false);
+    result = vector::InsertOp::create(
+        b, loc, arith::BitcastOp::create(b, loc, f32, bits), result, at);
+  }
   return result;
 }
 
@@ -1276,9 +1276,8 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
   // them (past the first round).
   SmallVector<Value> stageOf;
   for (int64_t t = 0; t < terms; ++t) {
-    Value step =
-        arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, kt, idx(terms)),
-                              idx(t));
+    Value step = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, kt, idx(terms)), idx(t));
     Value stage = arith::RemUIOp::create(b, loc, step, idx(stages));
     stageOf.push_back(stage);
     inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, step,
@@ -1289,7 +1288,8 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
                  parityOf(arith::SubIOp::create(
                      b, loc, arith::DivUIOp::create(b, loc, step, idx(stages)),
                      idx(1))),
-                 idx(10000000), arith::AddIOp::create(b, loc, stage, idx(stages)));
+                 idx(10000000),
+                 arith::AddIOp::create(b, loc, stage, idx(stages)));
            });
   }
   Value k = arith::AddIOp::create(
@@ -1298,8 +1298,8 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
   // same in every thread): its chunks are read whole.
   Value whole = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::ule,
-      arith::MulIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, kt, idx(1)), idx(shape.bk)),
+      arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, kt, idx(1)),
+                            idx(shape.bk)),
       extentK);
   // A side whose factors are its operands as stored (DistMult's and
   // ComplEx's tails; a plain product's rows) is copied by cp.async: no
@@ -1329,10 +1329,10 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
   auto copyStages = [&](int p) {
     Side &side = sides[p];
     // Elements of the chunk within K (zero-filled past it).
-    Value count = minIndex(
-        arith::SubIOp::create(b, loc, arith::MaxSIOp::create(b, loc, extentK, k),
-                              k),
-        idx(chunk));
+    Value count =
+        minIndex(arith::SubIOp::create(
+                     b, loc, arith::MaxSIOp::create(b, loc, extentK, k), k),
+                 idx(chunk));
     for (int64_t pass = 0; pass < side.passes; ++pass) {
       Value row =
           arith::AddIOp::create(b, loc, firstRow, idx(pass * rowsPerPass));
@@ -1342,8 +1342,8 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
         size_t leaf =
             llvm::find(side.leaves, factor->input) - side.leaves.begin();
         // A chunk that reads nothing names the row's first element.
-        Value safeK = arith::SelectOp::create(b, loc, less(k, extentK), k,
-                                              idx(0));
+        Value safeK =
+            arith::SelectOp::create(b, loc, less(k, extentK), k, idx(0));
         copies.push_back(nvgpu::DeviceAsyncCopyOp::create(
             b, loc, nvgpu::DeviceAsyncTokenType::get(ctx), mmaTiles,
             ValueRange{stageIndex(p, t, row)},
@@ -1381,8 +1381,8 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
                   /*nontemporal=*/false, llvm::MaybeAlign(16));
             } else {
               // The last step: elements past K read as zero.
-              value = arith::ConstantOp::create(b, loc,
-                                                b.getZeroAttr(vectorType));
+              value =
+                  arith::ConstantOp::create(b, loc, b.getZeroAttr(vectorType));
               Value zero =
                   arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
               for (int64_t e = 0; e < chunk; ++e) {
@@ -1403,14 +1403,14 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
           chunks.push_back(loaded);
         }
         for (int64_t pass = first; pass < last; ++pass) {
-          Value row = arith::AddIOp::create(b, loc, firstRow,
-                                            idx(pass * rowsPerPass));
+          Value row =
+              arith::AddIOp::create(b, loc, firstRow, idx(pass * rowsPerPass));
           for (int64_t t = 0; t < terms; ++t) {
             const Factor &factor =
                 p == 0 ? product.terms[t].row : product.terms[t].col;
             auto leaf = [&](unsigned n) {
-              return chunks[pass - first][llvm::find(side.leaves, n) -
-                                          side.leaves.begin()];
+              return chunks[pass - first]
+                           [llvm::find(side.leaves, n) - side.leaves.begin()];
             };
             // Past K, a factor that is not zero where its operands are
             // (1, or 1 + x) is made zero.
@@ -1426,10 +1426,9 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
             // as stored and lose their low bits.
             if (precision == MmaPrecision::tf32)
               value = roundToTF32(value);
-            vector::StoreOp::create(b, loc, value, mmaTiles,
-                                    ValueRange{stageIndex(p, t, row)},
-                                    /*nontemporal=*/false,
-                                    llvm::MaybeAlign(16));
+            vector::StoreOp::create(
+                b, loc, value, mmaTiles, ValueRange{stageIndex(p, t, row)},
+                /*nontemporal=*/false, llvm::MaybeAlign(16));
           }
         }
       }

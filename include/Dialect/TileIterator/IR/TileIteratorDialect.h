@@ -106,8 +106,8 @@ bool isLoadSorted(TaskOp task, unsigned n);
 /// The path of the load of input `n` in a kernel on CUDA cores (no
 /// precision), mma.sync or warpgroup MMA (by TMA, or by the producer
 /// threads with `threadStages`).
-LoadPath getLoadPath(TaskOp task, unsigned n, bool tensorCores,
-                     bool warpgroup, bool threadStages = false);
+LoadPath getLoadPath(TaskOp task, unsigned n, bool tensorCores, bool warpgroup,
+                     bool threadStages = false);
 /// Whether the load of input `n` reads a transposed (k-major) copy: the
 /// operands of warpgroup MMA at tf32 whose innermost dimension is not k.
 bool isLoadTransposed(TaskOp task, unsigned n,

@@ -451,14 +451,13 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                      : " must not be 'transposed': only operands of "
                        "warpgroup MMA at tf32 whose innermost dimension is "
                        "not k are read from a transposed copy");
-    LoadPath path =
-        getLoadPath(task, n, tensorCores, warpgroup, threadStages);
+    LoadPath path = getLoadPath(task, n, tensorCores, warpgroup, threadStages);
     if (load.getVia() != path)
       return load.emitOpError()
              << "of input " << n << " must go via " << stringifyLoadPath(path)
              << " in a kernel "
-             << (threadStages ? "on warpgroup MMA whose stages threads write"
-                 : warpgroup  ? "on warpgroup MMA"
+             << (threadStages  ? "on warpgroup MMA whose stages threads write"
+                 : warpgroup   ? "on warpgroup MMA"
                  : tensorCores ? "on mma.sync"
                                : "on CUDA cores")
              << ", got " << stringifyLoadPath(load.getVia());
@@ -526,8 +525,8 @@ static LogicalResult verifyKernel(TaskOp task, KernelOp kernel) {
                 "side (the product form of several loads via threads, or "
                 "runs on mma.sync)";
     if (threadStages)
-      for (unsigned n : llvm::concat<const unsigned>(operands.rows,
-                                                     operands.cols))
+      for (unsigned n :
+           llvm::concat<const unsigned>(operands.rows, operands.cols))
         if (!isKContiguous(task, n))
           return mma.emitOpError()
                  << "on warpgroup MMA loads via threads, which read 16-byte "
