@@ -436,6 +436,12 @@ private:
   /// `barriers` (full s, then empty s, of `stages`) as the consumers
   /// release them.
   void emitThreadStageProducer(Value barriers, Value kTiles);
+  /// The parity (i1) of an mbarrier's phase `count`.
+  Value phaseParity(Value count);
+  /// The stage of pipeline step `step` (of `stages`), once its consumers
+  /// have released it past the first round: a wait on its empty barrier
+  /// (`stages` + stage of `barriers`).
+  Value awaitFreeStage(Value barriers, Value step, int64_t stages);
   /// `value` (a vector of f32) rounded to TF32, to nearest (ties away from
   /// zero), NaNs kept: cvt.rna.tf32.f32 element by element.
   Value roundToTF32(Value value);

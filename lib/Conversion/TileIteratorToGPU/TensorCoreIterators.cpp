@@ -897,11 +897,6 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y)
         .getResult();
   };
-  auto parityOf = [&](Value count) {
-    return arith::IndexCastOp::create(
-        b, loc, b.getI1Type(),
-        arith::RemUIOp::create(b, loc, count, idx(2)));
-  };
 
   // (The producer threads write every stage k-major.)
   bool kContiguous[2] = {
@@ -1059,20 +1054,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
         OpBuilder::InsertionGuard loopGuard(b);
         b.setInsertionPointToStart(produce.getBody());
         Value t = produce.getInductionVar();
-        Value stage = arith::RemUIOp::create(b, loc, t, idx(stages));
-        // Past the first round, the stage's previous tile must be released.
-        inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, t,
-                                     idx(stages)),
-               [&] {
-                 nvgpu::MBarrierTryWaitParityOp::create(
-                     b, loc, barriers,
-                     parityOf(arith::SubIOp::create(
-                         b, loc, arith::DivUIOp::create(b, loc, t, idx(stages)),
-                         idx(1))),
-                     idx(10000000),
-                     arith::AddIOp::create(b, loc, stage, idx(stages)));
-               });
-        issue(t, stage);
+        issue(t, awaitFreeStage(barriers, t, stages));
       });
     scf::YieldOp::create(b, loc, zero);
   }
@@ -1091,7 +1073,7 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
     Value stage = arith::RemUIOp::create(b, loc, kt, idx(stages));
     nvgpu::MBarrierTryWaitParityOp::create(
         b, loc, barriers,
-        parityOf(arith::DivUIOp::create(b, loc, kt, idx(stages))),
+        phaseParity(arith::DivUIOp::create(b, loc, kt, idx(stages))),
         idx(10000000), stage);
     Value stageStart = arith::MulIOp::create(
         b, loc,
@@ -1185,6 +1167,28 @@ SmallVector<Value> KernelEmitter::emitWarpgroupReduction() {
   return result;
 }
 
+Value KernelEmitter::phaseParity(Value count) {
+  return arith::IndexCastOp::create(
+      b, loc, b.getI1Type(), arith::RemUIOp::create(b, loc, count, idx(2)));
+}
+
+Value KernelEmitter::awaitFreeStage(Value barriers, Value step,
+                                    int64_t stages) {
+  Value stage = arith::RemUIOp::create(b, loc, step, idx(stages));
+  // Past the first round, the stage's previous tile must be released.
+  inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, step,
+                               idx(stages)),
+         [&] {
+           nvgpu::MBarrierTryWaitParityOp::create(
+               b, loc, barriers,
+               phaseParity(arith::SubIOp::create(
+                   b, loc, arith::DivUIOp::create(b, loc, step, idx(stages)),
+                   idx(1))),
+               idx(10000000), arith::AddIOp::create(b, loc, stage, idx(stages)));
+         });
+  return stage;
+}
+
 Value KernelEmitter::roundToTF32(Value value) {
   auto type = cast<VectorType>(value.getType());
   Type f32 = b.getF32Type();
@@ -1251,10 +1255,6 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
     side.base = p == 0 ? rowBase : colBase;
     side.extent = extents[p == 0 ? TaskOp::I : TaskOp::J];
   }
-  auto parityOf = [&](Value count) {
-    return arith::IndexCastOp::create(
-        b, loc, b.getI1Type(), arith::RemUIOp::create(b, loc, count, idx(2)));
-  };
   // A leaf's row at a pass: resolved at every step (an index read that
   // hits L1), not once before them: rows held across the steps, with their
   // addresses, take the producer past its registers.
@@ -1278,19 +1278,7 @@ void KernelEmitter::emitThreadStageProducer(Value barriers, Value kTiles) {
   for (int64_t t = 0; t < terms; ++t) {
     Value step = arith::AddIOp::create(
         b, loc, arith::MulIOp::create(b, loc, kt, idx(terms)), idx(t));
-    Value stage = arith::RemUIOp::create(b, loc, step, idx(stages));
-    stageOf.push_back(stage);
-    inThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, step,
-                                 idx(stages)),
-           [&] {
-             nvgpu::MBarrierTryWaitParityOp::create(
-                 b, loc, barriers,
-                 parityOf(arith::SubIOp::create(
-                     b, loc, arith::DivUIOp::create(b, loc, step, idx(stages)),
-                     idx(1))),
-                 idx(10000000),
-                 arith::AddIOp::create(b, loc, stage, idx(stages)));
-           });
+    stageOf.push_back(awaitFreeStage(barriers, step, stages));
   }
   Value k = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, kt, idx(shape.bk)), col);
