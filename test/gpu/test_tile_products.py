@@ -30,17 +30,12 @@ TOLERANCES = {"f16": 4e-3, "bf16": 3e-2, "tf32": 6e-3, "tf32x3": 1e-4}
 SIZES = [(130, 72, 48), (64, 64, 16), (1536, 1536, 64), (300, 200, 520), (53, 41, 45)]
 
 
-def test_product_bundles_were_built():
-    assert len(list(PRODUCTS.glob("*.kgebundle"))) == len(TASKS) * len(PRECISIONS), \
-        f"run test/gpu/build_tile_bundles.py --parts products --out {TILE_BUNDLES}"
-
-
-@pytest.mark.parametrize("name", sorted(TASKS))
-@pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
-def test_product_form_matches_numpy(rt, name, precision, M, N, K):
-    program = load(rt, PRODUCTS / f"{name}.{precision}.kgebundle")
-    rng = np.random.default_rng(M * 7 + N * 3 + K + len(name))
+def run_task(rt, bundle, name, precision, M, N, K, rng):
+    """Runs task `name`'s `bundle` on inputs drawn from `rng` (float tables
+    in `precision`'s dtype where it is 16-bit): the kernels it launched,
+    its outputs (NumPy) and their float64 reference on the inputs as
+    stored."""
+    program = load(rt, bundle)
     x = inputs(name, rng, M, N, K, rows=2000, keys=40)
     args, stored = {}, {}
     for n, a in x.items():
@@ -51,10 +46,25 @@ def test_product_form_matches_numpy(rt, name, precision, M, N, K):
         stored[n] = t.cpu().to(torch.float64).numpy() if a.dtype == np.float32 else a
     out = {n: torch.from_numpy(a).cuda() for n, a in outputs(name, M, N).items()}
     names = kernels_run(lambda: program(**args, **out))
+    return (names, {n: t.cpu().numpy() for n, t in out.items()},
+            reference(name, stored))
+
+
+def test_product_bundles_were_built():
+    assert len(list(PRODUCTS.glob("*.kgebundle"))) == len(TASKS) * len(PRECISIONS), \
+        f"run test/gpu/build_tile_bundles.py --parts products --out {TILE_BUNDLES}"
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("M,N,K", SIZES, ids=[f"{m}x{n}x{k}" for m, n, k in SIZES])
+def test_product_form_matches_numpy(rt, name, precision, M, N, K):
+    rng = np.random.default_rng(M * 7 + N * 3 + K + len(name))
+    names, out, expected = run_task(rt, PRODUCTS / f"{name}.{precision}.kgebundle", name,
+                               precision, M, N, K, rng)
     aligned = K % 8 == 0 and N % 8 == 0
     assert any(k.endswith("_mma") or k.endswith("_mma_small") for k in names) == aligned, names
-    check(name, {n: t.cpu().numpy() for n, t in out.items()}, reference(name, stored),
-          TOLERANCES[precision])
+    check(name, out, expected, TOLERANCES[precision])
 
 
 # Warpgroup MMA on stages the producer threads write (build_tile_bundles.py
@@ -80,18 +90,8 @@ def test_thread_stage_bundles_were_built():
 @pytest.mark.parametrize("M,N,K", THREAD_STAGE_SIZES,
                          ids=[f"{m}x{n}x{k}" for m, n, k in THREAD_STAGE_SIZES])
 def test_thread_stages_match_numpy(rt, name, precision, M, N, K):
-    program = load(rt, THREAD_STAGE_BUNDLES / f"{name}.{precision}.kgebundle")
     rng = np.random.default_rng(M * 5 + N * 11 + K + len(name))
-    x = inputs(name, rng, M, N, K, rows=2000, keys=40)
-    args, stored = {}, {}
-    for n, a in x.items():
-        t = torch.from_numpy(a).cuda()
-        if a.dtype == np.float32 and precision in DTYPES:
-            t = t.to(DTYPES[precision])
-        args[n] = t
-        stored[n] = t.cpu().to(torch.float64).numpy() if a.dtype == np.float32 else a
-    out = {n: torch.from_numpy(a).cuda() for n, a in outputs(name, M, N).items()}
-    names = kernels_run(lambda: program(**args, **out))
+    names, out, expected = run_task(rt, THREAD_STAGE_BUNDLES / f"{name}.{precision}.kgebundle",
+                               name, precision, M, N, K, rng)
     assert any(k.endswith("_wgmma") for k in names), names
-    check(name, {n: t.cpu().numpy() for n, t in out.items()}, reference(name, stored),
-          TOLERANCES[precision])
+    check(name, out, expected, TOLERANCES[precision])
